@@ -1,0 +1,89 @@
+"""The `redline` command. Exit codes are a contract: see ExitCode."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from enum import IntEnum
+
+from redline import __version__
+from redline.errors import ProblemsError, RedlineError
+
+
+class ExitCode(IntEnum):
+    GREEN = 0
+    RED = 1
+    USAGE = 2
+    INCONCLUSIVE = 3
+
+
+Handler = Callable[[argparse.Namespace], int]
+
+#: Each module defines `register(subparsers) -> None`, setting `handler` via set_defaults.
+_COMMAND_MODULES = (
+    "validate",
+    "run",
+    "runs",
+    "show",
+    "export",
+    "baseline",
+    "history",
+    "compare",
+    "report",
+    "init",
+    "merge",
+    "guard",
+    "triage",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="redline",
+        description="Prompt-regression testing: rates, evidence, triage.",
+    )
+    parser.add_argument("--version", action="version", version=f"redline {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"redline.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"redline.cli.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return ExitCode.USAGE
+    try:
+        return int(handler(args))
+    except ProblemsError as exc:
+        print(f"redline: {len(exc.problems)} problem(s) found:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return ExitCode.USAGE
+    except RedlineError as exc:
+        print(f"redline: error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except KeyboardInterrupt:
+        print("redline: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

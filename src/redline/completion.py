@@ -1,0 +1,54 @@
+"""What a provider is asked and what it answers, independent of any vendor API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class FinishReason(StrEnum):
+    """Why generation stopped, normalised across providers."""
+
+    STOP = "stop"
+    LENGTH = "length"
+    REFUSAL = "refusal"
+    CONTENT_FILTER = "content_filter"
+    TOOL_CALLS = "tool_calls"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One sample's request: the rendered prompts and sampling settings."""
+
+    model: str
+    system: str
+    user: str
+    max_tokens: int | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    response_schema: dict[str, object] | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sample's answer, or the transport error that prevented it.
+
+    `text` is the raw output exactly as received. When `error` is set the
+    request failed after all retries and the sample's verdict is `transport`.
+    """
+
+    text: str
+    finish_reason: FinishReason | None
+    model: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float | None = None
+    cost: float | None = None
+    error: str | None = None
+    attempts: int = 1
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None

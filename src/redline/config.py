@@ -1,0 +1,312 @@
+"""Configuration: `[tool.redline]` in pyproject.toml or redline.toml (which wins).
+
+The config file is the one place pinned model ids live (DESIGN rule 10); suites
+name models only by alias.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from redline.errors import ConfigError
+
+PROVIDER_TYPES = ("openai", "anthropic", "local")
+CONFIG_FILES = ("redline.toml", "pyproject.toml")
+
+_ENV_REFERENCE = re.compile(r"^\s*(\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|env:.*|%[A-Za-z_]+%)\s*$")
+_ENV_INSIDE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A pinned model: `alias` as suites write it, `id` as `provider:name`."""
+
+    alias: str
+    provider: str
+    name: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.provider}:{self.name}"
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """How to reach one provider. `api_key_env` is the NAME of the variable, never the key."""
+
+    name: str
+    type: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+    threads: int | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Price:
+    """Price of a pinned model in currency units per million tokens."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        if input_tokens is None or output_tokens is None:
+            return None
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+
+@dataclass(frozen=True)
+class Config:
+    root: Path
+    source: Path
+    models: Mapping[str, ModelRef]
+    providers: Mapping[str, ProviderConfig]
+    prices: Mapping[str, Price]
+    store_path: Path
+    concurrency: int
+    suites: tuple[Path, ...]
+    score_drop: float = 0.10
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    def model(self, alias: str) -> ModelRef:
+        try:
+            return self.models[alias]
+        except KeyError:
+            known = ", ".join(sorted(self.models)) or "none"
+            raise ConfigError(
+                f"model alias {alias!r} is not pinned in {self.source.name} "
+                f"(known aliases: {known}); add it under [tool.redline.models]"
+            ) from None
+
+    def provider(self, name: str) -> ProviderConfig:
+        if name in self.providers:
+            return self.providers[name]
+        if name in PROVIDER_TYPES:
+            return ProviderConfig(name=name, type=name, **_PROVIDER_DEFAULTS.get(name, {}))
+        raise ConfigError(f"provider {name!r} is not configured in {self.source.name}")
+
+    def price(self, model_id: str) -> Price | None:
+        return self.prices.get(model_id)
+
+
+_PROVIDER_DEFAULTS: dict[str, dict[str, Any]] = {
+    "openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY"},
+    "anthropic": {"base_url": "https://api.anthropic.com", "api_key_env": "ANTHROPIC_API_KEY"},
+    "local": {},
+}
+
+
+def find_config_file(start: Path | None = None) -> tuple[Path, Mapping[str, Any]] | None:
+    """The nearest config at or above `start`: redline.toml wins over pyproject.toml."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        for name in CONFIG_FILES:
+            path = folder / name
+            if not path.is_file():
+                continue
+            data = _read_toml(path)
+            if name == "redline.toml":
+                table = data.get("tool", {}).get("redline", data)
+                return path, table
+            table = data.get("tool", {}).get("redline")
+            if isinstance(table, dict):
+                return path, table
+    return None
+
+
+def load_config(start: Path | None = None) -> Config:
+    """Load and validate the configuration; raise ConfigError naming every problem."""
+    found = find_config_file(start)
+    if found is None:
+        root = (start or Path.cwd()).resolve()
+        return _build(root, root / "pyproject.toml", {})
+    path, table = found
+    return _build(path.parent, path, table)
+
+
+def parse_config(path: Path) -> Config:
+    """Parse one given config file (redline.toml or pyproject.toml)."""
+    data = _read_toml(path)
+    table = data.get("tool", {}).get("redline", data if path.name == "redline.toml" else {})
+    return _build(path.parent.resolve(), path.resolve(), table)
+
+
+def pinned_models(path: Path | None = None, text: str | None = None) -> dict[str, str]:
+    """alias → pinned id from a config file (or its text): what the guard compares."""
+    if text is None:
+        if path is None:
+            raise ValueError("path or text required")
+        text = path.read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    table = data.get("tool", {}).get("redline", data)
+    models = table.get("models", {}) if isinstance(table, dict) else {}
+    return {str(k): str(v) for k, v in models.items()} if isinstance(models, dict) else {}
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def check_pinned(alias: str, value: object, source: str) -> list[str]:
+    """Problems with one `alias = "provider:name"` entry (DESIGN rule 10)."""
+    where = f"{source}: [tool.redline.models] {alias}"
+    if not isinstance(value, str) or not value.strip():
+        return [f"{where}: must be a string 'provider:model-id'"]
+    if _ENV_REFERENCE.match(value) or _ENV_INSIDE.search(value):
+        return [
+            f"{where} = {value!r}: a pinned model may not be read from an environment "
+            "variable; write the exact model id in this file"
+        ]
+    if ":" not in value:
+        return [f"{where} = {value!r}: write it as 'provider:model-id', e.g. 'openai:{value}'"]
+    provider, name = value.split(":", 1)
+    if not name:
+        return [f"{where} = {value!r}: the model id after '{provider}:' is empty"]
+    if re.search(r"latest$", name.strip(), re.IGNORECASE):
+        return [
+            f"{where} = {value!r}: aliases like 'latest' move under you; "
+            "pin a dated or versioned model id instead"
+        ]
+    return []
+
+
+def _build(root: Path, source: Path, table: Mapping[str, Any]) -> Config:
+    problems: list[str] = []
+    src = source.name
+
+    known_keys = {"models", "providers", "prices", "store", "concurrency", "suites", "score_drop"}
+    for key in table:
+        if key not in known_keys:
+            problems.append(f"{src}: unknown key [tool.redline] {key!r}")
+
+    providers: dict[str, ProviderConfig] = {}
+    raw_providers = table.get("providers", {})
+    if not isinstance(raw_providers, dict):
+        problems.append(f"{src}: [tool.redline.providers] must be a table")
+        raw_providers = {}
+    for name, spec in raw_providers.items():
+        if not isinstance(spec, dict):
+            problems.append(f"{src}: [tool.redline.providers.{name}] must be a table")
+            continue
+        providers[name], more = _provider(name, spec, src)
+        problems.extend(more)
+
+    models: dict[str, ModelRef] = {}
+    raw_models = table.get("models", {})
+    if not isinstance(raw_models, dict):
+        problems.append(f"{src}: [tool.redline.models] must be a table")
+        raw_models = {}
+    for alias, value in raw_models.items():
+        more = check_pinned(alias, value, src)
+        problems.extend(more)
+        if more:
+            continue
+        provider, name = str(value).split(":", 1)
+        if provider not in providers and provider not in PROVIDER_TYPES:
+            problems.append(
+                f"{src}: [tool.redline.models] {alias}: unknown provider {provider!r} "
+                f"(built in: {', '.join(PROVIDER_TYPES)}; "
+                f"or add [tool.redline.providers.{provider}])"
+            )
+            continue
+        models[alias] = ModelRef(alias=alias, provider=provider, name=name.strip())
+
+    prices: dict[str, Price] = {}
+    raw_prices = table.get("prices", {})
+    for model_id, spec in raw_prices.items() if isinstance(raw_prices, dict) else []:
+        try:
+            prices[model_id] = Price(
+                input_per_mtok=float(spec["input_per_mtok"]),
+                output_per_mtok=float(spec["output_per_mtok"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            problems.append(
+                f"{src}: [tool.redline.prices.{model_id!r}] needs numbers "
+                "input_per_mtok and output_per_mtok"
+            )
+
+    concurrency = table.get("concurrency", 4)
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        problems.append(f"{src}: [tool.redline] concurrency must be a positive integer")
+        concurrency = 4
+    score_drop = table.get("score_drop", 0.10)
+    if not isinstance(score_drop, int | float) or not 0 <= score_drop < 1:
+        problems.append(f"{src}: [tool.redline] score_drop must be a fraction in [0, 1)")
+        score_drop = 0.10
+
+    suites_raw = table.get("suites", ["cases"])
+    if isinstance(suites_raw, str):
+        suites_raw = [suites_raw]
+    suites = tuple(root / str(s) for s in suites_raw)
+
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return Config(
+        root=root,
+        source=source,
+        models=models,
+        providers=providers,
+        prices=prices,
+        store_path=root / str(table.get("store", ".redline/redline.db")),
+        concurrency=concurrency,
+        suites=suites,
+        score_drop=float(score_drop),
+        raw=dict(table),
+    )
+
+
+def _provider(name: str, spec: Mapping[str, Any], src: str) -> tuple[ProviderConfig, list[str]]:
+    problems: list[str] = []
+    ptype = str(spec.get("type", name))
+    if ptype not in PROVIDER_TYPES:
+        problems.append(
+            f"{src}: [tool.redline.providers.{name}] type {ptype!r} is not one of "
+            f"{', '.join(PROVIDER_TYPES)}"
+        )
+    if "api_key" in spec:
+        problems.append(
+            f"{src}: [tool.redline.providers.{name}] api_key: never write a key in a file; "
+            "set api_key_env to the NAME of the environment variable that holds it"
+        )
+    defaults = dict(_PROVIDER_DEFAULTS.get(ptype, {}))
+    known = {
+        "type",
+        "base_url",
+        "api_key_env",
+        "timeout_s",
+        "max_retries",
+        "backoff_base_s",
+        "backoff_max_s",
+        "threads",
+        "api_key",
+    }
+    options = {k: v for k, v in spec.items() if k not in known}
+    try:
+        cfg = ProviderConfig(
+            name=name,
+            type=ptype,
+            base_url=spec.get("base_url", defaults.get("base_url")),
+            api_key_env=spec.get("api_key_env", defaults.get("api_key_env")),
+            timeout_s=float(spec.get("timeout_s", 60.0)),
+            max_retries=int(spec.get("max_retries", 4)),
+            backoff_base_s=float(spec.get("backoff_base_s", 0.5)),
+            backoff_max_s=float(spec.get("backoff_max_s", 30.0)),
+            threads=int(spec["threads"]) if "threads" in spec else None,
+            options=options,
+        )
+    except (TypeError, ValueError) as exc:
+        problems.append(f"{src}: [tool.redline.providers.{name}]: {exc}")
+        cfg = ProviderConfig(name=name, type=ptype)
+    return cfg, problems

@@ -1,0 +1,96 @@
+"""What the store keeps: runs, case results and samples, as read back by every client."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from redline.completion import FinishReason
+from redline.verdicts import AssertionResult, Verdict
+
+
+class RunKind(StrEnum):
+    RUN = "run"
+    RERUN = "rerun"
+    REPLAY = "replay"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"
+
+
+class RunResult(StrEnum):
+    GREEN = "green"
+    RED = "red"
+    INCONCLUSIVE = "inconclusive"
+
+
+class CaseOutcome(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: str
+    kind: RunKind
+    status: RunStatus
+    result: RunResult | None
+    started_at: str
+    finished_at: str | None
+    model_id: str
+    model_alias: str
+    suites: tuple[str, ...]
+    parent_id: str | None = None
+    git_commit: str | None = None
+    git_dirty: bool = False
+    redline_version: str = ""
+    args: Mapping[str, Any] = field(default_factory=dict)
+    manifest: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CaseRecord:
+    run_id: str
+    suite: str
+    case_id: str
+    tier: str
+    model_id: str
+    samples: int
+    required: int
+    passes: int
+    result: CaseOutcome
+    verdicts: Mapping[Verdict, int]
+    case_hash: str
+
+    @property
+    def content_samples(self) -> int:
+        return sum(
+            n for v, n in self.verdicts.items() if v not in (Verdict.TRUNCATED, Verdict.TRANSPORT)
+        )
+
+
+@dataclass(frozen=True)
+class SampleRecord:
+    run_id: str
+    suite: str
+    case_id: str
+    index: int
+    output: str
+    verdict: Verdict
+    finish_reason: FinishReason | None
+    model: str = ""
+    seed: int | None = None
+    latency_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost: float | None = None
+    error: str | None = None
+    attempts: int = 1
+    assertions: tuple[AssertionResult, ...] = ()
+    created_at: str = ""

@@ -1,0 +1,54 @@
+from pathlib import Path
+
+import pytest
+
+from redline.config import load_config
+from redline.errors import ConfigError
+
+
+def write(tmp_path: Path, text: str, name: str = "pyproject.toml") -> Path:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_models_are_pinned_by_alias(tmp_path: Path) -> None:
+    write(tmp_path, '[tool.redline.models]\ndefault = "openai:gpt-4.1-2025-04-14"\n')
+    cfg = load_config(tmp_path)
+    assert cfg.model("default").id == "openai:gpt-4.1-2025-04-14"
+    assert cfg.provider("openai").api_key_env == "OPENAI_API_KEY"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "openai:gpt-4o-latest",
+        "anthropic:claude-3-5-sonnet-LATEST",
+        "${MODEL}",
+        "env:MODEL",
+        "openai:${MODEL_ID}",
+    ],
+)
+def test_floating_or_env_model_ids_are_refused(tmp_path: Path, value: str) -> None:
+    write(tmp_path, f'[tool.redline.models]\ndefault = "{value}"\n')
+    with pytest.raises(ConfigError, match="default"):
+        load_config(tmp_path)
+
+
+def test_redline_toml_wins_over_pyproject(tmp_path: Path) -> None:
+    write(tmp_path, '[tool.redline.models]\ndefault = "openai:a-2024-01-01"\n')
+    write(tmp_path, '[models]\ndefault = "openai:b-2024-01-01"\n', "redline.toml")
+    cfg = load_config(tmp_path)
+    assert cfg.model("default").name == "b-2024-01-01"
+    assert cfg.source.name == "redline.toml"
+
+
+def test_api_key_in_file_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, '[tool.redline.providers.openai]\napi_key = "sk-123"\n')
+    with pytest.raises(ConfigError, match="never write a key"):
+        load_config(tmp_path)
+
+
+def test_unknown_alias_names_known_ones(tmp_path: Path) -> None:
+    write(tmp_path, '[tool.redline.models]\nlocal = "local:smollm2-135m-instruct-q4_1"\n')
+    with pytest.raises(ConfigError, match="known aliases: local"):
+        load_config(tmp_path).model("prod")

@@ -1,0 +1,1 @@
+"""The redline triage app (Textual), a client of the redline engine."""
