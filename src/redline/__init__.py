@@ -2,6 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from redline.behavior import assert_behavior, check_behavior
+
+#: Loaded on first use so `import redline` (the CLI) stays light.
+_LAZY = ("assert_behavior", "check_behavior")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from redline import behavior
+
+        return getattr(behavior, name)
+    raise AttributeError(f"module 'redline' has no attribute {name!r}")
+
+
+__all__ = ["__version__", "assert_behavior", "check_behavior"]

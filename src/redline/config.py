@@ -186,7 +186,16 @@ def _build(root: Path, source: Path, table: Mapping[str, Any]) -> Config:
     problems: list[str] = []
     src = source.name
 
-    known_keys = {"models", "providers", "prices", "store", "concurrency", "suites", "score_drop"}
+    known_keys = {
+        "models",
+        "providers",
+        "prices",
+        "store",
+        "concurrency",
+        "suites",
+        "score_drop",
+        "semantic",
+    }
     for key in table:
         if key not in known_keys:
             problems.append(f"{src}: unknown key [tool.redline] {key!r}")

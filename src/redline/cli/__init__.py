@@ -36,6 +36,9 @@ _COMMAND_MODULES = (
     "merge",
     "guard",
     "triage",
+    "rerun",
+    "label",
+    "calibrate",
 )
 
 

@@ -1,0 +1,90 @@
+"""Semantic assertions on CPU: 1,000 outputs × (mentions + tone) with the default backend.
+
+    uv run python bench/bench_semantic.py [--outputs 1000]
+
+Prints model load time, calibration time, and outputs per second for mentions and tone
+(first pass, embedding every output) and for mentions + tone on already-seen outputs
+(the per-output sentence cache, as when several assertions check the same sample).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from redline.semantic.calibration import load_calibration
+from redline.semantic.embeddings import load_embeddings
+from redline.semantic.scorer import SemanticScorer
+from redline.semantic.settings import SemanticSettings
+from redline.semantic.tones import load_tones
+
+_OPENINGS = (
+    "Thanks for reaching out about order {n}.",
+    "We are sorry for the delay with order {n}.",
+    "Terima kasih telah menghubungi kami soal pesanan {n}.",
+    "感谢您关于订单{n}的来信。",
+)
+_BODIES = (
+    "Your refund of ${n} has been issued and reaches your card within five days.",
+    "The parcel left our warehouse on day {n} and should arrive next week.",
+    "Dana sebesar Rp{n}.000 sudah kami kembalikan ke rekening Anda.",
+    "我们已经把{n}元退回到您的银行卡。",
+    "Bạn sẽ nhận lại {n} nghìn đồng trong vòng một tuần.",
+)
+
+
+def outputs(count: int) -> list[str]:
+    """Distinct, support-reply-like outputs of two or three sentences in four languages."""
+    texts = []
+    for n in range(count):
+        opening = _OPENINGS[n % len(_OPENINGS)].format(n=1000 + n)
+        body = _BODIES[n % len(_BODIES)].format(n=10 + n)
+        closing = " Let us know if anything else comes up." if n % 3 == 0 else ""
+        texts.append(f"{opening} {body}{closing}")
+    return texts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--outputs", type=int, default=1000)
+    args = parser.parse_args()
+    settings = SemanticSettings()
+
+    start = time.perf_counter()
+    embeddings = load_embeddings(settings)
+    load_s = time.perf_counter() - start
+    start = time.perf_counter()
+    calibration = load_calibration(embeddings, None)
+    calibrate_s = time.perf_counter() - start
+    scorer = SemanticScorer(embeddings, calibration, load_tones())
+    texts = outputs(args.outputs)
+    sentences = sum(len(t.split(". ")) for t in texts)
+
+    start = time.perf_counter()
+    mentioned = sum(scorer.concept(text, "refund").calibrated >= 0.5 for text in texts)
+    mentions_s = time.perf_counter() - start
+    start = time.perf_counter()
+    apologetic = sum(scorer.tone(text, "apologetic").winner == "apologetic" for text in texts)
+    tone_s = time.perf_counter() - start
+    start = time.perf_counter()
+    for text in texts:
+        scorer.concept(text, "delivery delay")
+        scorer.tone(text, "empathetic")
+    cached_s = time.perf_counter() - start
+
+    n = len(texts)
+    print(f"backend              {embeddings.name}")
+    print(f"model load           {load_s * 1000:8.1f} ms")
+    print(
+        f"calibration          {calibrate_s:8.2f} s  (threshold {calibration.threshold:+.4f}, "
+        f"accuracy {calibration.accuracy:.0%}, computed once per backend)"
+    )
+    print(f"outputs              {n}  (~{sentences} sentences)")
+    print(f"mentions             {n / mentions_s:8.1f} outputs/s  ({mentioned} mention 'refund')")
+    print(f"tone                 {n / tone_s:8.1f} outputs/s  ({apologetic} apologetic)")
+    print(f"mentions + tone      {n / (mentions_s + tone_s):8.1f} outputs/s  (first sight)")
+    print(f"again, cached        {n / cached_s:8.1f} outputs/s  (sentence vectors reused)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""Assertions: parsed from case files, run on every sample, cheap → expensive.
+
+Importing this package registers the built-in Layer 1 types. `load_optional_types`
+imports the modules that add further types (semantic, judge) when they exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from redline.assertions import deterministic, heuristic, python_expr, refusal
+from redline.assertions.base import (
+    LAYER_1,
+    LAYER_2,
+    PLANNED_TYPES,
+    Assertion,
+    Check,
+    Sample,
+    Spec,
+    assertion_type,
+    known_types,
+    register,
+    registered_types,
+)
+from redline.assertions.evaluate import SampleEvaluation, evaluate_sample, evaluation_order
+from redline.assertions.refusal import REFUSAL_PHRASES, detect_refusal
+
+#: Modules that register more assertion types when present.
+OPTIONAL_MODULES = ("redline.assertions.semantic", "redline.assertions.judge")
+
+_BUILTIN_MODULES = (deterministic, heuristic, python_expr, refusal)
+
+
+def load_optional_types() -> None:
+    """Import every optional assertion module that exists, so its types register."""
+    for name in OPTIONAL_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+
+
+__all__ = [
+    "LAYER_1",
+    "LAYER_2",
+    "OPTIONAL_MODULES",
+    "PLANNED_TYPES",
+    "REFUSAL_PHRASES",
+    "Assertion",
+    "Check",
+    "Sample",
+    "SampleEvaluation",
+    "Spec",
+    "assertion_type",
+    "detect_refusal",
+    "evaluate_sample",
+    "evaluation_order",
+    "known_types",
+    "load_optional_types",
+    "register",
+    "registered_types",
+]

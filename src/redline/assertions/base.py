@@ -1,0 +1,402 @@
+"""What an assertion is, how it is parsed from a case file, and the type registry.
+
+An assertion type is a subclass of `Assertion` decorated with `@register("name")`.
+Modules outside this package (semantic assertions, the judge) add types the same
+way; the case loader imports them (see `redline.assertions.OPTIONAL_MODULES`) and
+from then on accepts their names. Until a planned type is registered the loader
+rejects it with "not available yet" rather than as unknown.
+
+Evaluation order is cheap → expensive (`cost`). Layer 1 (deterministic and
+heuristic) always runs completely; Layer 2 (`layer = LAYER_2`: models, judge)
+runs only on samples whose Layer 1 results all passed (DESIGN rule 3).
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+
+from redline.completion import Completion
+from redline.errors import Problem
+from redline.templates import fill
+from redline.verdicts import AssertionStatus
+from redline.yamlsource import FILE_REF, Node, read_verbatim, type_name
+
+if TYPE_CHECKING:
+    from redline.config import Config
+
+LAYER_1 = 1
+LAYER_2 = 2
+
+#: Cost ranks: lower runs first. Layer 2 types should use COST_MODEL or above.
+COST_METADATA = 10
+COST_LENGTH = 20
+COST_STRING = 30
+COST_PARSE = 40
+COST_REGEX = 50
+COST_HEURISTIC = 60
+COST_PYTHON = 70
+COST_MODEL = 100
+COST_JUDGE = 200
+
+#: Keys every assertion accepts besides its own: `note` records why it is as it is.
+COMMON_KEYS: frozenset[str] = frozenset({"type", "note"})
+
+#: Known types that a later module provides; the loader says "not available yet".
+PLANNED_TYPES: Mapping[str, str] = {
+    "mentions": "semantic assertions",
+    "not-mentions": "semantic assertions",
+    "tone": "semantic assertions",
+    "grounded-in": "semantic assertions",
+    "judge": "the calibrated judge",
+}
+
+T = TypeVar("T")
+A = TypeVar("A", bound="Assertion")
+
+
+class Sample:
+    """What every assertion sees of one model output.
+
+    Parsing and other derived values are computed once per sample and shared
+    between assertions (`json`, `words`, and `cached` for anything else).
+    """
+
+    __slots__ = ("_cache", "case_id", "completion", "vars")
+
+    def __init__(
+        self,
+        completion: Completion,
+        vars: Mapping[str, str] | None = None,
+        case_id: str = "",
+    ) -> None:
+        self.completion = completion
+        self.vars: Mapping[str, str] = vars if vars is not None else {}
+        self.case_id = case_id
+        self._cache: dict[str, Any] = {}
+
+    @property
+    def text(self) -> str:
+        """The raw output exactly as the provider returned it."""
+        return self.completion.text
+
+    @property
+    def json(self) -> Any:
+        """The whole output parsed as JSON, or None when it is not JSON."""
+        return self._parsed()[0]
+
+    @property
+    def json_error(self) -> str | None:
+        """Why the output is not JSON, or None when it parsed."""
+        return self._parsed()[1]
+
+    @property
+    def words(self) -> list[str]:
+        """Whitespace-separated words of the output."""
+        return self.cached("words", lambda s: s.text.split())
+
+    def cached(self, key: str, compute: Callable[[Sample], T]) -> T:
+        """`compute(self)` once per sample under `key` (use a module-specific prefix)."""
+        if key not in self._cache:
+            self._cache[key] = compute(self)
+        value: T = self._cache[key]
+        return value
+
+    def _parsed(self) -> tuple[Any, str | None]:
+        return self.cached("json", _parse_json)
+
+
+def _parse_json(sample: Sample) -> tuple[Any, str | None]:
+    try:
+        return json.loads(sample.text), None
+    except json.JSONDecodeError as exc:
+        return None, f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    except RecursionError:
+        return None, "nested too deeply"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One assertion's answer for one sample; the pipeline adds index and type."""
+
+    status: AssertionStatus
+    reason: str
+    score: float | None = None
+    threshold: float | None = None
+
+    @classmethod
+    def ok(cls, reason: str, score: float | None = None, threshold: float | None = None) -> Check:
+        return cls(AssertionStatus.PASSED, reason, score, threshold)
+
+    @classmethod
+    def fail(cls, reason: str, score: float | None = None, threshold: float | None = None) -> Check:
+        return cls(AssertionStatus.FAILED, reason, score, threshold)
+
+    @classmethod
+    def of(
+        cls,
+        passed: bool,
+        reason: str,
+        score: float | None = None,
+        threshold: float | None = None,
+    ) -> Check:
+        return cls.ok(reason, score, threshold) if passed else cls.fail(reason, score, threshold)
+
+    @classmethod
+    def unavailable(cls, reason: str) -> Check:
+        """The backend this assertion needs is missing: neither a pass nor a fail."""
+        return cls(AssertionStatus.UNAVAILABLE, reason)
+
+
+class Spec:
+    """One `assert:` entry as written, while it is being parsed.
+
+    Typed readers (`string`, `number`, `text`, `file`...) record a problem with
+    the value's file:line:column and return None when the value is unusable, so
+    a parser can read every parameter and report all problems at once.
+    """
+
+    def __init__(
+        self,
+        *,
+        type_name: str,
+        node: Node,
+        index: int,
+        case_dir: Path,
+        case_vars: Mapping[str, str] | None = None,
+        config: Config | None = None,
+        display: Callable[[Path], str] = str,
+    ) -> None:
+        self.type_name = type_name
+        self.node = node
+        self.index = index
+        self.case_dir = case_dir
+        self.case_vars: Mapping[str, str] = case_vars or {}
+        self.config = config
+        self.display = display
+        self.problems: list[Problem] = []
+        #: Files this assertion reads (schemas, sources): part of the case hash.
+        self.files: list[Path] = []
+
+    def has(self, key: str) -> bool:
+        return self.node.get(key) is not None
+
+    def problem(self, message: str, hint: str = "", key: str | None = None) -> None:
+        """Record a problem at `key`'s value (or at the entry when key is None or absent)."""
+        target = self.node.get(key) if key is not None else None
+        mark = target.mark if target is not None else self.node.mark
+        self.problems.append(mark.problem(f"{self.type_name}: {message}", hint))
+
+    def _required(self, key: str, required: bool, what: str) -> Node | None:
+        node = self.node.get(key)
+        if node is None or (node.is_scalar and node.value is None):
+            if required:
+                self.problem(f"needs `{key}:` ({what})", f"add `{key}: ...` to this assertion")
+            return None
+        return node
+
+    def _wrong_type(self, key: str, node: Node, what: str, example: str) -> None:
+        self.problem(
+            f"`{key}` must be {what}, not {type_name(node)}", f"e.g. {key}: {example}", key
+        )
+
+    def string(
+        self, key: str = "value", *, required: bool = True, fill_vars: bool = True
+    ) -> str | None:
+        """A string parameter; `{{var}}` placeholders are filled from the case vars."""
+        node = self._required(key, required, "a string")
+        if node is None:
+            return None
+        if not node.is_scalar or isinstance(node.value, bool) or node.value is None:
+            self._wrong_type(key, node, "a string", '"some text"')
+            return None
+        text = node.value if isinstance(node.value, str) else str(node.value)
+        return self._fill(text, key) if fill_vars else text
+
+    def text(self, key: str = "value", *, required: bool = True) -> str | None:
+        """A string, or the verbatim content of a `file://` reference."""
+        value = self.string(key, required=required, fill_vars=False)
+        if value is None:
+            return None
+        if value.startswith(FILE_REF):
+            path = self._existing(key, value)
+            return read_verbatim(path) if path is not None else None
+        return self._fill(value, key)
+
+    def file(self, key: str = "value", *, required: bool = True) -> Path | None:
+        """An existing file named as `file://relative/path` (relative to the case file)."""
+        value = self.string(key, required=required, fill_vars=False)
+        if value is None:
+            return None
+        if not value.startswith(FILE_REF):
+            self.problem(
+                f"`{key}` must be a file reference, got {value!r}",
+                f"write it as {key}: {FILE_REF}schemas/name.json (relative to the case file)",
+                key,
+            )
+            return None
+        return self._existing(key, value)
+
+    def json_file(self, key: str = "value", *, required: bool = True) -> Any:
+        """The parsed content of a `file://` JSON file; None (with a problem) when unusable."""
+        path = self.file(key, required=required)
+        if path is None:
+            return None
+        try:
+            return json.loads(read_verbatim(path))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            self.problem(f"{self.display(path)} is not valid JSON: {exc}", "fix the JSON file", key)
+            return None
+
+    def number(
+        self,
+        key: str = "value",
+        *,
+        required: bool = True,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        exclusive_minimum: bool = False,
+    ) -> float | None:
+        node = self._required(key, required, "a number")
+        if node is None:
+            return None
+        value = node.value
+        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int | float):
+            self._wrong_type(key, node, "a number", "0.5")
+            return None
+        if minimum is not None and (value <= minimum if exclusive_minimum else value < minimum):
+            bound = f"greater than {minimum:g}" if exclusive_minimum else f"at least {minimum:g}"
+            self.problem(f"`{key}` must be {bound}, got {value:g}", "", key)
+            return None
+        if maximum is not None and value > maximum:
+            self.problem(f"`{key}` must be at most {maximum:g}, got {value:g}", "", key)
+            return None
+        return float(value)
+
+    def integer(
+        self, key: str = "value", *, required: bool = True, minimum: int | None = None
+    ) -> int | None:
+        node = self._required(key, required, "a whole number")
+        if node is None:
+            return None
+        value = node.value
+        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int):
+            self._wrong_type(key, node, "a whole number", "200")
+            return None
+        if minimum is not None and value < minimum:
+            self.problem(f"`{key}` must be at least {minimum}, got {value}", "", key)
+            return None
+        return value
+
+    def boolean(self, key: str = "value", *, default: bool | None = None) -> bool | None:
+        node = self._required(key, default is None, "true or false")
+        if node is None:
+            return default
+        if not node.is_scalar or not isinstance(node.value, bool):
+            self._wrong_type(key, node, "true or false", "true")
+            return None
+        return node.value
+
+    def _existing(self, key: str, ref: str) -> Path | None:
+        path = self.case_dir / ref[len(FILE_REF) :]
+        if not path.is_file():
+            self.problem(
+                f"file {self.display(path)} does not exist",
+                "file:// paths are relative to the case file's folder",
+                key,
+            )
+            return None
+        self.files.append(path)
+        return path
+
+    def _fill(self, text: str, key: str) -> str:
+        filled, missing = fill(text, self.case_vars)
+        for name in missing:
+            self.problem(
+                f"`{key}` uses {{{{{name}}}}} but the case has no var {name!r}",
+                "add it under vars: or remove the placeholder",
+                key,
+            )
+        return filled
+
+
+class Assertion(ABC):
+    """One check of a case, parsed once at load time and run on every sample.
+
+    Subclasses set the class attributes, implement `parse` (read parameters
+    from a Spec, return None when any was unusable) and `check`.
+    """
+
+    type_name: ClassVar[str] = ""
+    layer: ClassVar[int] = LAYER_1
+    cost: ClassVar[int] = COST_STRING
+    #: A failure means the output has the wrong shape (verdict `malformed`, not `wrong`).
+    structural: ClassVar[bool] = False
+    #: Parameter keys besides COMMON_KEYS.
+    keys: ClassVar[frozenset[str]] = frozenset({"value"})
+    #: Which direction of `threshold` makes the assertion easier to pass (for the guard).
+    looser_when: ClassVar[Literal["higher", "lower"] | None] = None
+
+    def __init__(self, spec: Spec) -> None:
+        self.index = spec.index
+        self.params: Mapping[str, Any] = spec.node.plain()
+        note = spec.node.get("note")
+        self.note = str(note.value) if note is not None and note.value is not None else ""
+        self.threshold: float | None = None
+
+    @classmethod
+    @abstractmethod
+    def parse(cls: type[A], spec: Spec) -> A | None:
+        """Read parameters from `spec`; None when any problem was recorded."""
+
+    @abstractmethod
+    def check(self, sample: Sample) -> Check:
+        """Evaluate one sample. Must not raise for any output text."""
+
+    def describe(self) -> str:
+        """A short label for reports, e.g. `not-contains 'Here is'`."""
+        value = self.params.get("value")
+        if value is None:
+            return self.type_name
+        shown = repr(value) if isinstance(value, str) else str(value)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        return f"{self.type_name} {shown}"
+
+
+_REGISTRY: dict[str, type[Assertion]] = {}
+
+
+def register(type_name: str) -> Callable[[type[A]], type[A]]:
+    """Class decorator adding an assertion type under `type_name`."""
+
+    def decorate(cls: type[A]) -> type[A]:
+        existing = _REGISTRY.get(type_name)
+        if existing is not None and existing is not cls:
+            raise ValueError(
+                f"assertion type {type_name!r} is already registered by "
+                f"{existing.__module__}.{existing.__qualname__}"
+            )
+        cls.type_name = type_name
+        _REGISTRY[type_name] = cls
+        return cls
+
+    return decorate
+
+
+def assertion_type(type_name: str) -> type[Assertion] | None:
+    """The registered class for a type name, or None."""
+    return _REGISTRY.get(type_name)
+
+
+def registered_types() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def known_types() -> list[str]:
+    """Every name a case may use: registered plus planned."""
+    return sorted(set(_REGISTRY) | set(PLANNED_TYPES))

@@ -1,0 +1,320 @@
+"""Layer 1 deterministic assertions: shape, strings and budgets (DESIGN rule 2)."""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import abstractmethod
+from typing import Any
+
+from jsonschema import SchemaError
+from jsonschema.exceptions import best_match
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+
+from redline.assertions.base import (
+    COST_LENGTH,
+    COST_METADATA,
+    COST_PARSE,
+    COST_REGEX,
+    COST_STRING,
+    Assertion,
+    Check,
+    Sample,
+    Spec,
+    register,
+)
+
+
+def _preview(text: str, limit: int = 60) -> str:
+    shown = text if len(text) <= limit else text[: limit - 3] + "..."
+    return repr(shown)
+
+
+@register("is-json")
+class IsJson(Assertion):
+    """The whole output is JSON (a sentence around it fails), optionally valid against a schema.
+
+    The schema is the one the application uses, given as `value:` or `schema:`
+    `file://schemas/name.json`.
+    """
+
+    cost = COST_PARSE
+    structural = True
+    keys = frozenset({"value", "schema"})
+
+    def __init__(self, spec: Spec, validator: Validator | None, schema_name: str) -> None:
+        super().__init__(spec)
+        self.validator = validator
+        self.schema_name = schema_name
+
+    @classmethod
+    def parse(cls, spec: Spec) -> IsJson | None:
+        key = "schema" if spec.has("schema") else "value"
+        if spec.has("schema") and spec.has("value"):
+            spec.problem("give the schema once, as `value:` or `schema:`", "remove one", "schema")
+            return None
+        if not spec.has(key):
+            return cls(spec, None, "")
+        before = len(spec.problems)
+        schema = spec.json_file(key)
+        if len(spec.problems) > before:
+            return None
+        if not isinstance(schema, dict):
+            spec.problem("the schema file must hold a JSON object", "", key)
+            return None
+        validator_class = validator_for(schema)
+        try:
+            validator_class.check_schema(schema)
+        except SchemaError as exc:
+            where = "/".join(str(p) for p in exc.path) or "(root)"
+            spec.problem(
+                f"invalid JSON Schema at {where}: {exc.message}",
+                f"fix the schema file (checked as {validator_class.__name__})",
+                key,
+            )
+            return None
+        return cls(spec, validator_class(schema), spec.files[-1].name)
+
+    def check(self, sample: Sample) -> Check:
+        error = sample.json_error
+        if error is not None:
+            return Check.fail(f"not JSON ({error}); output starts {_preview(sample.text, 40)}")
+        if self.validator is None:
+            return Check.ok("valid JSON")
+        problem = best_match(self.validator.iter_errors(sample.json))
+        if problem is not None:
+            where = "/".join(str(p) for p in problem.absolute_path) or "(root)"
+            return Check.fail(
+                f"JSON does not match {self.schema_name} at {where}: {problem.message}"
+            )
+        return Check.ok(f"valid JSON matching {self.schema_name}")
+
+
+class _TextMatch(Assertion):
+    cost = COST_STRING
+
+    def __init__(self, spec: Spec, needle: str) -> None:
+        super().__init__(spec)
+        self.needle = needle
+
+    @classmethod
+    def parse(cls, spec: Spec) -> _TextMatch | None:
+        needle = spec.text("value")
+        if needle is None:
+            return None
+        if needle == "":
+            spec.problem("`value` is empty", "write the text to look for", "value")
+            return None
+        return cls(spec, needle)
+
+
+@register("contains")
+class Contains(_TextMatch):
+    """The output contains `value` exactly (case-sensitive)."""
+
+    def check(self, sample: Sample) -> Check:
+        if self.needle in sample.text:
+            return Check.ok(f"contains {_preview(self.needle)}")
+        return Check.fail(f"does not contain {_preview(self.needle)}")
+
+
+@register("icontains")
+class IContains(_TextMatch):
+    """The output contains `value`, ignoring case."""
+
+    def check(self, sample: Sample) -> Check:
+        if self.needle.casefold() in sample.text.casefold():
+            return Check.ok(f"contains {_preview(self.needle)} (ignoring case)")
+        return Check.fail(f"does not contain {_preview(self.needle)} (ignoring case)")
+
+
+@register("not-contains")
+class NotContains(_TextMatch):
+    """The output does not contain `value` (case-sensitive)."""
+
+    def check(self, sample: Sample) -> Check:
+        at = sample.text.find(self.needle)
+        if at < 0:
+            return Check.ok(f"does not contain {_preview(self.needle)}")
+        return Check.fail(f"contains {_preview(self.needle)} at character {at}")
+
+
+@register("equals")
+class Equals(Assertion):
+    """A string `value`: the output is exactly that text. Any other YAML value
+    (number, list, mapping): the output parsed as JSON equals it."""
+
+    cost = COST_STRING
+
+    def __init__(self, spec: Spec, expected: Any, as_json: bool) -> None:
+        super().__init__(spec)
+        self.expected = expected
+        self.as_json = as_json
+
+    @classmethod
+    def parse(cls, spec: Spec) -> Equals | None:
+        node = spec.node.get("value")
+        if node is None:
+            spec.problem("needs `value:` (the exact expected output)", "add `value: ...`")
+            return None
+        if node.is_scalar and isinstance(node.value, str):
+            text = spec.text("value")
+            return None if text is None else cls(spec, text, as_json=False)
+        return cls(spec, node.plain(), as_json=True)
+
+    def check(self, sample: Sample) -> Check:
+        if self.as_json:
+            if sample.json_error is not None:
+                return Check.fail(f"expected JSON equal to {self.expected!r}; output is not JSON")
+            if sample.json == self.expected:
+                return Check.ok("JSON equals the expected value")
+            return Check.fail(f"JSON is {_preview(json.dumps(sample.json, ensure_ascii=False))}")
+        if sample.text == self.expected:
+            return Check.ok("equals the expected text")
+        if sample.text.strip() == self.expected.strip():
+            return Check.fail("differs from the expected text only in surrounding whitespace")
+        return Check.fail(f"output {_preview(sample.text)} != {_preview(self.expected)}")
+
+
+_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+
+
+@register("regex")
+class Regex(Assertion):
+    """The output matches the Python regular expression `value` somewhere (re.search).
+
+    `flags:` any of `i` (ignore case), `m` (multiline), `s` (dot matches newline), `x`.
+    """
+
+    cost = COST_REGEX
+    keys = frozenset({"value", "flags"})
+
+    def __init__(self, spec: Spec, pattern: re.Pattern[str]) -> None:
+        super().__init__(spec)
+        self.pattern = pattern
+
+    @classmethod
+    def parse(cls, spec: Spec) -> Regex | None:
+        source = spec.string("value", fill_vars=False)
+        flag_text = spec.string("flags", required=False, fill_vars=False) or ""
+        flags = 0
+        for letter in flag_text:
+            if letter not in _FLAGS:
+                spec.problem(f"unknown regex flag {letter!r}", "use any of i, m, s, x", "flags")
+                return None
+            flags |= _FLAGS[letter]
+        if source is None:
+            return None
+        try:
+            return cls(spec, re.compile(source, flags))
+        except re.error as exc:
+            at = f" at position {exc.pos}" if exc.pos is not None else ""
+            spec.problem(
+                f"bad regular expression: {exc.msg}{at}",
+                "Python `re` syntax; in YAML prefer single quotes so backslashes stay as written",
+                "value",
+            )
+            return None
+
+    def check(self, sample: Sample) -> Check:
+        match = self.pattern.search(sample.text)
+        if match is None:
+            return Check.fail(f"no match for /{self.pattern.pattern}/")
+        return Check.ok(f"matched {_preview(match.group(0))} at character {match.start()}")
+
+
+class _Budget(Assertion):
+    """A maximum on one measured quantity; an unknown quantity fails, never passes."""
+
+    looser_when = "higher"
+    unit = ""
+
+    def __init__(self, spec: Spec, limit: float) -> None:
+        super().__init__(spec)
+        self.threshold = limit
+
+    @classmethod
+    def parse(cls, spec: Spec) -> _Budget | None:
+        limit = spec.number("value", minimum=0)
+        return None if limit is None else cls(spec, limit)
+
+    @abstractmethod
+    def measure(self, sample: Sample) -> float | None:
+        """The measured quantity, or None when the provider did not report it."""
+
+    def unknown(self, sample: Sample) -> str:
+        return f"{self.unit} unknown: the provider did not report it"
+
+    def check(self, sample: Sample) -> Check:
+        limit = self.threshold
+        assert limit is not None
+        value = self.measure(sample)
+        if value is None:
+            return Check.fail(self.unknown(sample), None, limit)
+        text = f"{value:g} {self.unit} (max {limit:g})"
+        return Check.of(value <= limit, text, value, limit)
+
+
+@register("max-chars")
+class MaxChars(_Budget):
+    cost = COST_LENGTH
+    unit = "characters"
+
+    def measure(self, sample: Sample) -> float | None:
+        return len(sample.text)
+
+
+@register("max-words")
+class MaxWords(_Budget):
+    cost = COST_LENGTH
+    unit = "words"
+
+    def measure(self, sample: Sample) -> float | None:
+        return len(sample.words)
+
+
+@register("max-tokens")
+class MaxTokens(_Budget):
+    cost = COST_METADATA
+    unit = "output tokens"
+
+    def measure(self, sample: Sample) -> float | None:
+        tokens = sample.completion.output_tokens
+        return None if tokens is None else float(tokens)
+
+
+@register("max-latency-ms")
+class MaxLatency(_Budget):
+    cost = COST_METADATA
+    unit = "ms"
+
+    def measure(self, sample: Sample) -> float | None:
+        return sample.completion.latency_ms
+
+    def check(self, sample: Sample) -> Check:
+        result = super().check(sample)
+        if result.score is not None:
+            return Check(
+                result.status,
+                f"{result.score:.0f} ms (max {self.threshold:g})",
+                result.score,
+                result.threshold,
+            )
+        return result
+
+
+@register("max-cost")
+class MaxCost(_Budget):
+    cost = COST_METADATA
+    unit = "cost"
+
+    def measure(self, sample: Sample) -> float | None:
+        return sample.completion.cost
+
+    def unknown(self, sample: Sample) -> str:
+        model = sample.completion.model or "this model"
+        return (
+            f"cost unknown for {model}: pin a price under [tool.redline.prices] "
+            "or drop max-cost (an unknown cost never passes)"
+        )

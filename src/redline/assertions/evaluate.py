@@ -1,0 +1,110 @@
+"""One sample through a case's assertions, to a verdict (DESIGN rules 3 and 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from redline.assertions.base import Assertion, Check, Sample
+from redline.assertions.refusal import sample_refusal
+from redline.completion import Completion, FinishReason
+from redline.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
+
+if TYPE_CHECKING:
+    from redline.cases import Case
+
+
+@dataclass(frozen=True)
+class SampleEvaluation:
+    verdict: Verdict
+    results: tuple[AssertionResult, ...]
+    refusal_detected: bool
+
+
+def evaluation_order(assertions: Iterable[Assertion]) -> list[Assertion]:
+    """Cheap → expensive: by layer, then cost, then position in the case file."""
+    return sorted(assertions, key=lambda a: (a.layer, a.cost, a.index))
+
+
+def evaluate_sample(case: Case, completion: Completion) -> SampleEvaluation:
+    """Run `case`'s assertions on one completion and decide its verdict.
+
+    A transport failure has no output to judge. Otherwise every Layer 1
+    assertion runs and is kept; a later layer (models, judge) runs only when
+    every earlier layer passed and the sample is neither truncated nor an
+    unexpected refusal, so no costly call is spent on a sample already lost.
+    """
+    if completion.error is not None:
+        verdict = decide_verdict(
+            finish_reason=completion.finish_reason,
+            transport_error=completion.error,
+            results=(),
+            refusal_detected=False,
+            expect_refusal=case.expect_refusal,
+        )
+        return SampleEvaluation(verdict, (), False)
+
+    sample = Sample(completion, case.vars, case.id)
+    refusal = sample_refusal(sample)
+    lost = completion.finish_reason is FinishReason.LENGTH or (
+        refusal is not None and not case.expect_refusal
+    )
+    results: list[AssertionResult] = []
+    blocked: str | None = None
+    current_layer = 1
+    for assertion in evaluation_order(case.assertions):
+        if assertion.layer != current_layer:
+            current_layer = assertion.layer
+            if current_layer > 1 and blocked is None:
+                blocked = _blocker(results, lost, completion, refusal)
+        if blocked is not None and assertion.layer > 1:
+            check = Check(AssertionStatus.SKIPPED, f"not run: {blocked}")
+        else:
+            check = _run(assertion, sample)
+        results.append(_result(assertion, check))
+
+    results.sort(key=lambda r: r.index)
+    verdict = decide_verdict(
+        finish_reason=completion.finish_reason,
+        transport_error=None,
+        results=results,
+        refusal_detected=refusal is not None,
+        expect_refusal=case.expect_refusal,
+    )
+    return SampleEvaluation(verdict, tuple(results), refusal is not None)
+
+
+def _blocker(
+    results: list[AssertionResult], lost: bool, completion: Completion, refusal: str | None
+) -> str | None:
+    failed = [r for r in results if r.failed]
+    if failed:
+        names = ", ".join(dict.fromkeys(r.type for r in failed))
+        return f"an earlier layer failed ({names})"
+    if completion.finish_reason is FinishReason.LENGTH:
+        return "output truncated (finish reason length)"
+    if lost:
+        return f"unexpected refusal ({refusal})"
+    return None
+
+
+def _run(assertion: Assertion, sample: Sample) -> Check:
+    try:
+        return assertion.check(sample)
+    except Exception as exc:
+        return Check.unavailable(
+            f"{assertion.type_name} could not be evaluated: {type(exc).__name__}: {exc}"
+        )
+
+
+def _result(assertion: Assertion, check: Check) -> AssertionResult:
+    return AssertionResult(
+        index=assertion.index,
+        type=assertion.type_name,
+        status=check.status,
+        reason=check.reason,
+        score=check.score,
+        threshold=check.threshold if check.threshold is not None else assertion.threshold,
+        structural=assertion.structural,
+    )

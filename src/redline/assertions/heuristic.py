@@ -1,0 +1,88 @@
+"""Layer 1 heuristics for degenerate output: token loops and padding (seed 000).
+
+Both are cheap enough to run on every sample: zlib level 9 on ~1 KB and one
+pass over the words.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from redline.assertions.base import COST_HEURISTIC, Assertion, Check, Sample, Spec, register
+
+
+def compression_ratio(text: str) -> float:
+    """Compressed / raw UTF-8 bytes (zlib level 9). Repetitive text scores low; empty is 0."""
+    raw = text.encode("utf-8")
+    if not raw:
+        return 0.0
+    return len(zlib.compress(raw, 9)) / len(raw)
+
+
+def distinct_n(text: str, n: int = 3) -> float:
+    """Unique word n-grams / all n-grams, ignoring case; 1.0 with fewer than n words."""
+    words = text.lower().split()
+    total = len(words) - n + 1
+    if total < 1:
+        return 1.0
+    if n == 1:
+        return len(set(words)) / total
+    return len(set(zip(*(words[i:] for i in range(n)), strict=False))) / total
+
+
+@register("compression-ratio")
+class CompressionRatio(Assertion):
+    """Minimum zlib compression ratio; seed 000 uses 0.35 (loops fall below 0.25)."""
+
+    cost = COST_HEURISTIC
+    looser_when = "lower"
+
+    def __init__(self, spec: Spec, minimum: float) -> None:
+        super().__init__(spec)
+        self.threshold = minimum
+
+    @classmethod
+    def parse(cls, spec: Spec) -> CompressionRatio | None:
+        minimum = spec.number("value", minimum=0, maximum=1)
+        return None if minimum is None else cls(spec, minimum)
+
+    def check(self, sample: Sample) -> Check:
+        minimum = self.threshold or 0.0
+        ratio = compression_ratio(sample.text)
+        if ratio >= minimum:
+            return Check.ok(f"compression ratio {ratio:.2f} (min {minimum:g})", ratio, minimum)
+        return Check.fail(
+            f"compression ratio {ratio:.2f} < {minimum:g}: repetitive or degenerate output",
+            ratio,
+            minimum,
+        )
+
+
+@register("distinct-n")
+class DistinctN(Assertion):
+    """Minimum share of unique word n-grams (`n`, default 3); seed 000 uses 0.70."""
+
+    cost = COST_HEURISTIC
+    looser_when = "lower"
+    keys = frozenset({"value", "n"})
+
+    def __init__(self, spec: Spec, minimum: float, n: int) -> None:
+        super().__init__(spec)
+        self.threshold = minimum
+        self.n = n
+
+    @classmethod
+    def parse(cls, spec: Spec) -> DistinctN | None:
+        minimum = spec.number("value", minimum=0, maximum=1)
+        n = spec.integer("n", required=False, minimum=1) if spec.has("n") else 3
+        if minimum is None or n is None:
+            return None
+        return cls(spec, minimum, n)
+
+    def check(self, sample: Sample) -> Check:
+        minimum = self.threshold or 0.0
+        score = distinct_n(sample.text, self.n)
+        label = f"distinct-{self.n} {score:.2f}"
+        if score >= minimum:
+            return Check.ok(f"{label} (min {minimum:g})", score, minimum)
+        return Check.fail(f"{label} < {minimum:g}: repeated phrases", score, minimum)

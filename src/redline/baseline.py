@@ -1,0 +1,417 @@
+"""Accepted baselines (`baselines/<suite>.json`, committed) and comparison against them.
+
+A baseline keeps, per case, the accepted pass count, the mean score of every scored
+assertion, the pinned model id, the case's manifest hash and one golden output.
+
+Golden output rule (deterministic for the same run): among the case's `ok` samples,
+the one whose mean token distance to the other `ok` samples is smallest, i.e. the
+most typical passing answer. Token distance is 1 − difflib's similarity ratio over
+whitespace-separated tokens (the first 2,000 of each output, which bounds the cost on
+very long outputs), computed once per pair in sample-index order; ties go to the
+lowest sample index. No `ok` sample: no golden output.
+
+Score drop rule: an assertion's mean score dropped when its relative change is
+strictly beyond the threshold (default 10%): a drop of exactly 10% is not a drop.
+For budget assertions (`max-chars`, `max-words`, `max-tokens`) and `not-mentions`
+lower is better, so a rise counts as the drop. Latency and cost scores measure the
+infrastructure and the price list, not the prompt, and are not compared. A baseline
+mean of 0 has no relative change and is not compared.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from redline.errors import ConfigError, UsageError
+from redline.records import CaseOutcome, CaseRecord, RunRecord, RunStatus, SampleRecord
+from redline.store import RunStore
+from redline.verdicts import CONTENT_VERDICTS, AssertionStatus, Verdict
+
+BASELINE_FORMAT = 1
+DEFAULT_SCORE_DROP = 0.10
+
+_LOWER_IS_BETTER = frozenset({"max-chars", "max-words", "max-tokens", "not-mentions"})
+_NOT_COMPARED = frozenset({"max-latency-ms", "max-cost"})
+_EPSILON = 1e-9
+_GOLDEN_TOKENS = 2000
+
+
+@dataclass(frozen=True)
+class Golden:
+    sample_index: int
+    output: str
+
+
+@dataclass(frozen=True)
+class BaselineCase:
+    """One case as accepted: what a later run is held against."""
+
+    case_id: str
+    run_id: str
+    tier: str
+    samples: int
+    passes: int
+    required: int
+    result: CaseOutcome
+    model_id: str
+    case_hash: str
+    scores: Mapping[str, float] = field(default_factory=dict)
+    golden: Golden | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "tier": self.tier,
+            "samples": self.samples,
+            "passes": self.passes,
+            "required": self.required,
+            "result": str(self.result),
+            "model_id": self.model_id,
+            "case_hash": self.case_hash,
+            "scores": dict(self.scores),
+            "golden": None
+            if self.golden is None
+            else {"sample_index": self.golden.sample_index, "output": self.golden.output},
+        }
+
+
+@dataclass(frozen=True)
+class Baseline:
+    suite: str
+    cases: Mapping[str, BaselineCase]
+
+    def golden(self, case_id: str) -> str | None:
+        case = self.cases.get(case_id)
+        return None if case is None or case.golden is None else case.golden.output
+
+    def to_json(self) -> str:
+        data = {
+            "format": BASELINE_FORMAT,
+            "suite": self.suite,
+            "cases": {cid: c.to_json() for cid, c in self.cases.items()},
+        }
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def baseline_path(directory: Path, suite: str) -> Path:
+    return directory / f"{suite}.json"
+
+
+def load_baseline(directory: Path, suite: str) -> Baseline | None:
+    """The committed baseline of a suite, None when it has none yet."""
+    path = baseline_path(directory, suite)
+    if not path.is_file():
+        return None
+    return parse_baseline(path.read_text(encoding="utf-8"), str(path))
+
+
+def parse_baseline(text: str, source: str) -> Baseline:
+    try:
+        data = json.loads(text)
+        if data.get("format") != BASELINE_FORMAT:
+            raise ValueError(f"unsupported format {data.get('format')!r}")
+        cases: dict[str, BaselineCase] = {}
+        for cid, c in data["cases"].items():
+            golden = c.get("golden")
+            cases[cid] = BaselineCase(
+                case_id=cid,
+                run_id=str(c["run_id"]),
+                tier=str(c["tier"]),
+                samples=int(c["samples"]),
+                passes=int(c["passes"]),
+                required=int(c["required"]),
+                result=CaseOutcome(c["result"]),
+                model_id=str(c["model_id"]),
+                case_hash=str(c["case_hash"]),
+                scores={str(k): float(v) for k, v in c.get("scores", {}).items()},
+                golden=None
+                if golden is None
+                else Golden(int(golden["sample_index"]), str(golden["output"])),
+            )
+        return Baseline(suite=str(data["suite"]), cases=cases)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError(
+            f"{source}: not a redline baseline ({exc}); restore it from git or save it again "
+            "with `redline baseline save RUN_ID`"
+        ) from None
+
+
+def choose_golden(samples: Sequence[SampleRecord]) -> SampleRecord | None:
+    """The most typical `ok` sample (see the module docstring for the exact rule)."""
+    ok = sorted((s for s in samples if s.verdict is Verdict.OK), key=lambda s: s.index)
+    if len(ok) <= 2:
+        return ok[0] if ok else None
+    tokens = [s.output.split()[:_GOLDEN_TOKENS] for s in ok]
+    totals = [0.0] * len(ok)
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    for j in range(len(ok)):
+        matcher.set_seq2(tokens[j])
+        for i in range(j):
+            matcher.set_seq1(tokens[i])
+            distance = 1.0 - matcher.ratio()
+            totals[i] += distance
+            totals[j] += distance
+    best = min(range(len(ok)), key=lambda i: (round(totals[i], 12), ok[i].index))
+    return ok[best]
+
+
+def score_key(index: int, assertion_type: str) -> str:
+    """How a scored assertion is named in a baseline: its position and type."""
+    return f"{index}:{assertion_type}"
+
+
+def mean_scores(samples: Iterable[SampleRecord]) -> dict[str, float]:
+    """Mean score of every scored assertion over the content samples that evaluated it."""
+    sums: dict[str, list[float]] = defaultdict(list)
+    for s in samples:
+        if s.verdict not in CONTENT_VERDICTS:
+            continue
+        for a in s.assertions:
+            if a.score is None or a.status not in (AssertionStatus.PASSED, AssertionStatus.FAILED):
+                continue
+            sums[score_key(a.index, a.type)].append(float(a.score))
+    return {k: round(sum(v) / len(v), 6) for k, v in sorted(sums.items())}
+
+
+def baseline_case(case: CaseRecord, samples: Sequence[SampleRecord]) -> BaselineCase:
+    golden = choose_golden(samples)
+    return BaselineCase(
+        case_id=case.case_id,
+        run_id=case.run_id,
+        tier=case.tier,
+        samples=case.samples,
+        passes=case.passes,
+        required=case.required,
+        result=case.result,
+        model_id=case.model_id,
+        case_hash=case.case_hash,
+        scores=mean_scores(samples),
+        golden=None if golden is None else Golden(golden.index, golden.output),
+    )
+
+
+def save_baselines(
+    store: RunStore,
+    run_id: str,
+    directory: Path,
+    *,
+    case_ids: Sequence[str] = (),
+) -> list[Path]:
+    """Write `baselines/<suite>.json` for every suite of a finished run.
+
+    With `case_ids`, only those cases are replaced in the existing files (accepting a
+    rerun for one case); every other case keeps its accepted entry.
+    """
+    run = store.run(run_id)
+    if run.status is not RunStatus.FINISHED:
+        raise UsageError(
+            f"run {run.id} is {run.status}: only a finished run can become a baseline "
+            f"(finish it with `redline run --resume {run.id}`)"
+        )
+    cases = store.cases(run.id)
+    if case_ids:
+        known = {c.case_id for c in cases}
+        unknown = [c for c in case_ids if c not in known]
+        if unknown:
+            raise UsageError(f"run {run.id} has no case(s) {', '.join(unknown)}")
+        cases = [c for c in cases if c.case_id in set(case_ids)]
+    if not cases:
+        raise UsageError(f"run {run.id} has no case results to accept")
+    samples_by_case: dict[tuple[str, str], list[SampleRecord]] = defaultdict(list)
+    for s in store.samples(run.id):
+        samples_by_case[(s.suite, s.case_id)].append(s)
+    by_suite: dict[str, list[CaseRecord]] = defaultdict(list)
+    for c in cases:
+        by_suite[c.suite].append(c)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for suite, suite_cases in sorted(by_suite.items()):
+        entries: dict[str, BaselineCase] = {}
+        if case_ids:
+            existing = load_baseline(directory, suite)
+            entries.update(existing.cases if existing else {})
+        for c in suite_cases:
+            entries[c.case_id] = baseline_case(c, samples_by_case[(c.suite, c.case_id)])
+        baseline = Baseline(suite=suite, cases=dict(sorted(entries.items())))
+        path = baseline_path(directory, suite)
+        path.write_text(baseline.to_json(), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+class CaseStatus(StrEnum):
+    UNCHANGED = "unchanged"
+    IMPROVED = "improved"
+    REGRESSION = "regression"
+    SCORE_DROP = "score drop"
+    CASE_CHANGED = "case changed"
+    INCONCLUSIVE = "inconclusive"
+    NEW = "new"
+    REMOVED = "removed"
+
+
+#: Statuses that fail `redline baseline compare` (exit 1).
+REGRESSION_STATUSES = frozenset({CaseStatus.REGRESSION, CaseStatus.SCORE_DROP})
+
+
+@dataclass(frozen=True)
+class ScoreDrop:
+    key: str
+    baseline: float
+    current: float
+    relative: float
+
+    def __str__(self) -> str:
+        return f"{self.key} {self.baseline:.4g} → {self.current:.4g} ({self.relative:+.1%})"
+
+
+@dataclass(frozen=True)
+class CaseComparison:
+    suite: str
+    case_id: str
+    status: CaseStatus
+    baseline: BaselineCase | None
+    current: CaseRecord | None
+    drops: tuple[ScoreDrop, ...] = ()
+
+
+@dataclass(frozen=True)
+class BaselineComparison:
+    run: RunRecord
+    cases: tuple[CaseComparison, ...]
+    missing_suites: tuple[str, ...]
+
+    @property
+    def regressions(self) -> list[CaseComparison]:
+        return [c for c in self.cases if c.status in REGRESSION_STATUSES]
+
+
+def score_drops(
+    baseline: Mapping[str, float], current: Mapping[str, float], threshold: float
+) -> list[ScoreDrop]:
+    """Assertions whose mean score got worse by strictly more than `threshold` (relative)."""
+    drops = []
+    for key, base in sorted(baseline.items()):
+        if key not in current or base == 0:
+            continue
+        kind = key.split(":", 1)[-1]
+        if kind in _NOT_COMPARED:
+            continue
+        cur = current[key]
+        change = (cur - base) / abs(base)
+        worse = change if kind in _LOWER_IS_BETTER else -change
+        if worse > threshold + _EPSILON:
+            drops.append(ScoreDrop(key, base, cur, change))
+    return drops
+
+
+def _case_status(base: BaselineCase, current: CaseRecord, drops: Sequence[ScoreDrop]) -> CaseStatus:
+    if base.case_hash != current.case_hash:
+        return CaseStatus.CASE_CHANGED
+    if current.result is CaseOutcome.INCONCLUSIVE:
+        return CaseStatus.INCONCLUSIVE
+    if base.result is CaseOutcome.PASS and current.result is CaseOutcome.FAIL:
+        return CaseStatus.REGRESSION
+    if drops:
+        return CaseStatus.SCORE_DROP
+    if base.result is CaseOutcome.FAIL and current.result is CaseOutcome.PASS:
+        return CaseStatus.IMPROVED
+    return CaseStatus.UNCHANGED
+
+
+def compare_with_baselines(
+    run: RunRecord,
+    cases: Sequence[CaseRecord],
+    samples: Sequence[SampleRecord],
+    baselines: Mapping[str, Baseline],
+    *,
+    score_drop: float = DEFAULT_SCORE_DROP,
+) -> BaselineComparison:
+    """Per case: regression, score drop, case changed, new or removed."""
+    samples_by_case: dict[tuple[str, str], list[SampleRecord]] = defaultdict(list)
+    for s in samples:
+        samples_by_case[(s.suite, s.case_id)].append(s)
+    suites = sorted({c.suite for c in cases} | set(run.suites))
+    out: list[CaseComparison] = []
+    for suite in suites:
+        baseline = baselines.get(suite)
+        if baseline is None:
+            continue
+        current = {c.case_id: c for c in cases if c.suite == suite}
+        for cid in sorted(set(current) | set(baseline.cases)):
+            base, cur = baseline.cases.get(cid), current.get(cid)
+            if base is None and cur is not None:
+                out.append(CaseComparison(suite, cid, CaseStatus.NEW, None, cur))
+            elif cur is None and base is not None:
+                out.append(CaseComparison(suite, cid, CaseStatus.REMOVED, base, None))
+            elif base is not None and cur is not None:
+                drops: list[ScoreDrop] = []
+                if base.case_hash == cur.case_hash:
+                    now = mean_scores(samples_by_case[(suite, cid)])
+                    drops = score_drops(base.scores, now, score_drop)
+                status = _case_status(base, cur, drops)
+                out.append(CaseComparison(suite, cid, status, base, cur, tuple(drops)))
+    missing = tuple(s for s in suites if s not in baselines)
+    return BaselineComparison(run=run, cases=tuple(out), missing_suites=missing)
+
+
+def compare_run_with_baselines(
+    store: RunStore, run_id: str, directory: Path, *, score_drop: float = DEFAULT_SCORE_DROP
+) -> BaselineComparison:
+    run = store.run(run_id)
+    cases = store.cases(run.id)
+    suites = sorted({c.suite for c in cases} | set(run.suites))
+    baselines = {s: b for s in suites if (b := load_baseline(directory, s)) is not None}
+    if not baselines:
+        raise UsageError(
+            f"no baseline in {directory} for suite(s) {', '.join(suites) or '(none)'}; "
+            "accept one with `redline baseline save RUN_ID`"
+        )
+    return compare_with_baselines(
+        run, cases, store.samples(run.id), baselines, score_drop=score_drop
+    )
+
+
+def golden_diff(
+    golden: str,
+    output: str,
+    *,
+    golden_label: str = "golden",
+    output_label: str = "output",
+    context: int = 3,
+) -> str:
+    """Unified diff of a raw output against the golden output; empty when identical.
+
+    Lines are split on newline only, so carriage returns and a missing final newline
+    show up as differences. The text is raw model output: escape it before display.
+    """
+    lines = difflib.unified_diff(
+        golden.split("\n"),
+        output.split("\n"),
+        fromfile=golden_label,
+        tofile=output_label,
+        n=context,
+        lineterm="",
+    )
+    return "\n".join(lines)
+
+
+def sample_golden_diff(directory: Path, sample: SampleRecord) -> str | None:
+    """The diff of one stored sample against its case's golden output, None without one."""
+    baseline = load_baseline(directory, sample.suite)
+    golden = None if baseline is None else baseline.golden(sample.case_id)
+    if golden is None:
+        return None
+    return golden_diff(
+        golden,
+        sample.output,
+        golden_label=f"golden ({sample.suite}/{sample.case_id})",
+        output_label=f"run {sample.run_id} sample {sample.index} [{sample.verdict}]",
+    )

@@ -1,0 +1,705 @@
+"""Suites and cases: loading and validation (DESIGN rules 1, 4 and 10).
+
+A suite is a folder with `suite.yaml` and case files `*.yaml` beside it;
+`retired/` holds cases that are no longer run. Every problem in every file is
+collected, with file:line:column and a hint, before anything runs.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from redline.assertions import (
+    PLANNED_TYPES,
+    Assertion,
+    Spec,
+    assertion_type,
+    known_types,
+    load_optional_types,
+)
+from redline.assertions.base import COMMON_KEYS
+from redline.errors import Problem, ProblemsError, relpath
+from redline.outcome import TIERS, default_required, scale_required
+from redline.templates import fill, placeholders
+from redline.yamlsource import FILE_REF, Mark, Node, did_you_mean, load_file, read_verbatim
+from redline.yamlsource import type_name as yaml_type
+
+if TYPE_CHECKING:
+    from redline.config import Config
+
+SUITE_FILE = "suite.yaml"
+RETIRED_DIR = "retired"
+CASE_SUFFIXES = (".yaml", ".yml")
+DEFAULT_SAMPLES = 5
+DEFAULT_TIER = "contract"
+
+SUITE_KEYS = frozenset(
+    {"name", "prompt", "model", "samples", "tier", "max_tokens", "temperature", "description"}
+)
+PROMPT_KEYS = frozenset({"system", "user"})
+CASE_KEYS = frozenset(
+    {
+        "id",
+        "provenance",
+        "vars",
+        "tier",
+        "samples",
+        "required",
+        "expect_refusal",
+        "assert",
+        "retired",
+    }
+)
+PROVENANCE_KEYS = frozenset({"ticket", "reported", "closed", "note", "source", "author"})
+
+_TYPE_HINTS = {
+    "javascript": "redline evaluates Python: use `type: python` with an expression over "
+    "output, json and vars",
+    "is-valid-json": "use `type: is-json`",
+    "contains-json": "use `type: is-json`; the whole output must be JSON",
+    "llm-rubric": "use `type: judge` (available in a later version)",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One incident turned into a check: its inputs, its bar, its assertions."""
+
+    id: str
+    suite: str
+    path: Path
+    provenance: Mapping[str, str]
+    vars: Mapping[str, str]
+    tier: str
+    samples: int
+    required: int
+    expect_refusal: bool
+    assertions: tuple[Assertion, ...]
+    #: Fixtures, schemas and other files the case reads (part of its hash).
+    files: tuple[Path, ...] = ()
+
+    def required_for(self, n: int) -> int:
+        """The same pass-rate bar at `n` samples (a rerun with more samples)."""
+        return scale_required(self.required, self.samples, n)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A prompt under test, the pinned model alias it runs on, and its cases."""
+
+    name: str
+    path: Path
+    model: str
+    samples: int
+    tier: str
+    max_tokens: int | None
+    temperature: float | None
+    prompt_files: tuple[Path, ...]
+    cases: tuple[Case, ...]
+    system_template: str = ""
+    user_template: str = ""
+    description: str = ""
+    retired_files: tuple[Path, ...] = field(default=())
+
+    def render(self, case: Case) -> tuple[str, str]:
+        """(system text, user text) with the case's `{{var}}` values filled in verbatim."""
+        return fill(self.system_template, case.vars)[0], fill(self.user_template, case.vars)[0]
+
+    def case(self, case_id: str) -> Case:
+        for case in self.cases:
+            if case.id == case_id:
+                return case
+        raise KeyError(case_id)
+
+
+def load_suite(path: Path, config: Config | None = None) -> Suite:
+    """Load one suite folder; raise ProblemsError listing every problem found."""
+    problems: list[Problem] = []
+    suite = _SuiteLoader(path, config, problems).load()
+    if problems or suite is None:
+        raise ProblemsError(problems)
+    return suite
+
+
+def load_suites(paths: Sequence[Path], config: Config | None = None) -> list[Suite]:
+    """Load every suite under `paths` (suite folders or folders of them), all problems at once."""
+    problems: list[Problem] = []
+    suites: list[Suite] = []
+    seen: dict[str, Path] = {}
+    for folder in find_suite_dirs(paths, problems):
+        suite = _SuiteLoader(folder, config, problems).load()
+        if suite is None:
+            continue
+        if suite.name in seen and seen[suite.name] != suite.path:
+            problems.append(
+                Problem(
+                    relpath(folder / SUITE_FILE),
+                    1,
+                    1,
+                    f"suite name {suite.name!r} is also used by {relpath(seen[suite.name])}",
+                    "give each suite a unique `name:`",
+                )
+            )
+            continue
+        seen[suite.name] = suite.path
+        suites.append(suite)
+    if problems:
+        raise ProblemsError(problems)
+    return suites
+
+
+def find_suite_dirs(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
+    """Suite folders named by `paths`: a suite folder, its suite.yaml, or a folder of suites."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_file() and path.name == SUITE_FILE:
+            found.append(path.parent)
+        elif (path / SUITE_FILE).is_file():
+            found.append(path)
+        elif path.is_dir():
+            nested = sorted(
+                p.parent
+                for p in path.rglob(SUITE_FILE)
+                if RETIRED_DIR not in p.relative_to(path).parts
+            )
+            if not nested:
+                problems.append(
+                    Problem(relpath(path), 0, 0, f"no {SUITE_FILE} found", "see `redline init`")
+                )
+            found.extend(nested)
+        else:
+            problems.append(
+                Problem(relpath(path), 0, 0, "does not exist", "give a suite folder or a folder")
+            )
+    unique: dict[Path, None] = {}
+    for folder in found:
+        unique.setdefault(folder.resolve(), None)
+    return list(unique)
+
+
+class _SuiteLoader:
+    def __init__(self, folder: Path, config: Config | None, problems: list[Problem]) -> None:
+        self.folder = folder.resolve()
+        self.config = config
+        self.problems = problems
+        load_optional_types()
+
+    def show(self, path: Path) -> str:
+        return relpath(path)
+
+    def add(self, mark: Mark, message: str, hint: str = "") -> None:
+        self.problems.append(mark.problem(message, hint))
+
+    def load(self) -> Suite | None:
+        suite_path = self.folder / SUITE_FILE
+        root, more = load_file(suite_path, self.show(suite_path))
+        self.problems.extend(more)
+        if root is None:
+            if not more:
+                self.problems.append(
+                    Problem(self.show(suite_path), 1, 1, "empty file", "see `redline init`")
+                )
+            return None
+        if not root.is_map:
+            self.add(root.mark, f"{SUITE_FILE} must be a mapping, not {yaml_type(root)}")
+            return None
+        before = len(self.problems)
+        self.unknown_keys(root, SUITE_KEYS, "suite.yaml")
+        name = self.string(root, "name", default=self.folder.name)
+        model = self.model(root)
+        samples = self.integer(root, "samples", DEFAULT_SAMPLES, minimum=1)
+        tier = self.tier(root, DEFAULT_TIER)
+        max_tokens = self.optional_int(root, "max_tokens")
+        temperature = self.temperature(root)
+        description = self.string(root, "description", default="")
+        prompt = self.prompt(root)
+        retired = self.retired_files()
+        cases = self.cases(name or self.folder.name, samples or 1, tier or DEFAULT_TIER, prompt)
+        if len(self.problems) > before or prompt is None:
+            return None
+        system, user, files = prompt
+        return Suite(
+            name=name or self.folder.name,
+            path=self.folder,
+            model=model or "",
+            samples=samples or DEFAULT_SAMPLES,
+            tier=tier or DEFAULT_TIER,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            prompt_files=files,
+            cases=cases,
+            system_template=system,
+            user_template=user,
+            description=description or "",
+            retired_files=retired,
+        )
+
+    # -- typed readers -------------------------------------------------
+
+    def unknown_keys(self, node: Node, allowed: frozenset[str], where: str) -> None:
+        for key, child in node.items():
+            if key not in allowed:
+                hint = f"allowed in {where}: {', '.join(sorted(allowed))}"
+                self.add(child.where, f"unknown key {key!r}{did_you_mean(key, allowed)}", hint)
+
+    def wrong_type(self, node: Node, key: str, expected: str, example: str) -> None:
+        self.add(
+            node.mark,
+            f"`{key}` must be {expected}, not {yaml_type(node)}",
+            f"e.g. {key}: {example}",
+        )
+
+    def string(self, parent: Node, key: str, default: str | None = None) -> str | None:
+        node = parent.get(key)
+        if node is None:
+            return default
+        if not node.is_scalar or not isinstance(node.value, str) or not node.value.strip():
+            self.wrong_type(node, key, "a non-empty string", "some-text")
+            return None
+        return node.value
+
+    def integer(self, parent: Node, key: str, default: int, minimum: int) -> int | None:
+        node = parent.get(key)
+        if node is None:
+            return default
+        value = node.value
+        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int):
+            self.wrong_type(node, key, "a whole number", str(default))
+            return None
+        if value < minimum:
+            self.add(node.mark, f"`{key}` must be at least {minimum}, got {value}")
+            return None
+        return value
+
+    def optional_int(self, parent: Node, key: str) -> int | None:
+        if parent.get(key) is None:
+            return None
+        return self.integer(parent, key, 0, minimum=1)
+
+    def temperature(self, parent: Node) -> float | None:
+        node = parent.get("temperature")
+        if node is None:
+            return None
+        value = node.value
+        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int | float):
+            self.wrong_type(node, "temperature", "a number", "0.7")
+            return None
+        if not 0 <= value <= 2:
+            self.add(node.mark, f"`temperature` must be between 0 and 2, got {value:g}")
+            return None
+        return float(value)
+
+    def tier(self, parent: Node, default: str) -> str | None:
+        node = parent.get("tier")
+        if node is None:
+            return default
+        if not node.is_scalar or node.value not in TIERS:
+            shown = node.value if node.is_scalar else yaml_type(node)
+            suggestion = did_you_mean(str(shown), TIERS)
+            self.add(
+                node.mark,
+                f"`tier` must be one of {', '.join(TIERS)}, got {shown!r}{suggestion}",
+                "contract: every sample must pass; quality: one may miss",
+            )
+            return None
+        return str(node.value)
+
+    def boolean(self, parent: Node, key: str, default: bool) -> bool | None:
+        node = parent.get(key)
+        if node is None:
+            return default
+        if not node.is_scalar or not isinstance(node.value, bool):
+            self.wrong_type(node, key, "true or false", "true")
+            return None
+        return node.value
+
+    def model(self, root: Node) -> str | None:
+        node = root.get("model")
+        if node is None:
+            self.add(root.mark, "suite.yaml needs `model:`", "name a model alias from the config")
+            return None
+        if not node.is_scalar or not isinstance(node.value, str) or not node.value.strip():
+            self.wrong_type(node, "model", "a model alias", "local")
+            return None
+        alias = node.value
+        if ":" in alias:
+            self.add(
+                node.mark,
+                f"`model` must be an alias, not a model id ({alias!r})",
+                "pin the id once under [tool.redline.models] and name its alias here",
+            )
+            return None
+        if self.config is not None and alias not in self.config.models:
+            known = ", ".join(sorted(self.config.models)) or "none"
+            self.add(
+                node.mark,
+                f"model alias {alias!r} is not pinned in {self.config.source.name} "
+                f"(pinned: {known}){did_you_mean(alias, self.config.models)}",
+                f'add {alias} = "provider:exact-model-id" under [tool.redline.models]',
+            )
+            return None
+        return alias
+
+    def prompt(self, root: Node) -> tuple[str, str, tuple[Path, ...]] | None:
+        node = root.get("prompt")
+        if node is None:
+            self.add(
+                root.mark,
+                "suite.yaml needs `prompt:`",
+                "prompt: {system: prompts/system.txt, user: '{{document}}'}",
+            )
+            return None
+        if not node.is_map:
+            self.wrong_type(node, "prompt", "a mapping", "{system: prompts/system.txt}")
+            return None
+        self.unknown_keys(node, PROMPT_KEYS, "prompt")
+        files: list[Path] = []
+        system_node = node.get("system")
+        system: str | None = ""
+        if system_node is None:
+            self.add(node.where, "`prompt` needs `system:` (the system prompt file)")
+            system = None
+        else:
+            system = self.prompt_text(system_node, "system", files, inline=False)
+        user_node = node.get("user")
+        user: str | None = ""
+        if user_node is None:
+            self.add(node.where, "`prompt` needs `user:` (a template or file:// reference)")
+            user = None
+        else:
+            user = self.prompt_text(user_node, "user", files, inline=True)
+        if system is None or user is None:
+            return None
+        return system, user, tuple(files)
+
+    def prompt_text(self, node: Node, key: str, files: list[Path], inline: bool) -> str | None:
+        if not node.is_scalar or not isinstance(node.value, str) or not node.value:
+            self.wrong_type(node, f"prompt.{key}", "a file path or text", "prompts/system.txt")
+            return None
+        value = node.value
+        if inline and not value.startswith(FILE_REF):
+            return value
+        relative = value[len(FILE_REF) :] if value.startswith(FILE_REF) else value
+        path = self.folder / relative
+        if not path.is_file():
+            self.add(
+                node.mark,
+                f"prompt file {self.show(path)} does not exist",
+                "paths are relative to the suite folder",
+            )
+            return None
+        files.append(path)
+        try:
+            return read_verbatim(path)
+        except UnicodeDecodeError:
+            self.add(node.mark, f"prompt file {self.show(path)} is not UTF-8 text")
+            return None
+
+    # -- cases ---------------------------------------------------------
+
+    def case_files(self) -> list[Path]:
+        return sorted(
+            p
+            for p in self.folder.iterdir()
+            if p.is_file() and p.suffix in CASE_SUFFIXES and p.name != SUITE_FILE
+        )
+
+    def retired_files(self) -> tuple[Path, ...]:
+        retired = self.folder / RETIRED_DIR
+        if not retired.is_dir():
+            return ()
+        return tuple(sorted(p for p in retired.iterdir() if p.suffix in CASE_SUFFIXES))
+
+    def cases(
+        self,
+        suite: str,
+        samples: int,
+        tier: str,
+        prompt: tuple[str, str, tuple[Path, ...]] | None,
+    ) -> tuple[Case, ...]:
+        used = placeholders(prompt[0] + "\n" + prompt[1]) if prompt else []
+        cases: list[Case] = []
+        ids: dict[str, Path] = {}
+        files = self.case_files()
+        if not files:
+            self.problems.append(
+                Problem(
+                    self.show(self.folder / SUITE_FILE),
+                    1,
+                    1,
+                    "suite has no case files",
+                    "add cases as *.yaml beside suite.yaml",
+                )
+            )
+        for path in files:
+            case = _CaseLoader(self, path, suite, samples, tier, used).load()
+            if case is None:
+                continue
+            if case.id in ids:
+                self.problems.append(
+                    Problem(
+                        self.show(path),
+                        1,
+                        1,
+                        f"case id {case.id!r} is also used by {self.show(ids[case.id])}",
+                        "case ids must be unique within a suite",
+                    )
+                )
+                continue
+            ids[case.id] = path
+            cases.append(case)
+        return tuple(cases)
+
+
+class _CaseLoader:
+    def __init__(
+        self,
+        suite: _SuiteLoader,
+        path: Path,
+        suite_name: str,
+        samples: int,
+        tier: str,
+        prompt_vars: list[str],
+    ) -> None:
+        self.suite = suite
+        self.path = path
+        self.suite_name = suite_name
+        self.default_samples = samples
+        self.default_tier = tier
+        self.prompt_vars = prompt_vars
+        self.files: list[Path] = []
+
+    def load(self) -> Case | None:
+        suite = self.suite
+        shown = suite.show(self.path)
+        root, more = load_file(self.path, shown)
+        suite.problems.extend(more)
+        if root is None:
+            if not more:
+                suite.problems.append(Problem(shown, 1, 1, "empty case file"))
+            return None
+        if not root.is_map:
+            suite.add(root.mark, f"a case must be a mapping, not {yaml_type(root)}")
+            return None
+        before = len(suite.problems)
+        suite.unknown_keys(root, CASE_KEYS, "a case")
+        retired = root.get("retired")
+        if retired is not None:
+            suite.add(
+                retired.where,
+                f"this case is marked retired but is not in {RETIRED_DIR}/",
+                f"move it to {RETIRED_DIR}/ to retire it, or remove `retired:` to run it again",
+            )
+        case_id = suite.string(root, "id", default=self.path.stem)
+        provenance = self.provenance(root)
+        variables = self.vars(root)
+        tier = suite.tier(root, self.default_tier)
+        samples = suite.integer(root, "samples", self.default_samples, minimum=1)
+        required = self.required(root, tier, samples)
+        expect_refusal = suite.boolean(root, "expect_refusal", default=False)
+        assertions = self.assertions(root, variables or {}, bool(expect_refusal))
+        if variables is not None:
+            self.check_prompt_vars(root, variables)
+        if len(suite.problems) > before:
+            return None
+        assert case_id is not None and tier is not None and samples is not None
+        assert required is not None and variables is not None and provenance is not None
+        return Case(
+            id=case_id,
+            suite=self.suite_name,
+            path=self.path.resolve(),
+            provenance=provenance,
+            vars=variables,
+            tier=tier,
+            samples=samples,
+            required=required,
+            expect_refusal=bool(expect_refusal),
+            assertions=assertions,
+            files=tuple(dict.fromkeys(self.files)),
+        )
+
+    def provenance(self, root: Node) -> dict[str, str] | None:
+        suite = self.suite
+        node = root.get("provenance")
+        if node is None:
+            suite.add(
+                root.mark,
+                "case has no `provenance:` (a case is an incident: where did it come from?)",
+                "provenance: {ticket: SUP-2411, reported: 2026-02-03, note: why this case exists}",
+            )
+            return None
+        if not node.is_map:
+            suite.wrong_type(node, "provenance", "a mapping", "{ticket: SUP-2411, note: ...}")
+            return None
+        suite.unknown_keys(node, PROVENANCE_KEYS, "provenance")
+        values: dict[str, str] = {}
+        for key, child in node.items():
+            value = child.value
+            if not child.is_scalar or value is None:
+                suite.wrong_type(child, f"provenance.{key}", "text or a date", "2026-02-03")
+                continue
+            values[key] = value.isoformat() if isinstance(value, datetime.date) else str(value)
+        return values
+
+    def vars(self, root: Node) -> dict[str, str] | None:
+        suite = self.suite
+        node = root.get("vars")
+        if node is None:
+            return {}
+        if not node.is_map:
+            suite.wrong_type(node, "vars", "a mapping", "{document: file://fixtures/x.txt}")
+            return None
+        values: dict[str, str] = {}
+        ok = True
+        for key, child in node.items():
+            value = child.value
+            if not child.is_scalar or value is None or isinstance(value, bool):
+                suite.wrong_type(child, f"vars.{key}", "text or a file:// reference", "text")
+                ok = False
+                continue
+            if isinstance(value, str) and value.startswith(FILE_REF):
+                path = self.path.parent / value[len(FILE_REF) :]
+                if not path.is_file():
+                    suite.add(
+                        child.mark,
+                        f"fixture {suite.show(path)} does not exist",
+                        "file:// paths are relative to the case file's folder",
+                    )
+                    ok = False
+                    continue
+                try:
+                    values[key] = read_verbatim(path)
+                except UnicodeDecodeError:
+                    suite.add(child.mark, f"fixture {suite.show(path)} is not UTF-8 text")
+                    ok = False
+                    continue
+                self.files.append(path.resolve())
+            elif isinstance(value, datetime.date):
+                values[key] = value.isoformat()
+            else:
+                values[key] = str(value)
+        return values if ok else None
+
+    def required(self, root: Node, tier: str | None, samples: int | None) -> int | None:
+        node = root.get("required")
+        if tier is None or samples is None:
+            return None
+        if node is None:
+            return default_required(tier, samples)
+        value = node.value
+        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int):
+            self.suite.wrong_type(node, "required", "a whole number of samples", str(samples))
+            return None
+        if not 1 <= value <= samples:
+            self.suite.add(
+                node.mark,
+                f"`required` must be between 1 and samples ({samples}), got {value}",
+                "required is how many of the samples must pass",
+            )
+            return None
+        return value
+
+    def check_prompt_vars(self, root: Node, variables: Mapping[str, str]) -> None:
+        missing = [name for name in self.prompt_vars if name not in variables]
+        if missing:
+            node = root.get("vars")
+            mark = node.where if node is not None else root.mark
+            names = ", ".join(missing)
+            self.suite.add(
+                mark,
+                f"the suite prompt uses {{{{{missing[0]}}}}} but this case has no var(s) {names}",
+                f"add under vars: {missing[0]}: ...",
+            )
+
+    def assertions(
+        self, root: Node, variables: Mapping[str, str], expect_refusal: bool
+    ) -> tuple[Assertion, ...]:
+        suite = self.suite
+        node = root.get("assert")
+        if node is None or (node.is_scalar and node.value is None):
+            if not expect_refusal:
+                suite.add(
+                    root.mark,
+                    "case has no `assert:` list and does not expect a refusal",
+                    "add assertions: the reporter's complaint, expressed literally",
+                )
+            return ()
+        if not node.is_seq:
+            suite.wrong_type(node, "assert", "a list", "[{type: contains, value: ...}]")
+            return ()
+        parsed: list[Assertion] = []
+        for index, entry in enumerate(node.children()):
+            assertion = self.assertion(index, entry, variables)
+            if assertion is not None:
+                parsed.append(assertion)
+        return tuple(parsed)
+
+    def assertion(self, index: int, entry: Node, variables: Mapping[str, str]) -> Assertion | None:
+        suite = self.suite
+        if not entry.is_map:
+            suite.add(
+                entry.mark,
+                f"an assertion must be a mapping, not {yaml_type(entry)}",
+                "write - type: contains\n  value: ...",
+            )
+            return None
+        type_node = entry.get("type")
+        if type_node is None:
+            suite.add(entry.mark, "assertion has no `type:`", f"one of {', '.join(known_types())}")
+            return None
+        name = type_node.value
+        if not type_node.is_scalar or not isinstance(name, str):
+            suite.wrong_type(type_node, "type", "an assertion type name", "contains")
+            return None
+        cls = assertion_type(name)
+        if cls is None:
+            if name in PLANNED_TYPES:
+                suite.add(
+                    type_node.mark,
+                    f"assertion type {name!r} is not available yet ({PLANNED_TYPES[name]})",
+                    "remove it for now or use a Layer 1 type",
+                )
+            else:
+                hint = _TYPE_HINTS.get(name, f"known types: {', '.join(known_types())}")
+                suite.add(
+                    type_node.mark,
+                    f"unknown assertion type {name!r}{did_you_mean(name, known_types())}",
+                    hint,
+                )
+            return None
+        allowed = cls.keys | COMMON_KEYS
+        for key, child in entry.items():
+            if key not in allowed:
+                suite.add(
+                    child.where,
+                    f"{name}: unknown key {key!r}{did_you_mean(key, allowed)}",
+                    f"{name} accepts: {', '.join(sorted(allowed))}",
+                )
+        spec = Spec(
+            type_name=name,
+            node=entry,
+            index=index,
+            case_dir=self.path.parent,
+            case_vars=variables,
+            config=suite.config,
+            display=suite.show,
+        )
+        assertion = cls.parse(spec)
+        suite.problems.extend(spec.problems)
+        self.files.extend(p.resolve() for p in spec.files)
+        return None if spec.problems else assertion
+
+
+def summary(suites: Sequence[Suite]) -> dict[str, int]:
+    """Counts for `redline validate`: suites, cases, assertions, samples per run."""
+    cases = [c for s in suites for c in s.cases]
+    return {
+        "suites": len(suites),
+        "cases": len(cases),
+        "assertions": sum(len(c.assertions) for c in cases),
+        "samples": sum(c.samples for c in cases),
+    }

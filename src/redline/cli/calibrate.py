@@ -1,0 +1,120 @@
+"""`redline calibrate --rubric R`: measure a judge against people's labels (Cohen's kappa).
+
+Runs the rubric's judge on every labelled output, prints agreement (observed,
+chance, kappa, confusion matrix, n) and writes `<rubric>.calibration.json` with
+the hashes that make it go stale. Exit 0 when the judge is now trusted, 1 when
+it stays advisory, 3 when judge calls failed (nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+from redline.cli import ExitCode
+from redline.cli.show import make_console
+from redline.config import load_config
+from redline.errors import UsageError, relpath
+from redline.judge.agreement import FAIL, LABELS, PASS
+from redline.judge.answer import JudgeStatus
+from redline.judge.calibration import (
+    MIN_LABELS,
+    CalibrationResult,
+    calibrate,
+    calibration_path,
+    judge_trust,
+    write_calibration,
+)
+from redline.judge.call import judge_provider
+from redline.judge.labels import labels_path, read_labels
+from redline.judge.rubric import load_rubric
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "calibrate",
+        help="measure a rubric judge against the labels (Cohen's kappa)",
+        description="Run the rubric's judge on every labelled output, compute Cohen's kappa "
+        "against the labels and write <rubric>.calibration.json beside the rubric. "
+        "Exit 0 trusted, 1 advisory (below min_kappa, too few or one-sided labels), "
+        "3 judge calls failed.",
+    )
+    parser.add_argument("--rubric", type=Path, required=True, metavar="R", help="rubric file")
+    parser.add_argument("--labels", type=Path, help="labels file (default: labels/<rubric>.yaml)")
+    parser.add_argument("--concurrency", type=int, metavar="N", help="parallel judge calls")
+    parser.set_defaults(handler=_calibrate)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    config = load_config()
+    if not args.rubric.is_file():
+        raise UsageError(f"rubric file {args.rubric} does not exist")
+    rubric = load_rubric(args.rubric)
+    model = config.model(rubric.model)
+    path: Path = args.labels or labels_path(config.root, rubric)
+    labels = read_labels(path)
+    if not labels:
+        raise UsageError(
+            f"no labels in {relpath(path)}: label outputs first with "
+            f"`redline label RUN_ID --rubric {relpath(rubric.path)}`"
+        )
+    provider = judge_provider(model, config)
+    concurrency: int = args.concurrency or config.concurrency
+
+    async def measure() -> CalibrationResult:
+        try:
+            return await calibrate(rubric, labels, provider, model, concurrency=concurrency)
+        finally:
+            await provider.aclose()
+
+    result = asyncio.run(measure())
+    calibration = result.calibration
+    console = make_console()
+    if calibration.errors:
+        failed = [j.problem for j in result.judgements if j.status is JudgeStatus.ERROR]
+        console.print(
+            Text(
+                f"{calibration.errors} of {calibration.n} judge call(s) failed; nothing written "
+                f"(first: {failed[0] if failed else 'unknown'})",
+                style="yellow",
+            )
+        )
+        return ExitCode.INCONCLUSIVE
+    target = calibration_path(rubric.path)
+    write_calibration(target, calibration)
+    trust = judge_trust(rubric, model)
+    agreement = calibration.agreement
+    table = Table(title=f"labels (rows) vs judge {model.id} (columns), n {agreement.n}")
+    table.add_column("label \\ judge")
+    for judged in LABELS:
+        table.add_column(judged, justify="right")
+    for label in LABELS:
+        table.add_row(label, *(str(agreement.count(label, judged)) for judged in LABELS))
+    console.print(table)
+    lines = [
+        f"rubric {rubric.name} ({relpath(rubric.path)}), labels {relpath(path)}",
+        f"n {agreement.n} ({agreement.label_count(PASS)} pass, {agreement.label_count(FAIL)} "
+        f"fail; at least {MIN_LABELS} needed)",
+    ]
+    if agreement.kappa is None:
+        lines.append(agreement.undefined_reason or "kappa undefined")
+    else:
+        assert agreement.observed is not None and agreement.chance is not None
+        lines.append(
+            f"observed agreement {agreement.observed:.3f}, chance agreement "
+            f"{agreement.chance:.3f}, Cohen's kappa {agreement.kappa:.3f} "
+            f"(min_kappa {rubric.min_kappa:.2f})"
+        )
+    if calibration.malformed:
+        lines.append(f"{calibration.malformed} malformed judge answer(s), counted as 'fail'")
+    lines.append(f"written {relpath(target)}")
+    for line in lines:
+        console.print(Text(line))
+    console.print(
+        Text(f"judge {trust.describe()}", style="bold green" if trust.trusted else "bold yellow")
+    )
+    return ExitCode.GREEN if trust.trusted else ExitCode.RED

@@ -1,0 +1,113 @@
+"""`redline guard`: refuse a prompt change and a loosened threshold in one commit."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from redline.errors import UsageError
+from redline.guard import (
+    GuardReport,
+    Kind,
+    check_commit,
+    check_range,
+    check_staged,
+    install_hook,
+)
+
+_TAGS = {
+    Kind.PROMPT: "prompt",
+    Kind.LOOSENING: "LOOSENED",
+    Kind.REWRITE: "REVIEW",
+    Kind.BROKEN: "BROKEN",
+    Kind.TIGHTENING: "fine",
+    Kind.NOTE: "note",
+}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "guard",
+        help="refuse a loosened threshold in the same commit as a prompt change",
+        description=(
+            "Compares suite and case files (parsed, not as text) across a commit and names "
+            "every loosened threshold and every prompt change. Exit 1 when one commit holds "
+            "both, or when a file cannot be compared."
+        ),
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--staged", action="store_true", help="the index against HEAD")
+    which.add_argument("--commit", metavar="REV", help="one commit against its parent")
+    which.add_argument(
+        "--range", metavar="A..B", dest="range_", help="each commit of A..B on its own"
+    )
+    parser.add_argument(
+        "--allow-rewrite",
+        action="store_true",
+        help="do not count a changed regex/python/equals assertion as a loosening",
+    )
+    parser.add_argument(
+        "--quiet", "-q", action="store_true", help="print only commits that are refused"
+    )
+    parser.set_defaults(handler=_run)
+    actions = parser.add_subparsers(dest="guard_action", metavar="ACTION")
+    install = actions.add_parser(
+        "install", help="write a git pre-commit hook that runs `redline guard --staged`"
+    )
+    install.add_argument(
+        "--force",
+        action="store_true",
+        help="keep an existing pre-commit hook as pre-commit.local and run it first",
+    )
+    install.set_defaults(handler=_install)
+
+
+def _run(args: argparse.Namespace) -> int:
+    root = Path.cwd()
+    if args.staged:
+        reports = [check_staged(root, allow_rewrite=args.allow_rewrite)]
+    elif args.commit:
+        reports = [check_commit(root, args.commit, allow_rewrite=args.allow_rewrite)]
+    elif args.range_:
+        reports = check_range(root, args.range_, allow_rewrite=args.allow_rewrite)
+        if not reports:
+            print(f"no commits in {args.range_}")
+    else:
+        raise UsageError("say what to check: --staged, --commit REV or --range A..B")
+    blocked = [r for r in reports if r.blocked]
+    for report in reports:
+        if report.blocked or not args.quiet:
+            print(_render(report))
+    if blocked:
+        print(
+            f"redline guard: refused {len(blocked)} of {len(reports)} "
+            f"{'commit' if len(reports) == 1 else 'commits'}: a prompt change and a loosened "
+            "threshold cannot be reviewed together (DESIGN rule 12). Commit the loosening on "
+            "its own, with its reason in the commit message."
+        )
+        return 1
+    return 0
+
+
+def _render(report: GuardReport) -> str:
+    lines = [report.label + (": REFUSED" if report.blocked else ": ok")]
+    if not report.findings:
+        lines.append("  no suite, case, prompt or model changes")
+    order = list(_TAGS)
+    for finding in sorted(report.findings, key=lambda f: order.index(f.kind)):
+        tag = _TAGS[finding.kind]
+        if finding.kind is Kind.REWRITE and report.allow_rewrite:
+            tag = "rewrite"
+        lines.append(f"  {tag:<9}{finding}")
+    if report.blocked and report.broken:
+        lines.append("  a file that cannot be compared needs a reviewer: fix it or split it out")
+    return "\n".join(lines)
+
+
+def _install(args: argparse.Namespace) -> int:
+    hook = install_hook(Path.cwd(), force=args.force)
+    print(f"installed {hook}: every commit now runs `redline guard --staged`")
+    chained = hook.with_name("pre-commit.local")
+    if chained.exists():
+        print(f"  your previous hook runs first, from {chained}")
+    return 0

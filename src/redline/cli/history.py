@@ -1,0 +1,120 @@
+"""`redline history CASE_ID`: the case's pass counts across runs, and whether it is marginal."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from redline.config import load_config
+from redline.errors import UsageError
+from redline.history import (
+    DEFAULT_MARGINAL_RUNS,
+    CaseHistory,
+    HistoryPoint,
+    Marginal,
+    case_history,
+    find_marginal,
+    sparkline,
+)
+from redline.records import CaseOutcome
+from redline.store import RunStore
+from redline.textsafe import escape_output
+
+_RESULT_STYLE = {
+    CaseOutcome.PASS: "green",
+    CaseOutcome.FAIL: "red",
+    CaseOutcome.INCONCLUSIVE: "yellow",
+}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("history", help="a case's pass counts across stored runs")
+    parser.add_argument("case_id", metavar="CASE_ID")
+    parser.add_argument("--suite", default=None, help="the suite, when the id is in several")
+    parser.add_argument(
+        "--marginal-runs",
+        type=int,
+        default=DEFAULT_MARGINAL_RUNS,
+        metavar="K",
+        help="consecutive runs at the edge that make a case marginal "
+        f"(default {DEFAULT_MARGINAL_RUNS})",
+    )
+    parser.set_defaults(handler=_history)
+
+
+def _history(args: argparse.Namespace) -> int:
+    if args.marginal_runs < 1:
+        raise UsageError("--marginal-runs must be at least 1")
+    config = load_config()
+    if not config.store_path.exists():
+        raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
+    with RunStore.open(config.store_path) as store:
+        history = case_history(store, args.case_id, args.suite)
+    print_history(Console(), history, find_marginal(history.scheduled, args.marginal_runs))
+    return 0
+
+
+def _table(title: str, points: Sequence[HistoryPoint], kinds: bool) -> Table:
+    table = Table(title=title, show_edge=False, title_justify="left")
+    columns = ["run", "started", "model", "passes", "required", "result", "case hash", "marks"]
+    if kinds:
+        columns.insert(1, "kind / parent")
+    for col in columns:
+        table.add_column(col)
+    for p in points:
+        marks = []
+        if p.model_changed:
+            marks.append("model changed")
+        if p.case_changed:
+            marks.append("case changed")
+        row: list[Text | str] = [
+            p.run_id,
+            p.started_at[:19].replace("T", " "),
+            Text(escape_output(p.model_id), style="bold" if p.model_changed else ""),
+            f"{p.passes}/{p.samples}",
+            str(p.required),
+            Text(str(p.result), style=_RESULT_STYLE[p.result]),
+            Text(p.case_hash[:10], style="bold" if p.case_changed else ""),
+            Text(", ".join(marks), style="yellow"),
+        ]
+        if kinds:
+            row.insert(1, f"{p.kind} of {p.parent_id}" if p.parent_id else str(p.kind))
+        table.add_row(*row)
+    return table
+
+
+def print_history(console: Console, history: CaseHistory, marginal: Marginal | None) -> None:
+    name = escape_output(f"{history.suite}/{history.case_id}")
+    console.print(Text(f"case {name}: {len(history.scheduled)} scheduled run(s)", style="bold"))
+    if history.scheduled:
+        console.print(_table("scheduled runs (oldest first)", history.scheduled, kinds=False))
+        line = sparkline([p.rate for p in history.scheduled])
+        console.print(Text(f"pass rate  {line}  (▁ 0% … █ 100%, oldest → newest)"))
+    if history.reruns:
+        console.print(_table("reruns and replays (kept apart)", history.reruns, kinds=True))
+    if marginal is None:
+        console.print(Text("not marginal"))
+        return
+    console.print(
+        Text(
+            f"marginal: within one sample of its required count for {marginal.runs} consecutive "
+            f"runs since {marginal.since[:10]} (pooled {marginal.pooled_passes}/"
+            f"{marginal.pooled_samples} = {marginal.rate:.0%}, bar {marginal.threshold:.0%})",
+            style="yellow",
+        )
+    )
+    if marginal.samples_needed is None:
+        console.print(
+            Text("its rate sits on the bar: no sample count separates them; retire or rewrite it")
+        )
+    else:
+        console.print(
+            Text(
+                f"samples needed for a 95% Wilson interval that excludes the bar: "
+                f"{marginal.samples_needed} per run; raise `samples` or retire the case"
+            )
+        )

@@ -1,0 +1,56 @@
+"""`redline merge DIR... [--out DIR] [--import]`: join the exports of a sharded run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from redline.config import load_config
+from redline.errors import UsageError
+from redline.shard import merge_exports, write_merged
+from redline.store import RunStore
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("merge", help="merge the exports of a sharded run into one run")
+    parser.add_argument(
+        "folders",
+        metavar="DIR",
+        nargs="+",
+        type=Path,
+        help="export folders (results.json + samples.jsonl), one per shard",
+    )
+    parser.add_argument("--out", type=Path, metavar="DIR", help="write the merged export here")
+    parser.add_argument(
+        "--import",
+        dest="import_",
+        action="store_true",
+        help="add the merged run to the local store",
+    )
+    parser.set_defaults(handler=_merge)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    if args.out is None and not args.import_:
+        raise UsageError("say where the merged run goes: --out DIR, --import, or both")
+    merged = merge_exports(args.folders)
+    if args.import_:
+        config = load_config()
+        with RunStore.open(config.store_path) as store:
+            write_merged(merged, out=args.out, store=store)
+    else:
+        write_merged(merged, out=args.out, store=None)
+    run = merged.run
+    console = Console()
+    console.print(
+        Text(
+            f"merged {len(merged.shards)} shard(s) ({', '.join(merged.shards)}) into run {run.id}: "
+            f"{len(merged.cases)} cases, {len(merged.samples)} samples, result {run.result}"
+        )
+    )
+    if args.out is not None:
+        print(f"wrote {args.out}")
+    return 0

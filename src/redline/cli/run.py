@@ -1,0 +1,318 @@
+"""`redline run`: every case N times against the pinned model; exit code says green or red.
+
+Everything that can be wrong with the input (suites, config, model alias, API key) is
+reported before the first request, with exit code 2. Ctrl-C stops cleanly: finished
+samples are stored and `--resume RUN_ID` completes the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
+
+from redline.cases import load_suites
+from redline.cli import ExitCode
+from redline.cli.show import case_table, make_console, verdict_breakdown
+from redline.config import Config, load_config
+from redline.errors import UsageError, relpath
+from redline.exchange import export_run
+from redline.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
+from redline.records import CaseOutcome, RunKind, RunRecord, RunResult
+from redline.runner import RunOptions, RunProgress, run_suites
+from redline.shard import parse_shard
+from redline.store import RunStore, new_run_id
+from redline.verdicts import VERDICT_ORDER
+
+_EXIT = {
+    RunResult.GREEN: ExitCode.GREEN,
+    RunResult.RED: ExitCode.RED,
+    RunResult.INCONCLUSIVE: ExitCode.INCONCLUSIVE,
+}
+INTERRUPTED_EXIT = 130
+_STOPPING = "stopping: finished samples are stored; waiting for requests in flight to end"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "run",
+        help="run suites N samples per case and judge the rates",
+        description="Run every case of the given suites (default: the configured suites) "
+        "N times against the pinned model. Exit 0 green, 1 red, 2 usage/config error "
+        "(nothing called), 3 inconclusive.",
+    )
+    parser.add_argument("suite_dirs", metavar="SUITE_DIR", nargs="*", type=Path)
+    parser.add_argument(
+        "--case", dest="cases", action="append", default=[], metavar="ID", help="only this case"
+    )
+    parser.add_argument("--samples", type=_positive, metavar="N", help="samples per case")
+    parser.add_argument("--tier", choices=("contract", "quality"), help="only this tier")
+    parser.add_argument("--model", metavar="ALIAS", help="run on another pinned alias")
+    parser.add_argument("--concurrency", type=_positive, metavar="N")
+    parser.add_argument("--shard", metavar="K/N", help="run only shard K of N (CI matrices)")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="also export the run to DIR")
+    parser.add_argument("--resume", metavar="RUN_ID", help="run the missing samples of a run")
+    parser.add_argument(
+        "--replay", metavar="RUN_ID", help="re-score a stored run's outputs; calls no model"
+    )
+    parser.add_argument("--quiet", action="store_true", help="plain progress lines, no live bar")
+    parser.add_argument(
+        "--judge", action="store_true", help="also run rubric judges (Layer 2, one call per sample)"
+    )
+    parser.add_argument(
+        "--judge-blocks",
+        action="store_true",
+        help="let calibrated (trusted) judges fail samples; advisory judges never do",
+    )
+    parser.set_defaults(handler=_run)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = load_config()
+    if args.resume and args.replay:
+        raise UsageError("--resume and --replay cannot be combined")
+    if args.judge_blocks and not args.judge:
+        raise UsageError("--judge-blocks needs --judge")
+    options, paths = _options(args, config)
+    suites = load_suites(paths, config)
+    console = make_console()
+    with RunStore.open(config.store_path) as store:
+        live = sys.stdout.isatty() and not args.quiet
+        reporter = _LiveProgress(console) if live else _PlainProgress()
+        try:
+            with reporter:
+                record = run_suites(suites, config, store, options, reporter.update)
+        except KeyboardInterrupt:
+            run_id = options.resume or options.run_id
+            stored = len(store.sample_keys(run_id)) if run_id else 0
+            print(
+                f"redline: interrupted; {stored} finished sample(s) stored in run {run_id}. "
+                f"Complete it with: redline run --resume {run_id}",
+                file=sys.stderr,
+            )
+            return INTERRUPTED_EXIT
+        cases = store.cases(record.id)
+        _print_summary(console, record, cases)
+        if args.out is not None:
+            export_run(store, record.id, args.out)
+            console.print(Text(f"exported to {args.out}"))
+    assert record.result is not None
+    return int(_EXIT[record.result])
+
+
+def _stored_run(config: Config, run_id: str) -> RunRecord:
+    if not config.store_path.exists():
+        raise UsageError(f"no run store at {config.store_path}; nothing to resume or replay")
+    with RunStore.open(config.store_path) as store:
+        return store.run(run_id)
+
+
+def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list[Path]]:
+    """Run options and suite folders from the command line (or the resumed run)."""
+    if args.resume:
+        given = [
+            name
+            for name, value in (
+                ("SUITE_DIR", args.suite_dirs),
+                ("--case", args.cases),
+                ("--samples", args.samples),
+                ("--tier", args.tier),
+                ("--model", args.model),
+                ("--shard", args.shard),
+            )
+            if value
+        ]
+        if given:
+            raise UsageError(
+                f"--resume continues a run with its own options; drop {', '.join(given)}"
+            )
+        run = _stored_run(config, args.resume)
+        saved: dict[str, Any] = dict(run.args)
+        paths = [config.root / p for p in saved.get("suites", [])] or list(config.suites)
+        shard = saved.get("shard")
+        options = RunOptions(
+            samples=saved.get("samples"),
+            case_ids=tuple(saved.get("cases", ())),
+            tier=saved.get("tier"),
+            model_alias=saved.get("model") or run.model_alias,
+            concurrency=args.concurrency,
+            kind=run.kind,
+            parent_id=run.parent_id,
+            resume=run.id,
+            judge=bool(saved.get("judge")),
+            judge_blocks=bool(saved.get("judge_blocks")),
+            shard=None if shard is None else (int(shard[0]), int(shard[1])),
+            args=saved,
+        )
+        return options, paths
+    if args.replay:
+        if args.samples or args.model:
+            raise UsageError("--replay re-scores the stored samples: drop --samples and --model")
+        parent = _stored_run(config, args.replay)
+        stored_paths = [config.root / p for p in parent.args.get("suites", [])]
+        paths = list(args.suite_dirs) or stored_paths or list(config.suites)
+    else:
+        paths = list(args.suite_dirs) or list(config.suites)
+    shard = parse_shard(args.shard) if args.shard else None
+    saved = {
+        "suites": [relpath(p, config.root) for p in paths],
+        "cases": list(args.cases),
+        "samples": args.samples,
+        "tier": args.tier,
+        "model": args.model,
+        "shard": list(shard) if shard else None,
+        "replay": args.replay,
+        "judge": args.judge,
+        "judge_blocks": args.judge_blocks,
+    }
+    options = RunOptions(
+        samples=args.samples,
+        case_ids=tuple(args.cases),
+        tier=args.tier,
+        model_alias=args.model,
+        concurrency=args.concurrency,
+        kind=RunKind.REPLAY if args.replay else RunKind.RUN,
+        replay=args.replay,
+        judge=args.judge,
+        judge_blocks=args.judge_blocks,
+        shard=shard,
+        run_id=new_run_id(),
+        args=saved,
+    )
+    return options, paths
+
+
+def _counts_text(p: RunProgress) -> str:
+    return " ".join(f"{v} {p.verdicts.get(v, 0)}" for v in VERDICT_ORDER if p.verdicts.get(v))
+
+
+class _PlainProgress:
+    """One line per tenth of the run (and the last): for CI logs and pipes."""
+
+    def __init__(self) -> None:
+        self._next = self._step = 1
+
+    def __enter__(self) -> _PlainProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, p: RunProgress) -> None:
+        if p.stopping:
+            print(_STOPPING, file=sys.stderr, flush=True)
+            return
+        if p.done == 0:
+            print(f"run {p.run_id}: {p.total} sample(s) to run", flush=True)
+            self._next = self._step = max(1, math.ceil(p.total / 10))
+            return
+        if p.done >= self._next or p.done == p.total:
+            self._next = p.done + self._step
+            print(
+                f"  {p.done}/{p.total} samples  {_counts_text(p)}  "
+                f"{p.elapsed_s:.1f}s  {p.rate:.1f}/s",
+                flush=True,
+            )
+
+
+class _LiveProgress:
+    """A rich progress bar: samples done/total, verdict counts, elapsed, rate."""
+
+    def __init__(self, console: Console) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]run {task.fields[run_id]}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[rate]}"),
+            console=console,
+            transient=False,
+        )
+        self._task: Any = None
+        self._last = 0.0
+
+    def __enter__(self) -> _LiveProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def update(self, p: RunProgress) -> None:
+        if p.stopping:
+            self._progress.console.print(Text(_STOPPING, style="yellow"))
+            return
+        if self._task is None:
+            self._task = self._progress.add_task(
+                "run", total=p.total, run_id=p.run_id, counts="", rate=""
+            )
+        now = time.monotonic()
+        if p.done != p.total and now - self._last < 0.1:
+            return
+        self._last = now
+        self._progress.update(
+            self._task,
+            completed=p.done,
+            counts=verdict_breakdown(p.verdicts).markup,
+            rate=f"{p.rate:.1f}/s",
+        )
+
+
+def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) -> None:
+    console.print(case_table(cases, title=f"run {record.id} ({record.kind})"))
+    totals = add_counts(c.verdicts for c in cases)
+    failed = sum(c.result is CaseOutcome.FAIL for c in cases)
+    undecided = sum(c.result is CaseOutcome.INCONCLUSIVE for c in cases)
+    line = Text()
+    line.append(f"run {record.id}: ", style="bold")
+    style = {RunResult.GREEN: "bold green", RunResult.RED: "bold red"}.get(
+        record.result or RunResult.INCONCLUSIVE, "bold yellow"
+    )
+    line.append(str(record.result), style=style)
+    line.append(
+        f"  {len(cases)} case(s): {len(cases) - failed - undecided} pass, {failed} fail, "
+        f"{undecided} inconclusive  samples: "
+    )
+    line.append_text(verdict_breakdown(totals))
+    console.print(line)
+    share = non_content_share(totals)
+    if share > MAX_NON_CONTENT_SHARE:
+        console.print(
+            Text(
+                f"{share:.0%} of samples are truncated or transport failures "
+                f"(limit {MAX_NON_CONTENT_SHARE:.0%}): this run cannot say anything about content",
+                style="yellow",
+            )
+        )
+    for path, judge in (record.args.get("judges") or {}).items():
+        status = "trusted" if judge["trusted"] else "advisory"
+        effect = "blocks" if judge["blocks"] else "comments only"
+        console.print(
+            Text(f"judge {judge['rubric']} ({path}): {status}: {judge['reason']}; {effect}")
+        )
+    console.print(Text(f"details: redline show {record.id} [CASE]", style="dim"))

@@ -1,0 +1,56 @@
+"""`redline runs`: the stored runs, newest first."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+from rich.text import Text
+
+from redline.cli.show import make_console
+from redline.config import load_config
+from redline.records import CaseOutcome, RunKind
+from redline.store import RunStore
+
+_RESULT_STYLES = {"green": "green", "red": "bold red", "inconclusive": "yellow"}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("runs", help="list stored runs, newest first")
+    parser.add_argument("--limit", type=int, default=20, metavar="N", help="default 20")
+    parser.add_argument("--kind", choices=[str(k) for k in RunKind], help="only this kind")
+    parser.set_defaults(handler=_runs)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    config = load_config()
+    console = make_console()
+    with RunStore.open(config.store_path) as store:
+        runs = store.runs(
+            limit=args.limit if args.limit > 0 else None,
+            kind=RunKind(args.kind) if args.kind else None,
+        )
+        if not runs:
+            console.print(Text(f"no runs stored in {config.store_path}"))
+            return 0
+        table = Table()
+        for column in ("run", "started", "kind", "status", "result", "cases", "model", "git"):
+            table.add_column(column)
+        for run in runs:
+            cases = store.cases(run.id)
+            failed = sum(c.result is CaseOutcome.FAIL for c in cases)
+            kind = str(run.kind) + (f" of {run.parent_id}" if run.parent_id else "")
+            commit = (run.git_commit or "-")[:10] + ("+dirty" if run.git_dirty else "")
+            result = str(run.result) if run.result else "-"
+            table.add_row(
+                Text(run.id, style="cyan"),
+                Text(run.started_at[:19].replace("T", " ")),
+                Text(kind),
+                Text(str(run.status)),
+                Text(result, style=_RESULT_STYLES.get(result, "")),
+                Text(f"{len(cases) - failed}/{len(cases)} pass"),
+                Text(run.model_id),
+                Text(commit),
+            )
+        console.print(table)
+    return 0

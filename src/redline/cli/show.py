@@ -1,0 +1,218 @@
+"""`redline show RUN_ID [CASE]`: a run's case table, or one case's samples as evidence.
+
+Raw outputs are printed through `redline.textsafe` inside `rich.text.Text`: control
+characters and escape sequences are shown visibly, rich markup is never interpreted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from redline.config import load_config
+from redline.errors import UsageError
+from redline.records import CaseOutcome, CaseRecord, RunRecord, SampleRecord
+from redline.store import RunStore
+from redline.textsafe import escape_output
+from redline.verdicts import VERDICT_ORDER, AssertionStatus, Verdict
+
+RESULT_STYLES = {
+    CaseOutcome.PASS: "green",
+    CaseOutcome.FAIL: "bold red",
+    CaseOutcome.INCONCLUSIVE: "yellow",
+}
+VERDICT_STYLES = {
+    Verdict.OK: "green",
+    Verdict.WRONG: "red",
+    Verdict.MALFORMED: "magenta",
+    Verdict.REFUSED: "red",
+    Verdict.TRUNCATED: "yellow",
+    Verdict.TRANSPORT: "yellow",
+}
+STATUS_STYLES = {
+    AssertionStatus.PASSED: "green",
+    AssertionStatus.FAILED: "red",
+    AssertionStatus.UNAVAILABLE: "yellow",
+    AssertionStatus.SKIPPED: "dim",
+}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "show",
+        help="print a stored run, or one case's raw samples",
+        description="Print a run's case results, or every sample of one case with its "
+        "verdict, assertion results and raw output (escaped, never interpreted).",
+    )
+    parser.add_argument("run_id", metavar="RUN_ID", help="run id or unique prefix")
+    parser.add_argument("case", metavar="CASE", nargs="?", help="case id: show its samples")
+    parser.add_argument("--suite", help="the case's suite, when two suites share a case id")
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="with CASE: show each sample as a unified diff against the baseline's golden output",
+    )
+    parser.set_defaults(handler=_show)
+
+
+def _show(args: argparse.Namespace) -> int:
+    config = load_config()
+    console = make_console()
+    with RunStore.open(config.store_path) as store:
+        run = store.run(args.run_id)
+        if args.case is None:
+            if args.diff:
+                raise UsageError("--diff needs a CASE")
+            cases = store.cases(run.id)
+            console.print(run_header(run))
+            console.print(case_table(cases))
+            return 0
+        samples = store.samples(run.id, args.case, args.suite)
+        if not samples:
+            raise UsageError(f"run {run.id} has no samples of case {args.case!r}")
+        suites = sorted({s.suite for s in samples})
+        if len(suites) > 1:
+            raise UsageError(
+                f"case {args.case!r} exists in suites {', '.join(suites)}; pick one with --suite"
+            )
+        console.print(run_header(run))
+        case = next(
+            (c for c in store.cases(run.id) if c.case_id == args.case and c.suite == suites[0]),
+            None,
+        )
+        if case is not None:
+            console.print(case_line(case))
+        baselines = config.root / "baselines" if args.diff else None
+        for sample in samples:
+            print_sample(console, sample, baselines)
+    return 0
+
+
+def make_console() -> Console:
+    """A console that never interprets emoji codes or highlights; 120 columns when piped."""
+    width = None if sys.stdout.isatty() else 120
+    return Console(highlight=False, emoji=False, width=width)
+
+
+def run_header(run: RunRecord) -> Text:
+    """One block naming the run: id, kind, status/result, model, git state, time."""
+    text = Text()
+    text.append("run ", style="bold")
+    text.append(run.id, style="bold cyan")
+    text.append(f"  {run.kind}")
+    if run.parent_id:
+        text.append(f" of {run.parent_id}")
+    text.append(f"  {run.status}")
+    if run.result is not None:
+        style = {"green": "bold green", "red": "bold red"}.get(str(run.result), "bold yellow")
+        text.append(f"  {run.result}", style=style)
+    text.append(f"\nmodel {run.model_id} (alias {run.model_alias})")
+    text.append(f"  suites {', '.join(run.suites)}")
+    commit = run.git_commit[:12] if run.git_commit else "no git commit"
+    text.append(f"\ngit {commit}{' (dirty)' if run.git_dirty else ''}")
+    text.append(f"  started {run.started_at}")
+    if run.finished_at:
+        text.append(f"  finished {run.finished_at}")
+    return text
+
+
+def verdict_breakdown(verdicts: Mapping[Verdict, int]) -> Text:
+    """`ok 4 wrong 1 …` with only the non-zero verdicts, coloured."""
+    text = Text()
+    for v in VERDICT_ORDER:
+        n = verdicts.get(v, 0)
+        if n:
+            if text:
+                text.append(" ")
+            text.append(f"{v} {n}", style=VERDICT_STYLES[v])
+    return text
+
+
+def case_table(cases: Sequence[CaseRecord], title: str | None = None) -> Table:
+    """The summary table: case, tier, passes/samples, required, verdicts, result."""
+    table = Table(title=title, show_lines=False, expand=False)
+    table.add_column("case", overflow="fold")
+    table.add_column("tier")
+    table.add_column("passes", justify="right")
+    table.add_column("required", justify="right")
+    table.add_column("verdicts")
+    table.add_column("result")
+    suites = {c.suite for c in cases}
+    for c in cases:
+        name = f"{c.suite}/{c.case_id}" if len(suites) > 1 else c.case_id
+        table.add_row(
+            Text(name),
+            Text(c.tier),
+            Text(f"{c.passes}/{c.samples}"),
+            Text(str(c.required)),
+            verdict_breakdown(c.verdicts),
+            Text(str(c.result), style=RESULT_STYLES[c.result]),
+        )
+    return table
+
+
+def case_line(case: CaseRecord) -> Text:
+    text = Text()
+    text.append(f"{case.suite}/{case.case_id}", style="bold")
+    text.append(f"  {case.tier}  {case.passes}/{case.samples} ok, required {case.required}  ")
+    text.append(str(case.result), style=RESULT_STYLES[case.result])
+    return text
+
+
+def print_sample(console: Console, sample: SampleRecord, baselines: Path | None = None) -> None:
+    """One sample as evidence: metadata, assertion results, then the escaped raw output."""
+    head = Text()
+    head.append(f"\n── sample {sample.index} ", style="bold")
+    head.append(str(sample.verdict), style=VERDICT_STYLES[sample.verdict])
+    facts = [f"finish {sample.finish_reason or '-'}"]
+    if sample.latency_ms is not None:
+        facts.append(f"{sample.latency_ms:.0f} ms")
+    if sample.input_tokens is not None or sample.output_tokens is not None:
+        facts.append(f"tokens {sample.input_tokens or 0}→{sample.output_tokens or 0}")
+    if sample.cost is not None:
+        facts.append(f"cost {sample.cost:.6f}")
+    if sample.seed is not None:
+        facts.append(f"seed {sample.seed}")
+    if sample.attempts != 1:
+        facts.append(f"attempts {sample.attempts}")
+    if sample.model:
+        facts.append(f"model {sample.model}")
+    head.append("  " + "  ".join(escape_output(f, keep_layout=False) for f in facts))
+    console.print(head)
+    if sample.error:
+        console.print(Text("error: " + escape_output(sample.error), style="yellow"))
+    for a in sample.assertions:
+        line = Text("  ")
+        line.append(f"{a.status:<11}", style=STATUS_STYLES[a.status])
+        line.append(f" [{a.index}] {a.type}")
+        if a.score is not None:
+            line.append(f"  score {a.score:.4g}")
+            if a.threshold is not None:
+                line.append(f" / {a.threshold:.4g}")
+        line.append("  " + escape_output(a.reason, keep_layout=False), style="dim")
+        console.print(line)
+    if baselines is not None:
+        from redline.baseline import sample_golden_diff
+
+        diff = sample_golden_diff(baselines, sample)
+        if diff is None:
+            console.print(Text(f"  no golden output for {sample.suite}/{sample.case_id}", "dim"))
+        elif not diff:
+            console.print(Text("  identical to the golden output", "green"))
+        else:
+            for line_text in diff.split("\n"):
+                style = ""
+                if line_text.startswith("+") and not line_text.startswith("+++"):
+                    style = "green"
+                elif line_text.startswith("-") and not line_text.startswith("---"):
+                    style = "red"
+                console.print(Text(escape_output(line_text, keep_layout=False), style=style))
+        return
+    console.print(Text("output:", style="dim"))
+    console.print(Text(escape_output(sample.output)), soft_wrap=True)

@@ -1,0 +1,47 @@
+"""`redline validate [PATH...]`: every problem in every suite, before any model is called."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from redline.cases import load_suites, summary
+from redline.cli import ExitCode
+from redline.config import load_config
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "validate",
+        help="check suites and cases without calling a model",
+        description="Load every suite and case, report every problem with file:line:column "
+        "(exit 2), or print a summary (exit 0).",
+    )
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="suite folders or folders of suites (default: the config's suites, e.g. cases/)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config()
+    paths: list[Path] = list(args.paths) or list(config.suites)
+    suites = load_suites(paths, config)
+    counts = summary(suites)
+    for suite in suites:
+        alias = suite.model
+        pinned = config.models[alias].id if alias in config.models else alias
+        print(
+            f"{suite.name}: {len(suite.cases)} cases, "
+            f"{sum(len(c.assertions) for c in suite.cases)} assertions, "
+            f"model {alias} = {pinned}, {suite.samples} samples, tier {suite.tier}"
+        )
+    print(
+        f"ok: {counts['suites']} suite(s), {counts['cases']} case(s), "
+        f"{counts['assertions']} assertion(s), {counts['samples']} samples per run"
+    )
+    return ExitCode.GREEN

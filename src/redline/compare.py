@@ -1,0 +1,185 @@
+"""Two runs side by side: model migrations and prompt changes, read case by case.
+
+Rates are over content samples only (truncated and transport samples say nothing
+about the content, rule 5). Each case's change is tested with a one-sided Fisher
+exact test in the direction it moved; a drop with p < 0.05 is a significant drop.
+Rule 8 withholds the per-case content comparison when either run evaluated fewer
+than 8 cases or has more than 20% non-content samples. Cases whose file changed
+between the runs are listed apart, never compared as regressions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from redline.outcome import add_counts, content_comparison_withheld
+from redline.records import CaseRecord, RunRecord
+from redline.stats import fisher_one_sided
+from redline.store import RunStore
+from redline.verdicts import VERDICT_ORDER, Verdict
+
+SIGNIFICANCE = 0.05
+
+
+@dataclass(frozen=True)
+class RunSide:
+    run: RunRecord
+    cases_evaluated: int
+    verdicts: Mapping[Verdict, int]
+    #: Why rule 8 withholds this run's content comparison, None when it does not.
+    withheld: str | None
+
+
+@dataclass(frozen=True)
+class ManifestChange:
+    path: str
+    a: str | None
+    b: str | None
+
+    @property
+    def kind(self) -> str:
+        if self.a is None:
+            return "added"
+        if self.b is None:
+            return "removed"
+        return "changed"
+
+
+@dataclass(frozen=True)
+class CaseDelta:
+    suite: str
+    case_id: str
+    a: CaseRecord
+    b: CaseRecord
+    p_value: float
+
+    @property
+    def rate_a(self) -> float | None:
+        return _rate(self.a)
+
+    @property
+    def rate_b(self) -> float | None:
+        return _rate(self.b)
+
+    @property
+    def delta(self) -> float | None:
+        ra, rb = self.rate_a, self.rate_b
+        return None if ra is None or rb is None else rb - ra
+
+    @property
+    def significant(self) -> bool:
+        return self.delta is not None and self.delta != 0 and self.p_value < SIGNIFICANCE
+
+    @property
+    def significant_drop(self) -> bool:
+        return self.significant and self.delta is not None and self.delta < 0
+
+    @property
+    def verdict_delta(self) -> dict[Verdict, int]:
+        return {v: self.b.verdicts.get(v, 0) - self.a.verdicts.get(v, 0) for v in VERDICT_ORDER}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: RunSide
+    b: RunSide
+    manifest_changes: tuple[ManifestChange, ...]
+    #: Per-case content deltas, largest drop first; empty when withheld.
+    deltas: tuple[CaseDelta, ...]
+    #: Cases whose case hash differs between the runs: (A's record, B's record).
+    changed: tuple[tuple[CaseRecord, CaseRecord], ...]
+    only_a: tuple[CaseRecord, ...]
+    only_b: tuple[CaseRecord, ...]
+
+    @property
+    def withheld(self) -> list[str]:
+        """Rule-8 reasons, each naming its run; empty when content can be compared."""
+        return [
+            f"run {side.run.id}: {side.withheld}"
+            for side in (self.a, self.b)
+            if side.withheld is not None
+        ]
+
+    @property
+    def significant_drops(self) -> list[CaseDelta]:
+        return [d for d in self.deltas if d.significant_drop]
+
+    @property
+    def verdict_delta(self) -> dict[Verdict, int]:
+        return {v: self.b.verdicts.get(v, 0) - self.a.verdicts.get(v, 0) for v in VERDICT_ORDER}
+
+
+def _rate(case: CaseRecord) -> float | None:
+    content = case.content_samples
+    return case.passes / content if content else None
+
+
+def _side(run: RunRecord, cases: Sequence[CaseRecord]) -> RunSide:
+    verdicts = add_counts(c.verdicts for c in cases)
+    evaluated = sum(1 for c in cases if c.content_samples > 0)
+    return RunSide(run, evaluated, verdicts, content_comparison_withheld(evaluated, verdicts))
+
+
+def case_delta(a: CaseRecord, b: CaseRecord) -> CaseDelta:
+    """One case's change from A to B, with the one-sided p-value in its direction."""
+    ra, rb = _rate(a), _rate(b)
+    if ra is None or rb is None or ra == rb:
+        p = 1.0
+    else:
+        p = fisher_one_sided(
+            a.passes,
+            a.content_samples,
+            b.passes,
+            b.content_samples,
+            "greater" if rb < ra else "less",
+        )
+    return CaseDelta(a.suite, a.case_id, a, b, p)
+
+
+def compare_cases(
+    run_a: RunRecord,
+    cases_a: Sequence[CaseRecord],
+    run_b: RunRecord,
+    cases_b: Sequence[CaseRecord],
+) -> Comparison:
+    side_a, side_b = _side(run_a, cases_a), _side(run_b, cases_b)
+    by_a = {(c.suite, c.case_id): c for c in cases_a}
+    by_b = {(c.suite, c.case_id): c for c in cases_b}
+    both = sorted(set(by_a) & set(by_b))
+    changed = tuple((by_a[k], by_b[k]) for k in both if by_a[k].case_hash != by_b[k].case_hash)
+    withheld = side_a.withheld is not None or side_b.withheld is not None
+    deltas: list[CaseDelta] = []
+    if not withheld:
+        deltas = [
+            case_delta(by_a[k], by_b[k]) for k in both if by_a[k].case_hash == by_b[k].case_hash
+        ]
+        deltas.sort(
+            key=lambda d: (
+                d.delta is None,
+                d.delta if d.delta is not None else 0.0,
+                d.p_value,
+                d.suite,
+                d.case_id,
+            )
+        )
+    manifest = tuple(
+        ManifestChange(p, run_a.manifest.get(p), run_b.manifest.get(p))
+        for p in sorted(set(run_a.manifest) | set(run_b.manifest))
+        if run_a.manifest.get(p) != run_b.manifest.get(p)
+    )
+    return Comparison(
+        a=side_a,
+        b=side_b,
+        manifest_changes=manifest,
+        deltas=tuple(deltas),
+        changed=changed,
+        only_a=tuple(by_a[k] for k in sorted(set(by_a) - set(by_b))),
+        only_b=tuple(by_b[k] for k in sorted(set(by_b) - set(by_a))),
+    )
+
+
+def compare_runs(store: RunStore, run_a: str, run_b: str) -> Comparison:
+    """Compare two stored runs (ids or unique prefixes)."""
+    a, b = store.run(run_a), store.run(run_b)
+    return compare_cases(a, store.cases(a.id), b, store.cases(b.id))

@@ -1,0 +1,262 @@
+"""Move one run between stores: `results.json` + `samples.jsonl` in a folder (CI artifacts).
+
+The export is complete (run, manifest, case results, every sample with its assertion
+results), so importing it back gives the same records, raw outputs byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from redline.completion import FinishReason
+from redline.errors import UsageError
+from redline.records import (
+    CaseOutcome,
+    CaseRecord,
+    RunKind,
+    RunRecord,
+    RunResult,
+    RunStatus,
+    SampleRecord,
+)
+from redline.store import RunStore
+from redline.verdicts import VERDICT_ORDER, AssertionResult, AssertionStatus, Verdict
+
+FORMAT = "redline-run-export"
+FORMAT_VERSION = 1
+RESULTS_FILE = "results.json"
+SAMPLES_FILE = "samples.jsonl"
+
+
+def export_run(store: RunStore, run_id: str, out: Path) -> Path:
+    """Write the run to `out/results.json` and `out/samples.jsonl`; returns `out`."""
+    run = store.run(run_id)
+    cases = store.cases(run.id)
+    samples = store.samples(run.id)
+    out.mkdir(parents=True, exist_ok=True)
+    totals = dict.fromkeys(VERDICT_ORDER, 0)
+    for c in cases:
+        for v, n in c.verdicts.items():
+            totals[v] += n
+    results = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "run": _run_json(run),
+        "summary": {
+            "result": None if run.result is None else str(run.result),
+            "cases": len(cases),
+            "cases_passed": sum(c.result is CaseOutcome.PASS for c in cases),
+            "cases_failed": sum(c.result is CaseOutcome.FAIL for c in cases),
+            "cases_inconclusive": sum(c.result is CaseOutcome.INCONCLUSIVE for c in cases),
+            "samples": len(samples),
+            "verdicts": {str(v): n for v, n in totals.items()},
+        },
+        "cases": [_case_json(c) for c in cases],
+        "manifest": dict(sorted(run.manifest.items())),
+    }
+    (out / RESULTS_FILE).write_text(
+        json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    with (out / SAMPLES_FILE).open("w", encoding="utf-8", newline="\n") as fh:
+        for s in samples:
+            fh.write(_json_line(_sample_json(s)))
+            fh.write("\n")
+    return out
+
+
+def import_run(store: RunStore, folder: Path) -> RunRecord:
+    """Load an exported run into the store; refuses a run id the store already holds."""
+    results_path = folder / RESULTS_FILE
+    samples_path = folder / SAMPLES_FILE
+    for path in (results_path, samples_path):
+        if not path.is_file():
+            raise UsageError(f"{path}: missing; `redline import` expects a `redline export` folder")
+    try:
+        results = json.loads(results_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{results_path}: not valid JSON: {exc}") from None
+    if not isinstance(results, dict) or results.get("format") != FORMAT:
+        raise UsageError(f"{results_path}: not a redline run export (format {FORMAT!r})")
+    if results.get("format_version") != FORMAT_VERSION:
+        raise UsageError(
+            f"{results_path}: export format version {results.get('format_version')!r}; "
+            f"this redline reads version {FORMAT_VERSION}"
+        )
+    try:
+        run = _run_from_json(results["run"], results.get("manifest", {}))
+        cases = [_case_from_json(c, run.id) for c in results["cases"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{results_path}: malformed export: {exc!r}") from None
+    try:
+        store.run(run.id)
+    except UsageError:
+        pass
+    else:
+        raise UsageError(
+            f"run {run.id} is already in the store {store.path}; it was imported or run before"
+        )
+    samples: list[SampleRecord] = []
+    with samples_path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                samples.append(_sample_from_json(json.loads(line), run.id))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                raise UsageError(f"{samples_path}:{lineno}: malformed sample: {exc!r}") from None
+    store.add_run(run, cases, samples)
+    return store.run(run.id)
+
+
+def _json_line(data: Mapping[str, Any]) -> str:
+    try:
+        line = json.dumps(data, ensure_ascii=False)
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (valid JSON escape, not encodable as UTF-8): keep it as \\uXXXX.
+        line = json.dumps(data, ensure_ascii=True)
+    return line
+
+
+def _run_json(run: RunRecord) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "kind": str(run.kind),
+        "status": str(run.status),
+        "result": None if run.result is None else str(run.result),
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "model_id": run.model_id,
+        "model_alias": run.model_alias,
+        "suites": list(run.suites),
+        "parent_id": run.parent_id,
+        "git_commit": run.git_commit,
+        "git_dirty": run.git_dirty,
+        "redline_version": run.redline_version,
+        "args": dict(run.args),
+    }
+
+
+def _run_from_json(data: Mapping[str, Any], manifest: Mapping[str, Any]) -> RunRecord:
+    return RunRecord(
+        id=str(data["id"]),
+        kind=RunKind(data["kind"]),
+        status=RunStatus(data["status"]),
+        result=None if data["result"] is None else RunResult(data["result"]),
+        started_at=str(data["started_at"]),
+        finished_at=data["finished_at"],
+        model_id=str(data["model_id"]),
+        model_alias=str(data["model_alias"]),
+        suites=tuple(str(s) for s in data["suites"]),
+        parent_id=data.get("parent_id"),
+        git_commit=data.get("git_commit"),
+        git_dirty=bool(data.get("git_dirty", False)),
+        redline_version=str(data.get("redline_version", "")),
+        args=dict(data.get("args", {})),
+        manifest={str(k): str(v) for k, v in manifest.items()},
+    )
+
+
+def _case_json(c: CaseRecord) -> dict[str, Any]:
+    return {
+        "id": c.case_id,
+        "suite": c.suite,
+        "tier": c.tier,
+        "model": c.model_id,
+        "samples": c.samples,
+        "passes": c.passes,
+        "required": c.required,
+        "result": str(c.result),
+        "ok": c.result is CaseOutcome.PASS,
+        "verdicts": {str(v): c.verdicts.get(v, 0) for v in VERDICT_ORDER},
+        "case_hash": c.case_hash,
+    }
+
+
+def _case_from_json(data: Mapping[str, Any], run_id: str) -> CaseRecord:
+    return CaseRecord(
+        run_id=run_id,
+        suite=str(data["suite"]),
+        case_id=str(data["id"]),
+        tier=str(data["tier"]),
+        model_id=str(data["model"]),
+        samples=int(data["samples"]),
+        required=int(data["required"]),
+        passes=int(data["passes"]),
+        result=CaseOutcome(data["result"]),
+        verdicts={Verdict(k): int(n) for k, n in data["verdicts"].items()},
+        case_hash=str(data["case_hash"]),
+    )
+
+
+def _sample_json(s: SampleRecord) -> dict[str, Any]:
+    return {
+        "suite": s.suite,
+        "case_id": s.case_id,
+        "index": s.index,
+        "verdict": str(s.verdict),
+        "finish_reason": None if s.finish_reason is None else str(s.finish_reason),
+        "output": s.output,
+        "model": s.model,
+        "seed": s.seed,
+        "latency_ms": s.latency_ms,
+        "input_tokens": s.input_tokens,
+        "output_tokens": s.output_tokens,
+        "cost": s.cost,
+        "error": s.error,
+        "attempts": s.attempts,
+        "created_at": s.created_at,
+        "assertions": [
+            {
+                "index": a.index,
+                "type": a.type,
+                "status": str(a.status),
+                "reason": a.reason,
+                "score": a.score,
+                "threshold": a.threshold,
+                "structural": a.structural,
+            }
+            for a in s.assertions
+        ],
+    }
+
+
+def _sample_from_json(data: Mapping[str, Any], run_id: str) -> SampleRecord:
+    output = data["output"]
+    if not isinstance(output, str):
+        raise TypeError("output must be a string")
+    return SampleRecord(
+        run_id=run_id,
+        suite=str(data["suite"]),
+        case_id=str(data["case_id"]),
+        index=int(data["index"]),
+        output=output,
+        verdict=Verdict(data["verdict"]),
+        finish_reason=None
+        if data["finish_reason"] is None
+        else FinishReason(data["finish_reason"]),
+        model=str(data.get("model", "")),
+        seed=data.get("seed"),
+        latency_ms=data.get("latency_ms"),
+        input_tokens=data.get("input_tokens"),
+        output_tokens=data.get("output_tokens"),
+        cost=data.get("cost"),
+        error=data.get("error"),
+        attempts=int(data.get("attempts", 1)),
+        created_at=str(data.get("created_at", "")),
+        assertions=tuple(
+            AssertionResult(
+                index=int(a["index"]),
+                type=str(a["type"]),
+                status=AssertionStatus(a["status"]),
+                reason=str(a["reason"]),
+                score=a.get("score"),
+                threshold=a.get("threshold"),
+                structural=bool(a.get("structural", False)),
+            )
+            for a in data.get("assertions", ())
+        ),
+    )

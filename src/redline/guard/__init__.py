@@ -1,0 +1,104 @@
+"""The guard: never a loosened threshold in the same commit as a prompt change (DESIGN rule 12).
+
+A commit that changes the prompt and also lowers the bar the prompt must clear carries
+its own permission to pass, and nobody can review that. The guard compares the parsed
+suite and case files on both sides of a commit (never their text), names every
+loosening as `old → new`, names every prompt change, and refuses the combination.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from redline.gitio import (
+    INDEX,
+    commits_in_range,
+    head_commit,
+    open_repo,
+    require_commits,
+    resolve_commit,
+)
+from redline.guard._commits import check_one_commit, commit_label, compare_revisions, project_prefix
+from redline.guard._documents import Context, compare_case, compare_suite, name_of, parse_yaml
+from redline.guard._findings import Finding, GuardReport, Kind
+from redline.guard._hook import install_hook
+
+__all__ = [
+    "Finding",
+    "GuardReport",
+    "Kind",
+    "check_commit",
+    "check_range",
+    "check_staged",
+    "index_has_prompt_change",
+    "install_hook",
+    "loosenings_between",
+]
+
+
+def check_staged(root: Path, *, allow_rewrite: bool = False) -> GuardReport:
+    """The index against HEAD (against nothing before the first commit)."""
+    with open_repo(root) as repo:
+        head = head_commit(repo)
+        label = f"index (against HEAD {head[:12]})" if head else "index (no commits yet)"
+        findings = compare_revisions(repo, head, INDEX, project_prefix(repo, root), allow_rewrite)
+        return GuardReport(label, tuple(findings), allow_rewrite)
+
+
+def check_commit(root: Path, rev: str, *, allow_rewrite: bool = False) -> GuardReport:
+    """One commit against its first parent."""
+    with open_repo(root) as repo:
+        require_commits(repo)
+        sha = resolve_commit(repo, rev)
+        return check_one_commit(repo, sha, project_prefix(repo, root), allow_rewrite)
+
+
+def check_range(root: Path, spec: str, *, allow_rewrite: bool = False) -> list[GuardReport]:
+    """Each commit of `A..B` on its own: separate commits are separately reviewable."""
+    with open_repo(root) as repo:
+        require_commits(repo)
+        prefix = project_prefix(repo, root)
+        plain, merges = commits_in_range(repo, spec)
+        reports = [check_one_commit(repo, sha, prefix, allow_rewrite) for sha in plain]
+        for sha in merges:
+            note = Finding(
+                Kind.NOTE, "merge commit skipped", "each commit it brings in is checked on its own"
+            )
+            reports.append(GuardReport(commit_label(repo, sha), (note,), allow_rewrite))
+        return reports
+
+
+def index_has_prompt_change(root: Path) -> list[str]:
+    """Prompt changes (prompt files, pinned models, judge rubrics) staged in the index.
+
+    The TUI refuses to stage a loosening while this list is not empty.
+    """
+    return [str(f) for f in check_staged(root).prompt_changes]
+
+
+def loosenings_between(
+    old_text: str | None,
+    new_text: str | None,
+    *,
+    path: str = "case.yaml",
+    suite: bool = False,
+    allow_rewrite: bool = False,
+) -> list[Finding]:
+    """Loosenings from one version of a case (or suite.yaml, `suite=True`) to another.
+
+    Compares the parsed YAML only; referenced schemas are not read (the full guard does).
+    A side that does not parse gives a BROKEN finding. None means the file is absent.
+    """
+    old = parse_yaml(old_text.encode() if old_text is not None else None, path, "old")
+    new = parse_yaml(new_text.encode() if new_text is not None else None, path, "new")
+    findings: list[Finding] = [p.problem for p in (old, new) if p.problem is not None]
+    if old.problem is None and new.problem is None:
+        ctx = Context(allow_rewrite=allow_rewrite)
+        if suite:
+            findings += compare_suite(ctx, name_of(old.data, path), old.data, new.data)
+        elif old.data is not None and new.data is None:
+            findings.append(Finding(Kind.LOOSENING, f"case {name_of(old.data, path)}", "deleted"))
+        elif old.data is not None and new.data is not None:
+            findings += compare_case(ctx, name_of(new.data, path), old.data, new.data, {}, {})
+    kinds = {Kind.LOOSENING, Kind.BROKEN} | (set() if allow_rewrite else {Kind.REWRITE})
+    return [f for f in findings if f.kind in kinds]

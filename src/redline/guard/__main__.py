@@ -1,0 +1,28 @@
+"""`python -m redline.guard ARGS` = `redline guard ARGS`, without loading the other commands.
+
+The pre-commit hook runs on every commit, so it skips importing the runner and providers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from redline.cli import ExitCode
+from redline.cli.guard import register
+from redline.errors import RedlineError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="redline")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["guard", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.handler(args))
+    except RedlineError as exc:
+        print(f"redline: error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

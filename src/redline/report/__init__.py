@@ -1,0 +1,104 @@
+"""Reports of one run for CI and people: JUnit XML, one self-contained HTML file, markdown.
+
+`build_run_report` gathers everything the three renderers need from the store once, so
+each renderer is a pure function of a `RunReport`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from redline.baseline import Baseline, load_baseline
+from redline.outcome import add_counts, content_comparison_withheld
+from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord, SampleRecord
+from redline.store import RunStore
+from redline.verdicts import AssertionResult, Verdict
+
+#: How many scheduled runs (up to the reported one) the history sparklines cover.
+HISTORY_RUNS = 20
+
+
+@dataclass(frozen=True)
+class CaseReport:
+    case: CaseRecord
+    samples: tuple[SampleRecord, ...]
+    #: The baseline's golden output for this case, None without a baseline entry.
+    golden: str | None
+    #: The baseline's case hash differs from this run's: "case changed".
+    changed_since_baseline: bool
+    #: Pass rates of recent scheduled runs, oldest first, ending with this run when scheduled.
+    history: tuple[float | None, ...]
+
+    @property
+    def failing_samples(self) -> list[SampleRecord]:
+        return [s for s in self.samples if s.verdict is not Verdict.OK]
+
+    def failing_assertions(self) -> dict[str, int]:
+        """Failed assertion type → number of samples it failed in."""
+        counts: dict[str, int] = defaultdict(int)
+        for s in self.samples:
+            for a in s.assertions:
+                if a.failed:
+                    counts[a.type] += 1
+        return dict(sorted(counts.items()))
+
+
+@dataclass(frozen=True)
+class RunReport:
+    run: RunRecord
+    cases: tuple[CaseReport, ...]
+    verdicts: Mapping[Verdict, int]
+    #: Rule 8: why this run's content cannot be compared, None when it can.
+    withheld: str | None
+
+    def count(self, outcome: CaseOutcome) -> int:
+        return sum(1 for c in self.cases if c.case.result is outcome)
+
+
+def failed_assertions(sample: SampleRecord) -> list[AssertionResult]:
+    return [a for a in sample.assertions if a.failed]
+
+
+def build_run_report(store: RunStore, run_id: str, baselines_dir: Path | None = None) -> RunReport:
+    run = store.run(run_id)
+    cases = store.cases(run.id)
+    by_case: dict[tuple[str, str], list[SampleRecord]] = defaultdict(list)
+    for s in store.samples(run.id):
+        by_case[(s.suite, s.case_id)].append(s)
+    baselines: dict[str, Baseline | None] = {}
+    if baselines_dir is not None:
+        baselines = {s: load_baseline(baselines_dir, s) for s in {c.suite for c in cases}}
+    history = _recent_rates(store, run)
+    reports = []
+    for c in cases:
+        baseline = baselines.get(c.suite)
+        entry = None if baseline is None else baseline.cases.get(c.case_id)
+        reports.append(
+            CaseReport(
+                case=c,
+                samples=tuple(by_case[(c.suite, c.case_id)]),
+                golden=None if entry is None or entry.golden is None else entry.golden.output,
+                changed_since_baseline=entry is not None and entry.case_hash != c.case_hash,
+                history=tuple(history.get((c.suite, c.case_id), ())),
+            )
+        )
+    verdicts = add_counts(c.verdicts for c in cases)
+    evaluated = sum(1 for c in cases if c.content_samples > 0)
+    return RunReport(
+        run, tuple(reports), verdicts, content_comparison_withheld(evaluated, verdicts)
+    )
+
+
+def _recent_rates(store: RunStore, run: RunRecord) -> dict[tuple[str, str], list[float | None]]:
+    """Per case, its pass rate in the last HISTORY_RUNS scheduled runs up to `run`."""
+    scheduled = [r for r in store.runs(kind=RunKind.RUN) if r.started_at <= run.started_at]
+    recent = list(reversed(scheduled[:HISTORY_RUNS]))
+    rates: dict[tuple[str, str], list[float | None]] = defaultdict(list)
+    for r in recent:
+        for c in store.cases(r.id):
+            content = c.content_samples
+            rates[(c.suite, c.case_id)].append(c.passes / content if content else None)
+    return rates

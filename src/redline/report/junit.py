@@ -1,0 +1,119 @@
+"""JUnit XML: one testcase per case, so any CI shows a red run the way it shows tests.
+
+A content failure is `<failure>`; an infrastructure problem (inconclusive case, transport
+errors) is `<error>`. The raw outputs of failing samples go into `system-out`. XML 1.0
+cannot hold most control characters at all, even escaped, so those are written as
+visible `\\xNN` escapes: the file always parses.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from redline.records import CaseOutcome
+from redline.report import CaseReport, RunReport, failed_assertions
+from redline.verdicts import VERDICT_ORDER, Verdict
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def xml_safe(text: str) -> str:
+    """`text` with every character XML 1.0 forbids replaced by a visible escape."""
+    return _NOT_XML.sub(_visible, text)
+
+
+def _verdict_summary(case: CaseReport) -> str:
+    parts = [f"{case.case.verdicts.get(v, 0)} {v}" for v in VERDICT_ORDER]
+    return ", ".join(p for p in parts if not p.startswith("0 "))
+
+
+def _message(case: CaseReport) -> str:
+    c = case.case
+    text = f"{c.passes}/{c.samples} passed, {c.required} required ({_verdict_summary(case)})"
+    failing = case.failing_assertions()
+    if failing:
+        text += "; failing: " + ", ".join(f"{t} ×{n}" for t, n in failing.items())
+    return text
+
+
+def _details(case: CaseReport) -> str:
+    lines = []
+    for s in case.failing_samples:
+        reasons = "; ".join(f"{a.type}: {a.reason}" for a in failed_assertions(s))
+        if s.error:
+            reasons = f"{reasons}; error: {s.error}" if reasons else f"error: {s.error}"
+        lines.append(f"sample {s.index} [{s.verdict}] {reasons}".rstrip())
+    return "\n".join(lines)
+
+
+def _system_out(case: CaseReport) -> str:
+    blocks = []
+    for s in case.failing_samples:
+        blocks.append(f"----- sample {s.index} [{s.verdict}] finish={s.finish_reason} -----")
+        blocks.append(s.output)
+    return "\n".join(blocks)
+
+
+def junit_xml(report: RunReport) -> str:
+    """The run as a JUnit XML document (UTF-8 text)."""
+    run = report.run
+    root = ET.Element("testsuites", name=f"redline run {run.id}")
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    suites = sorted({c.case.suite for c in report.cases})
+    for suite in suites:
+        cases = [c for c in report.cases if c.case.suite == suite]
+        element = ET.SubElement(root, "testsuite", name=suite, timestamp=run.started_at)
+        props = ET.SubElement(element, "properties")
+        for name, value in (
+            ("run_id", run.id),
+            ("model_id", run.model_id),
+            ("git_commit", run.git_commit or ""),
+            ("git_dirty", str(run.git_dirty).lower()),
+            ("result", str(run.result or run.status)),
+        ):
+            ET.SubElement(props, "property", name=name, value=xml_safe(value))
+        failures = errors = 0
+        for case in cases:
+            c = case.case
+            seconds = sum((s.latency_ms or 0.0) for s in case.samples) / 1000.0
+            tc = ET.SubElement(
+                element,
+                "testcase",
+                classname=xml_safe(f"{suite}.{c.tier}"),
+                name=xml_safe(c.case_id),
+                time=f"{seconds:.3f}",
+            )
+            transport = c.verdicts.get(Verdict.TRANSPORT, 0)
+            if c.result is CaseOutcome.FAIL:
+                failures += 1
+                node = ET.SubElement(
+                    tc, "failure", message=xml_safe(_message(case)), type="content"
+                )
+                node.text = xml_safe(_details(case))
+            elif c.result is CaseOutcome.INCONCLUSIVE or (transport and c.passes < c.required):
+                errors += 1
+                node = ET.SubElement(
+                    tc,
+                    "error",
+                    message=xml_safe("inconclusive: " + _message(case)),
+                    type="infrastructure",
+                )
+                node.text = xml_safe(_details(case))
+            if case.failing_samples and c.result is not CaseOutcome.PASS:
+                ET.SubElement(tc, "system-out").text = xml_safe(_system_out(case))
+        element.set("tests", str(len(cases)))
+        element.set("failures", str(failures))
+        element.set("errors", str(errors))
+        totals["tests"] += len(cases)
+        totals["failures"] += failures
+        totals["errors"] += errors
+    for key, total in totals.items():
+        root.set(key, str(total))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,75 @@
+"""A short markdown summary for `$GITHUB_STEP_SUMMARY` or a PR comment.
+
+Only counts and reasons, never raw outputs; text from the run is escaped so that a
+case id or a reason cannot break the table or inject HTML into the rendered comment.
+"""
+
+from __future__ import annotations
+
+import re
+
+from redline.history import sparkline
+from redline.records import CaseOutcome
+from redline.report import RunReport, failed_assertions
+from redline.textsafe import preview
+from redline.verdicts import VERDICT_ORDER
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
+
+#: Failing cases listed in full; the rest are counted.
+MAX_LISTED = 50
+
+
+def md_escape(text: str, width: int = 120) -> str:
+    """One escaped table-safe line of `text`."""
+    line = preview(text, width)
+    line = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", line)
+
+
+def markdown_summary(report: RunReport) -> str:
+    run = report.run
+    result = str(run.result or run.status)
+    commit = (run.git_commit or "unknown")[:12] + (" (dirty)" if run.git_dirty else "")
+    lines = [
+        f"## redline run `{md_escape(run.id)}`: **{result}**",
+        "",
+        f"Model `{md_escape(run.model_id)}` · suites {md_escape(', '.join(run.suites))} · "
+        f"commit `{md_escape(commit)}` · {len(run.manifest)} inputs hashed",
+        "",
+        "| " + " | ".join(str(v) for v in VERDICT_ORDER) + " |",
+        "|" + "---:|" * len(VERDICT_ORDER),
+        "| " + " | ".join(str(report.verdicts.get(v, 0)) for v in VERDICT_ORDER) + " |",
+        "",
+        "Cases: " + ", ".join(f"{report.count(o)} {o}" for o in CaseOutcome) + ".",
+    ]
+    if report.withheld:
+        lines += ["", f"> Content comparison withheld (rule 8): {md_escape(report.withheld, 300)}"]
+    problems = [c for c in report.cases if c.case.result is not CaseOutcome.PASS]
+    problems.sort(
+        key=lambda c: (c.case.result is not CaseOutcome.FAIL, c.case.suite, c.case.case_id)
+    )
+    if problems:
+        lines += [
+            "",
+            "| case | tier | passes | required | result | failing | history |",
+            "|---|---|---:|---:|---|---|---|",
+        ]
+        for case in problems[:MAX_LISTED]:
+            c = case.case
+            failing = ", ".join(f"{t} ×{n}" for t, n in case.failing_assertions().items())
+            if not failing and case.failing_samples:
+                failing = ", ".join(
+                    sorted(
+                        {str(s.verdict) for s in case.failing_samples if not failed_assertions(s)}
+                    )
+                )
+            mark = " (case changed)" if case.changed_since_baseline else ""
+            lines.append(
+                f"| {md_escape(c.suite)}/{md_escape(c.case_id)}{mark} | {md_escape(c.tier)} | "
+                f"{c.passes}/{c.samples} | {c.required} | {c.result} | {md_escape(failing)} | "
+                f"{sparkline(case.history)} |"
+            )
+        if len(problems) > MAX_LISTED:
+            lines.append(f"\n…and {len(problems) - MAX_LISTED} more not passing.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,241 @@
+"""Deterministic 1/N slices of a suite for CI matrices, and merging them back into one run.
+
+`redline run --shard K/N` runs the cases whose stable hash of (suite, case id) falls in
+shard K: a case's shard never depends on the other cases, so adding or retiring a case
+moves no other case. `redline merge` joins the shards' exports into one run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from redline.errors import Problem, ProblemsError, UsageError
+from redline.exchange import RESULTS_FILE, export_run, import_run
+from redline.outcome import add_counts, run_result
+from redline.records import CaseRecord, RunRecord, RunStatus, SampleRecord
+from redline.store import RunStore
+
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+class Shardable(Protocol):
+    @property
+    def suite(self) -> str: ...
+
+    @property
+    def id(self) -> str: ...
+
+
+T = TypeVar("T", bound=Shardable)
+
+
+def shard_of(suite: str, case_id: str, n: int) -> int:
+    """The 1-based shard (1..n) that owns this case."""
+    if n < 1:
+        raise ValueError(f"shard count must be >= 1, got {n}")
+    digest = hashlib.sha256(f"{suite}\x00{case_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % n + 1
+
+
+def select(cases: Iterable[T], k: int, n: int) -> list[T]:
+    """The cases of shard k of n (1-based), in their original order."""
+    if n < 1 or not 1 <= k <= n:
+        raise UsageError(f"shard {k}/{n}: need 1 <= K <= N")
+    return [c for c in cases if shard_of(c.suite, c.id, n) == k]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`K/N` as typed on the command line → (k, n), with a clear error otherwise."""
+    match = _SHARD.match(text)
+    if match is None:
+        raise UsageError(f"--shard {text!r}: write it as K/N, e.g. 1/4")
+    k, n = int(match.group(1)), int(match.group(2))
+    if n < 1 or not 1 <= k <= n:
+        raise UsageError(f"--shard {text!r}: K must be between 1 and N (N >= 1)")
+    return k, n
+
+
+@dataclass(frozen=True)
+class MergedRun:
+    run: RunRecord
+    cases: tuple[CaseRecord, ...]
+    samples: tuple[SampleRecord, ...]
+    shards: tuple[str, ...]
+
+
+def merged_run_id(shard_ids: Iterable[str]) -> str:
+    """Deterministic: merging the same shard runs again gives the same id."""
+    joined = "\x00".join(sorted(shard_ids))
+    return "m" + hashlib.sha256(joined.encode()).hexdigest()[:11]
+
+
+def merge_exports(folders: Sequence[Path]) -> MergedRun:
+    """Read the exports of a sharded run and merge them into one run.
+
+    Refuses, listing every problem at once: a folder that is not an export, the same run
+    twice, different pinned models, different git commits, manifests that disagree on an
+    input, a case present in two shards.
+    """
+    if not folders:
+        raise UsageError("name at least one export folder to merge")
+    problems: list[Problem] = []
+    loaded: list[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="redline-merge-") as tmp,
+        RunStore.open(Path(tmp) / "merge.db") as scratch,
+    ):
+        seen: dict[str, Path] = {}
+        for folder in folders:
+            where = str(folder / RESULTS_FILE)
+            try:
+                run = import_run(scratch, folder)
+            except UsageError as exc:
+                if "already in the store" in str(exc):
+                    message = "the same run as an earlier folder"
+                    for other_id, other in seen.items():
+                        if other_id in str(exc):
+                            message = f"the same run ({other_id}) as {other}"
+                    problems.append(Problem(where, 0, 0, message, "give each shard once"))
+                else:
+                    problems.append(Problem(where, 0, 0, str(exc)))
+                continue
+            seen[run.id] = folder
+            loaded.append((folder, run, scratch.cases(run.id), scratch.samples(run.id)))
+    if problems:
+        raise ProblemsError(problems)
+    problems.extend(_consistency_problems(loaded))
+    owner: dict[tuple[str, str], Path] = {}
+    for folder, _, cases, _ in loaded:
+        for c in cases:
+            key = (c.suite, c.case_id)
+            if key in owner:
+                problems.append(
+                    Problem(
+                        str(folder / RESULTS_FILE),
+                        0,
+                        0,
+                        f"case {c.suite}/{c.case_id} is also in {owner[key]}",
+                        "merge the shards of one run (each case in exactly one shard)",
+                    )
+                )
+            owner[key] = folder
+    if problems:
+        raise ProblemsError(problems)
+    return _merged(loaded)
+
+
+def _consistency_problems(
+    loaded: Sequence[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]],
+) -> list[Problem]:
+    problems: list[Problem] = []
+    first_folder, first, _, _ = loaded[0]
+    manifest: dict[str, tuple[str, Path]] = {}
+    for folder, run, _, _ in loaded:
+        where = str(folder / RESULTS_FILE)
+        if run.model_id != first.model_id:
+            problems.append(
+                Problem(
+                    where,
+                    0,
+                    0,
+                    f"pinned model {run.model_id} differs from {first.model_id} in {first_folder}",
+                    "merge only shards run on the same model",
+                )
+            )
+        if run.git_commit != first.git_commit:
+            problems.append(
+                Problem(
+                    where,
+                    0,
+                    0,
+                    f"git commit {run.git_commit} differs from {first.git_commit} in "
+                    f"{first_folder}",
+                    "merge only shards of the same commit",
+                )
+            )
+        if run.kind is not first.kind:
+            problems.append(
+                Problem(
+                    where, 0, 0, f"run kind {run.kind} differs from {first.kind} in {first_folder}"
+                )
+            )
+        for path, digest in run.manifest.items():
+            if path in manifest and manifest[path][0] != digest:
+                problems.append(
+                    Problem(
+                        where,
+                        0,
+                        0,
+                        f"manifest entry {path} differs from {manifest[path][1]}",
+                        "the shards ran on different inputs; rerun them from one commit",
+                    )
+                )
+            manifest.setdefault(path, (digest, folder))
+    return problems
+
+
+def _merged(
+    loaded: Sequence[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]],
+) -> MergedRun:
+    runs = [run for _, run, _, _ in loaded]
+    run_id = merged_run_id(r.id for r in runs)
+    cases = tuple(
+        replace(c, run_id=run_id)
+        for c in sorted(
+            (c for _, _, cs, _ in loaded for c in cs), key=lambda c: (c.suite, c.case_id)
+        )
+    )
+    samples = tuple(
+        replace(s, run_id=run_id)
+        for s in sorted(
+            (s for _, _, _, ss in loaded for s in ss), key=lambda s: (s.suite, s.case_id, s.index)
+        )
+    )
+    finished = all(r.status is RunStatus.FINISHED for r in runs)
+    manifest: dict[str, str] = {}
+    for r in runs:
+        manifest.update(r.manifest)
+    ended = [r.finished_at for r in runs if r.finished_at]
+    first = runs[0]
+    record = RunRecord(
+        id=run_id,
+        kind=first.kind,
+        status=RunStatus.FINISHED if finished else RunStatus.INTERRUPTED,
+        result=run_result((c.result for c in cases), add_counts(c.verdicts for c in cases))
+        if finished
+        else None,
+        started_at=min(r.started_at for r in runs),
+        finished_at=max(ended) if finished and ended else None,
+        model_id=first.model_id,
+        model_alias=first.model_alias,
+        suites=tuple(sorted({s for r in runs for s in r.suites})),
+        parent_id=first.parent_id,
+        git_commit=first.git_commit,
+        git_dirty=any(r.git_dirty for r in runs),
+        redline_version=first.redline_version,
+        args={"merged_from": sorted(r.id for r in runs)},
+        manifest=dict(sorted(manifest.items())),
+    )
+    return MergedRun(record, cases, samples, tuple(sorted(r.id for r in runs)))
+
+
+def write_merged(merged: MergedRun, *, out: Path | None, store: RunStore | None) -> None:
+    """Export the merged run to `out` and/or add it to `store`."""
+    if store is not None:
+        store.add_run(merged.run, merged.cases, merged.samples)
+    if out is not None:
+        if store is not None:
+            export_run(store, merged.run.id, out)
+            return
+        with (
+            tempfile.TemporaryDirectory(prefix="redline-merge-") as tmp,
+            RunStore.open(Path(tmp) / "out.db") as scratch,
+        ):
+            scratch.add_run(merged.run, merged.cases, merged.samples)
+            export_run(scratch, merged.run.id, out)

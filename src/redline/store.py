@@ -1,0 +1,657 @@
+"""The local history of runs: SQLite in WAL mode, each finished sample committed on arrival.
+
+Evidence is never overwritten: a rerun or replay is a new run linked to its parent, and
+raw outputs are stored exactly as received. Reads are indexed for per-case history and
+run-to-run comparison over hundreds of runs.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from redline.completion import FinishReason
+from redline.errors import UsageError
+from redline.records import (
+    CaseOutcome,
+    CaseRecord,
+    RunKind,
+    RunRecord,
+    RunResult,
+    RunStatus,
+    SampleRecord,
+)
+from redline.verdicts import VERDICT_ORDER, AssertionResult, AssertionStatus, Verdict
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS runs (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    result TEXT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    model_id TEXT NOT NULL,
+    model_alias TEXT NOT NULL,
+    suites TEXT NOT NULL,
+    parent_id TEXT,
+    git_commit TEXT,
+    git_dirty INTEGER NOT NULL DEFAULT 0,
+    redline_version TEXT NOT NULL,
+    args TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at, seq);
+CREATE INDEX IF NOT EXISTS runs_by_kind ON runs (kind, started_at, seq);
+CREATE INDEX IF NOT EXISTS runs_by_parent ON runs (parent_id);
+CREATE TABLE IF NOT EXISTS manifest (
+    run_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    PRIMARY KEY (run_id, path)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cases (
+    run_id TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    case_id TEXT NOT NULL,
+    tier TEXT NOT NULL,
+    model_id TEXT NOT NULL,
+    samples INTEGER NOT NULL,
+    required INTEGER NOT NULL,
+    passes INTEGER NOT NULL,
+    result TEXT NOT NULL,
+    n_ok INTEGER NOT NULL,
+    n_wrong INTEGER NOT NULL,
+    n_malformed INTEGER NOT NULL,
+    n_refused INTEGER NOT NULL,
+    n_truncated INTEGER NOT NULL,
+    n_transport INTEGER NOT NULL,
+    case_hash TEXT NOT NULL,
+    PRIMARY KEY (run_id, suite, case_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS cases_by_case ON cases (case_id, suite);
+CREATE TABLE IF NOT EXISTS samples (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    case_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    output TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    finish_reason TEXT,
+    model TEXT NOT NULL,
+    seed INTEGER,
+    latency_ms REAL,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    cost REAL,
+    error TEXT,
+    attempts INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS samples_by_case ON samples (run_id, case_id, suite, idx);
+CREATE TABLE IF NOT EXISTS assertion_results (
+    sample_id INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    score REAL,
+    threshold REAL,
+    structural INTEGER NOT NULL,
+    PRIMARY KEY (sample_id, idx)
+) WITHOUT ROWID;
+"""
+
+_RUN_COLUMNS = (
+    "id, kind, status, result, started_at, finished_at, model_id, model_alias, suites, "
+    "parent_id, git_commit, git_dirty, redline_version, args"
+)
+_CASE_COLUMNS = (
+    "run_id, suite, case_id, tier, model_id, samples, required, passes, result, "
+    "n_ok, n_wrong, n_malformed, n_refused, n_truncated, n_transport, case_hash"
+)
+_SAMPLE_COLUMNS = (
+    "id, run_id, suite, case_id, idx, output, verdict, finish_reason, model, seed, latency_ms, "
+    "input_tokens, output_tokens, cost, error, attempts, created_at"
+)
+_INSERT_SAMPLE = (
+    "INSERT INTO samples (run_id, suite, case_id, idx, output, verdict, finish_reason, model, "
+    "seed, latency_ms, input_tokens, output_tokens, cost, error, attempts, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_ASSERTION = (
+    "INSERT INTO assertion_results (sample_id, idx, type, status, reason, score, threshold, "
+    "structural) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def now_iso() -> str:
+    """The store's timestamp format: UTC, ISO 8601, millisecond precision."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def new_run_id() -> str:
+    """A short random hex id; like git hashes, any unique prefix names the run."""
+    return secrets.token_hex(6)
+
+
+class RunStore:
+    """Read and write runs, case results and samples in one SQLite file.
+
+    Safe to share between threads (one connection behind a lock), e.g. a TUI worker.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._db = connection
+        self._lock = threading.RLock()
+        self._finished: dict[str, RunRecord] = {}
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path) -> RunStore:
+        """Open (creating when missing) the store at `path`, with its parent directory."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=OFF")
+        db.executescript(_SCHEMA)
+        db.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+        return cls(db, path)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def begin_run(self, record: RunRecord) -> None:
+        """Record a new run and its manifest; refuses an id already stored."""
+        with self._transaction() as db:
+            self._insert_run(db, record)
+
+    def add_run(
+        self,
+        record: RunRecord,
+        cases: Iterable[CaseRecord],
+        samples: Iterable[SampleRecord],
+    ) -> None:
+        """Store a complete run in one transaction (import, merge): all of it or nothing."""
+        with self._transaction() as db:
+            self._insert_run(db, record)
+            self._insert_samples(db, samples)
+            self._insert_cases(db, cases)
+
+    def add_sample(self, sample: SampleRecord) -> None:
+        """Store one finished sample with its assertion results; durable on return."""
+        self.add_samples((sample,))
+
+    def add_samples(self, samples: Iterable[SampleRecord]) -> None:
+        """Store several samples in one transaction."""
+        with self._transaction() as db:
+            self._insert_samples(db, samples)
+
+    def put_case(self, record: CaseRecord) -> None:
+        """Write (or replace, on resume) one case's result in its run."""
+        self.put_cases((record,))
+
+    def put_cases(self, records: Iterable[CaseRecord]) -> None:
+        with self._transaction() as db:
+            self._insert_cases(db, records)
+
+    def finish_run(
+        self, run_id: str, status: RunStatus, result: RunResult | None, finished_at: str
+    ) -> None:
+        self._finished.pop(run_id, None)
+        with self._transaction() as db:
+            cur = db.execute(
+                "UPDATE runs SET status = ?, result = ?, finished_at = ? WHERE id = ?",
+                (str(status), None if result is None else str(result), finished_at, run_id),
+            )
+            if cur.rowcount == 0:
+                raise UsageError(f"no run {run_id} in the store {self.path}")
+
+    def reopen_run(self, run_id: str) -> None:
+        """Mark an interrupted run as running again, for `--resume`."""
+        self._finished.pop(run_id, None)
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE runs SET status = ?, result = NULL, finished_at = NULL WHERE id = ?",
+                (str(RunStatus.RUNNING), run_id),
+            )
+
+    def _insert_run(self, db: sqlite3.Connection, record: RunRecord) -> None:
+        if db.execute("SELECT 1 FROM runs WHERE id = ?", (record.id,)).fetchone():
+            raise UsageError(f"run {record.id} is already in the store {self.path}")
+        db.execute(
+            f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * 14)})",
+            (
+                record.id,
+                str(record.kind),
+                str(record.status),
+                None if record.result is None else str(record.result),
+                record.started_at,
+                record.finished_at,
+                record.model_id,
+                record.model_alias,
+                json.dumps(list(record.suites)),
+                record.parent_id,
+                record.git_commit,
+                int(record.git_dirty),
+                record.redline_version,
+                json.dumps(dict(record.args), sort_keys=True, default=str),
+            ),
+        )
+        db.executemany(
+            "INSERT INTO manifest (run_id, path, sha256) VALUES (?, ?, ?)",
+            [(record.id, p, h) for p, h in sorted(record.manifest.items())],
+        )
+
+    @staticmethod
+    def _insert_cases(db: sqlite3.Connection, records: Iterable[CaseRecord]) -> None:
+        db.executemany(
+            f"INSERT OR REPLACE INTO cases ({_CASE_COLUMNS}) VALUES ({', '.join('?' * 16)})",
+            [_case_row(r) for r in records],
+        )
+
+    @staticmethod
+    def _insert_samples(db: sqlite3.Connection, samples: Iterable[SampleRecord]) -> None:
+        for s in samples:
+            cur = db.execute(
+                _INSERT_SAMPLE,
+                (
+                    s.run_id,
+                    s.suite,
+                    s.case_id,
+                    s.index,
+                    _encode_text(s.output),
+                    str(s.verdict),
+                    None if s.finish_reason is None else str(s.finish_reason),
+                    s.model,
+                    s.seed,
+                    s.latency_ms,
+                    s.input_tokens,
+                    s.output_tokens,
+                    s.cost,
+                    s.error,
+                    s.attempts,
+                    s.created_at or now_iso(),
+                ),
+            )
+            if s.assertions:
+                sample_id = cur.lastrowid
+                db.executemany(
+                    _INSERT_ASSERTION,
+                    [
+                        (
+                            sample_id,
+                            a.index,
+                            a.type,
+                            str(a.status),
+                            a.reason,
+                            a.score,
+                            a.threshold,
+                            int(a.structural),
+                        )
+                        for a in s.assertions
+                    ],
+                )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def runs(self, limit: int | None = None, kind: RunKind | None = None) -> list[RunRecord]:
+        """Stored runs, newest first."""
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs"
+        params: list[Any] = []
+        if kind is not None:
+            sql += " WHERE kind = ?"
+            params.append(str(kind))
+        sql += " ORDER BY started_at DESC, seq DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self._lock:
+            rows = self._db.execute(sql, params).fetchall()
+            return self._runs_from_rows(rows)
+
+    def run(self, run_id: str) -> RunRecord:
+        """The run with this id or unique id prefix."""
+        if not run_id:
+            raise UsageError("empty run id")
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
+            ).fetchall()
+            if not rows:
+                pattern = _like_escape(run_id) + "%"
+                rows = self._db.execute(
+                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE id LIKE ? ESCAPE '\\' LIMIT 6",
+                    (pattern,),
+                ).fetchall()
+            if not rows:
+                raise UsageError(f"no run {run_id!r} in the store {self.path} (see `redline runs`)")
+            if len(rows) > 1:
+                ids = ", ".join(r[0] for r in rows)
+                raise UsageError(f"run id prefix {run_id!r} is ambiguous: {ids}")
+            return self._runs_from_rows(rows)[0]
+
+    def latest_run(
+        self, *, kind: RunKind | None = RunKind.RUN, result: RunResult | None = None
+    ) -> RunRecord | None:
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE 1 = 1"
+        params: list[Any] = []
+        if kind is not None:
+            sql += " AND kind = ?"
+            params.append(str(kind))
+        if result is not None:
+            sql += " AND result = ?"
+            params.append(str(result))
+        sql += " ORDER BY started_at DESC, seq DESC LIMIT 1"
+        with self._lock:
+            rows = self._db.execute(sql, params).fetchall()
+            return self._runs_from_rows(rows)[0] if rows else None
+
+    def cases(self, run_id: str) -> list[CaseRecord]:
+        """One run's case results, ordered by suite and case id."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_CASE_COLUMNS} FROM cases WHERE run_id = ? ORDER BY suite, case_id",
+                (run_id,),
+            ).fetchall()
+        return [_case_from_row(r) for r in rows]
+
+    def samples(
+        self, run_id: str, case_id: str | None = None, suite: str | None = None
+    ) -> list[SampleRecord]:
+        """A run's samples with their assertion results, ordered by suite, case, index."""
+        sql = f"SELECT {_SAMPLE_COLUMNS} FROM samples WHERE run_id = ?"
+        params: list[Any] = [run_id]
+        if case_id is not None:
+            sql += " AND case_id = ?"
+            params.append(case_id)
+        if suite is not None:
+            sql += " AND suite = ?"
+            params.append(suite)
+        sql += " ORDER BY suite, case_id, idx"
+        with self._lock:
+            rows = self._db.execute(sql, params).fetchall()
+            assertions = self._assertions_for([r[0] for r in rows], run_id, case_id is None)
+        return [_sample_from_row(r, assertions.get(r[0], ())) for r in rows]
+
+    def sample_keys(self, run_id: str) -> set[tuple[str, str, int]]:
+        """(suite, case id, index) of every sample stored for a run: what `--resume` skips."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT suite, case_id, idx FROM samples WHERE run_id = ?", (run_id,)
+            ).fetchall()
+        return {(str(s), str(c), int(i)) for s, c, i in rows}
+
+    def verdict_counts(self, run_id: str) -> dict[tuple[str, str], dict[Verdict, int]]:
+        """(suite, case id) → stored samples per verdict, without reading the outputs."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT suite, case_id, verdict, COUNT(*) FROM samples WHERE run_id = ? "
+                "GROUP BY suite, case_id, verdict",
+                (run_id,),
+            ).fetchall()
+        counts: dict[tuple[str, str], dict[Verdict, int]] = {}
+        for suite, case_id, verdict, n in rows:
+            per = counts.setdefault((suite, case_id), dict.fromkeys(VERDICT_ORDER, 0))
+            per[Verdict(verdict)] = int(n)
+        return counts
+
+    def case_history(
+        self, case_id: str, suite: str | None = None
+    ) -> list[tuple[RunRecord, CaseRecord]]:
+        """Every stored result of one case, oldest run first, all run kinds."""
+        sql = (
+            f"SELECT {', '.join('c.' + c.strip() for c in _CASE_COLUMNS.split(','))} "
+            "FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ?"
+        )
+        params: list[Any] = [case_id]
+        if suite is not None:
+            sql += " AND c.suite = ?"
+            params.append(suite)
+        sql += " ORDER BY r.started_at, r.seq"
+        with self._lock:
+            case_rows = self._db.execute(sql, params).fetchall()
+            run_ids = list(dict.fromkeys(r[0] for r in case_rows))
+            runs = {r.id: r for r in self._runs_by_ids(run_ids)}
+        return [(runs[r[0]], _case_from_row(r)) for r in case_rows]
+
+    def manifest(self, run_id: str) -> dict[str, str]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path, sha256 FROM manifest WHERE run_id = ? ORDER BY path", (run_id,)
+            ).fetchall()
+        return {str(p): str(h) for p, h in rows}
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _runs_by_ids(self, run_ids: Sequence[str]) -> list[RunRecord]:
+        out: list[RunRecord] = []
+        for chunk in _chunks(run_ids, 500):
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE id IN ({marks})", list(chunk)
+            ).fetchall()
+            out.extend(self._runs_from_rows(rows))
+        return out
+
+    def _runs_from_rows(self, rows: Sequence[Sequence[Any]]) -> list[RunRecord]:
+        """Run records with their manifests; finished runs never change and are cached."""
+        out: list[RunRecord] = []
+        for row in rows:
+            run_id = str(row[0])
+            cached = self._finished.get(run_id)
+            if cached is not None:
+                out.append(cached)
+                continue
+            manifest = dict(
+                self._db.execute(
+                    "SELECT path, sha256 FROM manifest WHERE run_id = ?", (run_id,)
+                ).fetchall()
+            )
+            record = _run_from_row(row, manifest)
+            if record.status is RunStatus.FINISHED:
+                self._finished[run_id] = record
+            out.append(record)
+        return out
+
+    def _assertions_for(
+        self, sample_ids: Sequence[int], run_id: str, whole_run: bool
+    ) -> dict[int, tuple[AssertionResult, ...]]:
+        found: dict[int, list[AssertionResult]] = {}
+        if not sample_ids:
+            return {}
+        sql = (
+            "SELECT a.sample_id, a.idx, a.type, a.status, a.reason, a.score, a.threshold, "
+            "a.structural FROM assertion_results a "
+        )
+        if whole_run:
+            rows: Iterable[Sequence[Any]] = self._db.execute(
+                sql + "JOIN samples s ON s.id = a.sample_id WHERE s.run_id = ? "
+                "ORDER BY a.sample_id, a.idx",
+                (run_id,),
+            )
+        else:
+            collected: list[Sequence[Any]] = []
+            for chunk in _chunks(sample_ids, 500):
+                marks = ",".join("?" * len(chunk))
+                collected.extend(
+                    self._db.execute(
+                        sql + f"WHERE a.sample_id IN ({marks}) ORDER BY a.sample_id, a.idx",
+                        list(chunk),
+                    )
+                )
+            rows = collected
+        for sid, idx, typ, status, reason, score, threshold, structural in rows:
+            found.setdefault(sid, []).append(
+                AssertionResult(
+                    index=idx,
+                    type=typ,
+                    status=AssertionStatus(status),
+                    reason=reason,
+                    score=score,
+                    threshold=threshold,
+                    structural=bool(structural),
+                )
+            )
+        return {k: tuple(v) for k, v in found.items()}
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _encode_text(text: str) -> str | bytes:
+    """Text as SQLite can keep it exactly: lone surrogates (valid in JSON) go in as a BLOB."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def _decode_text(value: str | bytes) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogatepass")
+    return value
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _run_from_row(row: Sequence[Any], manifest: Mapping[str, str]) -> RunRecord:
+    (
+        run_id,
+        kind,
+        status,
+        result,
+        started_at,
+        finished_at,
+        model_id,
+        model_alias,
+        suites,
+        parent_id,
+        git_commit,
+        git_dirty,
+        version,
+        args,
+    ) = row
+    return RunRecord(
+        id=run_id,
+        kind=RunKind(kind),
+        status=RunStatus(status),
+        result=None if result is None else RunResult(result),
+        started_at=started_at,
+        finished_at=finished_at,
+        model_id=model_id,
+        model_alias=model_alias,
+        suites=tuple(json.loads(suites)),
+        parent_id=parent_id,
+        git_commit=git_commit,
+        git_dirty=bool(git_dirty),
+        redline_version=version,
+        args=json.loads(args),
+        manifest=dict(manifest),
+    )
+
+
+def _case_row(r: CaseRecord) -> tuple[Any, ...]:
+    counts = tuple(int(r.verdicts.get(v, 0)) for v in VERDICT_ORDER)
+    return (
+        r.run_id,
+        r.suite,
+        r.case_id,
+        r.tier,
+        r.model_id,
+        r.samples,
+        r.required,
+        r.passes,
+        str(r.result),
+        *counts,
+        r.case_hash,
+    )
+
+
+def _case_from_row(row: Sequence[Any]) -> CaseRecord:
+    counts = row[9:15]
+    return CaseRecord(
+        run_id=row[0],
+        suite=row[1],
+        case_id=row[2],
+        tier=row[3],
+        model_id=row[4],
+        samples=row[5],
+        required=row[6],
+        passes=row[7],
+        result=CaseOutcome(row[8]),
+        verdicts={v: int(n) for v, n in zip(VERDICT_ORDER, counts, strict=True)},
+        case_hash=row[15],
+    )
+
+
+def _sample_from_row(row: Sequence[Any], assertions: tuple[AssertionResult, ...]) -> SampleRecord:
+    return SampleRecord(
+        run_id=row[1],
+        suite=row[2],
+        case_id=row[3],
+        index=row[4],
+        output=_decode_text(row[5]),
+        verdict=Verdict(row[6]),
+        finish_reason=None if row[7] is None else FinishReason(row[7]),
+        model=row[8],
+        seed=row[9],
+        latency_ms=row[10],
+        input_tokens=row[11],
+        output_tokens=row[12],
+        cost=row[13],
+        error=row[14],
+        attempts=row[15],
+        created_at=row[16],
+        assertions=assertions,
+    )

@@ -1,0 +1,195 @@
+"""YAML that remembers where every key and value was written.
+
+Validation problems must name file:line:column, so suite and case files are
+read into `Node`s carrying pyyaml marks instead of plain dicts.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from redline.errors import Problem
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A 1-based position in a file."""
+
+    path: str
+    line: int
+    column: int
+
+    def problem(self, message: str, hint: str = "") -> Problem:
+        return Problem(self.path, self.line, self.column, message, hint)
+
+
+@dataclass(frozen=True)
+class Node:
+    """One YAML value with its position; mappings and sequences hold Nodes.
+
+    `key_mark` is where the key of a mapping entry was written (None for
+    top-level documents and sequence items).
+    """
+
+    value: Any
+    mark: Mark
+    key_mark: Mark | None = None
+    kind: str = "scalar"
+    _entries: dict[str, Node] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def is_map(self) -> bool:
+        return self.kind == "map"
+
+    @property
+    def is_seq(self) -> bool:
+        return self.kind == "seq"
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.kind == "scalar"
+
+    def get(self, key: str) -> Node | None:
+        return self._entries.get(key) if self.is_map else None
+
+    def keys(self) -> list[str]:
+        return list(self._entries) if self.is_map else []
+
+    def items(self) -> Iterator[tuple[str, Node]]:
+        return iter(self._entries.items()) if self.is_map else iter(())
+
+    def children(self) -> list[Node]:
+        return list(self.value) if self.is_seq else []
+
+    @property
+    def where(self) -> Mark:
+        """Where to point at this entry as a whole: its key if it has one."""
+        return self.key_mark or self.mark
+
+    def plain(self) -> Any:
+        """The value as plain Python data (dicts, lists, scalars)."""
+        if self.is_map:
+            return {k: v.plain() for k, v in self._entries.items()}
+        if self.is_seq:
+            return [child.plain() for child in self.value]
+        return self.value
+
+
+def type_name(node: Node) -> str:
+    """How a user would call the YAML type of a node, for error messages."""
+    if node.is_map:
+        return "a mapping"
+    if node.is_seq:
+        return "a list"
+    value = node.value
+    if value is None:
+        return "empty (null)"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return f"a {type(value).__name__}"
+
+
+def load_text(text: str, path: str) -> tuple[Node | None, list[Problem]]:
+    """Parse one YAML document; duplicate keys and non-string keys are problems."""
+    loader = yaml.SafeLoader(text)
+    problems: list[Problem] = []
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None, problems
+        return _convert(loader, root, path, None, problems), problems
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        message = f"not valid YAML: {exc.problem or exc.context}"
+        problems.append(
+            Problem(path, line, column, message, "check indentation and quoting near here")
+        )
+        return None, problems
+    except yaml.YAMLError as exc:
+        problems.append(Problem(path, 1, 1, f"not valid YAML: {exc}", "check the file encoding"))
+        return None, problems
+    finally:
+        loader.dispose()
+
+
+def load_file(path: Path, display: str | None = None) -> tuple[Node | None, list[Problem]]:
+    """Read and parse a YAML file (UTF-8)."""
+    shown = display if display is not None else str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [Problem(shown, 1, 1, f"not UTF-8 text: {exc.reason}", "save it as UTF-8")]
+    except OSError as exc:
+        return None, [Problem(shown, 0, 0, f"cannot read: {exc.strerror}")]
+    return load_text(text, shown)
+
+
+def _mark(path: str, node: yaml.Node) -> Mark:
+    return Mark(path, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _convert(
+    loader: yaml.SafeLoader,
+    node: yaml.Node,
+    path: str,
+    key_mark: Mark | None,
+    problems: list[Problem],
+) -> Node:
+    mark = _mark(path, node)
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)
+        entries: dict[str, Node] = {}
+        for key_node, value_node in node.value:
+            kmark = _mark(path, key_node)
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                problems.append(
+                    kmark.problem(
+                        f"key {key!r} is not a string",
+                        "quote it, or check that a list item is not written as a key",
+                    )
+                )
+                key = str(key)
+            if key in entries:
+                first = entries[key].where
+                problems.append(
+                    kmark.problem(
+                        f"duplicate key {key!r} (first written at line {first.line})",
+                        "keep only one; YAML would silently use the last",
+                    )
+                )
+            entries[key] = _convert(loader, value_node, path, kmark, problems)
+        return Node(None, mark, key_mark, "map", entries)
+    if isinstance(node, yaml.SequenceNode):
+        items = [_convert(loader, child, path, None, problems) for child in node.value]
+        return Node(items, mark, key_mark, "seq")
+    return Node(loader.construct_object(node, deep=True), mark, key_mark, "scalar")
+
+
+#: A value starting with this refers to a file relative to the file that names it.
+FILE_REF = "file://"
+
+
+def read_verbatim(path: Path) -> str:
+    """A fixture's text exactly as stored: no newline, whitespace or BOM normalisation."""
+    with path.open("r", encoding="utf-8", newline="") as handle:
+        return handle.read()
+
+
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    """' (did you mean 'x'?)' for the closest option, or '' when nothing is close."""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -1,0 +1,321 @@
+"""`redline run` and friends as a user runs them: exit codes, crashes, resume, evidence."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from redline.cli import main
+from redline.records import RunKind, RunResult, RunStatus
+from redline.runner import sample_seed
+from redline.store import RunStore
+from servers import LoopbackLLMServer
+from test_runner import KEY_ENV, SECRET, write_config, write_suite
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+@pytest.fixture
+def project(tmp_path: Path, llm_server: LoopbackLLMServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temp project: redline.toml pinning `fake` to the loopback server, cwd inside it."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    write_config(tmp_path, llm_server)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def latest_run_id(project: Path) -> str:
+    with RunStore.open(project / ".redline" / "redline.db") as store:
+        record = store.latest_run(kind=None)
+        assert record is not None
+        return record.id
+
+
+@pytest.mark.parametrize(
+    ("tokens", "code", "result"),
+    [
+        ("MODE:json", 0, RunResult.GREEN),
+        ("MODE:preamble", 1, RunResult.RED),
+        ("MODE:500", 3, RunResult.INCONCLUSIVE),
+    ],
+)
+def test_exit_code_follows_the_run_result(
+    project: Path,
+    llm_server: LoopbackLLMServer,
+    capsys: pytest.CaptureFixture[str],
+    tokens: str,
+    code: int,
+    result: RunResult,
+) -> None:
+    write_suite(project, "s", {"a": tokens, "b": "MODE:json"})
+    assert main(["run", "s", "--quiet"]) == code
+    out = capsys.readouterr().out
+    run_id = latest_run_id(project)
+    assert f"run {run_id}: {result}" in out
+    assert "passes" in out and "required" in out
+    assert llm_server.count() > 0
+
+
+def test_every_problem_is_listed_and_nothing_is_called(
+    project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_suite(project, "one", {"a": ("MODE:json", "  - type: is-json\n    shema: x.json\n")})
+    write_suite(project, "two", {"b": ("MODE:json", "  - type: regex\n    value: '(unclosed'\n")})
+    assert main(["run", "one", "two"]) == 2
+    err = capsys.readouterr().err
+    assert "one/a.yaml" in err and "two/b.yaml" in err
+    assert llm_server.count() == 0
+    assert not (project / ".redline").exists()
+
+
+def test_missing_key_or_alias_is_exit_2_before_any_request(
+    project: Path,
+    llm_server: LoopbackLLMServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_suite(project, "s", {"a": "MODE:json"})
+    assert main(["run", "s", "--model", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+    monkeypatch.delenv(KEY_ENV)
+    assert main(["run", "s"]) == 2
+    assert KEY_ENV in capsys.readouterr().err
+    assert llm_server.count() == 0
+
+
+def start_run(project: Path, *args: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "redline", "run", *args],
+        cwd=project,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def wait_for_samples(db_path: Path, at_least: int) -> int:
+    deadline = time.monotonic() + 30
+    stored = 0
+    while stored < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
+        if db_path.exists():
+            try:
+                with sqlite3.connect(db_path) as db:
+                    stored = db.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+            except sqlite3.OperationalError:
+                stored = 0
+    return stored
+
+
+def test_ctrl_c_marks_the_run_interrupted_with_what_finished(
+    project: Path, llm_server: LoopbackLLMServer
+) -> None:
+    write_config(project, llm_server, concurrency=2)
+    write_suite(project, "s", {f"c{i}": f"MODE:json n{i}" for i in range(4)}, samples=5)
+    llm_server.latency_ms = 150
+    proc = start_run(project, "s", "--quiet")
+    db_path = project / ".redline" / "redline.db"
+    wait_for_samples(db_path, 3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    with RunStore.open(db_path) as store:
+        [record] = store.runs()
+        assert record.status is RunStatus.INTERRUPTED and record.result is None
+        stored = len(store.sample_keys(record.id))
+        assert 3 <= stored < 20
+        assert sum(c.samples for c in store.cases(record.id)) == stored
+    assert "stopping: finished samples are stored" in err.decode()
+    assert f"redline run --resume {record.id}" in err.decode()
+
+
+def test_kill_9_keeps_finished_samples_and_resume_requests_only_the_missing(
+    project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_config(project, llm_server, concurrency=2)
+    write_suite(project, "s", {f"c{i}": f"MODE:json n{i}" for i in range(4)}, samples=5)
+    llm_server.latency_ms = 150
+    proc = start_run(project, "s", "--quiet")
+    db_path = project / ".redline" / "redline.db"
+    wait_for_samples(db_path, 4)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
+    time.sleep(0.3)  # let requests already on the wire reach the server's log first
+
+    with RunStore.open(db_path) as store:
+        [record] = store.runs()
+        assert record.status is RunStatus.RUNNING
+        done = store.sample_keys(record.id)
+        assert 4 <= len(done) < 20
+        assert all(s.output for s in store.samples(record.id))
+    llm_server.reset()
+    llm_server.latency_ms = 0
+    assert main(["run", "--resume", record.id[:6], "--quiet"]) == 0
+    missing = {sample_seed("s", f"c{i}", n) for i in range(4) for n in range(5)} - {
+        sample_seed(*key) for key in done
+    }
+    assert sorted(r.body["seed"] for r in llm_server.requests) == sorted(missing)
+    with RunStore.open(db_path) as store:
+        finished = store.run(record.id)
+        assert finished.status is RunStatus.FINISHED and finished.result is RunResult.GREEN
+        assert len(store.samples(record.id)) == 20
+    assert record.id in capsys.readouterr().out
+
+
+def test_show_prints_raw_output_escaped_never_interpreted(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = write_suite(project, "s", {"plain": "MODE:json"}, samples=1)
+    (folder / "evil.yaml").write_text(
+        "id: evil\nprovenance: {ticket: T-1, reported: 2026-01-02, note: test}\n"
+        'vars:\n  q: "MODE:echo \\e[31mRED\\e[0m [bold]B[/bold] :smile: nul\\0end"\n'
+        "assert:\n  - type: contains\n    value: RED\n",
+        encoding="utf-8",
+    )
+    main(["run", "s", "--quiet"])
+    run_id = latest_run_id(project)
+    capsys.readouterr()
+    assert main(["show", run_id, "evil"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x00" not in out
+    assert "\\x1b[31mRED\\x1b[0m [bold]B[/bold] :smile: nul\\x00end" in out
+    assert main(["show", run_id]) == 0
+    table = capsys.readouterr().out
+    assert "evil" in table and "plain" in table
+
+
+def test_export_import_and_runs_through_the_cli(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_suite(project, "s", {"a": "MODE:json", "b": "MODE:preamble"})
+    out_dir = tmp_path_factory.mktemp("artifact")
+    assert main(["run", "s", "--quiet", "--out", str(out_dir)]) == 1
+    run_id = latest_run_id(project)
+    results = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
+    assert results["run"]["id"] == run_id and results["summary"]["result"] == "red"
+    by_id = {c["id"]: c for c in results["cases"]}
+    assert by_id["b"] == {
+        "id": "b",
+        "suite": "s",
+        "tier": "contract",
+        "model": "loopback:fake-model-2025-01-01",
+        "samples": 2,
+        "passes": 0,
+        "required": 2,
+        "result": "fail",
+        "ok": False,
+        "verdicts": {
+            "ok": 0,
+            "wrong": 0,
+            "malformed": 2,
+            "refused": 0,
+            "truncated": 0,
+            "transport": 0,
+        },
+        "case_hash": by_id["b"]["case_hash"],
+    }
+    assert "s/b.yaml" in results["manifest"]
+    lines = (out_dir / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 4 and json.loads(lines[-1])["assertions"][0]["type"] == "is-json"
+    (project / ".redline" / "redline.db").rename(project / "ci.db")
+    assert main(["import", str(out_dir)]) == 0
+    assert main(["import", str(out_dir)]) == 2
+    assert "already in the store" in capsys.readouterr().err
+    with (
+        RunStore.open(project / "ci.db") as ci,
+        RunStore.open(project / ".redline" / "redline.db") as local,
+    ):
+        assert local.run(run_id) == ci.run(run_id)
+        assert local.cases(run_id) == ci.cases(run_id)
+        assert local.samples(run_id) == ci.samples(run_id)
+    assert main(["runs"]) == 0
+    listing = capsys.readouterr().out
+    assert run_id in listing and "red" in listing
+    assert main(["export", run_id[:5], "--out", str(out_dir / "again")]) == 0
+    assert (out_dir / "again" / "samples.jsonl").read_bytes() == (
+        out_dir / "samples.jsonl"
+    ).read_bytes()
+
+
+def test_case_tier_and_samples_options_choose_what_runs(
+    project: Path, llm_server: LoopbackLLMServer
+) -> None:
+    write_suite(project, "s", {"a": "MODE:json", "b": "MODE:json b", "c": "MODE:json c"})
+    write_suite(project, "q", {"d": "MODE:json d"}, tier="quality")
+    assert main(["run", "s", "q", "--case", "a", "--case", "d", "--samples", "4", "--quiet"]) == 0
+    assert llm_server.count() == 8
+    with RunStore.open(project / ".redline" / "redline.db") as store:
+        cases = store.cases(latest_run_id(project))
+        assert [(c.case_id, c.samples, c.required) for c in cases] == [("d", 4, 2), ("a", 4, 4)]
+    llm_server.reset()
+    assert main(["run", "s", "q", "--tier", "quality", "--quiet"]) == 0
+    assert llm_server.count() == 2
+
+
+def test_replay_through_the_cli_calls_no_model(
+    project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_suite(project, "s", {"a": "MODE:preamble"})
+    assert main(["run", "s", "--quiet"]) == 1
+    parent = latest_run_id(project)
+    llm_server.reset()
+    assert main(["run", "--replay", parent, "--quiet"]) == 1
+    assert llm_server.count() == 0
+    with RunStore.open(project / ".redline" / "redline.db") as store:
+        [replay] = store.runs(kind=RunKind.REPLAY)
+        assert replay.parent_id == parent
+
+
+@pytest.mark.slow
+def test_real_embedded_model_runs_one_case_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "redline.toml").write_text(
+        '[models]\nlocal = "local:smollm2-135m-instruct-q4_1"\n[providers.local]\nthreads = 2\n',
+        encoding="utf-8",
+    )
+    folder = tmp_path / "geo"
+    folder.mkdir()
+    (folder / "system.txt").write_text("Answer in one short sentence.\n", encoding="utf-8")
+    (folder / "suite.yaml").write_text(
+        "name: geo\nprompt:\n  system: system.txt\n  user: '{{q}}'\n"
+        "model: local\nsamples: 2\ntier: quality\nmax_tokens: 12\n",
+        encoding="utf-8",
+    )
+    (folder / "capital.yaml").write_text(
+        "id: capital\nprovenance: {ticket: T-1, reported: 2026-01-02, note: smoke}\n"
+        "vars:\n  q: What is the capital of France?\nassert:\n  - type: max-chars\n"
+        "    value: 400\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", "geo", "--quiet"])
+    assert code in (0, 1, 3)
+    with RunStore.open(tmp_path / ".redline" / "redline.db") as store:
+        [record] = store.runs()
+        assert record.model_id.startswith("local:smollm2-135m-instruct-q4_1@sha256:")
+        samples = store.samples(record.id)
+        assert len(samples) == 2 and all(s.error is None for s in samples)
+        assert samples[0].seed != samples[1].seed
+        assert all(s.output for s in samples)
+
+
+def test_escape_output_makes_every_terminal_control_visible() -> None:
+    from redline.textsafe import escape_output, preview
+
+    raw = "a\x1b[2Jb\x00c\rd\u202eé中\ud800\x9b\tline\nnext"
+    shown = escape_output(raw)
+    assert shown == "a\\x1b[2Jb\\x00c\\rd\\u202eé中\\ud800\\x9b\tline\nnext"
+    assert escape_output("plain [bold]text[/bold]\n") == "plain [bold]text[/bold]\n"
+    assert preview(raw, 12) == "a\\x1b[2Jb\\x…"
+    assert "\n" not in preview("one\ntwo") and "\t" not in preview("a\tb")

@@ -1,0 +1,130 @@
+"""`redline compare`: per-case deltas with Fisher p-values, rule-8 withholding, case changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from redline.cli import main
+from redline.compare import compare_runs
+from redline.verdicts import Verdict
+from runfactory import (
+    OK,
+    TRANSPORT,
+    TRUNCATED,
+    WRONG,
+    CaseSpec,
+    RunSpec,
+    ok_cases,
+    open_store,
+    write_config,
+    write_run,
+)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")
+    return tmp_path
+
+
+def _write(repo: Path, *runs: RunSpec) -> None:
+    with open_store(repo) as store:
+        for run in runs:
+            write_run(store, run)
+
+
+def _b(run_id: str, cases: list[CaseSpec], **kw: object) -> RunSpec:
+    spec = RunSpec(run_id, cases, started_at="2026-03-02T00:00:00.000+00:00")
+    for key, value in kw.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def test_deltas_sorted_by_largest_drop_with_fisher_p(repo: Path) -> None:
+    a = RunSpec("A", [*ok_cases(8, samples=20), CaseSpec("x-mild", [OK] * 20)])
+    b_cases = ok_cases(8, samples=20)
+    b_cases[0] = CaseSpec("c00", [OK] * 15 + [WRONG] * 5)  # 20/20 → 15/20, p = 0.0236
+    b_cases[1] = CaseSpec("c01", [OK] * 18 + [WRONG] * 2)  # 20/20 → 18/20, not significant
+    b_cases.append(CaseSpec("x-mild", [OK] * 18 + [TRUNCATED] * 2))  # rate stays 100%
+    _write(repo, a, _b("B", b_cases, model_id="local:model-b", manifest={"p.md": "new"}))
+    with open_store(repo) as store:
+        c = compare_runs(store, "A", "B")
+    assert not c.withheld
+    assert [d.case_id for d in c.deltas[:2]] == ["c00", "c01"]
+    first = c.deltas[0]
+    assert first.delta == pytest.approx(-0.25)
+    assert first.p_value == pytest.approx(0.023562023562023564, rel=1e-12)
+    assert first.significant_drop
+    assert not c.deltas[1].significant_drop
+    mild = next(d for d in c.deltas if d.case_id == "x-mild")
+    assert mild.delta == 0 and mild.verdict_delta[Verdict.TRUNCATED] == 2
+    assert mild.verdict_delta[Verdict.OK] == -2
+    assert [d.case_id for d in c.significant_drops] == ["c00"]
+    kinds = {m.path: m.kind for m in c.manifest_changes}
+    assert kinds == {"p.md": "added", "suite-a/suite.yaml": "removed"}
+
+
+def test_cli_exit_1_on_significant_drop_and_0_otherwise(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b_cases = ok_cases(8, samples=20)
+    b_cases[0] = CaseSpec("c00", [OK] * 10 + [WRONG] * 10)
+    _write(repo, RunSpec("A", ok_cases(8, samples=20)), _b("B", b_cases, model_id="local:m2"))
+    assert main(["compare", "A", "B"]) == 1
+    out = capsys.readouterr().out
+    assert "model: local:model-a → local:m2" in out
+    assert "c00" in out and "0.0002" in out and "-50%" in out
+    assert "dropped beyond sampling noise" in out
+    assert main(["compare", "B", "A"]) == 0  # an improvement is never a failure
+
+
+def test_case_changed_is_listed_apart(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    b_cases = ok_cases(8, samples=20)
+    b_cases[3] = CaseSpec("c03", [WRONG] * 20, case_hash="hash-2")
+    _write(repo, RunSpec("A", ok_cases(8, samples=20)), _b("B", b_cases))
+    with open_store(repo) as store:
+        c = compare_runs(store, "A", "B")
+    assert [a.case_id for a, _ in c.changed] == ["c03"]
+    assert "c03" not in [d.case_id for d in c.deltas]
+    assert main(["compare", "A", "B"]) == 0
+    assert "case changed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("cases", "code"), [(7, 3), (8, 0)])
+def test_rule8_needs_eight_cases(
+    repo: Path, capsys: pytest.CaptureFixture[str], cases: int, code: int
+) -> None:
+    _write(repo, RunSpec("A", ok_cases(8)), _b("B", ok_cases(cases)))
+    assert main(["compare", "A", "B"]) == code
+    out = capsys.readouterr().out
+    if code == 3:
+        assert "withheld" in out
+        assert "run B: only 7 case(s) evaluated (at least 8 needed)" in out
+    else:
+        assert "withheld" not in out
+
+
+@pytest.mark.parametrize(("lost", "code"), [(20, 0), (21, 3)])
+def test_rule8_non_content_share(
+    repo: Path, capsys: pytest.CaptureFixture[str], lost: int, code: int
+) -> None:
+    # 10 cases × 10 samples = 100 samples; `lost` of them transport/truncated.
+    b_cases = []
+    for i in range(10):
+        n = min(10, max(0, lost - i * 10))
+        bad = [TRANSPORT if j % 2 else TRUNCATED for j in range(n)]
+        b_cases.append(CaseSpec(f"c{i:02d}", bad + [OK] * (10 - n)))
+    _write(repo, RunSpec("A", ok_cases(10, samples=10)), _b("B", b_cases))
+    with open_store(repo) as store:
+        c = compare_runs(store, "A", "B")
+    assert bool(c.withheld) is (code == 3)
+    assert main(["compare", "A", "B"]) == code
+    out = capsys.readouterr().out
+    if code == 3:
+        assert "21% of samples are truncated or transport failures (limit 20%)" in out
+        assert c.deltas == ()
+        assert "transport" in out  # verdict counts are still shown

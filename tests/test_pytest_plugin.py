@@ -1,0 +1,244 @@
+"""The pytest plugin, run for real in pytester sessions (in-process, so the model loads once)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import redline.behavior
+import redline.providers
+from servers import LoopbackLLMServer
+
+pytest_plugins = ["pytester"]
+
+#: Imported here, before pytester snapshots sys.modules, so in-process runs share numpy
+#: and the loaded model instead of re-importing extension modules (which numpy refuses).
+_SHARED_MODULES = (redline.behavior, redline.providers)
+
+RELATED = "Your refund of $45 has been issued to your card."
+WEAKER = "You will get your money back within a week."
+UNRELATED = "Our autumn collection arrives next week."
+
+BEHAVIOUR_TEST = """
+from pathlib import Path
+from redline import assert_behavior
+
+def test_reply():
+    output = Path("output.txt").read_text(encoding="utf-8")
+    assert_behavior(output).mentions("refund")
+"""
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """An in-process run without the snapshot plugin (its session state is per process)."""
+    return pytester.runpytest_inprocess("-p", "no:textual-snapshot", *args)
+
+
+def _write_output(pytester: pytest.Pytester, text: str) -> None:
+    (pytester.path / "output.txt").write_text(text, encoding="utf-8")
+
+
+def _baseline(pytester: pytest.Pytester) -> dict[str, dict[str, object]]:
+    path = pytester.path / "baselines" / "pytest-behavior.json"
+    data: dict[str, dict[str, object]] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def test_baseline_save_then_compare_catches_status_regression(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_reply=BEHAVIOUR_TEST)
+    _write_output(pytester, RELATED)
+    saved = _run(pytester, "--llm-save-baseline")
+    saved.assert_outcomes(passed=1)
+    entry = _baseline(pytester)["test_reply.py::test_reply::mentions::refund"]
+    assert entry["status"] == "passed" and isinstance(entry["score"], float)
+    assert {"test", "assertion", "target", "timestamp"} <= set(entry)
+
+    same = _run(pytester, "--llm-compare-baseline")
+    same.assert_outcomes(passed=1)
+    assert same.ret == 0
+
+    _write_output(pytester, UNRELATED)
+    regressed = _run(pytester, "--llm-compare-baseline")
+    regressed.assert_outcomes(failed=1)
+    regressed.stdout.fnmatch_lines(
+        ["*REGRESSION test_reply.py::test_reply::mentions::refund: status passed → failed*"]
+    )
+
+
+def test_relative_score_drop_fails_the_session_even_when_tests_pass(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_reply=BEHAVIOUR_TEST)
+    _write_output(pytester, RELATED)
+    _run(pytester, "--llm-save-baseline").assert_outcomes(passed=1)
+    _write_output(pytester, WEAKER)
+    result = _run(pytester, "--llm-compare-baseline")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*REGRESSION*mentions::refund: score * → * (-*%*", "*1 regression*"]
+    )
+    lenient = _run(pytester, "--llm-compare-baseline", "--llm-score-drop", "0.9")
+    assert lenient.ret == 0
+
+
+def test_failure_report_has_score_table_and_golden_diff(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_golden=f"""
+        from redline import assert_behavior
+
+        def test_golden():
+            golden = "{RELATED}"
+            assert_behavior("{UNRELATED}", golden=golden).mentions("refund")
+        """
+    )
+    result = _run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*redline behaviour*",
+            "status*assertion*target*score*threshold*",
+            "failed*mentions*refund*0.500*",
+            "--- golden",
+            "+++ output",
+            f"-{RELATED}",
+            f"+{UNRELATED}",
+        ]
+    )
+
+
+def test_unverified_check_behavior_fails_at_the_end_of_the_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_collect=f"""
+        from redline import check_behavior
+
+        def test_all_reported():
+            check_behavior("{RELATED}").mentions("football match").mentions("refund").max_words(3)
+        """
+    )
+    result = _run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*2 of 3 behaviour checks failed*"])
+
+
+def test_unavailable_backend_skips_with_the_reason(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_nli=f"""
+        from redline import assert_behavior
+
+        def test_grounded():
+            assert_behavior("{RELATED}").grounded_in("Refund of $45 to the card.")
+        """
+    )
+    (pytester.path / "pyproject.toml").write_text(
+        '[tool.redline.semantic]\nnli_model = "models/absent-nli"\n', encoding="utf-8"
+    )
+    result = _run(pytester, "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        ["*redline: a check could not be evaluated*entailment could not be checked*"]
+    )
+
+
+def test_pytest_html_gets_assertion_and_target_columns(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_html")
+    pytester.makepyfile(
+        test_html=f"""
+        from redline import assert_behavior
+
+        def test_html():
+            assert_behavior("{RELATED}").mentions("refund <b>now</b>").max_words(50)
+        """
+    )
+    result = _run(pytester, "--html=report.html", "--self-contained-html")
+    assert result.ret in (0, 1)
+    page = (pytester.path / "report.html").read_text(encoding="utf-8")
+    assert "Assertions" in page and "Targets" in page
+    assert "max-words" in page
+    assert "<b>now</b>" not in page
+
+
+SUITE = """\
+name: echo-suite
+prompt:
+  system: system.txt
+  user: "MODE:echo {{message}}"
+model: fake
+samples: 2
+tier: contract
+"""
+
+CASE = """\
+id: {id}
+provenance: {{ticket: T-1, reported: 2026-02-03, note: plugin test}}
+vars:
+  message: "{message}"
+assert:
+  - type: contains
+    value: refund
+"""
+
+
+def test_yaml_suites_are_collected_as_one_item_per_case(
+    pytester: pytest.Pytester, llm_server: LoopbackLLMServer, loopback_key: str
+) -> None:
+    (pytester.path / "redline.toml").write_text(
+        llm_server.redline_toml(key_env="REDLINE_LOOPBACK_KEY"), encoding="utf-8"
+    )
+    suite = pytester.path / "cases" / "echo-suite"
+    suite.mkdir(parents=True)
+    (suite / "suite.yaml").write_text(SUITE, encoding="utf-8")
+    (suite / "system.txt").write_text("Answer.", encoding="utf-8")
+    for case_id, message in (("c1-ok", "please refund me"), ("c2-bad", "where is my parcel")):
+        (suite / f"{case_id}.yaml").write_text(
+            textwrap.dedent(CASE.format(id=case_id, message=message)), encoding="utf-8"
+        )
+    result = _run(pytester, "cases", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*c1-ok PASSED*", "*c2-bad FAILED*", "*0/2 samples ok (required 2)*", "*contains*"]
+    )
+    assert llm_server.count(api="openai") == 4
+
+
+def test_plugin_registers_via_the_entry_point() -> None:
+    from importlib.metadata import entry_points
+
+    names = {ep.name: ep.value for ep in entry_points(group="pytest11")}
+    assert names.get("redline") == "redline.pytest_plugin"
+
+
+def test_compare_lists_every_regression() -> None:
+    from redline.pytest_plugin import compare_baseline
+
+    baseline = {
+        "t::mentions::a": {"status": "passed", "score": 0.8},
+        "t::tone::b": {"status": "passed", "score": 0.5},
+        "t::tone::c": {"status": "passed", "score": -0.4},
+        "t::mentions::d": {"status": "passed", "score": 0.8},
+    }
+    current = {
+        "t::mentions::a": {"status": "failed", "score": 0.3},
+        "t::tone::b": {"status": "passed", "score": 0.44},
+        "t::tone::c": {"status": "passed", "score": -0.5},
+        "t::mentions::d": {"status": "unavailable", "score": None},
+        "t::mentions::new": {"status": "failed", "score": 0.1},
+    }
+    regressions, notes = compare_baseline(baseline, current, 0.10)
+    assert regressions[0] == "t::mentions::a: status passed → failed"
+    assert regressions[1].startswith("t::tone::b: score 0.500 → 0.440 (-12%")
+    assert regressions[2].startswith("t::tone::c: score -0.400 → -0.500 (-25%")
+    assert len(regressions) == 3
+    assert notes == ["t::mentions::d: could not be evaluated now (was passed)"]
+
+
+def test_baseline_path_option(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_reply=BEHAVIOUR_TEST)
+    _write_output(pytester, RELATED)
+    _run(pytester, "--llm-save-baseline", "--llm-baseline", "b/x.json")
+    assert "test_reply.py::test_reply::mentions::refund" in json.loads(
+        Path(pytester.path / "b" / "x.json").read_text(encoding="utf-8")
+    )

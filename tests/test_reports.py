@@ -1,0 +1,143 @@
+"""JUnit XML, HTML and markdown reports of a stored run."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from redline.cli import main
+from redline.report import build_run_report
+from redline.report.html import html_report
+from redline.report.junit import xml_safe
+from redline.report.markdown import markdown_summary
+from runfactory import (
+    OK,
+    TRANSPORT,
+    WRONG,
+    CaseSpec,
+    RunSpec,
+    open_store,
+    write_config,
+    write_run,
+)
+
+NASTY = "<script>alert('x')</script> \x00\x1b[31mred\x1b[0m & [bold]markup[/bold] \ud800 \x0c"
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with open_store(tmp_path) as store:
+        write_run(
+            store,
+            RunSpec(
+                "old",
+                [CaseSpec("fails", [OK] * 5), CaseSpec("passes", [OK] * 5)],
+                started_at="2026-01-01T00:00:00.000+00:00",
+            ),
+        )
+        write_run(
+            store,
+            RunSpec(
+                "red",
+                [
+                    CaseSpec(
+                        "fails",
+                        [OK, WRONG, WRONG, OK, OK],
+                        outputs=["fine", NASTY, "Here is the JSON", "fine", "fine too"],
+                    ),
+                    CaseSpec("passes", [OK] * 5),
+                    CaseSpec("lost", [TRANSPORT, TRANSPORT, TRANSPORT, OK, OK]),
+                ],
+                started_at="2026-01-02T00:00:00.000+00:00",
+            ),
+        )
+    assert main(["baseline", "save", "old"]) == 0
+    return tmp_path
+
+
+def test_junit_parses_with_failure_vs_error(repo: Path) -> None:
+    assert main(["report", "red", "--junit", "out/junit.xml"]) == 0
+    text = (repo / "out/junit.xml").read_text(encoding="utf-8")
+    root = ET.fromstring(text.encode("utf-8"))
+    assert root.get("tests") == "3" and root.get("failures") == "1" and root.get("errors") == "1"
+    cases = {tc.get("name"): tc for tc in root.iter("testcase")}
+    failure = cases["fails"].find("failure")
+    assert failure is not None and cases["fails"].find("error") is None
+    assert failure.get("message") == (
+        "3/5 passed, 4 required (3 ok, 2 wrong); failing: not-contains ×2"
+    )
+    error = cases["lost"].find("error")
+    assert error is not None and cases["lost"].find("failure") is None
+    assert "inconclusive" in (error.get("message") or "")
+    assert "connection reset" in (error.text or "")
+    assert cases["passes"].find("failure") is None and cases["passes"].find("error") is None
+    out = cases["fails"].findtext("system-out") or ""
+    assert "<script>alert('x')</script>" in out  # escaped in the file, intact once parsed
+    assert "\\x00" in out and "\\x1b[31m" in out and "\\ud800" in out
+    assert "Here is the JSON" in out and "fine too" not in out
+    assert "&lt;script&gt;" in text
+
+
+def test_xml_safe_keeps_tabs_and_newlines() -> None:
+    assert xml_safe("a\tb\nc\rd\x00\x7f\ufffe") == "a\tb\nc\rd\\x00\x7f\\ufffe"
+
+
+def test_html_is_self_contained_and_escapes_output(repo: Path) -> None:
+    assert main(["report", "red", "--html", "out/report.html"]) == 0
+    page = (repo / "out/report.html").read_text(encoding="utf-8")
+    assert "<script" not in page.lower()
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert "\\x1b[31m" in page and "\x1b" not in page and "\x00" not in page
+    assert "http" not in page.lower()
+    assert re.findall(r"""(?:src|href)\s*=\s*["']?([^"'\s>]+)""", page) == [
+        "#suite-a/fails",
+        "#suite-a/lost",
+        "#suite-a/passes",
+    ]
+    assert "url(" not in page and "@import" not in page
+    # header, verdict counts, pass bars, badges, golden diff, history sparkline
+    assert "local:model-a" in page and "abc123" in page and "manifest (1 inputs hashed)" in page
+    assert 'class="badge v-wrong"' in page and 'class="bar passbar"' in page
+    assert "diff to golden output" in page and '<span class="del">-fails answer 0</span>' in page
+    assert page.count('<svg class="spark"') == 3
+
+
+def test_html_keeps_urls_in_outputs_as_text(tmp_path: Path) -> None:
+    with open_store(tmp_path) as store:
+        write_run(
+            store,
+            RunSpec("u", [CaseSpec("c", [WRONG], outputs=['<img src="https://evil.example/x">'])]),
+        )
+        page = html_report(build_run_report(store, "u"))
+    assert "<img" not in page and "&lt;img src=&quot;https://evil.example/x&quot;&gt;" in page
+
+
+def test_markdown_summary(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "red", "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("## redline run `red`: **red**")
+    assert "| 10 | 2 | 0 | 0 | 0 | 3 |" in md
+    assert "| suite-a/fails | quality | 3/5 | 4 | fail | not-contains ×2 | █▅ |" in md
+    assert "suite-a/lost" in md and "inconclusive" in md
+    assert "<script>" not in md
+
+
+def test_markdown_marks_case_changed_and_escapes_ids(tmp_path: Path) -> None:
+    with open_store(tmp_path) as store:
+        write_run(store, RunSpec("m", [CaseSpec("a|<b>", [WRONG] * 2)]))
+        md = markdown_summary(build_run_report(store, "m"))
+    assert "a\\|&lt;b&gt;" in md
+
+
+def test_report_defaults_to_latest_run_and_needs_an_output(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", "--markdown"]) == 0
+    assert "`red`" in capsys.readouterr().out
+    assert main(["report", "red"]) == 2
+    assert "choose at least one" in capsys.readouterr().err

@@ -1,0 +1,139 @@
+"""Shard selection (`--shard K/N`) and merging shard exports back into one run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from redline.cli import main
+from redline.errors import ProblemsError, UsageError
+from redline.exchange import export_run, import_run
+from redline.records import RunResult
+from redline.shard import merge_exports, parse_shard, select, shard_of, write_merged
+from redline.store import RunStore
+from runfactory import OK, TRANSPORT, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
+
+
+@dataclass(frozen=True)
+class _Case:
+    suite: str
+    id: str
+
+
+def _cases(n: int, suite: str = "invoice-extract") -> list[_Case]:
+    return [_Case(suite, f"{i:04d}-case") for i in range(n)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+def test_shards_cover_every_case_exactly_once(n: int) -> None:
+    cases = _cases(200) + _cases(50, "support-reply")
+    picked = [c for k in range(1, n + 1) for c in select(cases, k, n)]
+    assert sorted(picked, key=lambda c: (c.suite, c.id)) == sorted(
+        cases, key=lambda c: (c.suite, c.id)
+    )
+    assert len(picked) == len(set(picked))
+
+
+def test_adding_a_case_moves_no_other_case() -> None:
+    before = _cases(100)
+    after = [*before[:40], _Case("invoice-extract", "0040-new-incident"), *before[40:]]
+    for k in (1, 2, 3, 4):
+        old = set(select(before, k, 4))
+        new = set(select(after, k, 4))
+        assert new - old <= {_Case("invoice-extract", "0040-new-incident")}
+        assert old <= new
+
+
+def test_shards_are_roughly_balanced_and_depend_on_the_suite() -> None:
+    sizes = [len(select(_cases(400), k, 4)) for k in range(1, 5)]
+    assert min(sizes) > 60
+    assert shard_of("a", "same-id", 1000) != shard_of("b", "same-id", 1000)
+
+
+def test_parse_shard() -> None:
+    assert parse_shard("2/4") == (2, 4)
+    for bad in ("0/4", "5/4", "2-4", "x/y", "1/0"):
+        with pytest.raises(UsageError):
+            parse_shard(bad)
+
+
+def _shard_exports(tmp_path: Path, **run_kw: object) -> list[Path]:
+    """Two shard runs of one suite exported to folders, as a CI matrix would produce."""
+    cases = [
+        CaseSpec("c1", [OK] * 5),
+        CaseSpec("c2", [OK, OK, WRONG, WRONG, OK]),
+        CaseSpec("c3", [OK, TRANSPORT, OK, OK, OK], outputs=["a\x00b", "", "é\r\n", "x", "y"]),
+        CaseSpec("c4", [WRONG] * 5),
+    ]
+    folders = []
+    with RunStore.open(tmp_path / "ci.db") as store:
+        for k, chunk in enumerate((cases[:2], cases[2:]), start=1):
+            kw = dict(run_kw) if k == 2 else {}
+            spec = RunSpec(f"shard{k}", chunk, started_at=f"2026-01-0{k}T00:00:00.000+00:00")
+            for key, value in kw.items():
+                setattr(spec, key, value)
+            write_run(store, spec)
+            folders.append(export_run(store, spec.run_id, tmp_path / f"shard-{k}"))
+    return folders
+
+
+def test_merge_round_trip(tmp_path: Path) -> None:
+    folders = _shard_exports(tmp_path)
+    merged = merge_exports(folders)
+    assert [c.case_id for c in merged.cases] == ["c1", "c2", "c3", "c4"]
+    assert len(merged.samples) == 20
+    assert merged.run.result is RunResult.RED
+    assert merged.run.started_at.startswith("2026-01-01")
+    assert merge_exports(list(reversed(folders))).run.id == merged.run.id
+
+    write_merged(merged, out=tmp_path / "merged", store=None)
+    with RunStore.open(tmp_path / "fresh.db") as fresh:
+        run = import_run(fresh, tmp_path / "merged")
+        assert run.id == merged.run.id
+        assert {c.case_id: c.passes for c in fresh.cases(run.id)} == {
+            "c1": 5,
+            "c2": 3,
+            "c3": 4,
+            "c4": 0,
+        }
+        outputs = [s.output for s in fresh.samples(run.id, "c3")]
+        assert outputs == ["a\x00b", "", "é\r\n", "x", "y"]
+        assert dict(run.manifest) == {"suite-a/suite.yaml": "s1"}
+
+
+def test_merge_refuses_different_models_and_manifests_listing_both(tmp_path: Path) -> None:
+    folders = _shard_exports(
+        tmp_path, model_id="openai:other-2025-01-01", manifest={"suite-a/suite.yaml": "s2"}
+    )
+    with pytest.raises(ProblemsError) as err:
+        merge_exports(folders)
+    text = str(err.value)
+    assert "pinned model openai:other-2025-01-01 differs from local:model-a" in text
+    assert "manifest entry suite-a/suite.yaml differs" in text
+    assert "shard-2/results.json" in text
+
+
+def test_merge_refuses_the_same_shard_twice_and_a_non_export(tmp_path: Path) -> None:
+    folders = _shard_exports(tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ProblemsError) as err:
+        merge_exports([folders[0], folders[0], tmp_path / "empty"])
+    text = str(err.value)
+    assert "the same run (shard1)" in text
+    assert "empty/results.json" in text
+
+
+def test_merge_cli_imports_into_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folders = _shard_exports(tmp_path)
+    write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code = main(["merge", *map(str, folders), "--out", "out/merged", "--import"])
+    assert code == 0
+    assert (tmp_path / "out/merged/results.json").is_file()
+    with open_store(tmp_path) as store:
+        latest = store.runs()[0]
+        assert latest.args["merged_from"] == ["shard1", "shard2"]
+        assert len(store.samples(latest.id)) == 20
+    assert main(["merge", *map(str, folders)]) == 2

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import pytest
+
+from redline.completion import FinishReason
+from redline.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
+
+FAILED_SHAPE = AssertionResult(0, "is-json", AssertionStatus.FAILED, "not JSON", structural=True)
+FAILED_CONTENT = AssertionResult(1, "contains", AssertionStatus.FAILED, "missing")
+PASSED = AssertionResult(2, "max-words", AssertionStatus.PASSED, "12 words")
+UNAVAILABLE = AssertionResult(3, "mentions", AssertionStatus.UNAVAILABLE, "no model")
+
+
+@pytest.mark.parametrize(
+    ("finish", "error", "results", "refusal", "expect", "verdict"),
+    [
+        # transport beats everything
+        (FinishReason.LENGTH, "timeout", [FAILED_SHAPE], True, False, Verdict.TRANSPORT),
+        # truncated beats refused, malformed and wrong
+        (FinishReason.LENGTH, None, [FAILED_SHAPE, FAILED_CONTENT], True, False, Verdict.TRUNCATED),
+        # refused beats malformed
+        (FinishReason.STOP, None, [FAILED_SHAPE], True, False, Verdict.REFUSED),
+        (FinishReason.REFUSAL, None, [], True, False, Verdict.REFUSED),
+        # malformed beats wrong
+        (FinishReason.STOP, None, [FAILED_CONTENT, FAILED_SHAPE], False, False, Verdict.MALFORMED),
+        (FinishReason.STOP, None, [FAILED_CONTENT, PASSED], False, False, Verdict.WRONG),
+        (FinishReason.STOP, None, [PASSED], False, False, Verdict.OK),
+        # unavailable is neither a pass nor a fail
+        (FinishReason.STOP, None, [PASSED, UNAVAILABLE], False, False, Verdict.OK),
+        # an expected refusal is ok; its other assertions still count
+        (FinishReason.STOP, None, [PASSED], True, True, Verdict.OK),
+        (FinishReason.STOP, None, [FAILED_CONTENT], True, True, Verdict.WRONG),
+        # no refusal when one is expected is wrong
+        (FinishReason.STOP, None, [PASSED], False, True, Verdict.WRONG),
+    ],
+)
+def test_verdict_precedence(
+    finish: FinishReason,
+    error: str | None,
+    results: list[AssertionResult],
+    refusal: bool,
+    expect: bool,
+    verdict: Verdict,
+) -> None:
+    assert (
+        decide_verdict(
+            finish_reason=finish,
+            transport_error=error,
+            results=results,
+            refusal_detected=refusal,
+            expect_refusal=expect,
+        )
+        is verdict
+    )

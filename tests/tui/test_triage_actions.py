@@ -1,0 +1,174 @@
+"""Pilot tests of the case actions: the files and the git index afterwards."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import fill, settle
+from textual.widgets import Static
+from triage_store import RERUN
+
+from conftest import CASE_TEXT, TriageRepo
+from redline_tui.app import TriageApp
+from redline_tui.widgets.dialogs import ConfirmDialog, FormDialog, MessageDialog
+from redline_tui.widgets.lazy_text import LazyText
+
+pytestmark = pytest.mark.anyio
+
+CASE_REL = "cases/support/0042-amount-suffix.yaml"
+
+
+async def _open_case_outputs(pilot: object, app: TriageApp) -> None:
+    await settle(pilot)  # type: ignore[arg-type]
+    await pilot.press("down", "2")  # type: ignore[attr-defined]
+    await settle(pilot)  # type: ignore[arg-type]
+
+
+def _message(app: TriageApp) -> str:
+    assert isinstance(app.screen, MessageDialog)
+    return str(app.screen.query_one("#message-body", Static).render())
+
+
+async def test_raise_samples_keeps_comments_scales_required_and_stages_alone(
+    triage_repo: TriageRepo,
+) -> None:
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_case_outputs(pilot, app)
+        await pilot.press("m")
+        await pilot.pause()
+        assert isinstance(app.screen, FormDialog)
+        await fill(pilot, "samples", "20")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        diff = app.screen.query_one(LazyText).lines
+        assert "-samples: 5" in diff and "+samples: 20" in diff
+        assert "-required: 4" in diff and "+required: 16" in diff
+        await pilot.press("y")
+        await pilot.pause()
+        assert "git commit -m 'redline: raise samples of case 0042-amount-suffix" in _message(app)
+    expected = CASE_TEXT.replace("samples: 5", "samples: 20").replace("required: 4", "required: 16")
+    assert triage_repo.case_path.read_text(encoding="utf-8") == expected
+    assert triage_repo.staged() == [CASE_REL]
+    assert triage_repo.repo.head.commit.message == "reword the refund prompt"
+
+
+async def test_retire_moves_the_case_with_reason_and_stages_the_move(
+    triage_repo: TriageRepo,
+) -> None:
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_case_outputs(pilot, app)
+        await pilot.press("t")
+        await pilot.pause()
+        await pilot.press("enter")  # empty reason: refused, dialog stays
+        await pilot.pause()
+        assert isinstance(app.screen, FormDialog)
+        await fill(pilot, "reason", "sat at 4/5 for weeks; the amount format is tested elsewhere")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        await pilot.press("y")
+        await pilot.pause()
+        assert "Staged alone" in _message(app)
+    retired = triage_repo.root / "cases/support/retired/0042-amount-suffix.yaml"
+    assert not triage_repo.case_path.exists()
+    text = retired.read_text(encoding="utf-8")
+    assert text.startswith(CASE_TEXT)
+    assert text.endswith(
+        "retired:\n  date: 2026-11-30\n  reason: sat at 4/5 for weeks; the amount format is "
+        "tested elsewhere\n  by: ana\n"
+    )
+    assert triage_repo.staged() == [CASE_REL, "cases/support/retired/0042-amount-suffix.yaml"]
+
+
+async def test_loosening_is_refused_while_the_index_holds_a_prompt_change(
+    triage_repo: TriageRepo,
+) -> None:
+    triage_repo.stage("cases/support/prompts/user.md", "MODE:echo Refund {{name}}: 12,000.")
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_case_outputs(pilot, app)
+        await pilot.press("l")
+        await pilot.pause()
+        assert isinstance(app.screen, FormDialog)
+        assert app.screen.query_one("#field-index").value == "0"  # type: ignore[attr-defined]
+        await fill(pilot, "value", "12")
+        await fill(pilot, "reason", "the amount may be written 12.000 too")
+        await pilot.press("enter")
+        await pilot.pause()
+        message = _message(app)
+        title = str(app.screen.query_one(".dialog-title", Static).render())
+        assert title == "Refused: the index holds a prompt change"
+    assert "assert[0]" in message and "prompt" in message
+    assert "cases/support/prompts/user.md" in message
+    assert triage_repo.case_path.read_text(encoding="utf-8") == CASE_TEXT
+    assert triage_repo.staged() == ["cases/support/prompts/user.md"]
+
+
+async def test_loosening_one_assertion_writes_the_reason_beside_it(
+    triage_repo: TriageRepo,
+) -> None:
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_case_outputs(pilot, app)
+        await pilot.press("l")
+        await pilot.pause()
+        await fill(pilot, "index", "1")
+        await fill(pilot, "value", "800")
+        await pilot.press("enter")  # no reason yet: refused
+        await pilot.pause()
+        assert isinstance(app.screen, FormDialog)
+        await fill(pilot, "reason", "refund answers list every fee")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        footer = str(app.screen.query_one("#confirm-footer", Static).render())
+        assert "Loosens: case 0042-amount-suffix: assert[1] max-chars 400 → 800" in footer
+        await pilot.press("y")
+        await pilot.pause()
+        assert "max-chars 400 → 800: refund answers list every fee" in _message(app)
+    text = triage_repo.case_path.read_text(encoding="utf-8")
+    assert text == CASE_TEXT.replace(
+        "    value: 400\n",
+        "    value: 800\n    note: 'loosened 2026-11-30 (value 400 → 800): refund answers list "
+        "every fee'\n",
+    )
+    assert triage_repo.staged() == [CASE_REL]
+
+
+async def test_accept_rerun_as_baseline_for_the_case(triage_repo: TriageRepo) -> None:
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_case_outputs(pilot, app)
+        await pilot.press("a")
+        await pilot.pause()
+        assert app.screen.query_one("#field-run").value == RERUN  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        await pilot.press("y")
+        await pilot.pause()
+        assert "accept baseline for case 0042-amount-suffix" in _message(app)
+    baseline = json.loads((triage_repo.root / "baselines/support.json").read_text("utf-8"))
+    entry = baseline["cases"]["0042-amount-suffix"]
+    assert (entry["passes"], entry["samples"], entry["run_id"]) == (9, 20, RERUN)
+    assert triage_repo.staged() == ["baselines/support.json"]
+
+
+async def test_cancelling_the_confirmation_writes_nothing(triage_repo: TriageRepo) -> None:
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_case_outputs(pilot, app)
+        await pilot.press("m")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        await pilot.press("n")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmDialog)
+    assert triage_repo.case_path.read_text(encoding="utf-8") == CASE_TEXT
+    assert triage_repo.staged() == []

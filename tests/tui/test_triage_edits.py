@@ -1,0 +1,89 @@
+"""Case-file edits keep the author's formatting: only the changed lines differ."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from redline.errors import UsageError
+from redline_tui.edits import plan_loosen, plan_raise_samples, plan_retire
+
+FOUR_SPACE = """\
+# quirky but valid: four-space mappings, indentless sequence, flow map, quotes kept
+id: 0100-four-space
+provenance: {ticket: SUP-100, reported: 2026-09-01}
+vars:
+    text: 'It''s "quoted"'
+tier: contract
+assert:
+- type: regex          # the shape
+  value: '^\\d+$'
+- type: max-chars
+  value: 40
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "case.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _changed_lines(before: str, after: str) -> list[tuple[str, str]]:
+    return [(a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=False) if a != b]
+
+
+def test_raise_samples_inserts_the_key_and_keeps_everything_else(tmp_path: Path) -> None:
+    path = _write(tmp_path, FOUR_SPACE)
+    edit = plan_raise_samples(path, "0100-four-space", 20)
+    after = edit.writes[path]
+    assert after == FOUR_SPACE.replace("tier: contract\n", "tier: contract\nsamples: 20\n")
+    assert path.read_text(encoding="utf-8") == FOUR_SPACE
+    edit.apply()
+    assert path.read_text(encoding="utf-8") == after
+
+
+def test_raise_samples_refuses_to_lower(tmp_path: Path) -> None:
+    path = _write(tmp_path, FOUR_SPACE.replace("tier: contract\n", "tier: contract\nsamples: 9\n"))
+    with pytest.raises(UsageError, match="already 9"):
+        plan_raise_samples(path, "0100-four-space", 5)
+
+
+def test_loosen_changes_one_value_and_notes_the_reason(tmp_path: Path) -> None:
+    path = _write(tmp_path, FOUR_SPACE)
+    edit = plan_loosen(
+        path, "0100-four-space", 1, "80", "ids grew to 5 digits", dt.date(2026, 11, 30)
+    )
+    after = edit.writes[path]
+    assert _changed_lines(FOUR_SPACE, after) == [("  value: 40", "  value: 80")]
+    assert after.endswith(
+        "  value: 80\n  note: 'loosened 2026-11-30 (value 40 → 80): ids grew to 5 digits'\n"
+    )
+    assert edit.commit_message == (
+        "redline: loosen case 0100-four-space assert[1] max-chars 40 → 80: ids grew to 5 digits"
+    )
+
+
+def test_loosen_needs_a_reason_and_an_existing_assertion(tmp_path: Path) -> None:
+    path = _write(tmp_path, FOUR_SPACE)
+    with pytest.raises(UsageError, match="needs a reason"):
+        plan_loosen(path, "c", 1, "80", "  ", dt.date(2026, 11, 30))
+    with pytest.raises(UsageError, match=r"no assert\[5\]"):
+        plan_loosen(path, "c", 5, "80", "why", dt.date(2026, 11, 30))
+
+
+def test_retire_moves_into_retired_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    path = _write(tmp_path, FOUR_SPACE)
+    edit = plan_retire(path, tmp_path, "0100-four-space", "noise", "ana", dt.date(2026, 11, 30))
+    target = tmp_path / "retired" / "case.yaml"
+    assert edit.removes == (path,)
+    assert edit.writes[target] == (
+        FOUR_SPACE + "retired:\n    date: 2026-11-30\n    reason: noise\n    by: ana\n"
+    )
+    edit.apply()
+    assert not path.exists() and target.is_file()
+    _write(tmp_path, FOUR_SPACE)
+    with pytest.raises(UsageError, match="already exists"):
+        plan_retire(path, tmp_path, "0100-four-space", "noise", "ana", dt.date(2026, 11, 30))

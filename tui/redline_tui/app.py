@@ -1,0 +1,88 @@
+"""The triage app: a red run, walked case by case through rule 11's three steps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual import on
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from redline_tui.context import TriageContext
+from redline_tui.messages import FilesStaged, OpenStep, RerunStored, SampleSource, Step
+from redline_tui.screens.help import HelpScreen
+from redline_tui.screens.history import HistoryScreen
+from redline_tui.screens.outputs import OutputsScreen
+from redline_tui.screens.rerun import RerunScreen
+from redline_tui.screens.run import RunScreen
+
+
+class TriageApp(App[None]):
+    """`redline triage`: Run home, then per case Rerun → Outputs → History, and Compare."""
+
+    CSS_PATH = "triage.tcss"
+    TITLE = "redline triage"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, ctx: TriageContext, run_id: str | None = None) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self._run_id = run_id
+
+    def on_mount(self) -> None:
+        self.push_screen(RunScreen(self.ctx, self._run_id))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    @on(OpenStep)
+    def open_step(self, event: OpenStep) -> None:
+        """Steps replace each other above the Run screen, so escape always returns home."""
+        screen = self.step_screen(event)
+        if isinstance(self.screen, RunScreen) or not _is_step(self.screen):
+            self.push_screen(screen)
+        else:
+            self.switch_screen(screen)
+
+    @on(FilesStaged)
+    def files_staged(self, event: FilesStaged) -> None:
+        """Case files or baselines changed: the home screen's marks are stale."""
+        self.ctx.forget_baselines()
+        for screen in self.screen_stack:
+            if isinstance(screen, RunScreen):
+                screen.reload()
+
+    @on(RerunStored)
+    def rerun_stored(self, event: RerunStored) -> None:
+        self.notify(f"Rerun {event.run_id} stored, linked to run {event.parent_id}")
+
+    def step_screen(self, event: OpenStep) -> Screen[None]:
+        if event.step is Step.RERUN:
+            return RerunScreen(self.ctx, event.run, event.case)
+        if event.step is Step.OUTPUTS:
+            sources = event.sources or (SampleSource("red run", event.run.id),)
+            return OutputsScreen(self.ctx, event.run, event.case, sources)
+        return HistoryScreen(self.ctx, event.run, event.case)
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help", "Every key binding of this screen", self.action_help)
+        for binding in screen.BINDINGS:
+            if not isinstance(binding, Binding) or not binding.description:
+                continue
+            action = binding.action
+
+            async def run(action: str = action) -> None:
+                await self.run_action(action, screen)
+
+            yield SystemCommand(binding.description, f"key: {binding.key}", run)
+
+
+def _is_step(screen: Screen[object]) -> bool:
+    return bool(getattr(screen, "STEP", None))

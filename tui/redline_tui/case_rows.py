@@ -1,0 +1,96 @@
+"""The Run screen's table rows: one per case, failing first, filterable by text and verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from redline.records import CaseOutcome, CaseRecord
+from redline.verdicts import VERDICT_ORDER, Verdict
+
+_OUTCOME_ORDER = {CaseOutcome.FAIL: 0, CaseOutcome.INCONCLUSIVE: 1, CaseOutcome.PASS: 2}
+
+#: Short verdict names for the breakdown column.
+VERDICT_ABBREVIATIONS = {
+    Verdict.OK: "ok",
+    Verdict.WRONG: "wrong",
+    Verdict.MALFORMED: "malf",
+    Verdict.REFUSED: "refus",
+    Verdict.TRUNCATED: "trunc",
+    Verdict.TRANSPORT: "transp",
+}
+
+#: Sortable columns: key → (label, sort key).
+SORT_COLUMNS = ("outcome", "case", "tier", "passes", "required")
+
+
+def case_key(case: CaseRecord) -> str:
+    return f"{case.suite}/{case.case_id}"
+
+
+def pass_rate(case: CaseRecord) -> float:
+    return case.passes / case.samples if case.samples else 0.0
+
+
+def breakdown(case: CaseRecord) -> str:
+    """Non-ok verdicts of a case, e.g. `2 wrong 1 trunc`; empty when every sample is ok."""
+    parts = [
+        f"{case.verdicts.get(v, 0)} {VERDICT_ABBREVIATIONS[v]}"
+        for v in VERDICT_ORDER
+        if v is not Verdict.OK and case.verdicts.get(v, 0)
+    ]
+    return " ".join(parts)
+
+
+def sort_cases(
+    cases: Iterable[CaseRecord], column: str = "outcome", reverse: bool = False
+) -> list[CaseRecord]:
+    """Failing first by default; ties broken by pass rate, then suite and id."""
+
+    def outcome_key(c: CaseRecord) -> tuple[object, ...]:
+        return (_OUTCOME_ORDER[c.result], pass_rate(c), c.suite, c.case_id)
+
+    keys = {
+        "outcome": outcome_key,
+        "case": lambda c: (c.suite, c.case_id),
+        "tier": lambda c: (c.tier, *outcome_key(c)),
+        "passes": lambda c: (pass_rate(c), c.passes, c.suite, c.case_id),
+        "required": lambda c: (c.required, *outcome_key(c)),
+    }
+    return sorted(cases, key=keys[column], reverse=reverse)
+
+
+@dataclass(frozen=True)
+class CaseFilter:
+    """Text matches suite or case id (case-insensitive); a verdict keeps cases that have one."""
+
+    text: str = ""
+    verdict: Verdict | None = None
+
+    @classmethod
+    def parse(cls, query: str, verdict: Verdict | None = None) -> CaseFilter:
+        """`v:wrong` (or `verdict:wrong`) inside the query selects a verdict too."""
+        words = []
+        for word in query.split():
+            name, sep, value = word.partition(":")
+            if sep and name in ("v", "verdict") and value in Verdict.__members__.values():
+                verdict = Verdict(value)
+            else:
+                words.append(word)
+        return cls(" ".join(words).lower(), verdict)
+
+    def matches(self, case: CaseRecord) -> bool:
+        if self.verdict is not None and not case.verdicts.get(self.verdict, 0):
+            return False
+        return not self.text or self.text in case_key(case).lower()
+
+    def apply(self, cases: Sequence[CaseRecord]) -> list[CaseRecord]:
+        return [c for c in cases if self.matches(c)]
+
+    def describe(self) -> str:
+        parts = []
+        if self.text:
+            parts.append(f"text {self.text!r}")
+        if self.verdict is not None:
+            parts.append(f"verdict {self.verdict.value}")
+        return ", ".join(parts) if parts else "none"

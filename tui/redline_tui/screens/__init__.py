@@ -1,0 +1,1 @@
+"""The triage app's screens, one module per step or view."""

@@ -1,0 +1,345 @@
+"""Home: the run's header, verdict bar, rule-8 banner and its cases, failing first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Input, Static
+
+from redline.history import case_history, find_marginal, sparkline
+from redline.outcome import add_counts, content_comparison_withheld
+from redline.records import CaseOutcome, CaseRecord, RunRecord
+from redline.verdicts import VERDICT_ORDER, Verdict
+from redline_tui.actions import start_case_action
+from redline_tui.case_rows import (
+    SORT_COLUMNS,
+    CaseFilter,
+    breakdown,
+    case_key,
+    sort_cases,
+)
+from redline_tui.context import TriageContext
+from redline_tui.messages import OpenStep, Step
+from redline_tui.screens.compare import CompareScreen
+from redline_tui.widgets.key_bar import KeyBar
+from redline_tui.widgets.verdict_bar import VerdictBar
+
+_OUTCOME_LABELS = {
+    CaseOutcome.FAIL: Text("FAIL", style="bold red"),
+    CaseOutcome.INCONCLUSIVE: Text("INCONC", style="bold yellow"),
+    CaseOutcome.PASS: Text("pass", style="green"),
+}
+_COLUMNS = (
+    ("outcome", "Result"),
+    ("case", "Case"),
+    ("tier", "Tier"),
+    ("passes", "Passes"),
+    ("required", "Req"),
+    ("verdicts", "Verdicts"),
+    ("history", "History"),
+    ("marks", "Marks"),
+)
+_HISTORY_WIDTH = 10
+#: Rows added before the first paint; more follow after each refresh.
+_ROWS_PER_CHUNK = 100
+
+
+@dataclass(frozen=True)
+class CaseMarks:
+    history: tuple[float | None, ...]
+    changed: bool
+    marginal: bool
+
+    def text(self) -> Text:
+        text = Text()
+        if self.changed:
+            text.append("changed", style="bold magenta")
+        if self.marginal:
+            text.append(" marginal" if text else "marginal", style="bold yellow")
+        return text
+
+
+def header_text(run: RunRecord) -> Text:
+    result = run.result.value.upper() if run.result else run.status.value
+    style = {"RED": "bold red", "GREEN": "bold green"}.get(result, "bold yellow")
+    commit = (run.git_commit or "no commit")[:10] + (" (dirty)" if run.git_dirty else "")
+    text = Text()
+    text.append(f"run {run.id}", style="bold")
+    text.append(f" [{run.kind.value}] ")
+    text.append(result, style=style)
+    text.append("  suites: " + ", ".join(run.suites))
+    text.append(f"\nmodel {run.model_id}  ·  commit {commit}")
+    text.append(f"\nstarted {_when(run.started_at)}  ·  finished {_when(run.finished_at)}")
+    text.append(f"  ·  manifest: {len(run.manifest)} inputs hashed")
+    return text
+
+
+def _when(stamp: str | None) -> str:
+    return "—" if stamp is None else stamp[:16].replace("T", " ") + " UTC"
+
+
+class RunScreen(Screen[None]):
+    """The latest red run: which cases failed, how, and since when."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open_step(1)", "Rerun", show=True),
+        Binding("1", "open_step(1)", "Step 1 rerun", show=False),
+        Binding("2", "open_step(2)", "Outputs"),
+        Binding("3", "open_step(3)", "History"),
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("slash", "filter", "Filter"),
+        Binding("v", "cycle_verdict", "Verdict"),
+        Binding("s", "cycle_sort", "Sort"),
+        Binding("c", "compare", "Compare"),
+        Binding("m", "case_action('raise_samples')", "More samples", show=False),
+        Binding("t", "case_action('retire')", "Retire", show=False),
+        Binding("l", "case_action('loosen')", "Loosen", show=False),
+        Binding("a", "case_action('accept_baseline')", "Accept baseline", show=False),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(self, ctx: TriageContext, run_id: str | None = None) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self._run_id = run_id
+        self.run: RunRecord | None = None
+        self.all_cases: list[CaseRecord] = []
+        self.shown: list[CaseRecord] = []
+        self.marks: dict[str, CaseMarks] = {}
+        self.case_filter = CaseFilter()
+        self.sort_column = "outcome"
+        self.sort_reverse = False
+        self._generation = 0
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="run-top"):
+            yield Static("Loading run…", id="run-header")
+            yield VerdictBar(id="verdict-bar")
+            yield Static("", id="rule8-banner")
+            yield Input(placeholder="filter: text, or v:wrong …", id="case-filter")
+        yield DataTable[Text](id="cases", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="run-status")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.query_one("#rule8-banner").display = False
+        self.query_one("#case-filter").display = False
+        self.query_one("#cases").focus()
+        self._load()
+
+    @work(thread=True, exclusive=True, group="run-load")
+    def _load(self) -> None:
+        store = self.ctx.store
+        run = store.run(self._run_id) if self._run_id else self.ctx.default_run()
+        cases = store.cases(run.id) if run else []
+        self.app.call_from_thread(self._show_run, run, cases)
+        if run is not None:
+            self._load_marks(run, cases)
+
+    def _show_run(self, run: RunRecord | None, cases: list[CaseRecord]) -> None:
+        if not self.is_attached:
+            return
+        if run is None:
+            self.query_one("#run-header", Static).update(
+                Text("No runs in the store yet: start with `redline run`.")
+            )
+            return
+        self.run = run
+        self.all_cases = cases
+        self.query_one("#run-header", Static).update(header_text(run))
+        counts = add_counts(c.verdicts for c in cases)
+        self.query_one(VerdictBar).set_counts(counts)
+        evaluated = sum(1 for c in cases if c.content_samples)
+        withheld = content_comparison_withheld(evaluated, counts)
+        banner = self.query_one("#rule8-banner", Static)
+        if withheld:
+            banner.update(Text(f"Content comparison withheld (rule 8): {withheld}"))
+        banner.display = withheld is not None
+        self.refresh_table()
+
+    def _load_marks(self, run: RunRecord, cases: Sequence[CaseRecord]) -> None:
+        batch: dict[str, CaseMarks] = {}
+        for case in cases:
+            series = [
+                p
+                for p in case_history(self.ctx.store, case.case_id, case.suite).scheduled
+                if p.started_at <= run.started_at
+            ]
+            baseline = self.ctx.baseline(case.suite)
+            accepted = None if baseline is None else baseline.cases.get(case.case_id)
+            batch[case_key(case)] = CaseMarks(
+                history=tuple(p.rate for p in series),
+                changed=accepted is not None and accepted.case_hash != case.case_hash,
+                marginal=find_marginal(series) is not None,
+            )
+            if len(batch) >= 200:
+                self.app.call_from_thread(self._apply_marks, dict(batch))
+                batch.clear()
+        self.app.call_from_thread(self._apply_marks, batch)
+
+    def _apply_marks(self, marks: dict[str, CaseMarks]) -> None:
+        if not self.is_attached:
+            return
+        self.marks.update(marks)
+        table = self.query_one("#cases", DataTable)
+        for key, mark in marks.items():
+            if key in table.rows:
+                history = Text(sparkline(mark.history[-_HISTORY_WIDTH:]))
+                table.update_cell(key, "history", history)
+                table.update_cell(key, "marks", mark.text())
+
+    def _add_columns(self, table: DataTable[Text]) -> None:
+        """Fixed widths from the data: a thousand rows must not be measured cell by cell."""
+        widths = {
+            "outcome": 6,
+            "case": max((len(case_key(c)) for c in self.all_cases), default=4),
+            "tier": 8,
+            "passes": max((len(f"{c.passes}/{c.samples}") for c in self.all_cases), default=6),
+            "required": 3,
+            "verdicts": max((len(breakdown(c)) for c in self.all_cases), default=8),
+            "history": _HISTORY_WIDTH,
+            "marks": len("changed marginal"),
+        }
+        for key, label in _COLUMNS:
+            table.add_column(label, key=key, width=max(widths[key], len(label)))
+
+    def refresh_table(self) -> None:
+        table: DataTable[Text] = self.query_one("#cases", DataTable)
+        if not table.columns:
+            self._add_columns(table)
+        selected = self.selected_case()
+        self.shown = sort_cases(
+            self.case_filter.apply(self.all_cases), self.sort_column, self.sort_reverse
+        )
+        table.clear()
+        self._generation += 1
+        target = self.shown.index(selected) if selected in self.shown else None
+        self._add_rows(self._generation, 0, target)
+        failing = sum(1 for c in self.all_cases if c.result is CaseOutcome.FAIL)
+        direction = " (reversed)" if self.sort_reverse else ""
+        self.query_one("#run-status", Static).update(
+            Text(
+                f"{len(self.shown)} of {len(self.all_cases)} cases · {failing} failing · "
+                f"filter: {self.case_filter.describe()} · sort: {self.sort_column}{direction}"
+            )
+        )
+
+    def _add_rows(self, generation: int, start: int, target: int | None) -> None:
+        """Rows in chunks: the first screenful paints at once, the rest after each refresh."""
+        if generation != self._generation or not self.is_attached:
+            return
+        table: DataTable[Text] = self.query_one("#cases", DataTable)
+        end = min(start + _ROWS_PER_CHUNK, len(self.shown))
+        for case in self.shown[start:end]:
+            mark = self.marks.get(case_key(case))
+            table.add_row(
+                _OUTCOME_LABELS[case.result],
+                Text(case_key(case)),
+                Text(case.tier),
+                Text(f"{case.passes}/{case.samples}"),
+                Text(str(case.required)),
+                Text(breakdown(case)),
+                Text(sparkline(mark.history[-_HISTORY_WIDTH:]) if mark else "…"),
+                mark.text() if mark else Text(""),
+                key=case_key(case),
+            )
+        if target is not None and start <= target < end:
+            table.move_cursor(row=target, animate=False)
+        if end < len(self.shown):
+            self.call_after_refresh(self._add_rows, generation, end, target)
+
+    def selected_case(self) -> CaseRecord | None:
+        table = self.query_one("#cases", DataTable)
+        if not self.shown or table.cursor_row < 0 or table.cursor_row >= len(self.shown):
+            return None
+        return self.shown[table.cursor_row]
+
+    def action_open_step(self, step: int) -> None:
+        case = self.selected_case()
+        if case is None or self.run is None:
+            self.notify("No case selected", severity="warning")
+            return
+        self.post_message(OpenStep(Step(step), self.run, case))
+
+    def action_case_action(self, name: str) -> None:
+        case = self.selected_case()
+        if case is None or self.run is None:
+            self.notify("No case selected", severity="warning")
+            return
+        start_case_action(self, self.ctx, self.run, case, name)
+
+    @on(DataTable.RowSelected, "#cases")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_step(Step.RERUN)
+
+    @on(DataTable.HeaderSelected, "#cases")
+    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
+        column = str(event.column_key.value)
+        if column not in SORT_COLUMNS:
+            return
+        if column == self.sort_column:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_column, self.sort_reverse = column, False
+        self.refresh_table()
+
+    def action_cursor_down(self) -> None:
+        self.query_one("#cases", DataTable).action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        self.query_one("#cases", DataTable).action_cursor_up()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#case-filter", Input)
+        box.display = True
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#case-filter", Input)
+        box.value = ""
+        box.display = False
+        self.case_filter = CaseFilter()
+        self.refresh_table()
+        self.query_one("#cases").focus()
+
+    @on(Input.Changed, "#case-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.case_filter = CaseFilter.parse(event.value, self.case_filter.verdict)
+        self.refresh_table()
+
+    @on(Input.Submitted, "#case-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.query_one("#cases").focus()
+
+    def action_cycle_verdict(self) -> None:
+        order: list[Verdict | None] = [None, *VERDICT_ORDER]
+        current = order.index(self.case_filter.verdict)
+        self.case_filter = CaseFilter(self.case_filter.text, order[(current + 1) % len(order)])
+        self.refresh_table()
+
+    def action_cycle_sort(self) -> None:
+        index = SORT_COLUMNS.index(self.sort_column)
+        self.sort_column = SORT_COLUMNS[(index + 1) % len(SORT_COLUMNS)]
+        self.sort_reverse = False
+        self.refresh_table()
+
+    def action_compare(self) -> None:
+        if self.run is not None:
+            self.app.push_screen(CompareScreen(self.ctx, self.run))
+
+    def reload(self) -> None:
+        """Read the run again (after an action changed baselines or case files)."""
+        if self.run is not None:
+            self._run_id = self.run.id
+        self.marks.clear()
+        self._load()

@@ -1,0 +1,39 @@
+"""Raw output and its diff to the golden output, escaped line by line for literal display."""
+
+from __future__ import annotations
+
+from redline.baseline import golden_diff
+from redline.textsafe import escape_output
+
+_TAB = 4
+
+
+def safe_lines(text: str) -> list[str]:
+    """Lines of raw output with every control character, escape and NUL shown literally."""
+    return [line.expandtabs(_TAB) for line in escape_output(text).split("\n")]
+
+
+def diff_lines(golden: str | None, output: str, output_label: str) -> tuple[list[str], list[str]]:
+    """The unified diff to the golden output as escaped lines with a colour kind each."""
+    if golden is None:
+        return ["No golden output: no accepted baseline", "for this case yet (a accepts one)."], [
+            "note",
+            "note",
+        ]
+    diff = golden_diff(golden, output, output_label=output_label)
+    if not diff:
+        return ["Identical to the golden output."], ["note"]
+    lines = [line.expandtabs(_TAB) for line in escape_output(diff).split("\n")]
+    return lines, [_kind(line) for line in lines]
+
+
+def _kind(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "note"
+    if line.startswith("@@"):
+        return "hunk"
+    if line.startswith("+"):
+        return "added"
+    if line.startswith("-"):
+        return "removed"
+    return "plain"
