@@ -3,8 +3,9 @@
     uv run python bench/bench_semantic.py [--outputs 1000]
 
 Prints model load time, calibration time, and outputs per second for mentions and tone
-(first pass, embedding every output) and for mentions + tone on already-seen outputs
-(the per-output sentence cache, as when several assertions check the same sample).
+on fresh outputs (each check embeds the output's sentences in its own e5 role), and for
+further checks on an output already embedded (several assertions on one sample).
+Run it on an idle machine: the engine uses both cores.
 """
 
 from __future__ import annotations
@@ -60,17 +61,20 @@ def main() -> None:
     texts = outputs(args.outputs)
     sentences = sum(len(t.split(". ")) for t in texts)
 
-    start = time.perf_counter()
-    mentioned = sum(scorer.concept(text, "refund").calibrated >= 0.5 for text in texts)
-    mentions_s = time.perf_counter() - start
-    start = time.perf_counter()
-    apologetic = sum(scorer.tone(text, "apologetic").winner == "apologetic" for text in texts)
-    tone_s = time.perf_counter() - start
-    start = time.perf_counter()
+    mentions_s = tone_s = 0.0
+    mentioned = apologetic = 0
     for text in texts:
+        start = time.perf_counter()
+        mentioned += scorer.concept(text, "refund").calibrated >= 0.5
+        middle = time.perf_counter()
+        apologetic += scorer.tone(text, "apologetic").winner == "apologetic"
+        tone_s += time.perf_counter() - middle
+        mentions_s += middle - start
+    start = time.perf_counter()
+    for text in texts[-100:]:
         scorer.concept(text, "delivery delay")
         scorer.tone(text, "empathetic")
-    cached_s = time.perf_counter() - start
+    cached_s = (time.perf_counter() - start) / 100
 
     n = len(texts)
     print(f"backend              {embeddings.name}")
@@ -82,8 +86,9 @@ def main() -> None:
     print(f"outputs              {n}  (~{sentences} sentences)")
     print(f"mentions             {n / mentions_s:8.1f} outputs/s  ({mentioned} mention 'refund')")
     print(f"tone                 {n / tone_s:8.1f} outputs/s  ({apologetic} apologetic)")
-    print(f"mentions + tone      {n / (mentions_s + tone_s):8.1f} outputs/s  (first sight)")
-    print(f"again, cached        {n / cached_s:8.1f} outputs/s  (sentence vectors reused)")
+    print(f"mentions + tone      {n / (mentions_s + tone_s):8.1f} outputs/s")
+    print(f"more checks, same    {1 / cached_s:8.1f} outputs/s  (another concept and tone on an")
+    print("                                          output whose sentences are embedded)")
 
 
 if __name__ == "__main__":

@@ -90,6 +90,58 @@ def test_truncated_json_is_truncated_not_malformed(tmp_path: Path) -> None:
     assert verdict_of(case, cut) is Verdict.MALFORMED
 
 
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        # Prose or a code fence before the JSON: no continuation can make it JSON.
+        ('Here is the extracted invoice:\n{"total_idr": 125', Verdict.MALFORMED),
+        ('```json\n{"total_idr": 125', Verdict.MALFORMED),
+        # A complete JSON value followed by chatter is already broken.
+        ('{"total_idr": 12500000}\nLet me know if', Verdict.MALFORMED),
+        # A JSON prefix (even an unterminated string) could still have become valid.
+        ('{"supplier_name": "PT Sinar', Verdict.TRUNCATED),
+        ("   ", Verdict.TRUNCATED),
+    ],
+)
+def test_a_cut_off_output_is_judged_on_content_when_no_continuation_could_fix_it(
+    tmp_path: Path, text: str, verdict: Verdict
+) -> None:
+    case = case_with(tmp_path, "- type: is-json\n")
+    assert verdict_of(case, text, finish_reason=FinishReason.LENGTH) is verdict
+
+
+def test_a_token_loop_cut_off_at_max_tokens_is_wrong_not_truncated(tmp_path: Path) -> None:
+    case = case_with(
+        tmp_path,
+        "- type: compression-ratio\n  value: 0.35\n- type: distinct-n\n  value: 0.7\n",
+    )
+    assert verdict_of(case, LOOP, finish_reason=FinishReason.LENGTH) is Verdict.WRONG
+    assert verdict_of(case, PARAGRAPH, finish_reason=FinishReason.LENGTH) is Verdict.TRUNCATED
+
+
+def test_only_failures_a_continuation_could_not_undo_settle_a_cut_off_output(
+    tmp_path: Path,
+) -> None:
+    case = case_with(
+        tmp_path,
+        """\
+        - type: contains
+          value: refund
+        - type: not-contains
+          value: Here is
+        - type: max-words
+          value: 5
+        """,
+    )
+    # `contains` might still have been satisfied further on: the cut hides the answer.
+    assert verdict_of(case, "We are", finish_reason=FinishReason.LENGTH) is Verdict.TRUNCATED
+    # A banned phrase already written, or a word budget already spent, stays failed.
+    cut = evaluate_sample(case, done("Here is", finish_reason=FinishReason.LENGTH))
+    assert cut.verdict is Verdict.WRONG
+    long = "one two three four five six"
+    assert verdict_of(case, long, finish_reason=FinishReason.LENGTH) is Verdict.WRONG
+
+
 # -- strings -------------------------------------------------------------
 
 
@@ -416,3 +468,13 @@ def test_every_layer_1_result_is_kept_in_case_order(tmp_path: Path) -> None:
     assert all(r.status is AssertionStatus.FAILED for r in evaluation.results)
     assert evaluation.verdict is Verdict.MALFORMED
     assert [r.structural for r in evaluation.results] == [False, True, False, False]
+
+
+def test_layer_2_is_not_paid_for_unexpected_refusals(tmp_path: Path, probe: type[_Probe]) -> None:
+    register("mentions")(probe)
+    case = case_with(tmp_path, "- type: mentions\n  value: refund\n")
+    refused = evaluate_sample(case, done("I'm sorry, but I can't help with that refund."))
+    assert refused.verdict is Verdict.REFUSED
+    assert refused.results[0].status is AssertionStatus.SKIPPED
+    assert "unexpected refusal" in refused.results[0].reason
+    assert probe.calls == 0

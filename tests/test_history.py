@@ -90,6 +90,8 @@ def test_marginal_needs_k_consecutive_runs_at_the_edge() -> None:
     assert m.samples_needed is None  # pooled 80% sits exactly on the 4/5 bar
     m = find_marginal([_point(5), _point(4), _point(5), _point(4), _point(5)], runs=3)
     assert m is not None and m.runs == 5 and m.samples_needed == 43  # pooled 23/25 vs 4/5
+    # Every sample passing every night is solid, even when the bar is "all samples".
+    assert find_marginal([_point(5), _point(5), _point(5)], runs=3) is None
     # An older run far from the bar breaks the streak; a case-file change restarts it.
     assert find_marginal([_point(5), _point(1), _point(4), _point(4)], runs=3) is None
     assert (

@@ -52,3 +52,31 @@ def test_verdict_precedence(
         )
         is verdict
     )
+
+
+def test_a_settled_failure_lets_a_cut_off_output_be_judged_on_content() -> None:
+    def verdict(settled: bool, results: list[AssertionResult]) -> Verdict:
+        return decide_verdict(
+            finish_reason=FinishReason.LENGTH,
+            transport_error=None,
+            results=results,
+            refusal_detected=False,
+            expect_refusal=False,
+            settled=settled,
+        )
+
+    assert verdict(False, [FAILED_SHAPE]) is Verdict.TRUNCATED
+    assert verdict(True, [FAILED_SHAPE]) is Verdict.MALFORMED
+    assert verdict(True, [FAILED_CONTENT, PASSED]) is Verdict.WRONG
+    # transport still beats everything, settled or not
+    assert (
+        decide_verdict(
+            finish_reason=FinishReason.LENGTH,
+            transport_error="reset",
+            results=[FAILED_SHAPE],
+            refusal_detected=False,
+            expect_refusal=False,
+            settled=True,
+        )
+        is Verdict.TRANSPORT
+    )

@@ -5,8 +5,10 @@ mixed in, because they answer a different question (DESIGN rule 6).
 
 Marginal rule: a case is marginal when, in at least K consecutive scheduled runs up to
 the latest one (default K = 3), its pass count was within one sample of its required
-count (|passes − required| <= 1). Inconclusive runs are skipped, and the streak stops at
-the last change of the case file (a new case hash is a new case). The samples needed
+count (|passes − required| <= 1) and at least one of the last K of them missed a sample:
+a case that passes every sample every night is solid, not marginal, even when its bar is
+"all samples". Inconclusive runs are skipped, and the streak stops at the last change of
+the case file (a new case hash is a new case). The samples needed
 are those at which a 95% Wilson interval around the streak's pooled pass rate excludes
 the bar required/samples of the latest run.
 """
@@ -139,7 +141,7 @@ def find_marginal(
         if p.case_hash != latest_hash or abs(p.passes - p.required) > 1:
             break
         streak.append(p)
-    if len(streak) < runs:
+    if len(streak) < runs or all(p.passes >= p.samples for p in streak[:runs]):
         return None
     streak.reverse()
     passes = sum(p.passes for p in streak)

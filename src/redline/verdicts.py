@@ -72,16 +72,22 @@ def decide_verdict(
     results: Sequence[AssertionResult],
     refusal_detected: bool,
     expect_refusal: bool,
+    settled: bool = False,
 ) -> Verdict:
     """The one place a sample's verdict is decided.
 
     Precedence: transport > truncated > refused > malformed > wrong > ok.
     A refusal when the case expects one is `ok` (its other assertions still count);
     no refusal when one is expected is `wrong`.
+
+    `settled` says a failure was found that no continuation of the output could undo
+    (prose before the JSON, a banned phrase already written, a budget already spent, a
+    token loop): then a cut-off output is judged on its content, because the cut did not
+    hide the answer. Without it, truncation outranks every content verdict.
     """
     if transport_error is not None:
         return Verdict.TRANSPORT
-    if finish_reason is FinishReason.LENGTH:
+    if finish_reason is FinishReason.LENGTH and not settled:
         return Verdict.TRUNCATED
     if refusal_detected and not expect_refusal:
         return Verdict.REFUSED

@@ -7,9 +7,9 @@ import json
 import pytest
 from helpers import fill, settle
 from textual.widgets import Static
+from triage_repo import CASE_TEXT, TriageRepo
 from triage_store import RERUN
 
-from conftest import CASE_TEXT, TriageRepo
 from redline_tui.app import TriageApp
 from redline_tui.widgets.dialogs import ConfirmDialog, FormDialog, MessageDialog
 from redline_tui.widgets.lazy_text import LazyText

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from helpers import settle
 from textual.widgets import Input, Static
+from triage_repo import BASE_USER_PROMPT, make_repo, open_triage
 from triage_store import RED_RUN, build_store
 
-from conftest import BASE_USER_PROMPT, make_repo, open_triage
 from redline.records import RunKind, RunStatus
+from redline.rerun import Conclusion
 from redline_tui.app import TriageApp
-from redline_tui.conclusion import Conclusion
 from redline_tui.screens.rerun import RerunScreen
 from servers import LoopbackLLMServer
 

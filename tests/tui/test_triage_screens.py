@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from helpers import settle
+from helpers import fill, settle
 from textual.widgets import DataTable, Static
+from triage_repo import TriageRepo
 from triage_store import EARLIER_RUNS, HOSTILE_OUTPUT, RED_RUN, RERUN
 
-from conftest import TriageRepo
 from redline.baseline import save_baselines
 from redline_tui.app import TriageApp
 from redline_tui.screens.compare import CompareScreen
@@ -151,7 +151,7 @@ async def test_diff_to_golden_colours_added_and_removed_lines(triage_repo: Triag
         assert "added" in diff.kinds and "removed" in diff.kinds and "hunk" in diff.kinds
 
 
-async def test_one_megabyte_output_opens_quickly(triage_repo: TriageRepo) -> None:
+async def test_one_megabyte_output_scrolls_in_the_lazy_viewer(triage_repo: TriageRepo) -> None:
     app = TriageApp(triage_repo.ctx)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -244,3 +244,22 @@ async def test_command_palette_offers_the_screen_actions(triage_repo: TriageRepo
         await compare.callback()
         await settle(pilot)
         assert isinstance(app.screen, CompareScreen)
+
+
+async def test_compare_two_chosen_runs_across_a_model_change(triage_repo: TriageRepo) -> None:
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        await fill(pilot, "a", EARLIER_RUNS[0])
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen.comparison is not None
+        assert screen.comparison.a.run.id == EARLIER_RUNS[0]
+        header = _static_text(app, "#compare-header")
+        assert "A c0ffee000001  openai:fake-model-2025-12" in header
+        assert "B c0ffee000004  openai:fake-model-2026-01" in header

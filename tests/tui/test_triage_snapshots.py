@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from helpers import fill, settle
 from textual.pilot import Pilot
+from triage_repo import TriageRepo
 from triage_store import EARLIER_RUNS
 
-from conftest import TriageRepo
 from redline.baseline import save_baselines
 from redline.store import RunStore
 from redline_tui.app import TriageApp

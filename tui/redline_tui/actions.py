@@ -18,6 +18,7 @@ from redline.gitio import stage_file
 from redline.guard import index_has_prompt_change, loosenings_between
 from redline.history import case_history, find_marginal
 from redline.records import CaseRecord, RunRecord
+from redline.rerun import default_samples, find_case
 from redline_tui.context import TriageContext
 from redline_tui.edits import (
     FileEdit,
@@ -29,7 +30,6 @@ from redline_tui.edits import (
     plan_retire,
 )
 from redline_tui.messages import FilesStaged
-from redline_tui.rerun_job import default_samples, find_case
 from redline_tui.widgets.dialogs import ConfirmDialog, Field, FormDialog, MessageDialog
 
 Flow = Callable[[Screen[None], TriageContext, RunRecord, CaseRecord], Awaitable[None]]

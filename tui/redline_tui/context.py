@@ -21,6 +21,14 @@ def _today() -> dt.date:
     return dt.date.today()
 
 
+def _user() -> str:
+    """Who is triaging, for `retired: {by}`: the login name, editable in the dialog."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
 @dataclass
 class TriageContext:
     """The engine handles a triage session works with; `today` and `user` are injectable."""
@@ -29,7 +37,7 @@ class TriageContext:
     root: Path
     config: Config | None = None
     today: Callable[[], dt.date] = _today
-    user: str = field(default_factory=getpass.getuser)
+    user: str = field(default_factory=_user)
     _baselines: dict[str, Baseline | None] = field(default_factory=dict, repr=False)
 
     @property

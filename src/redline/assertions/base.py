@@ -95,6 +95,13 @@ class Sample:
         return self._parsed()[1]
 
     @property
+    def json_prefix(self) -> bool:
+        """Whether more output could still make this JSON: it starts like a JSON value and
+        no text follows a complete one. Prose or a code fence before the JSON, or text
+        after it, can never be undone by continuing."""
+        return self.cached("json-prefix", _json_prefix)
+
+    @property
     def words(self) -> list[str]:
         """Whitespace-separated words of the output."""
         return self.cached("words", lambda s: s.text.split())
@@ -108,6 +115,24 @@ class Sample:
 
     def _parsed(self) -> tuple[Any, str | None]:
         return self.cached("json", _parse_json)
+
+
+_JSON_STARTS = frozenset('{["-0123456789tfn')
+
+
+def _json_prefix(sample: Sample) -> bool:
+    if sample.json_error is None:
+        return True
+    text = sample.text.lstrip()
+    if not text:
+        return True
+    if text[0] not in _JSON_STARTS:
+        return False
+    try:
+        json.JSONDecoder().raw_decode(text)
+    except (json.JSONDecodeError, RecursionError):
+        return True
+    return False
 
 
 def _parse_json(sample: Sample) -> tuple[Any, str | None]:
@@ -127,6 +152,8 @@ class Check:
     reason: str
     score: float | None = None
     threshold: float | None = None
+    #: A failure that no continuation of the output could undo (see `Assertion.final`).
+    final: bool = False
 
     @classmethod
     def ok(cls, reason: str, score: float | None = None, threshold: float | None = None) -> Check:
@@ -338,6 +365,11 @@ class Assertion(ABC):
     structural: ClassVar[bool] = False
     #: Parameter keys besides COMMON_KEYS.
     keys: ClassVar[frozenset[str]] = frozenset({"value"})
+    #: A failure of this type on a cut-off output stays a failure however the output would
+    #: have continued (a banned phrase already written, a budget already spent), so the
+    #: sample is judged on content rather than as `truncated`. A type whose finality
+    #: depends on the output sets `Check.final` itself instead.
+    final: ClassVar[bool] = False
     #: Which direction of `threshold` makes the assertion easier to pass (for the guard).
     looser_when: ClassVar[Literal["higher", "lower"] | None] = None
 

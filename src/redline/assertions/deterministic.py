@@ -24,6 +24,7 @@ from redline.assertions.base import (
     Spec,
     register,
 )
+from redline.verdicts import AssertionStatus
 
 
 def _preview(text: str, limit: int = 60) -> str:
@@ -79,7 +80,11 @@ class IsJson(Assertion):
     def check(self, sample: Sample) -> Check:
         error = sample.json_error
         if error is not None:
-            return Check.fail(f"not JSON ({error}); output starts {_preview(sample.text, 40)}")
+            return Check(
+                AssertionStatus.FAILED,
+                f"not JSON ({error}); output starts {_preview(sample.text, 40)}",
+                final=not sample.json_prefix,
+            )
         if self.validator is None:
             return Check.ok("valid JSON")
         problem = best_match(self.validator.iter_errors(sample.json))
@@ -131,6 +136,7 @@ class IContains(_TextMatch):
 
 @register("not-contains")
 class NotContains(_TextMatch):
+    final = True
     """The output does not contain `value` (case-sensitive)."""
 
     def check(self, sample: Sample) -> Check:
@@ -228,6 +234,7 @@ class _Budget(Assertion):
     """A maximum on one measured quantity; an unknown quantity fails, never passes."""
 
     looser_when = "higher"
+    final = True
     unit = ""
 
     def __init__(self, spec: Spec, limit: float) -> None:

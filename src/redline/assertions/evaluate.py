@@ -47,21 +47,22 @@ def evaluate_sample(case: Case, completion: Completion) -> SampleEvaluation:
 
     sample = Sample(completion, case.vars, case.id)
     refusal = sample_refusal(sample)
-    lost = completion.finish_reason is FinishReason.LENGTH or (
-        refusal is not None and not case.expect_refusal
-    )
+    unexpected_refusal = refusal if not case.expect_refusal else None
     results: list[AssertionResult] = []
     blocked: str | None = None
+    settled = False
     current_layer = 1
     for assertion in evaluation_order(case.assertions):
         if assertion.layer != current_layer:
             current_layer = assertion.layer
             if current_layer > 1 and blocked is None:
-                blocked = _blocker(results, lost, completion, refusal)
+                blocked = _blocker(results, completion, unexpected_refusal)
         if blocked is not None and assertion.layer > 1:
             check = Check(AssertionStatus.SKIPPED, f"not run: {blocked}")
         else:
             check = _run(assertion, sample)
+            if check.status is AssertionStatus.FAILED and (check.final or assertion.final):
+                settled = True
         results.append(_result(assertion, check))
 
     results.sort(key=lambda r: r.index)
@@ -71,21 +72,23 @@ def evaluate_sample(case: Case, completion: Completion) -> SampleEvaluation:
         results=results,
         refusal_detected=refusal is not None,
         expect_refusal=case.expect_refusal,
+        settled=settled,
     )
     return SampleEvaluation(verdict, tuple(results), refusal is not None)
 
 
 def _blocker(
-    results: list[AssertionResult], lost: bool, completion: Completion, refusal: str | None
+    results: list[AssertionResult], completion: Completion, unexpected_refusal: str | None
 ) -> str | None:
+    """Why later layers must not run on this sample, or None when they may."""
     failed = [r for r in results if r.failed]
     if failed:
         names = ", ".join(dict.fromkeys(r.type for r in failed))
         return f"an earlier layer failed ({names})"
     if completion.finish_reason is FinishReason.LENGTH:
         return "output truncated (finish reason length)"
-    if lost:
-        return f"unexpected refusal ({refusal})"
+    if unexpected_refusal is not None:
+        return f"unexpected refusal ({unexpected_refusal})"
     return None
 
 

@@ -36,6 +36,7 @@ class CompressionRatio(Assertion):
 
     cost = COST_HEURISTIC
     looser_when = "lower"
+    final = True
 
     def __init__(self, spec: Spec, minimum: float) -> None:
         super().__init__(spec)
@@ -64,6 +65,7 @@ class DistinctN(Assertion):
 
     cost = COST_HEURISTIC
     looser_when = "lower"
+    final = True
     keys = frozenset({"value", "n"})
 
     def __init__(self, spec: Spec, minimum: float, n: int) -> None:

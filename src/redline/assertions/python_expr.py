@@ -53,7 +53,22 @@ _RE = SimpleNamespace(
     I=re.IGNORECASE,
 )
 _NAMES = frozenset({"output", "json", "vars", "re", *_BUILTINS})
-_FORBIDDEN_ATTRIBUTES = frozenset({"format", "format_map", "mro", "gi_frame", "f_globals"})
+_FORBIDDEN_ATTRIBUTES = frozenset(
+    {
+        "format",
+        "format_map",
+        "mro",
+        "gi_frame",
+        "gi_code",
+        "cr_frame",
+        "ag_frame",
+        "tb_frame",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+    }
+)
 
 
 def _refusal_of(tree: ast.Expression) -> tuple[str, ast.AST] | None:

@@ -102,7 +102,7 @@ def _run(args: argparse.Namespace) -> int:
     console = make_console()
     with RunStore.open(config.store_path) as store:
         live = sys.stdout.isatty() and not args.quiet
-        reporter = _LiveProgress(console) if live else _PlainProgress()
+        reporter = _LiveProgress(console) if live else PlainProgress()
         try:
             with reporter:
                 record = run_suites(suites, config, store, options, reporter.update)
@@ -210,13 +210,13 @@ def _counts_text(p: RunProgress) -> str:
     return " ".join(f"{v} {p.verdicts.get(v, 0)}" for v in VERDICT_ORDER if p.verdicts.get(v))
 
 
-class _PlainProgress:
+class PlainProgress:
     """One line per tenth of the run (and the last): for CI logs and pipes."""
 
     def __init__(self) -> None:
         self._next = self._step = 1
 
-    def __enter__(self) -> _PlainProgress:
+    def __enter__(self) -> PlainProgress:
         return self
 
     def __exit__(self, *exc: object) -> None:

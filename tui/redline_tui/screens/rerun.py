@@ -18,16 +18,18 @@ if TYPE_CHECKING:
 
 from redline.errors import RedlineError
 from redline.records import CaseRecord, RunRecord
-from redline_tui.conclusion import Conclusion, RerunComparison, compare_rerun
-from redline_tui.context import TriageContext
-from redline_tui.messages import RerunStored, Step
-from redline_tui.rerun_job import (
+from redline.rerun import (
+    Conclusion,
+    RerunComparison,
+    compare_rerun,
     default_revision,
     default_samples,
     find_case,
     run_rerun,
     suite_at_revision,
 )
+from redline_tui.context import TriageContext
+from redline_tui.messages import RerunStored, Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
 from redline_tui.widgets.key_bar import KeyBar
 

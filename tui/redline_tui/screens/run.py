@@ -142,8 +142,6 @@ class RunScreen(Screen[None]):
         run = store.run(self._run_id) if self._run_id else self.ctx.default_run()
         cases = store.cases(run.id) if run else []
         self.app.call_from_thread(self._show_run, run, cases)
-        if run is not None:
-            self._load_marks(run, cases)
 
     def _show_run(self, run: RunRecord | None, cases: list[CaseRecord]) -> None:
         if not self.is_attached:
@@ -165,8 +163,11 @@ class RunScreen(Screen[None]):
             banner.update(Text(f"Content comparison withheld (rule 8): {withheld}"))
         banner.display = withheld is not None
         self.refresh_table()
+        self.call_after_refresh(self._load_marks, run, cases)
 
+    @work(thread=True, exclusive=True, group="run-marks")
     def _load_marks(self, run: RunRecord, cases: Sequence[CaseRecord]) -> None:
+        """History sparklines and marks: a store read per case, after the first paint."""
         batch: dict[str, CaseMarks] = {}
         for case in cases:
             series = [
