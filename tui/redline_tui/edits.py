@@ -23,6 +23,7 @@ from redline.baseline import Baseline, baseline_case, baseline_path, load_baseli
 from redline.errors import UsageError
 from redline.outcome import scale_required
 from redline.records import CaseRecord, RunRecord, RunStatus, SampleRecord
+from redline_tui.widgets.sample_text import diff_line_kind
 
 #: Keys of an assertion that are not its threshold or value.
 _NON_VALUE_KEYS = ("type", "note")
@@ -57,7 +58,7 @@ class FileEdit:
                     old.splitlines(), new.splitlines(), old_name, new_name, lineterm=""
                 )
             )
-        return lines, [_diff_kind(line) for line in lines]
+        return lines, [diff_line_kind(line) for line in lines]
 
     def apply(self) -> None:
         for path, text in self.writes.items():
@@ -249,18 +250,6 @@ def _insert_position(data: CommentedMap, after: tuple[str, ...]) -> int:
 
 def _scalar(value: object) -> str:
     return str(value) if not isinstance(value, str) else repr(value)
-
-
-def _diff_kind(line: str) -> str:
-    if line.startswith(("+++", "---")):
-        return "note"
-    if line.startswith("@@"):
-        return "hunk"
-    if line.startswith("+"):
-        return "added"
-    if line.startswith("-"):
-        return "removed"
-    return "plain"
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -49,7 +49,7 @@ _COLUMNS = (
 )
 _HISTORY_WIDTH = 10
 #: Rows added before the first paint; more follow after each refresh.
-_ROWS_PER_CHUNK = 100
+_FIRST_ROWS = 100
 
 
 @dataclass(frozen=True)
@@ -235,11 +235,11 @@ class RunScreen(Screen[None]):
         )
 
     def _add_rows(self, generation: int, start: int, target: int | None) -> None:
-        """Rows in chunks: the first screenful paints at once, the rest after each refresh."""
+        """The first screenful of rows paints at once; the rest follow in one batch after it."""
         if generation != self._generation or not self.is_attached:
             return
         table: DataTable[Text] = self.query_one("#cases", DataTable)
-        end = min(start + _ROWS_PER_CHUNK, len(self.shown))
+        end = min(start + _FIRST_ROWS, len(self.shown)) if start == 0 else len(self.shown)
         for case in self.shown[start:end]:
             mark = self.marks.get(case_key(case))
             table.add_row(

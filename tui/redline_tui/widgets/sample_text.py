@@ -24,10 +24,11 @@ def diff_lines(golden: str | None, output: str, output_label: str) -> tuple[list
     if not diff:
         return ["Identical to the golden output."], ["note"]
     lines = [line.expandtabs(_TAB) for line in escape_output(diff).split("\n")]
-    return lines, [_kind(line) for line in lines]
+    return lines, [diff_line_kind(line) for line in lines]
 
 
-def _kind(line: str) -> str:
+def diff_line_kind(line: str) -> str:
+    """How a unified-diff line is coloured: note, hunk, added, removed or plain."""
     if line.startswith(("+++", "---")):
         return "note"
     if line.startswith("@@"):
