@@ -241,6 +241,7 @@ def test_export_import_and_runs_through_the_cli(
     assert main(["runs"]) == 0
     listing = capsys.readouterr().out
     assert run_id in listing and "red" in listing
+    assert "1/2 pass, 1 fail" in listing
     assert main(["export", run_id[:5], "--out", str(out_dir / "again")]) == 0
     assert (out_dir / "again" / "samples.jsonl").read_bytes() == (
         out_dir / "samples.jsonl"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 
 from rich.table import Table
 from rich.text import Text
@@ -38,7 +39,7 @@ def _runs(args: argparse.Namespace) -> int:
             table.add_column(column)
         for run in runs:
             cases = store.cases(run.id)
-            failed = sum(c.result is CaseOutcome.FAIL for c in cases)
+            counts = Counter(c.result for c in cases)
             kind = str(run.kind) + (f" of {run.parent_id}" if run.parent_id else "")
             commit = (run.git_commit or "-")[:10] + ("+dirty" if run.git_dirty else "")
             result = str(run.result) if run.result else "-"
@@ -48,9 +49,16 @@ def _runs(args: argparse.Namespace) -> int:
                 Text(kind),
                 Text(str(run.status)),
                 Text(result, style=_RESULT_STYLES.get(result, "")),
-                Text(f"{len(cases) - failed}/{len(cases)} pass"),
+                Text(_case_counts(counts, len(cases))),
                 Text(run.model_id),
                 Text(commit),
             )
         console.print(table)
     return 0
+
+
+def _case_counts(counts: Counter[CaseOutcome], total: int) -> str:
+    """`2/17 pass, 13 fail, 2 inconclusive`: never folds the undecided into either side."""
+    parts = [f"{counts[CaseOutcome.PASS]}/{total} pass"]
+    parts += [f"{counts[o]} {o}" for o in (CaseOutcome.FAIL, CaseOutcome.INCONCLUSIVE) if counts[o]]
+    return ", ".join(parts)
