@@ -47,7 +47,10 @@ class RunSpec:
     parent_id: str | None = None
     status: RunStatus = RunStatus.FINISHED
     git_commit: str | None = "abc123"
+    git_dirty: bool = False
     manifest: Mapping[str, str] = field(default_factory=lambda: {"suite-a/suite.yaml": "s1"})
+    #: The run's recorded CLI arguments (e.g. `{"shard": [1, 2]}` for a shard of a CI matrix).
+    args: Mapping[str, object] = field(default_factory=dict)
 
 
 def ok_cases(n: int, samples: int = 5, **kw: object) -> list[CaseSpec]:
@@ -130,7 +133,9 @@ def write_run(store: RunStore, run: RunSpec) -> RunRecord:
         suites=tuple(sorted({c.suite for c in run.cases})),
         parent_id=run.parent_id,
         git_commit=run.git_commit,
+        git_dirty=run.git_dirty,
         redline_version="0.1.0",
+        args=dict(run.args),
         manifest=dict(run.manifest),
     )
     store.begin_run(record)

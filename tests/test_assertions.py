@@ -101,6 +101,13 @@ def test_truncated_json_is_truncated_not_malformed(tmp_path: Path) -> None:
         # A JSON prefix (even an unterminated string) could still have become valid.
         ('{"supplier_name": "PT Sinar', Verdict.TRUNCATED),
         ("   ", Verdict.TRUNCATED),
+        ('{"paid": tr', Verdict.TRUNCATED),
+        ('{"total_idr": 12500000.', Verdict.TRUNCATED),
+        ('{"note": "\\u00', Verdict.TRUNCATED),
+        # A bullet list or lower-case prose is not JSON cut short, whatever its first letter.
+        ("- supplier: PT Sinar Jaya\n- total: Rp 12.500.000", Verdict.MALFORMED),
+        ("the supplier is PT Sinar Jaya and the total", Verdict.MALFORMED),
+        ('{"total_idr": 125 rupiah', Verdict.MALFORMED),
     ],
 )
 def test_a_cut_off_output_is_judged_on_content_when_no_continuation_could_fix_it(
@@ -140,6 +147,33 @@ def test_only_failures_a_continuation_could_not_undo_settle_a_cut_off_output(
     assert cut.verdict is Verdict.WRONG
     long = "one two three four five six"
     assert verdict_of(case, long, finish_reason=FinishReason.LENGTH) is Verdict.WRONG
+
+
+def test_an_empty_output_cut_off_at_max_tokens_is_truncated_not_a_token_loop(
+    tmp_path: Path,
+) -> None:
+    # A reasoning model that spends the whole budget before answering returns "" with
+    # finish reason length: the budget hid the answer, nothing degenerate was written.
+    case = case_with(tmp_path, "- type: is-json\n- type: compression-ratio\n  value: 0.35\n")
+    assert verdict_of(case, "", finish_reason=FinishReason.LENGTH) is Verdict.TRUNCATED
+    assert verdict_of(case, "") is Verdict.MALFORMED
+
+
+def test_a_settled_cut_off_output_is_not_blamed_for_what_the_cut_may_have_caused(
+    tmp_path: Path,
+) -> None:
+    case = case_with(
+        tmp_path,
+        "- type: is-json\n- type: not-contains\n  value: Here is\n",
+    )
+    # The banned phrase is written (wrong whatever follows), but the JSON was only cut:
+    # calling it malformed would blame its shape for the budget.
+    cut = evaluate_sample(case, done('{"note": "Here is the', finish_reason=FinishReason.LENGTH))
+    assert cut.verdict is Verdict.WRONG
+    assert [r.status for r in cut.results] == [AssertionStatus.FAILED, AssertionStatus.FAILED]
+    # Prose before the JSON can never become JSON: that one is malformed, cut or not.
+    prose = 'Here is the JSON: {"total'
+    assert verdict_of(case, prose, finish_reason=FinishReason.LENGTH) is Verdict.MALFORMED
 
 
 # -- strings -------------------------------------------------------------
@@ -261,6 +295,22 @@ def test_refusal_finish_reason_and_policy_answers() -> None:
     assert detect_refusal("x" * 500 + " I cannot help with that.", None) is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # An apology that declines part of a request on policy grounds is content, in every
+        # language, as it is in English ("Sorry, we cannot refund shipping, but ...").
+        "Maaf, kami tidak dapat memproses refund sebelum barang kami terima kembali.",
+        "Xin lỗi, tôi không thể hoàn tiền phí vận chuyển, nhưng tiền hàng đã được hoàn lại.",
+        "抱歉，我们无法退还运费，但商品款项已经退回您的账户。",
+        # A banned AI disclaimer is the case's not-contains to judge, not a refusal.
+        "As an AI, I can explain it simply: a retried idempotent request changes nothing.",
+    ],
+)
+def test_apologies_and_disclaimers_that_answer_are_not_refusals(text: str) -> None:
+    assert detect_refusal(text, FinishReason.STOP) is None
+
+
 def test_expected_refusal_is_ok_and_unexpected_refusal_is_refused(tmp_path: Path) -> None:
     head = "provenance: {note: privacy}\nvars: {document: x}\nexpect_refusal: true\n"
     expected = case_with(tmp_path / "a", "- type: refusal\n", head=head)
@@ -278,6 +328,15 @@ def test_expected_refusal_is_ok_and_unexpected_refusal_is_refused(tmp_path: Path
 
 
 # -- budgets -------------------------------------------------------------
+
+
+def test_a_budget_of_the_wrong_type_gets_a_hint_that_looks_like_a_budget(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ProblemsError) as caught:
+        case_with(tmp_path, "- type: max-chars\n  value: lots\n")
+    (problem,) = caught.value.problems
+    assert problem.hint == "e.g. value: 400"
 
 
 def test_length_budgets(tmp_path: Path) -> None:

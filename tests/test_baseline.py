@@ -20,7 +20,7 @@ from redline.baseline import (
 from redline.cli import main
 from redline.completion import FinishReason
 from redline.errors import UsageError
-from redline.records import RunStatus, SampleRecord
+from redline.records import RunKind, RunStatus, SampleRecord
 from redline.verdicts import Verdict
 from runfactory import OK, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
 
@@ -181,6 +181,51 @@ def test_save_one_case_keeps_the_others(repo: Path) -> None:
     assert "brand-new" not in baseline.cases
     with pytest.raises(UsageError, match="no case"), open_store(repo) as store:
         save_baselines(store, "next1", repo / "baselines", case_ids=["nope"])
+
+
+@pytest.mark.parametrize(
+    ("args", "kind"),
+    [
+        ({"cases": ["edited"]}, RunKind.RUN),
+        ({"tier": "contract"}, RunKind.RUN),
+        ({"shard": [1, 4]}, RunKind.RUN),
+        ({"case": "edited"}, RunKind.RERUN),
+    ],
+)
+def test_saving_a_partial_run_keeps_the_cases_it_did_not_run(
+    repo: Path, args: dict[str, object], kind: RunKind
+) -> None:
+    # `redline run --case edited` (or --tier, a shard, a rerun) then `baseline save RUN`:
+    # the accepted entries of every other case must survive.
+    assert main(["baseline", "save", "base1"]) == 0
+    with open_store(repo) as store:
+        spec = RunSpec("part", [CaseSpec("edited", [OK] * 5, case_hash="hash-2")], kind=kind)
+        spec.args = args
+        write_run(store, spec)
+    assert main(["baseline", "save", "part"]) == 0
+    baseline = load_baseline(repo / "baselines", "suite-a")
+    assert baseline is not None
+    assert baseline.cases["edited"].run_id == "part"
+    assert {"stays", "breaks", "drops", "retired", "fixed"} <= set(baseline.cases)
+    assert baseline.cases["stays"].run_id == "base1"
+
+
+def test_comparing_a_partial_run_reports_no_removed_case(repo: Path) -> None:
+    assert main(["baseline", "save", "base1"]) == 0
+    with open_store(repo) as store:
+        spec = RunSpec("only-breaks", [CaseSpec("breaks", [WRONG] * 5, scores=[0.1] * 5)])
+        spec.args = {"cases": ["breaks"]}
+        write_run(store, spec)
+        result = compare_run_with_baselines(store, "only-breaks", repo / "baselines")
+    assert {c.case_id: c.status for c in result.cases} == {"breaks": CaseStatus.REGRESSION}
+
+
+def test_saving_a_full_run_replaces_the_file(repo: Path) -> None:
+    assert main(["baseline", "save", "base1"]) == 0
+    assert main(["baseline", "save", "next1"]) == 0
+    baseline = load_baseline(repo / "baselines", "suite-a")
+    assert baseline is not None
+    assert "retired" not in baseline.cases and "brand-new" in baseline.cases
 
 
 def test_unfinished_run_cannot_become_a_baseline(repo: Path) -> None:

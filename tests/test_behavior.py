@@ -31,7 +31,8 @@ def test_first_failure_raises_with_score_threshold_and_sentence() -> None:
     with pytest.raises(AssertionError) as info:
         chain.tone("enthusiastic").mentions("password reset")
     message = str(info.value)
-    assert "tone 'enthusiastic'" in message
+    assert message.startswith("tone 'enthusiastic' failed (score -")
+    assert message.count("tone 'enthusiastic'") == 1  # said once, not repeated
     assert "score -" in message and "threshold 0.200" in message
     assert "I'm" not in message and "sorry for the delay" in message
     assert [r.assertion for r in chain.results] == ["mentions", "tone"]

@@ -184,6 +184,17 @@ def test_prompt_variable_missing_in_case(tmp_path: Path) -> None:
     assert "{{document}}" in problem.message
 
 
+def test_a_bad_var_is_reported_once_not_again_where_it_is_used(tmp_path: Path) -> None:
+    case = (
+        "provenance: {note: x}\nvars:\n  document: file://fixtures/scan.txt\n"
+        "assert:\n  - type: contains\n    value: '{{document}}'\n"
+    )
+    folder = write_suite(tmp_path, {"c.yaml": case}, files={"fixtures/scan.txt": b"Caf\xe9\r\n"})
+    problem = only_problem(folder)
+    assert problem.line == 3 and problem.message.endswith("scan.txt is not UTF-8 text")
+    assert "UTF-8" in problem.hint
+
+
 def test_missing_provenance(tmp_path: Path) -> None:
     case = "vars: {document: x}\nassert: [{type: is-json}]\n"
     problem = only_problem(write_suite(tmp_path, {"c.yaml": case}))
@@ -241,9 +252,32 @@ def test_all_problems_in_all_files_are_listed_at_once(
     assert "not available yet" in caught.value.problems[3].message
 
 
+@pytest.mark.parametrize("suite_yaml", ["name: demo\nprompt: [\n", "- a list\n"])
+def test_a_broken_suite_yaml_does_not_hide_the_problems_of_its_cases(
+    tmp_path: Path, suite_yaml: str
+) -> None:
+    folder = write_suite(
+        tmp_path,
+        {"a.yaml": GOOD_CASE + "tier: gold\n", "b.yaml": GOOD_CASE},
+        suite_yaml=suite_yaml,
+    )
+    found = [(Path(p.path).name, p.line) for p in problems_of(folder)]
+    assert found == [("a.yaml", 7), ("suite.yaml", 3 if "[" in suite_yaml else 1)]
+
+
 def test_missing_path_is_a_problem(tmp_path: Path) -> None:
     with pytest.raises(ProblemsError, match="does not exist"):
         load_suites([tmp_path / "nope"])
+
+
+def test_a_case_file_given_as_a_path_is_not_reported_missing(tmp_path: Path) -> None:
+    folder = write_suite(tmp_path, {"0042-amount.yaml": GOOD_CASE})
+    with pytest.raises(ProblemsError) as caught:
+        load_suites([folder / "0042-amount.yaml"])
+    (problem,) = caught.value.problems
+    assert "does not exist" not in problem.message
+    assert "is a file, not a suite folder" in problem.message
+    assert "--case 0042-amount" in problem.hint
 
 
 def test_the_repository_suites_validate_clean() -> None:

@@ -194,6 +194,50 @@ def test_show_prints_raw_output_escaped_never_interpreted(
     assert "evil" in table and "plain" in table
 
 
+def test_show_takes_a_case_as_the_summary_table_names_it_when_suites_share_ids(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_suite(project, "s", {"a": "MODE:json"}, samples=1)
+    write_suite(project, "t", {"a": "MODE:preamble"}, samples=1)
+    assert main(["run", "s", "t"]) == 1
+    assert "t/a" in capsys.readouterr().out
+    run_id = latest_run_id(project)
+    assert main(["show", run_id, "a"]) == 2
+    assert "pick one with --suite" in capsys.readouterr().err
+    assert main(["show", run_id, "t/a"]) == 0
+    shown = capsys.readouterr().out
+    assert "t/a  contract  0/1 ok" in shown and "malformed" in shown
+    assert main(["show", run_id, "a", "--suite", "s"]) == 0
+    assert "s/a  contract  1/1 ok" in capsys.readouterr().out
+
+
+def test_an_out_path_that_is_a_file_is_a_usage_error_before_any_request(
+    project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_suite(project, "s", {"a": "MODE:json"}, samples=1)
+    taken = project / "results.txt"
+    taken.write_text("not a folder\n", encoding="utf-8")
+    # Exit 1 would read as "red" in CI; a traceback after the run would lose the export.
+    assert main(["run", "s", "--quiet", "--out", str(taken)]) == 2
+    assert llm_server.count() == 0
+    assert "exists and is not a folder" in capsys.readouterr().err
+    assert main(["run", "s", "--quiet"]) == 0
+    assert main(["export", latest_run_id(project), "--out", str(taken)]) == 2
+    assert taken.read_text(encoding="utf-8") == "not a folder\n"
+
+
+def test_reading_commands_never_create_a_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["runs"]) == 0
+    assert "no runs stored" in capsys.readouterr().out
+    assert main(["show", "abc123"]) == 2
+    assert main(["export", "abc123", "--out", str(tmp_path / "out")]) == 2
+    assert "no run store at" in capsys.readouterr().err
+    assert not (tmp_path / ".redline").exists()
+
+
 def test_export_import_and_runs_through_the_cli(
     project: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -263,6 +307,46 @@ def test_case_tier_and_samples_options_choose_what_runs(
     assert llm_server.count() == 2
 
 
+def test_resuming_an_interrupted_replay_says_to_replay_again_and_calls_no_model(
+    project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from redline.cases import load_suites
+    from redline.config import load_config
+    from redline.runner import RunOptions, RunProgress, run_suites
+
+    folder = write_suite(project, "s", {"a": "MODE:json", "b": "MODE:preamble"})
+    assert main(["run", "s", "--quiet"]) == 1
+    parent = latest_run_id(project)
+    llm_server.reset()
+
+    def stop_after_one(progress: RunProgress) -> None:
+        if progress.done == 1 and not progress.stopping:
+            raise KeyboardInterrupt
+
+    config = load_config(project)
+    with RunStore.open(config.store_path) as store:
+        with pytest.raises(KeyboardInterrupt):
+            run_suites(
+                load_suites([folder], config),
+                config,
+                store,
+                RunOptions(
+                    replay=parent, kind=RunKind.REPLAY, concurrency=1, args={"suites": ["s"]}
+                ),
+                stop_after_one,
+            )
+        replay = store.latest_run(kind=None)
+        assert replay is not None and replay.status is RunStatus.INTERRUPTED
+    capsys.readouterr()
+
+    # Not "model alias 'replay' is not pinned": a replay is re-run from its parent.
+    assert main(["run", "--resume", replay.id, "--quiet"]) == 2
+    assert f"redline run --replay {parent}" in capsys.readouterr().err
+    assert llm_server.count() == 0
+    assert main(["run", "--replay", parent, "--quiet"]) == 1
+    assert llm_server.count() == 0
+
+
 def test_replay_through_the_cli_calls_no_model(
     project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -275,6 +359,22 @@ def test_replay_through_the_cli_calls_no_model(
     with RunStore.open(project / ".redline" / "redline.db") as store:
         [replay] = store.runs(kind=RunKind.REPLAY)
         assert replay.parent_id == parent
+
+
+def test_a_replay_names_the_cases_it_could_not_score(
+    project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_suite(project, "s", {"a": "MODE:json"})
+    assert main(["run", "s", "--quiet"]) == 0
+    parent = latest_run_id(project)
+    write_suite(project, "s", {"a": "MODE:json", "b": "MODE:preamble"})
+    capsys.readouterr()
+    llm_server.reset()
+    # Green, but only because case b has no stored outputs: the summary must say so.
+    assert main(["run", "--replay", parent, "--quiet"]) == 0
+    assert llm_server.count() == 0
+    out = capsys.readouterr().out
+    assert f"not in the replayed run {parent}, so not scored: s/b" in out
 
 
 @pytest.mark.slow

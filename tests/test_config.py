@@ -52,3 +52,28 @@ def test_unknown_alias_names_known_ones(tmp_path: Path) -> None:
     write(tmp_path, '[tool.redline.models]\nlocal = "local:smollm2-135m-instruct-q4_1"\n')
     with pytest.raises(ConfigError, match="known aliases: local"):
         load_config(tmp_path).model("prod")
+
+
+def test_problems_name_the_table_as_written_in_the_file_at_hand(tmp_path: Path) -> None:
+    write(tmp_path, '[models]\ndefault = "openai:gpt-4o-latest"\n', "redline.toml")
+    with pytest.raises(ConfigError) as refused:
+        load_config(tmp_path)
+    assert "redline.toml: [models] default" in str(refused.value)
+    assert "tool.redline" not in str(refused.value)
+    write(tmp_path, '[models]\nlocal = "local:smollm2-135m-instruct-q4_1"\n', "redline.toml")
+    with pytest.raises(ConfigError, match=r"add it under \[models\]$"):
+        load_config(tmp_path).model("prod")
+    (tmp_path / "redline.toml").unlink()
+    write(tmp_path, '[tool.redline.models]\ndefault = "openai:gpt-4o-latest"\n')
+    with pytest.raises(ConfigError, match=r"pyproject.toml: \[tool.redline.models\] default"):
+        load_config(tmp_path)
+
+
+def test_a_key_pasted_as_api_key_env_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    secret = "sk-proj-Zq8vX1-pasted-by-mistake"
+    write(tmp_path, f'[tool.redline.providers.openai]\napi_key_env = "{secret}"\n')
+    with pytest.raises(ConfigError, match="NAME of an environment variable") as refused:
+        load_config(tmp_path)
+    assert secret not in str(refused.value)
+    write(tmp_path, '[tool.redline.providers.openai]\napi_key_env = "OPENAI_API_KEY_2"\n')
+    assert load_config(tmp_path).provider("openai").api_key_env == "OPENAI_API_KEY_2"

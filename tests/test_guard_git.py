@@ -61,6 +61,20 @@ def test_cli_refuses_prompt_and_loosening_in_one_commit(
     assert "refused 1 of 1 commit" in out
 
 
+def test_cli_names_an_unparseable_file_as_the_reason_not_a_prompt_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = base_repo(tmp_path)
+    repo.write(CASE, "id: 0042-amount-suffix\nassert: [\n")
+    repo.commit("half-edited case")
+    monkeypatch.chdir(tmp_path)
+    assert main(["guard", "--commit", "HEAD"]) == 1
+    out = capsys.readouterr().out
+    assert f"{CASE}: new side does not parse" in out
+    assert "refused 1 of 1 commit: a file the guard compares does not parse" in out
+    assert "prompt change and a loosened threshold" not in out
+
+
 def test_cli_range_and_staged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -123,3 +123,26 @@ def test_history_cli_not_marginal(repo: Path, capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert "not marginal" in out
     assert "█▇█▇▁·" in out
+
+
+def test_history_cli_keeps_run_ids_whole_at_80_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A CI log or a pipe renders at 80 columns; the ids are what the reader copies.
+    write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    model = "openai:gpt-4.1-mini-2025-04-14"
+    with open_store(tmp_path) as store:
+        for i, run_id in enumerate(("1aca46244914", "ddb1fe0e8a2c"), start=1):
+            spec = RunSpec(run_id, [CaseSpec("0042-amount-suffix", [OK] * 5)], model_id=model)
+            spec.started_at = _day(i)
+            write_run(store, spec)
+        rerun = RunSpec("92688b27b9f8", [CaseSpec("0042-amount-suffix", [OK] * 20)])
+        rerun.kind, rerun.parent_id, rerun.started_at = RunKind.RERUN, "ddb1fe0e8a2c", _day(3)
+        write_run(store, rerun)
+    assert main(["history", "0042-amount-suffix"]) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    for run_id in ("1aca46244914", "ddb1fe0e8a2c", "92688b27b9f8"):
+        assert run_id in out

@@ -327,6 +327,21 @@ def test_the_key_is_redacted_from_an_error_body_that_echoes_it(
     assert loopback_key not in repr(provider)
 
 
+@pytest.mark.parametrize("alias", ALIASES)
+def test_a_long_token_echoed_across_the_error_snippet_cut_leaves_no_part_of_it(
+    loopback_config: Config, monkeypatch: pytest.MonkeyPatch, alias: str
+) -> None:
+    # OAuth access tokens used as bearer keys run to hundreds of characters: the echo of
+    # one straddles the 300-character cut of the error body.
+    token = "eyJhbGciOiJSUzI1NiJ9." + "".join(f"{i:04d}q" for i in range(120))
+    monkeypatch.setenv("REDLINE_LOOPBACK_KEY", token)
+
+    result = _complete(loopback_config, alias, "MODE:500")
+
+    assert result.error is not None and "[redacted]" in result.error
+    assert token[:24] not in result.error
+
+
 def test_missing_key_is_a_config_error_before_any_request(
     loopback_config: Config, llm_server: LoopbackLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -235,6 +235,31 @@ def test_compare_lists_every_regression() -> None:
     assert notes == ["t::mentions::d: could not be evaluated now (was passed)"]
 
 
+def test_compare_knows_which_way_a_score_gets_worse() -> None:
+    """A shorter reply is no regression of `max-words`; a longer one is; latency is not compared."""
+    from redline.pytest_plugin import compare_baseline
+
+    baseline = {
+        "t::max-words::50": {"status": "passed", "score": 12, "assertion": "max-words"},
+        "u::max-words::50": {"status": "passed", "score": 12, "assertion": "max-words"},
+        "t::not-mentions::x": {"status": "passed", "score": 0.2, "assertion": "not-mentions"},
+        "t::mentions::y": {"status": "passed", "score": 0.5, "assertion": "mentions"},
+        "t::max-latency-ms::900": {"status": "passed", "score": 100, "assertion": "max-latency-ms"},
+    }
+    current = {
+        "t::max-words::50": {"status": "passed", "score": 5, "assertion": "max-words"},
+        "u::max-words::50": {"status": "passed", "score": 30, "assertion": "max-words"},
+        "t::not-mentions::x": {"status": "passed", "score": 0.3, "assertion": "not-mentions"},
+        "t::mentions::y": {"status": "passed", "score": 0.45, "assertion": "mentions"},
+        "t::max-latency-ms::900": {"status": "passed", "score": 800, "assertion": "max-latency-ms"},
+    }
+    regressions, _ = compare_baseline(baseline, current, 0.10)
+    assert regressions == [
+        "t::not-mentions::x: score 0.200 → 0.300 (+50%, worse by more than the allowed 10%)",
+        "u::max-words::50: score 12.000 → 30.000 (+150%, worse by more than the allowed 10%)",
+    ]
+
+
 def test_baseline_path_option(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_reply=BEHAVIOUR_TEST)
     _write_output(pytester, RELATED)
@@ -242,3 +267,13 @@ def test_baseline_path_option(pytester: pytest.Pytester) -> None:
     assert "test_reply.py::test_reply::mentions::refund" in json.loads(
         Path(pytester.path / "b" / "x.json").read_text(encoding="utf-8")
     )
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "ten"])
+def test_score_drop_must_be_a_fraction(pytester: pytest.Pytester, value: str) -> None:
+    """A negative drop would call every unchanged score a regression: refused up front."""
+    pytester.makepyfile(test_reply=BEHAVIOUR_TEST)
+    _write_output(pytester, RELATED)
+    result = _run(pytester, "--llm-compare-baseline", f"--llm-score-drop={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*argument --llm-score-drop: *"])

@@ -117,6 +117,15 @@ def test_html_keeps_urls_in_outputs_as_text(tmp_path: Path) -> None:
     assert "<img" not in page and "&lt;img src=&quot;https://evil.example/x&quot;&gt;" in page
 
 
+def test_html_manifest_shows_the_pinned_model_id_whole(tmp_path: Path) -> None:
+    manifest = {"@model": "openai:gpt-4.1-2025-04-14", "suite-a/c.yaml": "ab" * 32}
+    with open_store(tmp_path) as store:
+        write_run(store, RunSpec("h", [CaseSpec("c", [OK])], manifest=manifest))
+        page = html_report(build_run_report(store, "h"))
+    assert "<td><code>openai:gpt-4.1-2025-04-14</code></td>" in page
+    assert f"<td><code>{'ab' * 8}</code></td>" in page
+
+
 def test_markdown_summary(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", "red", "--markdown"]) == 0
     md = capsys.readouterr().out
@@ -132,6 +141,18 @@ def test_markdown_marks_case_changed_and_escapes_ids(tmp_path: Path) -> None:
         write_run(store, RunSpec("m", [CaseSpec("a|<b>", [WRONG] * 2)]))
         md = markdown_summary(build_run_report(store, "m"))
     assert "a\\|&lt;b&gt;" in md
+
+
+def test_markdown_code_spans_show_ids_literally(tmp_path: Path) -> None:
+    # Inside `code` GitHub shows backslashes and entities as typed: no escaping there.
+    with open_store(tmp_path) as store:
+        spec = RunSpec("d_1", [CaseSpec("c", [OK])], model_id="openai:gpt-4.1_(eu)")
+        spec.git_commit, spec.git_dirty = "f" * 40, True
+        write_run(store, spec)
+        md = markdown_summary(build_run_report(store, "d_1"))
+    assert md.startswith("## redline run `d_1`: **green**")
+    assert "Model `openai:gpt-4.1_(eu)` ·" in md
+    assert "commit `ffffffffffff (dirty)` ·" in md
 
 
 def test_report_defaults_to_latest_run_and_needs_an_output(

@@ -281,3 +281,39 @@ def test_unknown_case_filter_is_a_usage_error_before_any_call(
     with pytest.raises(UsageError, match="nope"):
         run(config, [suite], RunOptions(case_ids=("nope",)))
     assert llm_server.count() == 0
+
+
+JUDGE_RUBRIC = """\
+name: slop
+description: Filler.
+anchors:
+  1: Straight to the point.
+  3: Some filler.
+  5: All filler.
+pass:
+  max_score: 2
+model: fake
+min_kappa: 0.6
+prompt: "MODE:json {{output}}"
+"""
+
+
+def test_a_settled_cut_off_sample_keeps_its_content_verdict_when_judges_run(
+    tmp_path: Path, llm_server: LoopbackLLMServer, key: str
+) -> None:
+    # The cut-off output already spends its word budget: `wrong` whatever followed, and
+    # running the judges (`--judge`) must not turn it back into `truncated`.
+    config = write_config(tmp_path, llm_server)
+    asserts = (
+        "  - type: is-json\n  - type: max-words\n    value: 3\n"
+        "  - type: judge\n    rubric: rubrics/slop.yaml\n"
+    )
+    suite = write_suite(tmp_path, "cut", {"spent": ("MODE:length", asserts)})
+    (suite / "rubrics").mkdir()
+    (suite / "rubrics" / "slop.yaml").write_text(JUDGE_RUBRIC, encoding="utf-8")
+    for judge in (False, True):
+        llm_server.reset()
+        store, run_id = run(config, [suite], RunOptions(judge=judge))
+        assert {s.verdict for s in store.samples(run_id)} == {Verdict.WRONG}, judge
+        assert llm_server.count() == 2
+        store.close()

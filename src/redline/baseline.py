@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from redline.errors import ConfigError, UsageError
-from redline.records import CaseOutcome, CaseRecord, RunRecord, RunStatus, SampleRecord
+from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord, RunStatus, SampleRecord
 from redline.store import RunStore
 from redline.verdicts import CONTENT_VERDICTS, AssertionStatus, Verdict
 
@@ -197,6 +197,13 @@ def baseline_case(case: CaseRecord, samples: Sequence[SampleRecord]) -> Baseline
     )
 
 
+def is_partial_run(run: RunRecord) -> bool:
+    """Whether the run left cases of its suites out (filters, a rerun, missing shards)."""
+    if run.kind is RunKind.RERUN:
+        return True
+    return any(run.args.get(key) for key in ("cases", "case", "tier", "shard", "missing_shards"))
+
+
 def save_baselines(
     store: RunStore,
     run_id: str,
@@ -207,7 +214,10 @@ def save_baselines(
     """Write `baselines/<suite>.json` for every suite of a finished run.
 
     With `case_ids`, only those cases are replaced in the existing files (accepting a
-    rerun for one case); every other case keeps its accepted entry.
+    rerun for one case); every other case keeps its accepted entry. The same holds for a
+    run that covered only part of its suites (`--case`, `--tier` or `--shard`, a triage
+    rerun, a merge with shards missing): the cases it did not run keep their entry. Only
+    a full run replaces the file, dropping cases that no longer exist.
     """
     run = store.run(run_id)
     if run.status is not RunStatus.FINISHED:
@@ -234,7 +244,7 @@ def save_baselines(
     written = []
     for suite, suite_cases in sorted(by_suite.items()):
         entries: dict[str, BaselineCase] = {}
-        if case_ids:
+        if case_ids or is_partial_run(run):
             existing = load_baseline(directory, suite)
             entries.update(existing.cases if existing else {})
         for c in suite_cases:
@@ -334,11 +344,16 @@ def compare_with_baselines(
     *,
     score_drop: float = DEFAULT_SCORE_DROP,
 ) -> BaselineComparison:
-    """Per case: regression, score drop, case changed, new or removed."""
+    """Per case: regression, score drop, case changed, new or removed.
+
+    A run that covered only some cases (see `is_partial_run`) reports no case as removed:
+    the baseline cases it did not run were left out, not deleted.
+    """
     samples_by_case: dict[tuple[str, str], list[SampleRecord]] = defaultdict(list)
     for s in samples:
         samples_by_case[(s.suite, s.case_id)].append(s)
     suites = sorted({c.suite for c in cases} | set(run.suites))
+    partial = is_partial_run(run)
     out: list[CaseComparison] = []
     for suite in suites:
         baseline = baselines.get(suite)
@@ -350,6 +365,8 @@ def compare_with_baselines(
             if base is None and cur is not None:
                 out.append(CaseComparison(suite, cid, CaseStatus.NEW, None, cur))
             elif cur is None and base is not None:
+                if partial:
+                    continue  # not run (`--case`, `--tier`, a shard), not removed
                 out.append(CaseComparison(suite, cid, CaseStatus.REMOVED, base, None))
             elif base is not None and cur is not None:
                 drops: list[ScoreDrop] = []

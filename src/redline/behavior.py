@@ -61,13 +61,14 @@ class BehaviorResult:
     score: float | None = None
     threshold: float | None = None
 
-    def line(self) -> str:
+    def numbers(self) -> str:
         score = "-" if self.score is None else f"{self.score:.3f}"
         threshold = "-" if self.threshold is None else f"{self.threshold:.3f}"
-        return (
-            f"{self.status.value:<11} {self.assertion} {self.target!r} "
-            f"score {score} threshold {threshold}: {self.reason}"
-        )
+        return f"score {score} threshold {threshold}"
+
+    def line(self) -> str:
+        head = f"{self.status.value:<11} {self.assertion} {self.target!r}"
+        return f"{head} {self.numbers()}: {self.reason}"
 
 
 Observer = Callable[["BehaviorAssertion", BehaviorResult], None]
@@ -207,7 +208,9 @@ class BehaviorAssertion:
         if not self.collect:
             if result.status is AssertionStatus.FAILED:
                 self.raised = True
-                raise AssertionError(f"{type_name} {target!r} failed: {result.line()}")
+                raise AssertionError(
+                    f"{type_name} {target!r} failed ({result.numbers()}): {result.reason}"
+                )
             if result.status is AssertionStatus.UNAVAILABLE:
                 self.raised = True
                 raise BehaviorUnavailable(f"{type_name} {target!r}: {result.reason}")

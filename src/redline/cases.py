@@ -171,6 +171,14 @@ def find_suite_dirs(paths: Sequence[Path], problems: list[Problem]) -> list[Path
                     Problem(relpath(path), 0, 0, f"no {SUITE_FILE} found", "see `redline init`")
                 )
             found.extend(nested)
+        elif path.is_file():
+            suite = relpath(path.parent)
+            hint = (
+                f"give its suite folder {suite}, with --case {path.stem} to run only it"
+                if (path.parent / SUITE_FILE).is_file()
+                else "give a suite folder (one holding suite.yaml) or a folder of suites"
+            )
+            problems.append(Problem(relpath(path), 0, 0, "is a file, not a suite folder", hint))
         else:
             problems.append(
                 Problem(relpath(path), 0, 0, "does not exist", "give a suite folder or a folder")
@@ -198,14 +206,15 @@ class _SuiteLoader:
         suite_path = self.folder / SUITE_FILE
         root, more = load_file(suite_path, self.show(suite_path))
         self.problems.extend(more)
-        if root is None:
-            if not more:
+        if root is None or not root.is_map:
+            if root is not None:
+                self.add(root.mark, f"{SUITE_FILE} must be a mapping, not {yaml_type(root)}")
+            elif not more:
                 self.problems.append(
                     Problem(self.show(suite_path), 1, 1, "empty file", "see `redline init`")
                 )
-            return None
-        if not root.is_map:
-            self.add(root.mark, f"{SUITE_FILE} must be a mapping, not {yaml_type(root)}")
+            # The case files' own problems are reported too, checked against the defaults.
+            self.cases(self.folder.name, DEFAULT_SAMPLES, DEFAULT_TIER, None)
             return None
         before = len(self.problems)
         self.unknown_keys(root, SUITE_KEYS, "suite.yaml")
@@ -327,10 +336,13 @@ class _SuiteLoader:
             return None
         alias = node.value
         if ":" in alias:
+            models_table = (
+                self.config.table("models") if self.config is not None else "the config's models"
+            )
             self.add(
                 node.mark,
                 f"`model` must be an alias, not a model id ({alias!r})",
-                "pin the id once under [tool.redline.models] and name its alias here",
+                f"pin the id once under {models_table} and name its alias here",
             )
             return None
         if self.config is not None and alias not in self.config.models:
@@ -339,7 +351,7 @@ class _SuiteLoader:
                 node.mark,
                 f"model alias {alias!r} is not pinned in {self.config.source.name} "
                 f"(pinned: {known}){did_you_mean(alias, self.config.models)}",
-                f'add {alias} = "provider:exact-model-id" under [tool.redline.models]',
+                f'add {alias} = "provider:exact-model-id" under {self.config.table("models")}',
             )
             return None
         return alias
@@ -554,12 +566,13 @@ class _CaseLoader:
             suite.wrong_type(node, "vars", "a mapping", "{document: file://fixtures/x.txt}")
             return None
         values: dict[str, str] = {}
-        ok = True
         for key, child in node.items():
+            # A var reported below still exists: its uses must not be reported as missing (or
+            # empty) too, so until it is read it stands for itself.
+            values[key] = "{{" + key + "}}"
             value = child.value
             if not child.is_scalar or value is None or isinstance(value, bool):
                 suite.wrong_type(child, f"vars.{key}", "text or a file:// reference", "text")
-                ok = False
                 continue
             if isinstance(value, str) and value.startswith(FILE_REF):
                 path = self.path.parent / value[len(FILE_REF) :]
@@ -569,20 +582,22 @@ class _CaseLoader:
                         f"fixture {suite.show(path)} does not exist",
                         "file:// paths are relative to the case file's folder",
                     )
-                    ok = False
                     continue
                 try:
                     values[key] = read_verbatim(path)
                 except UnicodeDecodeError:
-                    suite.add(child.mark, f"fixture {suite.show(path)} is not UTF-8 text")
-                    ok = False
+                    suite.add(
+                        child.mark,
+                        f"fixture {suite.show(path)} is not UTF-8 text",
+                        "save it as UTF-8; its bytes are otherwise kept exactly as they are",
+                    )
                     continue
                 self.files.append(path.resolve())
             elif isinstance(value, datetime.date):
                 values[key] = value.isoformat()
             else:
                 values[key] = str(value)
-        return values if ok else None
+        return values
 
     def required(self, root: Node, tier: str | None, samples: int | None) -> int | None:
         node = root.get("required")

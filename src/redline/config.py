@@ -20,6 +20,15 @@ CONFIG_FILES = ("redline.toml", "pyproject.toml")
 
 _ENV_REFERENCE = re.compile(r"^\s*(\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|env:.*|%[A-Za-z_]+%)\s*$")
 _ENV_INSIDE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def table_name(source: str, *parts: str) -> str:
+    """How a user finds a config table in `source`: `[tool.redline.models]` in
+    pyproject.toml, `[models]` in redline.toml (whose keys sit at top level)."""
+    if source == "redline.toml":
+        return f"[{'.'.join(parts)}]" if parts else "(top level)"
+    return f"[{'.'.join(('tool', 'redline', *parts))}]"
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,10 @@ class Config:
     score_drop: float = 0.10
     raw: Mapping[str, Any] = field(default_factory=dict)
 
+    def table(self, *parts: str) -> str:
+        """The name under which the user finds a table of this config file."""
+        return table_name(self.source.name, *parts)
+
     def model(self, alias: str) -> ModelRef:
         try:
             return self.models[alias]
@@ -84,7 +97,7 @@ class Config:
             known = ", ".join(sorted(self.models)) or "none"
             raise ConfigError(
                 f"model alias {alias!r} is not pinned in {self.source.name} "
-                f"(known aliases: {known}); add it under [tool.redline.models]"
+                f"(known aliases: {known}); add it under {self.table('models')}"
             ) from None
 
     def provider(self, name: str) -> ProviderConfig:
@@ -161,7 +174,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def check_pinned(alias: str, value: object, source: str) -> list[str]:
     """Problems with one `alias = "provider:name"` entry (DESIGN rule 10)."""
-    where = f"{source}: [tool.redline.models] {alias}"
+    where = f"{source}: {table_name(source, 'models')} {alias}"
     if not isinstance(value, str) or not value.strip():
         return [f"{where}: must be a string 'provider:model-id'"]
     if _ENV_REFERENCE.match(value) or _ENV_INSIDE.search(value):
@@ -198,16 +211,16 @@ def _build(root: Path, source: Path, table: Mapping[str, Any]) -> Config:
     }
     for key in table:
         if key not in known_keys:
-            problems.append(f"{src}: unknown key [tool.redline] {key!r}")
+            problems.append(f"{src}: unknown key {key!r} in {table_name(src)}")
 
     providers: dict[str, ProviderConfig] = {}
     raw_providers = table.get("providers", {})
     if not isinstance(raw_providers, dict):
-        problems.append(f"{src}: [tool.redline.providers] must be a table")
+        problems.append(f"{src}: {table_name(src, 'providers')} must be a table")
         raw_providers = {}
     for name, spec in raw_providers.items():
         if not isinstance(spec, dict):
-            problems.append(f"{src}: [tool.redline.providers.{name}] must be a table")
+            problems.append(f"{src}: {table_name(src, 'providers', name)} must be a table")
             continue
         providers[name], more = _provider(name, spec, src)
         problems.extend(more)
@@ -215,7 +228,7 @@ def _build(root: Path, source: Path, table: Mapping[str, Any]) -> Config:
     models: dict[str, ModelRef] = {}
     raw_models = table.get("models", {})
     if not isinstance(raw_models, dict):
-        problems.append(f"{src}: [tool.redline.models] must be a table")
+        problems.append(f"{src}: {table_name(src, 'models')} must be a table")
         raw_models = {}
     for alias, value in raw_models.items():
         more = check_pinned(alias, value, src)
@@ -225,9 +238,9 @@ def _build(root: Path, source: Path, table: Mapping[str, Any]) -> Config:
         provider, name = str(value).split(":", 1)
         if provider not in providers and provider not in PROVIDER_TYPES:
             problems.append(
-                f"{src}: [tool.redline.models] {alias}: unknown provider {provider!r} "
+                f"{src}: {table_name(src, 'models')} {alias}: unknown provider {provider!r} "
                 f"(built in: {', '.join(PROVIDER_TYPES)}; "
-                f"or add [tool.redline.providers.{provider}])"
+                f"or add {table_name(src, 'providers', provider)})"
             )
             continue
         models[alias] = ModelRef(alias=alias, provider=provider, name=name.strip())
@@ -242,17 +255,17 @@ def _build(root: Path, source: Path, table: Mapping[str, Any]) -> Config:
             )
         except (KeyError, TypeError, ValueError):
             problems.append(
-                f"{src}: [tool.redline.prices.{model_id!r}] needs numbers "
+                f"{src}: {table_name(src, 'prices', repr(model_id))} needs numbers "
                 "input_per_mtok and output_per_mtok"
             )
 
     concurrency = table.get("concurrency", 4)
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-        problems.append(f"{src}: [tool.redline] concurrency must be a positive integer")
+        problems.append(f"{src}: concurrency must be a positive integer")
         concurrency = 4
     score_drop = table.get("score_drop", 0.10)
     if not isinstance(score_drop, int | float) or not 0 <= score_drop < 1:
-        problems.append(f"{src}: [tool.redline] score_drop must be a fraction in [0, 1)")
+        problems.append(f"{src}: score_drop must be a fraction in [0, 1)")
         score_drop = 0.10
 
     suites_raw = table.get("suites", ["cases"])
@@ -278,16 +291,23 @@ def _build(root: Path, source: Path, table: Mapping[str, Any]) -> Config:
 
 def _provider(name: str, spec: Mapping[str, Any], src: str) -> tuple[ProviderConfig, list[str]]:
     problems: list[str] = []
+    where = f"{src}: {table_name(src, 'providers', name)}"
     ptype = str(spec.get("type", name))
     if ptype not in PROVIDER_TYPES:
-        problems.append(
-            f"{src}: [tool.redline.providers.{name}] type {ptype!r} is not one of "
-            f"{', '.join(PROVIDER_TYPES)}"
-        )
+        problems.append(f"{where} type {ptype!r} is not one of {', '.join(PROVIDER_TYPES)}")
     if "api_key" in spec:
         problems.append(
-            f"{src}: [tool.redline.providers.{name}] api_key: never write a key in a file; "
+            f"{where} api_key: never write a key in a file; "
             "set api_key_env to the NAME of the environment variable that holds it"
+        )
+    key_env = spec.get("api_key_env")
+    if key_env is not None and not (
+        isinstance(key_env, str) and (key_env == "" or _ENV_NAME.match(key_env))
+    ):
+        # Never echo the value: a key pasted here must not reach a CI log as well.
+        problems.append(
+            f"{where} api_key_env must be the NAME of an environment variable "
+            "(letters, digits, _), not a key: never write a key in a file"
         )
     defaults = dict(_PROVIDER_DEFAULTS.get(ptype, {}))
     known = {
@@ -316,6 +336,6 @@ def _provider(name: str, spec: Mapping[str, Any], src: str) -> tuple[ProviderCon
             options=options,
         )
     except (TypeError, ValueError) as exc:
-        problems.append(f"{src}: [tool.redline.providers.{name}]: {exc}")
+        problems.append(f"{where}: {exc}")
         cfg = ProviderConfig(name=name, type=ptype)
     return cfg, problems

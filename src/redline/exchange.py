@@ -31,12 +31,22 @@ RESULTS_FILE = "results.json"
 SAMPLES_FILE = "samples.jsonl"
 
 
+def check_out_dir(out: Path) -> None:
+    """A usage error when `out` cannot be the folder an export is written to."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: exists and is not a folder; give a folder for the export")
+
+
 def export_run(store: RunStore, run_id: str, out: Path) -> Path:
     """Write the run to `out/results.json` and `out/samples.jsonl`; returns `out`."""
     run = store.run(run_id)
     cases = store.cases(run.id)
     samples = store.samples(run.id)
-    out.mkdir(parents=True, exist_ok=True)
+    check_out_dir(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot create the export folder: {exc.strerror}") from None
     totals = dict.fromkeys(VERDICT_ORDER, 0)
     for c in cases:
         for v, n in c.verdicts.items():

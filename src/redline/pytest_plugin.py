@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import difflib
 import html
@@ -61,11 +62,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--llm-score-drop",
-        type=float,
+        type=_fraction,
         metavar="FRACTION",
         default=DEFAULT_SCORE_DROP,
         help="relative score drop that counts as a regression (default: 0.10)",
     )
+
+
+def _fraction(text: str) -> float:
+    """`--llm-score-drop`: a fraction from 0 up to (not including) 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction from 0 up to 1 (e.g. 0.10)")
+    return value
 
 
 class _Recorder:
@@ -217,7 +229,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def compare_baseline(
     baseline: dict[str, Any], current: dict[str, dict[str, Any]], drop: float
 ) -> tuple[list[str], list[str]]:
-    """(regressions, notes): passed → failed, or a relative score drop beyond `drop`."""
+    """(regressions, notes): passed → failed, or a relative score drop beyond `drop`.
+
+    Scores get worse the way `redline baseline compare` says they do: for budgets
+    (`max-words`, `max-chars`, `max-tokens`) and `not-mentions` a rise is the drop, and
+    latency and cost are not compared.
+    """
+    from redline.baseline import score_drops
+
     regressions: list[str] = []
     notes: list[str] = []
     for key, now in sorted(current.items()):
@@ -232,12 +251,13 @@ def compare_baseline(
             notes.append(f"{key}: could not be evaluated now (was passed)")
             continue
         old, new = before.get("score"), now["score"]
-        if isinstance(old, int | float) and isinstance(new, int | float) and old != 0:
-            relative = (old - new) / abs(old)
-            if relative > drop:
+        if isinstance(old, int | float) and isinstance(new, int | float):
+            kind = now.get("assertion") or before.get("assertion") or key.rsplit("::", 2)[-2]
+            scored = f"score:{kind}"
+            for worse in score_drops({scored: float(old)}, {scored: float(new)}, drop):
                 regressions.append(
                     f"{key}: score {old:.3f} → {new:.3f} "
-                    f"(-{relative:.0%}, more than the allowed {drop:.0%})"
+                    f"({worse.relative:+.0%}, worse by more than the allowed {drop:.0%})"
                 )
     return regressions, notes
 

@@ -371,7 +371,10 @@ def _reopen(store: RunStore, run_id: str, identity: str, manifest: Mapping[str, 
     if record.status is RunStatus.FINISHED:
         raise UsageError(f"run {record.id} finished already; nothing to resume")
     if record.kind is RunKind.REPLAY:
-        raise UsageError(f"run {record.id} is a replay; replay its parent again instead")
+        raise UsageError(
+            f"run {record.id} is a replay of {record.parent_id}; replay that run again "
+            f"instead: redline run --replay {record.parent_id}"
+        )
     if record.model_id != identity:
         raise UsageError(
             f"run {record.id} used model {record.model_id}, now pinned is {identity}; "

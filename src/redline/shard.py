@@ -67,6 +67,8 @@ class MergedRun:
     cases: tuple[CaseRecord, ...]
     samples: tuple[SampleRecord, ...]
     shards: tuple[str, ...]
+    #: Shards (`K/N`) with no export, merged anyway with `allow_missing`.
+    missing: tuple[str, ...] = ()
 
 
 def merged_run_id(shard_ids: Iterable[str]) -> str:
@@ -75,12 +77,14 @@ def merged_run_id(shard_ids: Iterable[str]) -> str:
     return "m" + hashlib.sha256(joined.encode()).hexdigest()[:11]
 
 
-def merge_exports(folders: Sequence[Path]) -> MergedRun:
+def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> MergedRun:
     """Read the exports of a sharded run and merge them into one run.
 
     Refuses, listing every problem at once: a folder that is not an export, the same run
     twice, different pinned models, different git commits, manifests that disagree on an
-    input, a case present in two shards.
+    input, a case present in two shards, shards of different splits (K/N with different
+    N, or the same K twice), and a shard K of N with no export (a matrix job that died
+    would otherwise leave a merged run that looks complete) unless `allow_missing`.
     """
     if not folders:
         raise UsageError("name at least one export folder to merge")
@@ -110,6 +114,20 @@ def merge_exports(folders: Sequence[Path]) -> MergedRun:
     if problems:
         raise ProblemsError(problems)
     problems.extend(_consistency_problems(loaded))
+    missing, split_problems = _shard_coverage(loaded)
+    problems.extend(split_problems)
+    if missing and not allow_missing:
+        n = missing[0].split("/")[1]
+        problems.append(
+            Problem(
+                str(folders[0]),
+                0,
+                0,
+                f"no export of shard {', '.join(missing)}: the merged run would miss its cases",
+                f"pass the export of every shard 1..{n} (a matrix job that failed has none), "
+                "or --allow-missing to merge a partial run on purpose",
+            )
+        )
     owner: dict[tuple[str, str], Path] = {}
     for folder, _, cases, _ in loaded:
         for c in cases:
@@ -127,7 +145,53 @@ def merge_exports(folders: Sequence[Path]) -> MergedRun:
             owner[key] = folder
     if problems:
         raise ProblemsError(problems)
-    return _merged(loaded)
+    return _merged(loaded, missing)
+
+
+def _shard_coverage(
+    loaded: Sequence[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]],
+) -> tuple[list[str], list[Problem]]:
+    """The shards (`K/N`) of the split that no export covers, and problems with the split.
+
+    Only exports that recorded `--shard K/N` take part; a plain run has no split to check.
+    """
+    problems: list[Problem] = []
+    seen: dict[int, Path] = {}
+    counts: dict[int, Path] = {}
+    for folder, run, _, _ in loaded:
+        shard = run.args.get("shard")
+        if not (isinstance(shard, list | tuple) and len(shard) == 2):
+            continue
+        k, n = int(shard[0]), int(shard[1])
+        where = str(folder / RESULTS_FILE)
+        if counts and n not in counts:
+            other_n, other = next(iter(counts.items()))
+            problems.append(
+                Problem(
+                    where,
+                    0,
+                    0,
+                    f"shard {k}/{n} is of another split than {other} (shard ?/{other_n})",
+                    "merge the shards of one matrix (the same N everywhere)",
+                )
+            )
+            continue
+        counts.setdefault(n, folder)
+        if k in seen:
+            problems.append(
+                Problem(
+                    where,
+                    0,
+                    0,
+                    f"shard {k}/{n} is also exported in {seen[k]}",
+                    "give each shard once",
+                )
+            )
+        seen.setdefault(k, folder)
+    if not counts or problems:
+        return [], problems
+    n = next(iter(counts))
+    return [f"{k}/{n}" for k in range(1, n + 1) if k not in seen], problems
 
 
 def _consistency_problems(
@@ -182,6 +246,7 @@ def _consistency_problems(
 
 def _merged(
     loaded: Sequence[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]],
+    missing: Sequence[str] = (),
 ) -> MergedRun:
     runs = [run for _, run, _, _ in loaded]
     run_id = merged_run_id(r.id for r in runs)
@@ -219,10 +284,17 @@ def _merged(
         git_commit=first.git_commit,
         git_dirty=any(r.git_dirty for r in runs),
         redline_version=first.redline_version,
-        args={"merged_from": sorted(r.id for r in runs)},
+        # The shards' shared arguments (e.g. `--tier quality`) still describe the merged run.
+        args={
+            k: v
+            for k, v in first.args.items()
+            if k != "shard" and all(r.args.get(k) == v for r in runs)
+        }
+        | {"merged_from": sorted(r.id for r in runs)}
+        | ({"missing_shards": list(missing)} if missing else {}),
         manifest=dict(sorted(manifest.items())),
     )
-    return MergedRun(record, cases, samples, tuple(sorted(r.id for r in runs)))
+    return MergedRun(record, cases, samples, tuple(sorted(r.id for r in runs)), tuple(missing))
 
 
 def write_merged(merged: MergedRun, *, out: Path | None, store: RunStore | None) -> None:

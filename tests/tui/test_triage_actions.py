@@ -8,7 +8,7 @@ import pytest
 from helpers import fill, settle
 from textual.widgets import Static
 from triage_repo import CASE_TEXT, TriageRepo
-from triage_store import RERUN
+from triage_store import RERUN, add_interrupted_rerun
 
 from redline_tui.app import TriageApp
 from redline_tui.widgets.dialogs import ConfirmDialog, FormDialog, MessageDialog
@@ -137,6 +137,20 @@ async def test_loosening_one_assertion_writes_the_reason_beside_it(
         "every fee'\n",
     )
     assert triage_repo.staged() == [CASE_REL]
+
+
+async def test_accept_offers_the_latest_finished_rerun_not_an_interrupted_one(
+    triage_repo: TriageRepo,
+) -> None:
+    """A rerun cancelled after 4 samples cannot be accepted: it is not the default either."""
+    add_interrupted_rerun(triage_repo.ctx.store)
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_case_outputs(pilot, app)
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, FormDialog)
+        assert app.screen.query_one("#field-run").value == RERUN  # type: ignore[attr-defined]
 
 
 async def test_accept_rerun_as_baseline_for_the_case(triage_repo: TriageRepo) -> None:

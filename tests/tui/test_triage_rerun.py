@@ -102,3 +102,38 @@ async def test_rerun_streams_progress_and_can_be_cancelled(
         reruns = store.runs(kind=RunKind.RERUN)
         assert len(reruns) == 1 and reruns[0].status is RunStatus.INTERRUPTED
         assert 0 < len(store.samples(reruns[0].id)) < 20
+
+
+async def test_leaving_the_rerun_screen_mid_rerun_stores_it_as_interrupted(
+    tmp_path: Path, llm_server: LoopbackLLMServer, loopback_key: str
+) -> None:
+    """Escape while samples are in flight: the rerun is not left `running` forever."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    slow = "MODE:echo DELAY_MS:150 Your refund of 12,000 IDR for {{name}} was approved."
+    make_repo(root, llm_server.redline_toml(concurrency=2), base_user_prompt=slow)
+    with build_store(tmp_path / "redline.db", with_rerun=False) as store:
+        app = TriageApp(open_triage(root, store))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("down", "enter")
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, RerunScreen)
+            await pilot.press("r")
+            progress = screen.query_one("#rerun-progress", Static)
+            for _ in range(400):
+                await pilot.pause(0.01)
+                if str(progress.render()).startswith(("2/20", "3/20", "4/20")):
+                    break
+            await pilot.press("escape")
+            await settle(pilot)
+            assert not isinstance(app.screen, RerunScreen)
+            for _ in range(300):
+                reruns = store.runs(kind=RunKind.RERUN)
+                if reruns and reruns[0].status is not RunStatus.RUNNING:
+                    break
+                await pilot.pause(0.01)
+        reruns = store.runs(kind=RunKind.RERUN)
+        assert len(reruns) == 1 and reruns[0].status is RunStatus.INTERRUPTED
+        assert 0 < len(store.samples(reruns[0].id)) < 20

@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers import fill, settle
 from textual.widgets import DataTable, Static
 from triage_repo import TriageRepo
-from triage_store import EARLIER_RUNS, HOSTILE_OUTPUT, RED_RUN, RERUN
+from triage_store import (
+    EARLIER_RUNS,
+    HOSTILE_OUTPUT,
+    PARTIAL_RERUN,
+    RED_RUN,
+    RERUN,
+    _run_record,
+    add_interrupted_rerun,
+)
 
 from redline.baseline import save_baselines
+from redline.history import HistoryPoint
+from redline.records import CaseOutcome, RunKind
 from redline_tui.app import TriageApp
 from redline_tui.screens.compare import CompareScreen
 from redline_tui.screens.help import HelpScreen
-from redline_tui.screens.history import HistoryScreen
+from redline_tui.screens.history import HistoryScreen, point_line
 from redline_tui.screens.outputs import OutputsScreen
 from redline_tui.screens.rerun import RerunScreen
-from redline_tui.screens.run import RunScreen
+from redline_tui.screens.run import RunScreen, header_text
+from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.lazy_text import LazyText
 from redline_tui.widgets.verdict_bar import VerdictBar
 
@@ -62,6 +75,12 @@ async def test_filter_by_text_and_verdict_and_sort(triage_repo: TriageRepo) -> N
         assert {c.case_id for c in screen.shown} == {"0042-amount-suffix", "0007-marginal-tone"}
         await pilot.press("v")
         assert [c.case_id for c in screen.shown] == ["0013-json-shape"]
+        await pilot.press("escape", "slash", *"v:malf", "enter")
+        assert screen.case_filter.verdict == "malformed"
+        assert [c.case_id for c in screen.shown] == ["0013-json-shape"]
+        await pilot.press("escape", "slash", *"V:Wrong 0042", "enter")
+        assert [c.case_id for c in screen.shown] == ["0042-amount-suffix"]
+        assert "verdict wrong" in screen.case_filter.describe()
         await pilot.press("escape", "s")
         assert screen.sort_column == "case"
         assert next(c.case_id for c in screen.shown) == "0007-marginal-tone"
@@ -85,9 +104,13 @@ async def test_steps_by_number_and_escape_returns_home(triage_repo: TriageRepo) 
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, RerunScreen)
+        footer = app.screen.query_one(KeyBar).render()
+        assert footer.plain.startswith(" r  Run rerun  x  Cancel rerun ")
         await pilot.press("2")
         await settle(pilot)
         assert isinstance(app.screen, OutputsScreen)
+        footer = app.screen.query_one(KeyBar).render()
+        assert footer.plain.startswith(" o  Raw output  d  Diff  esc  Back ")
         await pilot.press("3")
         await settle(pilot)
         assert isinstance(app.screen, HistoryScreen)
@@ -96,7 +119,9 @@ async def test_steps_by_number_and_escape_returns_home(triage_repo: TriageRepo) 
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         assert ("c", "Compare") in app.screen.rows
-        assert ("slash", "Filter") in app.screen.rows
+        assert ("/", "Filter") in app.screen.rows
+        assert ("?", "This help") in app.screen.rows
+        assert [text for key, text in app.screen.rows if key == "escape"] == ["Clear filter"]
 
 
 async def test_outputs_lists_red_run_and_rerun_samples(triage_repo: TriageRepo) -> None:
@@ -149,6 +174,34 @@ async def test_diff_to_golden_colours_added_and_removed_lines(triage_repo: Triag
         assert "-Your refund of 12,000 IDR was approved." in diff.lines
         assert "+Your refund of 12k was approved." in diff.lines
         assert "added" in diff.kinds and "removed" in diff.kinds and "hunk" in diff.kinds
+
+
+async def test_outputs_say_why_there_is_no_golden_output(triage_repo: TriageRepo) -> None:
+    """A baseline accepted from a run where the case never passed has no golden output."""
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "2")
+        await settle(pilot)
+        text = " ".join(app.screen.query_one("#golden-diff", LazyText).lines)
+        assert text == "No golden output: no accepted baseline for this case yet (a accepts one)."
+    save_baselines(triage_repo.ctx.store, EARLIER_RUNS[0], triage_repo.ctx.baseline_dir)
+    path = triage_repo.ctx.baseline_dir / "support.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["cases"]["0042-amount-suffix"].update(golden=None, passes=0)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    triage_repo.ctx.forget_baselines()
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "2")
+        await settle(pilot)
+        text = " ".join(app.screen.query_one("#golden-diff", LazyText).lines)
+        assert "no accepted baseline" not in text
+        assert text == (
+            f"No golden output: the accepted baseline (run {EARLIER_RUNS[0]}, 0/5 passed) "
+            "has no passing sample to keep (a accepts a newer run)."
+        )
 
 
 async def test_one_megabyte_output_scrolls_in_the_lazy_viewer(triage_repo: TriageRepo) -> None:
@@ -263,3 +316,58 @@ async def test_compare_two_chosen_runs_across_a_model_change(triage_repo: Triage
         header = _static_text(app, "#compare-header")
         assert "A c0ffee000001  openai:fake-model-2025-12" in header
         assert "B c0ffee000004  openai:fake-model-2026-01" in header
+
+
+def test_run_header_fits_80_columns_with_a_local_model_digest() -> None:
+    """The embedded model's id carries a 64-hex digest: the header cuts it, not the screen."""
+    digest = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    model = f"local:smollm2-135m-instruct-q4_1@sha256:{digest}"
+    lines = header_text(_run_record(RED_RUN, 30, model=model)).plain.splitlines()
+    assert lines[1] == "model local:smollm2-135m-instruct-q4_1@sha256:b179c9523d0e"
+    assert digest not in "".join(lines)
+    assert len(lines) == 4 and max(len(line) for line in lines[1:]) <= 78
+
+
+@pytest.mark.parametrize(
+    ("passes", "samples", "required", "bar"),
+    [
+        (3, 3, 3, "████████████████████│"),
+        (0, 3, 3, "░░░░░░░░░░░░░░░░░░░░│"),
+        (3, 5, 4, "████████████░░░░│░░░░"),
+        (5, 5, 4, "████████████████│████"),
+    ],
+)
+def test_history_bar_marks_the_required_count_even_when_every_sample_is_required(
+    passes: int, samples: int, required: int, bar: str
+) -> None:
+    point = HistoryPoint(
+        run_id=RED_RUN,
+        kind=RunKind.RUN,
+        parent_id=None,
+        started_at="2026-11-30T02:00:00.000+00:00",
+        model_id="openai:fake-model-2026-01",
+        samples=samples,
+        passes=passes,
+        required=required,
+        result=CaseOutcome.PASS if passes >= required else CaseOutcome.FAIL,
+        case_hash="h",
+        content_samples=samples,
+    )
+    assert f" {bar} " in point_line(point, RED_RUN).plain
+
+
+async def test_rerun_screen_says_when_the_latest_rerun_was_cancelled(
+    triage_repo: TriageRepo,
+) -> None:
+    add_interrupted_rerun(triage_repo.ctx.store)
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, RerunScreen)
+        note = _static_text(app, "#rerun-progress")
+        assert note == (
+            f"Showing the latest rerun {PARTIAL_RERUN} (2026-11-25 02:00, interrupted after "
+            "4 sample(s)); r runs again."
+        )

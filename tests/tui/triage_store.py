@@ -9,6 +9,7 @@ from pathlib import Path
 from redline.completion import FinishReason
 from redline.outcome import add_counts, case_outcome, run_result
 from redline.records import (
+    CaseOutcome,
     CaseRecord,
     RunKind,
     RunRecord,
@@ -208,6 +209,31 @@ def build_store(path: Path, *, with_rerun: bool = True) -> RunStore:
         rerun = _run_record(RERUN, 24, kind=RunKind.RERUN, parent=RED_RUN)
         _store_run(store, rerun, [(CASES[0], _v("oowwowwoowwowowwowow"))], 24)
     return store
+
+
+PARTIAL_RERUN = "beef00000002"
+
+
+def add_interrupted_rerun(store: RunStore) -> None:
+    """A later rerun of 0042 cancelled after 4 samples (all ok): kept, never accepted."""
+    _store_run(store, _run_record(PARTIAL_RERUN, 25, kind=RunKind.RERUN, parent=RED_RUN), [], 25)
+    spec = CASES[0]
+    store.put_case(
+        CaseRecord(
+            run_id=PARTIAL_RERUN,
+            suite=SUITE,
+            case_id=spec.case_id,
+            tier=spec.tier,
+            model_id=MODEL,
+            samples=4,
+            required=4,
+            passes=4,
+            result=CaseOutcome.PASS,
+            verdicts={Verdict.OK: 4},
+            case_hash="h-stable",
+        )
+    )
+    store.finish_run(PARTIAL_RERUN, RunStatus.INTERRUPTED, None, "2026-11-25T02:30:00.000+00:00")
 
 
 def expected_result(store: RunStore) -> RunResult | None:

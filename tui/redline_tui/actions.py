@@ -17,7 +17,7 @@ from redline.errors import RedlineError, UsageError
 from redline.gitio import stage_file
 from redline.guard import index_has_prompt_change, loosenings_between
 from redline.history import case_history, find_marginal
-from redline.records import CaseRecord, RunRecord
+from redline.records import CaseRecord, RunRecord, RunStatus
 from redline.rerun import default_samples, find_case
 from redline_tui.context import TriageContext
 from redline_tui.edits import (
@@ -222,13 +222,14 @@ async def _loosen(
 async def _accept_baseline(
     screen: Screen[None], ctx: TriageContext, run: RunRecord, case: CaseRecord
 ) -> None:
-    reruns = ctx.reruns_of(run.id, case)
-    default = reruns[-1][0].id if reruns else run.id
+    # Only a finished run can be accepted: a cancelled rerun is not offered.
+    reruns = [r for r, _ in ctx.reruns_of(run.id, case) if r.status is RunStatus.FINISHED]
+    default = reruns[-1].id if reruns else run.id
     values = await screen.app.push_screen_wait(
         FormDialog(
             f"Accept a new baseline for {case.case_id}",
             [Field("run", "From run (the red run or one of its reruns)", default)],
-            f"Red run {run.id}" + (f"; latest rerun {reruns[-1][0].id}" if reruns else ""),
+            f"Red run {run.id}" + (f"; latest finished rerun {reruns[-1].id}" if reruns else ""),
         )
     )
     if values is None:

@@ -24,6 +24,13 @@ VERDICT_ABBREVIATIONS = {
 SORT_COLUMNS = ("outcome", "case", "tier", "passes", "required")
 
 
+def verdict_named(name: str) -> Verdict | None:
+    """The verdict a name or unambiguous prefix stands for (`malf` → malformed), else None."""
+    name = name.lower()
+    matches = [v for v in VERDICT_ORDER if v.value.startswith(name)] if name else []
+    return matches[0] if len(matches) == 1 else None
+
+
 def case_key(case: CaseRecord) -> str:
     return f"{case.suite}/{case.case_id}"
 
@@ -69,12 +76,17 @@ class CaseFilter:
 
     @classmethod
     def parse(cls, query: str, verdict: Verdict | None = None) -> CaseFilter:
-        """`v:wrong` (or `verdict:wrong`) inside the query selects a verdict too."""
+        """`v:wrong` (or `verdict:wrong`) inside the query selects a verdict too.
+
+        The verdict may be abbreviated as the table shows it (`v:malf`, `v:trunc`), or by
+        any prefix that names one verdict only.
+        """
         words = []
         for word in query.split():
             name, sep, value = word.partition(":")
-            if sep and name in ("v", "verdict") and value in Verdict.__members__.values():
-                verdict = Verdict(value)
+            chosen = verdict_named(value) if sep and name.lower() in ("v", "verdict") else None
+            if chosen is not None:
+                verdict = chosen
             else:
                 words.append(word)
         return cls(" ".join(words).lower(), verdict)

@@ -56,6 +56,18 @@ class TriageContext:
         baseline = self.baseline(suite)
         return None if baseline is None else baseline.golden(case_id)
 
+    def no_golden_reason(self, suite: str, case_id: str) -> str:
+        """Why a case has no golden output to diff against."""
+        baseline = self.baseline(suite)
+        case = None if baseline is None else baseline.cases.get(case_id)
+        if case is None:
+            return "No golden output: no accepted baseline for this case yet (a accepts one)."
+        return (
+            f"No golden output: the accepted baseline (run {case.run_id}, "
+            f"{case.passes}/{case.samples} passed) has no passing sample to keep "
+            "(a accepts a newer run)."
+        )
+
     def default_run(self) -> RunRecord | None:
         """The latest red run, else the latest run of any result."""
         red = self.store.latest_run(kind=RunKind.RUN, result=RunResult.RED)

@@ -14,6 +14,7 @@ runs only on samples whose Layer 1 results all passed (DESIGN rule 3).
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -120,6 +121,13 @@ class Sample:
 _JSON_STARTS = frozenset('{["-0123456789tfn')
 
 
+_LITERALS = ("true", "false", "null")
+#: A JSON number cut off anywhere (`-`, `1.`, `2e` are all starts of valid numbers).
+_NUMBER_START = re.compile(r"-?(?:0|[1-9]\d*)?(?:\.\d*)?(?:[eE][+-]?\d*)?")
+_NUMBER_CHARS = frozenset("0123456789+-.eE")
+_UNICODE_ESCAPE_START = re.compile(r"u[0-9a-fA-F]{0,3}")
+
+
 def _json_prefix(sample: Sample) -> bool:
     if sample.json_error is None:
         return True
@@ -130,9 +138,30 @@ def _json_prefix(sample: Sample) -> bool:
         return False
     try:
         json.JSONDecoder().raw_decode(text)
-    except (json.JSONDecodeError, RecursionError):
+    except RecursionError:
         return True
+    except json.JSONDecodeError as exc:
+        return _only_cut_short(text, exc)
     return False
+
+
+def _only_cut_short(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether decoding failed only because `text` ended (more of it could still be JSON),
+    not at something no continuation can repair (`- bullet`, `the answer`, a raw newline
+    inside a string)."""
+    if exc.msg.startswith("Unterminated string"):
+        return True
+    tail = text[exc.pos :]
+    if exc.msg.startswith("Invalid \\uXXXX escape"):
+        return _UNICODE_ESCAPE_START.fullmatch(tail) is not None
+    if not tail.strip():
+        return True
+    if any(literal.startswith(tail) for literal in _LITERALS):
+        return True
+    start = exc.pos
+    while start > 0 and text[start - 1] in _NUMBER_CHARS:
+        start -= 1
+    return _NUMBER_START.fullmatch(text[start:]) is not None
 
 
 def _parse_json(sample: Sample) -> tuple[Any, str | None]:
@@ -287,13 +316,14 @@ class Spec:
         minimum: float | None = None,
         maximum: float | None = None,
         exclusive_minimum: bool = False,
+        example: str = "0.5",
     ) -> float | None:
         node = self._required(key, required, "a number")
         if node is None:
             return None
         value = node.value
         if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int | float):
-            self._wrong_type(key, node, "a number", "0.5")
+            self._wrong_type(key, node, "a number", example)
             return None
         if minimum is not None and (value <= minimum if exclusive_minimum else value < minimum):
             bound = f"greater than {minimum:g}" if exclusive_minimum else f"at least {minimum:g}"

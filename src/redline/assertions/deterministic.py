@@ -241,9 +241,12 @@ class _Budget(Assertion):
         super().__init__(spec)
         self.threshold = limit
 
+    #: What a budget of this kind looks like, for the hint of a wrongly typed one.
+    example = "400"
+
     @classmethod
     def parse(cls, spec: Spec) -> _Budget | None:
-        limit = spec.number("value", minimum=0)
+        limit = spec.number("value", minimum=0, example=cls.example)
         return None if limit is None else cls(spec, limit)
 
     @abstractmethod
@@ -295,6 +298,7 @@ class MaxTokens(_Budget):
 class MaxLatency(_Budget):
     cost = COST_METADATA
     unit = "ms"
+    example = "2000"
 
     def measure(self, sample: Sample) -> float | None:
         return sample.completion.latency_ms
@@ -315,6 +319,7 @@ class MaxLatency(_Budget):
 class MaxCost(_Budget):
     cost = COST_METADATA
     unit = "cost"
+    example = "0.002"
 
     def measure(self, sample: Sample) -> float | None:
         return sample.completion.cost
@@ -322,6 +327,6 @@ class MaxCost(_Budget):
     def unknown(self, sample: Sample) -> str:
         model = sample.completion.model or "this model"
         return (
-            f"cost unknown for {model}: pin a price under [tool.redline.prices] "
+            f"cost unknown for {model}: pin its price in the config's prices table "
             "or drop max-cost (an unknown cost never passes)"
         )

@@ -20,6 +20,11 @@ class SampleEvaluation:
     verdict: Verdict
     results: tuple[AssertionResult, ...]
     refusal_detected: bool
+    #: A failure no continuation could undo was found: a cut-off output is judged on content.
+    settled: bool = False
+    #: Indices of failures of a cut-off, settled output that the cut itself may have caused
+    #: (a JSON prefix, a `contains` still to come): they do not decide its verdict.
+    undecided: frozenset[int] = frozenset()
 
 
 def evaluation_order(assertions: Iterable[Assertion]) -> list[Assertion]:
@@ -51,6 +56,7 @@ def evaluate_sample(case: Case, completion: Completion) -> SampleEvaluation:
     results: list[AssertionResult] = []
     blocked: str | None = None
     settled = False
+    final: set[int] = set()
     current_layer = 1
     for assertion in evaluation_order(case.assertions):
         if assertion.layer != current_layer:
@@ -63,18 +69,22 @@ def evaluate_sample(case: Case, completion: Completion) -> SampleEvaluation:
             check = _run(assertion, sample)
             if check.status is AssertionStatus.FAILED and (check.final or assertion.final):
                 settled = True
+                final.add(assertion.index)
         results.append(_result(assertion, check))
 
     results.sort(key=lambda r: r.index)
+    undecided: frozenset[int] = frozenset()
+    if settled and completion.finish_reason is FinishReason.LENGTH:
+        undecided = frozenset(r.index for r in results if r.failed and r.index not in final)
     verdict = decide_verdict(
         finish_reason=completion.finish_reason,
         transport_error=None,
-        results=results,
+        results=[r for r in results if r.index not in undecided],
         refusal_detected=refusal is not None,
         expect_refusal=case.expect_refusal,
         settled=settled,
     )
-    return SampleEvaluation(verdict, tuple(results), refusal is not None)
+    return SampleEvaluation(verdict, tuple(results), refusal is not None, settled, undecided)
 
 
 def _blocker(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import zlib
 
 from redline.assertions.base import COST_HEURISTIC, Assertion, Check, Sample, Spec, register
+from redline.verdicts import AssertionStatus
 
 
 def compression_ratio(text: str) -> float:
@@ -36,7 +37,6 @@ class CompressionRatio(Assertion):
 
     cost = COST_HEURISTIC
     looser_when = "lower"
-    final = True
 
     def __init__(self, spec: Spec, minimum: float) -> None:
         super().__init__(spec)
@@ -52,10 +52,15 @@ class CompressionRatio(Assertion):
         ratio = compression_ratio(sample.text)
         if ratio >= minimum:
             return Check.ok(f"compression ratio {ratio:.2f} (min {minimum:g})", ratio, minimum)
-        return Check.fail(
+        if not sample.text:
+            # Nothing to compress is not a loop: a cut-off empty output stays `truncated`.
+            return Check.fail(f"empty output (min compression ratio {minimum:g})", ratio, minimum)
+        return Check(
+            AssertionStatus.FAILED,
             f"compression ratio {ratio:.2f} < {minimum:g}: repetitive or degenerate output",
             ratio,
             minimum,
+            final=True,
         )
 
 

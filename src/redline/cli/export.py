@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from redline.cli.show import require_store
 from redline.config import load_config
 from redline.exchange import RESULTS_FILE, SAMPLES_FILE, export_run, import_run
 from redline.store import RunStore
@@ -32,7 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _export(args: argparse.Namespace) -> int:
     config = load_config()
-    with RunStore.open(config.store_path) as store:
+    with RunStore.open(require_store(config.store_path)) as store:
         run = store.run(args.run_id)
         export_run(store, run.id, args.out)
     print(f"exported run {run.id} to {args.out}")

@@ -79,11 +79,21 @@ def _run(args: argparse.Namespace) -> int:
         if report.blocked or not args.quiet:
             print(_render(report))
     if blocked:
+        reasons = []
+        if any(r.prompt_changes and r.loosenings for r in blocked):
+            reasons.append(
+                "a prompt change and a loosened threshold cannot be reviewed together "
+                "(DESIGN rule 12). Commit the loosening on its own, with its reason in the "
+                "commit message."
+            )
+        if any(r.broken for r in blocked):
+            reasons.append(
+                "a file the guard compares does not parse, so what it changes cannot be seen. "
+                "Fix it, or commit it alone for review."
+            )
         print(
             f"redline guard: refused {len(blocked)} of {len(reports)} "
-            f"{'commit' if len(reports) == 1 else 'commits'}: a prompt change and a loosened "
-            "threshold cannot be reviewed together (DESIGN rule 12). Commit the loosening on "
-            "its own, with its reason in the commit message."
+            f"{'commit' if len(reports) == 1 else 'commits'}: " + " ".join(reasons)
         )
         return 1
     return 0

@@ -63,8 +63,14 @@ def _table(title: str, points: Sequence[HistoryPoint], kinds: bool) -> Table:
     columns = ["run", "started", "model", "passes", "required", "result", "case hash", "marks"]
     if kinds:
         columns.insert(1, "kind / parent")
+    # Run ids are what the reader copies into `redline show`: never cut or wrapped,
+    # whatever the width (CI logs render at 80 columns).
+    id_width = max((len(p.run_id) for p in points), default=3)
     for col in columns:
-        table.add_column(col)
+        if col == "run":
+            table.add_column(col, no_wrap=True, min_width=id_width)
+        else:
+            table.add_column(col)
     for p in points:
         marks = []
         if p.model_changed:

@@ -30,13 +30,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="add the merged run to the local store",
     )
+    parser.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="merge even when a shard K/N has no export (the merged run records which)",
+    )
     parser.set_defaults(handler=_merge)
 
 
 def _merge(args: argparse.Namespace) -> int:
     if args.out is None and not args.import_:
         raise UsageError("say where the merged run goes: --out DIR, --import, or both")
-    merged = merge_exports(args.folders)
+    merged = merge_exports(args.folders, allow_missing=args.allow_missing)
     if args.import_:
         config = load_config()
         with RunStore.open(config.store_path) as store:
@@ -51,6 +56,10 @@ def _merge(args: argparse.Namespace) -> int:
             f"{len(merged.cases)} cases, {len(merged.samples)} samples, result {run.result}"
         )
     )
+    if merged.missing:
+        console.print(
+            Text(f"partial: no export of shard {', '.join(merged.missing)}; its cases are missing")
+        )
     if args.out is not None:
         print(f"wrote {args.out}")
     return 0

@@ -30,10 +30,10 @@ from redline.cli import ExitCode
 from redline.cli.show import case_table, make_console, verdict_breakdown
 from redline.config import Config, load_config
 from redline.errors import UsageError, relpath
-from redline.exchange import export_run
+from redline.exchange import check_out_dir, export_run
 from redline.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
 from redline.records import CaseOutcome, RunKind, RunRecord, RunResult
-from redline.runner import RunOptions, RunProgress, run_suites
+from redline.runner import RunOptions, RunProgress, run_suites, select_cases
 from redline.shard import parse_shard
 from redline.store import RunStore, new_run_id
 from redline.verdicts import VERDICT_ORDER
@@ -44,7 +44,7 @@ _EXIT = {
     RunResult.INCONCLUSIVE: ExitCode.INCONCLUSIVE,
 }
 INTERRUPTED_EXIT = 130
-_STOPPING = "stopping: finished samples are stored; waiting for requests in flight to end"
+_STOPPING = "stopping: finished samples are stored; cancelling the requests in flight"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -98,6 +98,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.judge_blocks and not args.judge:
         raise UsageError("--judge-blocks needs --judge")
     options, paths = _options(args, config)
+    if args.out is not None:
+        check_out_dir(args.out)  # before any request, not after the run
     suites = load_suites(paths, config)
     console = make_console()
     with RunStore.open(config.store_path) as store:
@@ -117,6 +119,21 @@ def _run(args: argparse.Namespace) -> int:
             return INTERRUPTED_EXIT
         cases = store.cases(record.id)
         _print_summary(console, record, cases)
+        if options.replay is not None:
+            scored = {(c.suite, c.case_id) for c in cases}
+            unscored = [
+                f"{c.suite}/{c.id}"
+                for _, c in select_cases(suites, options)
+                if (c.suite, c.id) not in scored
+            ]
+            if unscored:
+                console.print(
+                    Text(
+                        f"not in the replayed run {options.replay}, so not scored: "
+                        f"{', '.join(unscored)} (a replay calls no model; run them to score them)",
+                        style="yellow",
+                    )
+                )
         if args.out is not None:
             export_run(store, record.id, args.out)
             console.print(Text(f"exported to {args.out}"))
@@ -154,13 +171,16 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         saved: dict[str, Any] = dict(run.args)
         paths = [config.root / p for p in saved.get("suites", [])] or list(config.suites)
         shard = saved.get("shard")
+        # A replay resumes as a replay: its missing samples come from the run it re-scores.
+        replay = run.parent_id if run.kind is RunKind.REPLAY else None
         options = RunOptions(
             samples=saved.get("samples"),
             case_ids=tuple(saved.get("cases", ())),
             tier=saved.get("tier"),
-            model_alias=saved.get("model") or run.model_alias,
+            model_alias=None if replay else saved.get("model") or run.model_alias,
             concurrency=args.concurrency,
             kind=run.kind,
+            replay=replay,
             parent_id=run.parent_id,
             resume=run.id,
             judge=bool(saved.get("judge")),

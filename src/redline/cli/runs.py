@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _runs(args: argparse.Namespace) -> int:
     config = load_config()
     console = make_console()
+    if not config.store_path.exists():  # a read never creates a store
+        console.print(Text(f"no runs stored in {config.store_path}"))
+        return 0
     with RunStore.open(config.store_path) as store:
         runs = store.runs(
             limit=args.limit if args.limit > 0 else None,

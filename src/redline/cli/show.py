@@ -51,7 +51,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "verdict, assertion results and raw output (escaped, never interpreted).",
     )
     parser.add_argument("run_id", metavar="RUN_ID", help="run id or unique prefix")
-    parser.add_argument("case", metavar="CASE", nargs="?", help="case id: show its samples")
+    parser.add_argument(
+        "case", metavar="CASE", nargs="?", help="case id (or suite/case): show its samples"
+    )
     parser.add_argument("--suite", help="the case's suite, when two suites share a case id")
     parser.add_argument(
         "--diff",
@@ -64,7 +66,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _show(args: argparse.Namespace) -> int:
     config = load_config()
     console = make_console()
-    with RunStore.open(config.store_path) as store:
+    with RunStore.open(require_store(config.store_path)) as store:
         run = store.run(args.run_id)
         if args.case is None:
             if args.diff:
@@ -74,6 +76,10 @@ def _show(args: argparse.Namespace) -> int:
             console.print(case_table(cases))
             return 0
         samples = store.samples(run.id, args.case, args.suite)
+        if not samples and args.suite is None and "/" in args.case:
+            # `suite/case`, as the run's summary table names a case when suites share ids.
+            args.suite, args.case = args.case.split("/", 1)
+            samples = store.samples(run.id, args.case, args.suite)
         if not samples:
             raise UsageError(f"run {run.id} has no samples of case {args.case!r}")
         suites = sorted({s.suite for s in samples})
@@ -92,6 +98,16 @@ def _show(args: argparse.Namespace) -> int:
         for sample in samples:
             print_sample(console, sample, baselines)
     return 0
+
+
+def require_store(path: Path) -> Path:
+    """`path` when a store exists there; a usage error otherwise (a read never creates one)."""
+    if not path.exists():
+        raise UsageError(
+            f"no run store at {path}: nothing has been run here yet "
+            "(`redline run`, or `redline import` an export)"
+        )
+    return path
 
 
 def make_console() -> Console:

@@ -191,13 +191,14 @@ def _verdict(
     judge_transport: str | None,
 ) -> Verdict:
     """The sample's verdict counting only results allowed to decide it."""
-    deciding = [r for r in results if r.index not in advisory]
+    deciding = [r for r in results if r.index not in advisory | evaluation.undecided]
     return decide_verdict(
         finish_reason=completion.finish_reason,
         transport_error=completion.error or judge_transport,
         results=deciding,
         refusal_detected=evaluation.refusal_detected,
         expect_refusal=case.expect_refusal,
+        settled=evaluation.settled,
     )
 
 

@@ -30,7 +30,7 @@ def make_provider(
     set to an empty string sends no key (local OpenAI-compatible servers).
     """
     settings = config.provider(model.provider)
-    where = f"{config.source.name}: [tool.redline.providers.{settings.name}]"
+    where = f"{config.source.name}: {config.table('providers', settings.name)}"
     problems = [
         f"{where}: unknown option {key!r} for a {settings.type} provider"
         f" (known: {', '.join(sorted(_OPTIONS.get(settings.type, ()))) or 'none'})"

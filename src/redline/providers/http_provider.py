@@ -126,7 +126,7 @@ class HttpProvider(ABC):
                 status = response.status_code
                 if 200 <= status < 300:
                     try:
-                        answer = self.parse(_json(raw))
+                        answer = self.parse(_json(raw, self._api_key))
                     except MalformedResponse as exc:
                         error = f"malformed response body (HTTP {status}): {exc}"
                     else:
@@ -135,7 +135,7 @@ class HttpProvider(ABC):
                     error = "HTTP 429 Too Many Requests"
                     wait = self.policy.retry_after_s(response.headers.get("retry-after"))
                 elif status >= 500:
-                    error = f"HTTP {status}: {_snippet(raw)}"
+                    error = f"HTTP {status}: {_snippet(raw, self._api_key)}"
                 else:
                     return self._failure(self._client_error(status, raw), attempt, started)
             if attempt > self.policy.max_retries:
@@ -164,7 +164,7 @@ class HttpProvider(ABC):
                 f"HTTP {status}: the provider rejected the credentials; "
                 f"check the key in ${variable}"
             )
-        return f"HTTP {status}: {_snippet(raw)}"
+        return f"HTTP {status}: {_snippet(raw, self._api_key)}"
 
     def _completion(
         self,
@@ -213,15 +213,19 @@ def _describe(exc: httpx.RequestError) -> str:
     return f"transport error ({type(exc).__name__}): {detail}"
 
 
-def _json(raw: bytes) -> Any:
+def _json(raw: bytes, secret: str | None = None) -> Any:
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise MalformedResponse(f"not JSON ({exc}): {_snippet(raw)}") from None
+        raise MalformedResponse(f"not JSON ({exc}): {_snippet(raw, secret)}") from None
 
 
-def _snippet(raw: bytes) -> str:
+def _snippet(raw: bytes, secret: str | None = None) -> str:
+    """The start of a response body for an error message, `secret` redacted BEFORE the cut
+    (a cut through an echoed key would leave its first part unredacted)."""
     text = raw.decode("utf-8", errors="replace").strip()
+    if secret:
+        text = text.replace(secret, "[redacted]")
     if len(text) > _BODY_SNIPPET:
         text = text[:_BODY_SNIPPET] + "…"
     return text or "(empty body)"

@@ -27,15 +27,22 @@ def md_escape(text: str, width: int = 120) -> str:
     return _MD_SPECIAL.sub(r"\\\1", line)
 
 
+def md_code(text: str, width: int = 120) -> str:
+    """`text` as one inline code span: shown literally (markdown and backslash escapes are
+    not interpreted inside a code span, so nothing is escaped but the backtick itself)."""
+    line = preview(text, width).replace("`", "'")
+    return f"`{line}`"
+
+
 def markdown_summary(report: RunReport) -> str:
     run = report.run
     result = str(run.result or run.status)
     commit = (run.git_commit or "unknown")[:12] + (" (dirty)" if run.git_dirty else "")
     lines = [
-        f"## redline run `{md_escape(run.id)}`: **{result}**",
+        f"## redline run {md_code(run.id)}: **{result}**",
         "",
-        f"Model `{md_escape(run.model_id)}` · suites {md_escape(', '.join(run.suites))} · "
-        f"commit `{md_escape(commit)}` · {len(run.manifest)} inputs hashed",
+        f"Model {md_code(run.model_id)} · suites {md_escape(', '.join(run.suites))} · "
+        f"commit {md_code(commit)} · {len(run.manifest)} inputs hashed",
         "",
         "| " + " | ".join(str(v) for v in VERDICT_ORDER) + " |",
         "|" + "---:|" * len(VERDICT_ORDER),

@@ -15,6 +15,7 @@ from redline.compare import CaseDelta, Comparison, compare_runs
 from redline.errors import RedlineError
 from redline.records import RunKind, RunRecord
 from redline_tui.context import TriageContext
+from redline_tui.formatting import short_model_id
 from redline_tui.messages import OpenStep, SampleSource, Step
 from redline_tui.widgets.dialogs import Field, FormDialog
 from redline_tui.widgets.key_bar import KeyBar
@@ -28,9 +29,9 @@ def header_text(comparison: Comparison) -> Text:
     a, b = comparison.a.run, comparison.b.run
     text = Text()
     text.append(f"A {a.id}", style="bold")
-    text.append(f"  {a.model_id}  {a.started_at[:16].replace('T', ' ')}\n")
+    text.append(f"  {short_model_id(a.model_id)}  {a.started_at[:16].replace('T', ' ')}\n")
     text.append(f"B {b.id}", style="bold")
-    text.append(f"  {b.model_id}  {b.started_at[:16].replace('T', ' ')}\n")
+    text.append(f"  {short_model_id(b.model_id)}  {b.started_at[:16].replace('T', ' ')}\n")
     changes = comparison.manifest_changes
     text.append(f"{len(changes)} manifest change(s)")
     if changes:

@@ -13,10 +13,20 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 _GENERAL = (
+    ("?", "This help"),
     ("ctrl+p", "Command palette: every action by name"),
     ("escape", "Back to the previous screen"),
     ("q", "Quit"),
 )
+
+
+def _key_display(binding: Binding) -> str:
+    if binding.key_display:
+        return binding.key_display
+    return ",".join(_KEY_NAMES.get(key, key) for key in binding.key.split(","))
+
+
+_KEY_NAMES = {"slash": "/", "question_mark": "?"}
 
 
 class HelpScreen(ModalScreen[None]):
@@ -25,10 +35,14 @@ class HelpScreen(ModalScreen[None]):
     def __init__(self, under: Screen[object]) -> None:
         super().__init__(classes="dialog-screen")
         self._under = under
+        # Keys as the user types them (`/`, not Textual's name `slash`).
         self.rows: list[tuple[str, str]] = [
-            (b.key, b.description or b.action) for b in under.BINDINGS if isinstance(b, Binding)
+            (_key_display(b), b.description or b.action)
+            for b in under.BINDINGS
+            if isinstance(b, Binding)
         ]
-        self.rows.extend(_GENERAL)
+        own = {key for key, _ in self.rows}
+        self.rows.extend((key, text) for key, text in _GENERAL if key not in own)
 
     def compose(self) -> ComposeResult:
         table = Table(

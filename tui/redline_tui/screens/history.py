@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from redline.history import CaseHistory, HistoryPoint, Marginal, case_history, find_marginal
 from redline.records import CaseOutcome, RunKind
+from redline_tui.formatting import short_model_id
 from redline_tui.messages import Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
 from redline_tui.widgets.key_bar import KeyBar
@@ -23,7 +24,11 @@ _RESULT_STYLES = {
 
 
 def point_line(point: HistoryPoint, current_run: str) -> Text:
-    """One bar: filled to the pass rate, `│` at the required count."""
+    """One bar: filled to the pass rate, `│` at the required count.
+
+    The mark sits between cells, so it shows at the end of the bar too, where a
+    contract case (every sample required) has it.
+    """
     rerun = point.kind is not RunKind.RUN
     text = Text()
     text.append("▶ " if point.run_id == current_run else "  ", style="bold")
@@ -37,10 +42,12 @@ def point_line(point: HistoryPoint, current_run: str) -> Text:
     for i in range(_BAR):
         if i == bar_at:
             text.append("│", style="bold")
-        elif i < filled:
+        if i < filled:
             text.append("█", style=("cyan" if rerun else colour))
         else:
             text.append("░", style="dim")
+    if bar_at >= _BAR:
+        text.append("│", style="bold")
     text.append(f" {point.passes:>3}/{point.samples:<3} req {point.required:<3} ")
     text.append(point.result.value, style=_RESULT_STYLES[point.result])
     if point.model_changed:
@@ -57,7 +64,9 @@ def changes_text(history: CaseHistory) -> Text:
     for point in history.scheduled:
         if previous is not None and point.model_changed:
             text.append(
-                f"▲ {point.run_id}: model {previous.model_id} → {point.model_id}\n", style="magenta"
+                f"▲ {point.run_id}: model {short_model_id(previous.model_id)} → "
+                f"{short_model_id(point.model_id)}\n",
+                style="magenta",
             )
         if previous is not None and point.case_changed:
             text.append(

@@ -35,12 +35,13 @@ class OutputsScreen(CaseStepScreen):
     """Every sample of the case, from the red run and its reruns, with raw text and diff."""
 
     STEP = Step.OUTPUTS
+    #: This screen's own keys first: the footer is cut at the terminal's width.
     BINDINGS: ClassVar[list[BindingType]] = [
-        *STEP_BINDINGS,
-        Binding("j", "cursor_down", "Down", show=False),
-        Binding("k", "cursor_up", "Up", show=False),
         Binding("o", "focus_raw", "Raw output"),
         Binding("d", "focus_diff", "Diff"),
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        *STEP_BINDINGS,
     ]
 
     def __init__(
@@ -54,6 +55,7 @@ class OutputsScreen(CaseStepScreen):
         self.sources = tuple(sources)
         self.samples: list[tuple[str, SampleRecord]] = []
         self._golden: str | None = None
+        self._no_golden = ""
 
     def compose(self) -> ComposeResult:
         yield Static(step_title(self.STEP, self.run, self.case), classes="step-title")
@@ -97,13 +99,15 @@ class OutputsScreen(CaseStepScreen):
                     for s in self.ctx.store.samples(rerun.id, self.case.case_id, self.case.suite)
                 )
         golden = self.ctx.golden(self.case.suite, self.case.case_id)
-        self.app.call_from_thread(self._show, rows, golden)
+        missing = self.ctx.no_golden_reason(self.case.suite, self.case.case_id)
+        self.app.call_from_thread(self._show, rows, golden, missing)
 
-    def _show(self, rows: list[tuple[str, SampleRecord]], golden: str | None) -> None:
+    def _show(self, rows: list[tuple[str, SampleRecord]], golden: str | None, missing: str) -> None:
         if not self.is_attached:
             return
         self.samples = rows
         self._golden = golden
+        self._no_golden = missing
         table = self.query_one("#samples", DataTable)
         table.clear()
         for i, (label, sample) in enumerate(rows):
@@ -137,7 +141,10 @@ class OutputsScreen(CaseStepScreen):
         self.query_one("#sample-reasons", Static).update(head)
         self.query_one("#raw-output", LazyText).set_lines(safe_lines(sample.output))
         lines, kinds = diff_lines(
-            self._golden, sample.output, f"{label} sample {sample.index} [{sample.verdict}]"
+            self._golden,
+            sample.output,
+            f"{label} sample {sample.index} [{sample.verdict}]",
+            self._no_golden,
         )
         self.query_one("#golden-diff", LazyText).set_lines(lines, kinds)
 

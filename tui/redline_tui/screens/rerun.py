@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.table import Table
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from redline.runner import RunProgress
 
 from redline.errors import RedlineError
-from redline.records import CaseRecord, RunRecord
+from redline.records import CaseRecord, RunRecord, RunStatus
 from redline.rerun import (
     Conclusion,
     RerunComparison,
@@ -54,10 +55,11 @@ class RerunScreen(CaseStepScreen):
     STEP = Step.RERUN
     #: Digits and letters are step and action keys until the user tabs into a field.
     AUTO_FOCUS = ""
+    #: This screen's own keys first: the footer is cut at the terminal's width.
     BINDINGS: ClassVar[list[BindingType]] = [
-        *STEP_BINDINGS,
         Binding("r", "start", "Run rerun"),
         Binding("x", "cancel", "Cancel rerun"),
+        *STEP_BINDINGS,
     ]
 
     def __init__(self, ctx: TriageContext, run: RunRecord, case: CaseRecord) -> None:
@@ -105,11 +107,14 @@ class RerunScreen(CaseStepScreen):
         if previous is not None and self.result is None:
             run, record = previous
             self._show_result(run, record, str(run.args.get("revision", "earlier rerun")))
+            when = run.started_at[:16].replace("T", " ")
+            stopped = (
+                ""
+                if run.status is RunStatus.FINISHED
+                else f", {run.status.value} after {record.samples} sample(s)"
+            )
             self.query_one("#rerun-progress", Static).update(
-                Text(
-                    f"Showing the latest rerun {run.id} ({run.started_at[:16].replace('T', ' ')})"
-                    "; r runs again."
-                )
+                Text(f"Showing the latest rerun {run.id} ({when}{stopped}); r runs again.")
             )
 
     def _show_result(self, rerun: RunRecord, record: CaseRecord, revision: str) -> None:
@@ -158,8 +163,17 @@ class RerunScreen(CaseStepScreen):
     @work(thread=True, exclusive=True, group="rerun")
     def _rerun(self, revision: str, samples: int) -> None:
         worker = get_current_worker()
+        # Taken now: once the user leaves this screen `self.app` no longer resolves in
+        # this thread, and a progress callback that raised would leave the run `running`.
+        app = self.app
         config = self.ctx.config
         assert config is not None
+
+        def progress(p: RunProgress) -> None:
+            # The app may have stopped; the samples are stored all the same.
+            with contextlib.suppress(RuntimeError):
+                app.call_from_thread(self._progress, p)
+
         try:
             suite, case = find_case(config, self.case.suite, self.case.case_id)
             unchanged = suite_at_revision(suite, self.ctx.root, revision)
@@ -171,20 +185,21 @@ class RerunScreen(CaseStepScreen):
                 self.run,
                 samples,
                 revision,
-                lambda p: self.app.call_from_thread(self._progress, p),
+                progress,
                 lambda: worker.is_cancelled,
             )
         except RedlineError as exc:
-            self.app.call_from_thread(self._failed, str(exc))
+            app.call_from_thread(self._failed, str(exc))
             return
         except BaseException as exc:
             if worker.is_cancelled:
-                self.app.call_from_thread(self._failed, "Rerun cancelled; finished samples kept.")
+                if self.is_attached:
+                    app.call_from_thread(self._failed, "Rerun cancelled; finished samples kept.")
                 return
-            self.app.call_from_thread(self._failed, f"Rerun failed: {exc!r}")
+            app.call_from_thread(self._failed, f"Rerun failed: {exc!r}")
             return
         cases = self.ctx.store.cases(record.id)
-        self.app.call_from_thread(self._finished, record, cases, revision)
+        app.call_from_thread(self._finished, record, cases, revision)
 
     def _progress(self, progress: RunProgress) -> None:
         if not self.is_attached:

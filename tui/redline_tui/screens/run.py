@@ -27,6 +27,7 @@ from redline_tui.case_rows import (
     sort_cases,
 )
 from redline_tui.context import TriageContext
+from redline_tui.formatting import short_model_id
 from redline_tui.messages import OpenStep, Step
 from redline_tui.screens.compare import CompareScreen
 from redline_tui.widgets.key_bar import KeyBar
@@ -76,9 +77,10 @@ def header_text(run: RunRecord) -> Text:
     text.append(f" [{run.kind.value}] ")
     text.append(result, style=style)
     text.append("  suites: " + ", ".join(run.suites))
-    text.append(f"\nmodel {run.model_id}  ·  commit {commit}")
+    # Short lines: the header keeps to 4 rows at 80 columns.
+    text.append(f"\nmodel {short_model_id(run.model_id)}")
+    text.append(f"\ncommit {commit}  ·  manifest: {len(run.manifest)} inputs hashed")
     text.append(f"\nstarted {_when(run.started_at)}  ·  finished {_when(run.finished_at)}")
-    text.append(f"  ·  manifest: {len(run.manifest)} inputs hashed")
     return text
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from redline.baseline import golden_diff
 from redline.textsafe import escape_output
 
@@ -13,13 +15,20 @@ def safe_lines(text: str) -> list[str]:
     return [line.expandtabs(_TAB) for line in escape_output(text).split("\n")]
 
 
-def diff_lines(golden: str | None, output: str, output_label: str) -> tuple[list[str], list[str]]:
-    """The unified diff to the golden output as escaped lines with a colour kind each."""
+_NO_BASELINE = "No golden output: no accepted baseline for this case yet (a accepts one)."
+
+
+def diff_lines(
+    golden: str | None, output: str, output_label: str, missing: str = _NO_BASELINE
+) -> tuple[list[str], list[str]]:
+    """The unified diff to the golden output as escaped lines with a colour kind each.
+
+    Without a golden output, `missing` (why there is none) is shown, wrapped to fit the
+    pane at 80 columns.
+    """
     if golden is None:
-        return ["No golden output: no accepted baseline", "for this case yet (a accepts one)."], [
-            "note",
-            "note",
-        ]
+        lines = textwrap.wrap(missing or _NO_BASELINE, 36)
+        return lines, ["note"] * len(lines)
     diff = golden_diff(golden, output, output_label=output_label)
     if not diff:
         return ["Identical to the golden output."], ["note"]
