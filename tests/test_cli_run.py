@@ -161,8 +161,8 @@ def test_kill_9_keeps_finished_samples_and_resume_requests_only_the_missing(
     llm_server.reset()
     llm_server.latency_ms = 0
     assert main(["run", "--resume", record.id[:6], "--quiet"]) == 0
-    missing = {sample_seed("s", f"c{i}", n) for i in range(4) for n in range(5)} - {
-        sample_seed(*key) for key in done
+    missing = {sample_seed(record.id, "s", f"c{i}", n) for i in range(4) for n in range(5)} - {
+        sample_seed(record.id, *key) for key in done
     }
     assert sorted(r.body["seed"] for r in llm_server.requests) == sorted(missing)
     with RunStore.open(db_path) as store:
@@ -420,3 +420,17 @@ def test_escape_output_makes_every_terminal_control_visible() -> None:
     assert escape_output("plain [bold]text[/bold]\n") == "plain [bold]text[/bold]\n"
     assert preview(raw, 12) == "a\\x1b[2Jb\\x…"
     assert "\n" not in preview("one\ntwo") and "\t" not in preview("a\tb")
+
+
+def test_a_store_that_cannot_be_written_is_exit_2_not_red(
+    project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_suite(project, "s", {"a": "MODE:json"})
+    (project / "blocked").write_text("a file where the store's folder should be\n")
+    toml = (project / "redline.toml").read_text(encoding="utf-8")
+    (project / "redline.toml").write_text(
+        'store = "blocked/redline.db"\n' + toml, encoding="utf-8"
+    )
+    assert main(["run", "s", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "redline: error:" in err and "Traceback" not in err

@@ -109,7 +109,7 @@ def test_every_server_mode_gets_its_verdict_and_retries(
             sample = samples[(case_id, index)]
             assert sample.verdict is verdict, (case_id, sample.error, sample.output)
             assert sample.attempts == per_sample, case_id
-            assert sample.seed == sample_seed("modes", case_id, index)
+            assert sample.seed == sample_seed(run_id, "modes", case_id, index)
         mode = tokens.split()[0].removeprefix("MODE:")
         seen = [r for r in llm_server.requests if r.body["messages"][-1]["content"] == tokens]
         assert len(seen) == 2 * per_sample, (case_id, mode)
@@ -317,3 +317,10 @@ def test_a_settled_cut_off_sample_keeps_its_content_verdict_when_judges_run(
         assert {s.verdict for s in store.samples(run_id)} == {Verdict.WRONG}, judge
         assert llm_server.count() == 2
         store.close()
+
+
+def test_each_run_draws_its_own_seeds_and_a_resume_keeps_them() -> None:
+    first = {sample_seed("run-a", "s", "c", i) for i in range(5)}
+    assert len(first) == 5
+    assert first == {sample_seed("run-a", "s", "c", i) for i in range(5)}
+    assert first.isdisjoint(sample_seed("run-b", "s", "c", i) for i in range(5))

@@ -22,6 +22,7 @@ import difflib
 import html
 import json
 import os
+import secrets
 from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -347,7 +348,8 @@ class CaseItem(pytest.Item):
 
         config = _session_config(self.config)
         model = config.model(self.suite.model)
-        provider = _providers(self.config).get(model.alias, config)
+        providers = _providers(self.config)
+        provider = providers.get(model.alias, config)
         system, user = self.suite.render(self.case)
         lines: list[str] = []
         counts: dict[Verdict, int] = dict.fromkeys(Verdict, 0)
@@ -358,9 +360,9 @@ class CaseItem(pytest.Item):
                 user=user,
                 max_tokens=self.suite.max_tokens,
                 temperature=self.suite.temperature,
-                seed=sample_seed(self.suite.name, self.case.id, index),
+                seed=sample_seed(providers.session_id, self.suite.name, self.case.id, index),
             )
-            completion = _providers(self.config).run(provider.complete(request))
+            completion = providers.run(provider.complete(request))
             evaluation = evaluate_sample(self.case, completion)
             counts[evaluation.verdict] += 1
             lines.append(f"sample {index}: {evaluation.verdict.value}")
@@ -416,6 +418,8 @@ class _Providers:
     """One event loop and one provider per model alias for the whole session."""
 
     def __init__(self) -> None:
+        #: Seeds are drawn per session, as `redline run` draws them per run.
+        self.session_id = secrets.token_hex(6)
         self.loop = asyncio.new_event_loop()
         self.providers: dict[str, Provider] = {}
 

@@ -104,9 +104,15 @@ class _Plan:
     todo: list[_Job]
 
 
-def sample_seed(suite: str, case_id: str, index: int) -> int:
-    """A distinct, reproducible seed per sample (31 bits: every server accepts it)."""
-    digest = hashlib.sha256(f"{suite}\x00{case_id}\x00{index}".encode()).digest()
+def sample_seed(run_id: str, suite: str, case_id: str, index: int) -> int:
+    """A distinct seed per sample (31 bits: every server accepts it).
+
+    Fixed within a run, so a resumed run asks for exactly the samples it lacks; different
+    between runs, so a rerun or tomorrow's nightly draws new samples instead of replaying
+    today's outputs on a seeded backend (which would make two runs look like one).
+    """
+    key = f"{run_id}\x00{suite}\x00{case_id}\x00{index}"
+    digest = hashlib.sha256(key.encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
@@ -410,7 +416,7 @@ def _plan(
                 continue
         else:
             n = options.samples or case.samples
-            seeds = {i: sample_seed(case.suite, case.id, i) for i in range(n)}
+            seeds = {i: sample_seed(run_id, case.suite, case.id, i) for i in range(n)}
         cases.append((suite, case, len(seeds)))
         costly = any(a.layer > LAYER_1 for a in case.assertions)
         todo.extend(

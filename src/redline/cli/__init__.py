@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from enum import IntEnum
@@ -82,6 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.USAGE
     except RedlineError as exc:
         print(f"redline: error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except (OSError, sqlite3.Error) as exc:
+        # The environment failed (disk full, a locked or unreadable store): never exit 1,
+        # which CI reads as "the prompt regressed".
+        print(f"redline: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return ExitCode.USAGE
     except KeyboardInterrupt:
         print("redline: interrupted", file=sys.stderr)
