@@ -428,9 +428,7 @@ def test_a_store_that_cannot_be_written_is_exit_2_not_red(
     write_suite(project, "s", {"a": "MODE:json"})
     (project / "blocked").write_text("a file where the store's folder should be\n")
     toml = (project / "redline.toml").read_text(encoding="utf-8")
-    (project / "redline.toml").write_text(
-        'store = "blocked/redline.db"\n' + toml, encoding="utf-8"
-    )
+    (project / "redline.toml").write_text('store = "blocked/redline.db"\n' + toml, encoding="utf-8")
     assert main(["run", "s", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "redline: error:" in err and "Traceback" not in err
