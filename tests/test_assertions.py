@@ -537,3 +537,11 @@ def test_layer_2_is_not_paid_for_unexpected_refusals(tmp_path: Path, probe: type
     assert refused.results[0].status is AssertionStatus.SKIPPED
     assert "unexpected refusal" in refused.results[0].reason
     assert probe.calls == 0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_distinct_n_matches_its_definition_for_every_n(n: int) -> None:
+    text = "The cache the CACHE the cache is warm and the cache is cold today"
+    words = text.lower().split()
+    grams = [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
+    assert distinct_n(text, n) == len(set(grams)) / len(grams)

@@ -6,6 +6,7 @@ pass over the words.
 
 from __future__ import annotations
 
+import itertools
 import zlib
 
 from redline.assertions.base import COST_HEURISTIC, Assertion, Check, Sample, Spec, register
@@ -28,6 +29,12 @@ def distinct_n(text: str, n: int = 3) -> float:
         return 1.0
     if n == 1:
         return len(set(words)) / total
+    if n == 2:
+        return len(set(itertools.pairwise(words))) / total
+    if n == 3:
+        # Spelled out for the default n: ~25% faster than the generic form on ~1 KB
+        # outputs (bench/bench_layer1.py), which runs on every sample.
+        return len(set(zip(words, words[1:], words[2:], strict=False))) / total
     return len(set(zip(*(words[i:] for i in range(n)), strict=False))) / total
 
 
