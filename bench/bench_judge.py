@@ -18,12 +18,11 @@ import asyncio
 import math
 import os
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from loopback import LATENCY_MS, bare_http_cpu, start_server
 from redline.assertions import evaluate_sample
 from redline.cases import Case, load_suite
 from redline.completion import Completion, FinishReason
@@ -34,8 +33,6 @@ from redline.judge.session import judge_assertions
 from redline.providers.openai import OpenAIProvider
 from redline.verdicts import AssertionStatus
 
-ROOT = Path(__file__).resolve().parents[1]
-LATENCY_MS = 50.0
 KEY_ENV = "REDLINE_BENCH_KEY"
 ANSWER = '{"score": 2, "reasoning": "one generic transition, otherwise dense", "is_concise": true}'
 
@@ -67,20 +64,6 @@ assert:
   - type: judge
     rubric: rubrics/slop.yaml
 """
-
-
-def _start_server() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "servers.py"), "--latency-ms", str(LATENCY_MS)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http://127.0.0.1:"):
-        proc.kill()
-        raise SystemExit(f"loopback server did not start: {url!r}")
-    return proc, url
 
 
 def _write_project(root: Path, url: str) -> Path:
@@ -129,32 +112,13 @@ async def _judge_all(
     return wall, cpu, sum(passed)
 
 
-async def _bare_http(url: str, body: dict[str, object], total: int, concurrency: int) -> float:
-    """CPU seconds per request of httpx alone (same body, server, concurrency): the floor."""
-    import httpx
-
-    limit = asyncio.Semaphore(concurrency)
-    async with httpx.AsyncClient(trust_env=False) as client:
-
-        async def one() -> None:
-            async with limit:
-                response = await client.post(f"{url}/v1/chat/completions", json=body)
-                response.json()
-
-        await one()
-        before = resource.getrusage(resource.RUSAGE_SELF)
-        await asyncio.gather(*(one() for _ in range(total)))
-        after = resource.getrusage(resource.RUSAGE_SELF)
-    return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / total
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=800)
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
     os.environ[KEY_ENV] = "bench-key"
-    server, url = _start_server()
+    server, url = start_server()
     try:
         with tempfile.TemporaryDirectory(prefix="redline-bench-judge-") as tmp:
             config = parse_config(_write_project(Path(tmp), url).parent / "redline.toml")
@@ -177,7 +141,7 @@ def main() -> None:
             body = OpenAIProvider(
                 model, config.provider("loopback"), base_url=url, api_key=None, price=None
             ).payload(request)
-            floor = asyncio.run(_bare_http(url, body, args.calls, args.concurrency))
+            floor = asyncio.run(bare_http_cpu(url, body, args.calls, args.concurrency))
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -11,22 +11,20 @@ CPU per sample.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
 import os
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from loopback import LATENCY_MS, bare_http_cpu, start_server
 from redline.cases import load_suites
 from redline.config import parse_config
 from redline.runner import RunOptions, run_suites
 from redline.store import RunStore
 
-ROOT = Path(__file__).resolve().parents[1]
-LATENCY_MS = 50.0
 KEY_ENV = "REDLINE_BENCH_KEY"
 
 _CASE = """id: case-{n:04d}
@@ -46,20 +44,6 @@ assert:
   - type: distinct-n
     value: 0.5
 """
-
-
-def _start_server() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "servers.py"), "--latency-ms", str(LATENCY_MS)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http://127.0.0.1:"):
-        proc.kill()
-        raise SystemExit(f"loopback server did not start: {url!r}")
-    return proc, url
 
 
 def _write_project(root: Path, url: str, cases: int, samples: int, concurrency: int) -> Path:
@@ -83,33 +67,14 @@ def _write_project(root: Path, url: str, cases: int, samples: int, concurrency: 
     return suite
 
 
-async def _bare_http(url: str, total: int, concurrency: int) -> float:
-    """CPU seconds per request of httpx alone (same server, same concurrency): the floor."""
-    import asyncio
-
-    import httpx
-
-    body = {
-        "model": "fake-model-2025-01-01",
-        "messages": [
-            {"role": "system", "content": "Extract the invoice as JSON."},
-            {"role": "user", "content": "MODE:json Invoice 1 from PT Sinar Jaya"},
-        ],
-        "seed": 1,
-    }
-    limit = asyncio.Semaphore(concurrency)
-    async with httpx.AsyncClient(trust_env=False) as client:
-
-        async def one() -> None:
-            async with limit:
-                response = await client.post(f"{url}/v1/chat/completions", json=body)
-                response.json()
-
-        await one()
-        before = resource.getrusage(resource.RUSAGE_SELF)
-        await asyncio.gather(*(one() for _ in range(total)))
-        after = resource.getrusage(resource.RUSAGE_SELF)
-    return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / total
+_BARE_BODY: dict[str, object] = {
+    "model": "fake-model-2025-01-01",
+    "messages": [
+        {"role": "system", "content": "Extract the invoice as JSON."},
+        {"role": "user", "content": "MODE:json Invoice 1 from PT Sinar Jaya"},
+    ],
+    "seed": 1,
+}
 
 
 def main() -> None:
@@ -120,7 +85,7 @@ def main() -> None:
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile dump of the run")
     args = parser.parse_args()
     os.environ[KEY_ENV] = "bench-key"
-    server, url = _start_server()
+    server, url = start_server()
     try:
         with tempfile.TemporaryDirectory(prefix="redline-bench-") as tmp:
             root = Path(tmp)
@@ -149,9 +114,8 @@ def main() -> None:
                 profiler.dump_stats(args.profile)
             stored = len(store.sample_keys(record.id))
             store.close()
-        import asyncio
 
-        bare = asyncio.run(_bare_http(url, total, args.concurrency))
+        bare = asyncio.run(bare_http_cpu(url, _BARE_BODY, total, args.concurrency))
     finally:
         server.terminate()
         server.wait(timeout=10)
