@@ -287,6 +287,14 @@ def merge_base_with_default(repo: git.Repo) -> str | None:
     return bases[0].hexsha if bases and bases[0] is not None else None
 
 
+def remote_url(repo: git.Repo, name: str = "origin") -> str | None:
+    """The fetch URL of a remote, None when the repository has no such remote."""
+    try:
+        return _git(repo, "remote", "get-url", name).strip() or None
+    except git.GitCommandError:
+        return None
+
+
 def default_branch(repo: git.Repo) -> str | None:
     """origin/HEAD's target, else main or master (local first, then origin's)."""
     try:
