@@ -29,6 +29,7 @@ _COMMAND_MODULES = (
     "runs",
     "show",
     "export",
+    "pull",
     "baseline",
     "history",
     "compare",
