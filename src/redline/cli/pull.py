@@ -95,7 +95,9 @@ def _date(text: str) -> dt.date:
 def _pull(args: argparse.Namespace) -> int:
     config = load_config()
     with RunStore.open(config.store_path) as store:
-        summary = pull_from_ci(args, config, store, Console(stderr=True))
+        summary = pull_from_ci(
+            args, config, store, Console(stderr=True, soft_wrap=True, highlight=False)
+        )
     return ExitCode.GREEN if summary.complete else ExitCode.USAGE
 
 

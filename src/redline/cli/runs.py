@@ -37,8 +37,12 @@ def _runs(args: argparse.Namespace) -> int:
         if not runs:
             console.print(Text(f"no runs stored in {config.store_path}"))
             return 0
+        origins = store.ci_origins([r.id for r in runs])
+        columns = ["run", "started", "kind", "status", "result", "cases", "model", "git"]
+        if origins:
+            columns.append("ci")
         table = Table()
-        for column in ("run", "started", "kind", "status", "result", "cases", "model", "git"):
+        for column in columns:
             table.add_column(column)
         for run in runs:
             cases = store.cases(run.id)
@@ -46,7 +50,7 @@ def _runs(args: argparse.Namespace) -> int:
             kind = str(run.kind) + (f" of {run.parent_id}" if run.parent_id else "")
             commit = (run.git_commit or "-")[:10] + ("+dirty" if run.git_dirty else "")
             result = str(run.result) if run.result else "-"
-            table.add_row(
+            row = [
                 Text(run.id, style="cyan"),
                 Text(run.started_at[:19].replace("T", " ")),
                 Text(kind),
@@ -55,7 +59,12 @@ def _runs(args: argparse.Namespace) -> int:
                 Text(_case_counts(counts, len(cases))),
                 Text(run.model_id),
                 Text(commit),
-            )
+            ]
+            if origins:
+                origin = origins.get(run.id)
+                # The label links to the CI run where the terminal supports links.
+                row.append(Text(origin.label, style=f"link {origin.url}") if origin else Text("-"))
+            table.add_row(*row)
         console.print(table)
     return 0
 

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from redline.config import load_config
 from redline.errors import UsageError
-from redline.records import CaseOutcome, CaseRecord, RunRecord, SampleRecord
+from redline.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, SampleRecord
 from redline.store import RunStore
 from redline.textsafe import escape_output
 from redline.verdicts import VERDICT_ORDER, AssertionStatus, Verdict
@@ -72,7 +72,7 @@ def _show(args: argparse.Namespace) -> int:
             if args.diff:
                 raise UsageError("--diff needs a CASE")
             cases = store.cases(run.id)
-            console.print(run_header(run))
+            console.print(run_header(run, store.ci_origins([run.id]).get(run.id)))
             console.print(case_table(cases))
             return 0
         samples = store.samples(run.id, args.case, args.suite)
@@ -87,7 +87,7 @@ def _show(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"case {args.case!r} exists in suites {', '.join(suites)}; pick one with --suite"
             )
-        console.print(run_header(run))
+        console.print(run_header(run, store.ci_origins([run.id]).get(run.id)))
         case = next(
             (c for c in store.cases(run.id) if c.case_id == args.case and c.suite == suites[0]),
             None,
@@ -116,8 +116,8 @@ def make_console() -> Console:
     return Console(highlight=False, emoji=False, width=width)
 
 
-def run_header(run: RunRecord) -> Text:
-    """One block naming the run: id, kind, status/result, model, git state, time."""
+def run_header(run: RunRecord, origin: CiOrigin | None = None) -> Text:
+    """One block naming the run: id, kind, status/result, model, git state, time, CI run."""
     text = Text()
     text.append("run ", style="bold")
     text.append(run.id, style="bold cyan")
@@ -135,6 +135,8 @@ def run_header(run: RunRecord) -> Text:
     text.append(f"  started {run.started_at}")
     if run.finished_at:
         text.append(f"  finished {run.finished_at}")
+    if origin is not None:
+        text.append(f"\npulled from {origin.label} ({origin.repo}) {origin.url}")
     return text
 
 

@@ -59,7 +59,9 @@ def _triage(args: argparse.Namespace) -> int:
         notice = None
         run_id: str | None = None
         if args.pull:
-            summary = pull_from_ci(args, config, store, Console(stderr=True))
+            summary = pull_from_ci(
+                args, config, store, Console(stderr=True, soft_wrap=True, highlight=False)
+            )
             if not summary.complete:
                 notice = summary.stopped or f"{len(summary.failed)} CI artifact(s) failed"
                 notice = f"The pull from CI did not finish: {notice}"
