@@ -6,7 +6,9 @@ server, re-dated per night), packed as actions/upload-artifact packs them.
 
 from __future__ import annotations
 
+import glob
 import json
+import shlex
 import shutil
 import subprocess
 import time
@@ -15,10 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from github_server import LoopbackGitHub, zip_folder
 from redline.cli import main
 from redline.exchange import RESULTS_FILE
+from redline.scaffold import WORKFLOW_FILE, starter_files
 from redline.store import RunStore
 from runfactory import write_config
 from servers import LoopbackLLMServer
@@ -359,3 +363,42 @@ def test_import_takes_a_zip_and_a_folder_of_several_exports(
         archive.writestr("readme.txt", "not an export")
     assert main(["import", str(nested)]) == 2
     assert "holds no `redline export`" in capsys.readouterr().err
+
+
+def test_the_generated_nightly_report_includes_earlier_nights(
+    github: LoopbackGitHub,
+    project: Path,
+    real_export: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The quality-report job's own commands, in order, as Actions runs them."""
+    workflow = yaml.safe_load(starter_files()[WORKFLOW_FILE])
+    assert workflow["permissions"]["actions"] == "read"
+    steps = workflow["jobs"]["quality-report"]["steps"]
+    pull_step = next(s for s in steps if str(s.get("run", "")).startswith("redline pull"))
+    assert pull_step["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
+    assert pull_step["continue-on-error"] is True
+    merge_step = next(s for s in steps if str(s.get("run", "")).startswith("redline merge"))
+    assert steps.index(pull_step) < steps.index(merge_step)
+
+    add_nights(github, real_export, tmp_path, range(1, 6))
+    # Tonight's workflow run is in progress: its shards are uploaded, its report is not.
+    github.add_run(106, "2026-01-06T03:17:00Z", {}, status="in_progress")
+    monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
+    monkeypatch.setenv("GITHUB_RUN_ID", str(github.runs[-1].id))
+    night(real_export, 6, project / "shards")
+
+    for step in (pull_step, merge_step):
+        words = shlex.split(step["run"])[1:]
+        argv = [m for w in words for m in (sorted(glob.glob(w)) if "*" in w else [w])]
+        assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["report", "--markdown"]) == 0
+    summary = capsys.readouterr().out
+    assert "### Marginal cases (1)" in summary
+    assert "| nightly/edge | 6 | 24/30 (80%) | 80% |" in summary
+    assert f"### Against the previous run `{0xA00000000005:012x}`" in summary
+    # Two cases are too few for a content comparison: the report says so instead.
+    assert r"Content comparison withheld: run a00000000005: only 2 case\(s\) evaluated" in summary

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from redline.baseline import Baseline, load_baseline
+from redline.compare import Comparison, compare_cases
+from redline.history import Marginal, case_history, find_marginal
 from redline.outcome import add_counts, content_comparison_withheld
 from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord, SampleRecord
 from redline.store import RunStore
@@ -31,6 +33,8 @@ class CaseReport:
     changed_since_baseline: bool
     #: Pass rates of recent scheduled runs, oldest first, ending with this run when scheduled.
     history: tuple[float | None, ...]
+    #: How long the case has sat at the edge up to this run, None when it does not.
+    marginal: Marginal | None = None
 
     @property
     def failing_samples(self) -> list[SampleRecord]:
@@ -53,6 +57,12 @@ class RunReport:
     verdicts: Mapping[Verdict, int]
     #: Rule 8: why this run's content cannot be compared, None when it can.
     withheld: str | None
+    #: This run against the scheduled run before it (last night), None when there is none.
+    previous: Comparison | None = None
+
+    @property
+    def marginal(self) -> list[tuple[CaseRecord, Marginal]]:
+        return [(c.case, c.marginal) for c in self.cases if c.marginal is not None]
 
     def count(self, outcome: CaseOutcome) -> int:
         return sum(1 for c in self.cases if c.case.result is outcome)
@@ -83,13 +93,34 @@ def build_run_report(store: RunStore, run_id: str, baselines_dir: Path | None = 
                 golden=None if entry is None or entry.golden is None else entry.golden.output,
                 changed_since_baseline=entry is not None and entry.case_hash != c.case_hash,
                 history=tuple(history.get((c.suite, c.case_id), ())),
+                marginal=_marginal(store, run, c),
             )
         )
     verdicts = add_counts(c.verdicts for c in cases)
     evaluated = sum(1 for c in cases if c.content_samples > 0)
+    previous = _previous_scheduled(store, run)
     return RunReport(
-        run, tuple(reports), verdicts, content_comparison_withheld(evaluated, verdicts)
+        run,
+        tuple(reports),
+        verdicts,
+        content_comparison_withheld(evaluated, verdicts),
+        None if previous is None else compare_cases(previous, store.cases(previous.id), run, cases),
     )
+
+
+def _marginal(store: RunStore, run: RunRecord, case: CaseRecord) -> Marginal | None:
+    if run.kind is not RunKind.RUN:
+        return None
+    series = case_history(store, case.case_id, case.suite).scheduled
+    return find_marginal([p for p in series if p.started_at <= run.started_at])
+
+
+def _previous_scheduled(store: RunStore, run: RunRecord) -> RunRecord | None:
+    """The scheduled run that started last before `run` (in a nightly: the night before)."""
+    if run.kind is not RunKind.RUN:
+        return None
+    earlier = (r for r in store.runs(kind=RunKind.RUN) if r.started_at < run.started_at)
+    return next(earlier, None)
 
 
 def _recent_rates(store: RunStore, run: RunRecord) -> dict[tuple[str, str], list[float | None]]:

@@ -79,4 +79,59 @@ def markdown_summary(report: RunReport) -> str:
             )
         if len(problems) > MAX_LISTED:
             lines.append(f"\n…and {len(problems) - MAX_LISTED} more not passing.")
+    lines += _marginal_lines(report)
+    lines += _previous_lines(report)
     return "\n".join(lines) + "\n"
+
+
+def _marginal_lines(report: RunReport) -> list[str]:
+    """Cases at the edge for several nights: raise their samples or retire them."""
+    marginal = report.marginal
+    if not marginal:
+        return []
+    lines = [
+        "",
+        f"### Marginal cases ({len(marginal)}): raise their samples or retire them",
+        "",
+        "| case | nights at the edge | pooled passes | bar | samples needed |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for case, m in marginal[:MAX_LISTED]:
+        needed = "none separates" if m.samples_needed is None else str(m.samples_needed)
+        lines.append(
+            f"| {md_escape(case.suite)}/{md_escape(case.case_id)} | {m.runs} | "
+            f"{m.pooled_passes}/{m.pooled_samples} ({m.rate:.0%}) | {m.threshold:.0%} | "
+            f"{needed} |"
+        )
+    if len(marginal) > MAX_LISTED:
+        lines.append(f"\n…and {len(marginal) - MAX_LISTED} more marginal.")
+    return lines
+
+
+def _previous_lines(report: RunReport) -> list[str]:
+    """This run against the scheduled run before it: what changed since last night."""
+    comparison = report.previous
+    if comparison is None:
+        return ["", "No earlier scheduled run in the store to compare with."]
+    before = comparison.a.run
+    lines = [
+        "",
+        f"### Against the previous run {md_code(before.id)} "
+        f"({md_escape(before.started_at[:16].replace('T', ' '))} UTC)",
+        "",
+    ]
+    if comparison.withheld:
+        reasons = "; ".join(comparison.withheld)
+        return [*lines, f"Content comparison withheld: {md_escape(reasons, 300)}"]
+    drops = comparison.significant_drops
+    rises = [d for d in comparison.deltas if d.significant and not d.significant_drop]
+    lines.append(
+        f"{len(drops)} case(s) dropped significantly, {len(rises)} rose significantly "
+        f"(one-sided Fisher p < 0.05), {len(comparison.changed)} case file(s) changed."
+    )
+    for d in drops[:MAX_LISTED]:
+        lines.append(
+            f"- {md_escape(d.suite)}/{md_escape(d.case_id)}: {d.a.passes}/{d.a.samples} → "
+            f"{d.b.passes}/{d.b.samples} (p = {d.p_value:.3f})"
+        )
+    return lines
