@@ -402,3 +402,46 @@ def test_the_generated_nightly_report_includes_earlier_nights(
     assert f"### Against the previous run `{0xA00000000005:012x}`" in summary
     # Two cases are too few for a content comparison: the report says so instead.
     assert r"Content comparison withheld: run a00000000005: only 2 case\(s\) evaluated" in summary
+
+
+def test_triage_pull_opens_last_nights_run_with_its_ci_link(
+    github: LoopbackGitHub,
+    project: Path,
+    real_export: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """From a fresh clone (no store): one command pulls and opens the latest nightly."""
+    from textual.pilot import Pilot
+    from textual.widgets import Static
+
+    from redline_tui.app import TriageApp
+    from redline_tui.screens.run import RunScreen
+
+    ids = add_nights(github, real_export, tmp_path, range(1, 4))
+    _, manual = night(real_export, 4, tmp_path / "manual")
+    github.add_run(160, "2026-01-04T11:00:00Z", {QUALITY: manual}, event="workflow_dispatch")
+    seen: dict[str, str] = {}
+    run_app = TriageApp.run
+
+    def run_headless(app: TriageApp) -> None:
+        """The real app on a headless driver: wait for the run to load, read the header."""
+
+        async def read_header(pilot: Pilot[object]) -> None:
+            for _ in range(200):
+                await pilot.pause(0.02)
+                screen = app.screen
+                if isinstance(screen, RunScreen) and screen.run is not None:
+                    seen["run"] = screen.run.id
+                    seen["header"] = str(screen.query_one("#run-header", Static).render())
+                    break
+            app.exit()
+
+        run_app(app, headless=True, size=(100, 30), auto_pilot=read_header)
+
+    monkeypatch.setattr(TriageApp, "run", run_headless)
+    assert not (project / ".redline").exists()
+    assert main(["triage", "--pull", "--repo", REPO]) == 0
+    assert seen["run"] == ids[3]  # the latest scheduled run, not the manual one after it
+    assert f"pulled from CI #103 {ci_run_url(github.runs[2].id)}" in seen["header"]
+    assert len(stored_ids(project)) == 4
