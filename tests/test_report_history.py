@@ -6,13 +6,14 @@ from pathlib import Path
 
 from redline.report import build_run_report
 from redline.report.markdown import markdown_summary
+from redline.verdicts import Verdict
 from runfactory import OK, WRONG, CaseSpec, RunSpec, ok_cases, open_store, write_run
 
 
-def _night(day: int, edge: list[object], drop: list[object]) -> RunSpec:
+def _night(day: int, edge: list[Verdict], drop: list[Verdict]) -> RunSpec:
     return RunSpec(
         f"night{day:02d}",
-        [*ok_cases(8), CaseSpec("edge", edge), CaseSpec("drop", drop)],  # type: ignore[list-item]
+        [*ok_cases(8), CaseSpec("edge", edge), CaseSpec("drop", drop)],
         started_at=f"2026-01-{day:02d}T00:00:00.000+00:00",
     )
 
