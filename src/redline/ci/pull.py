@@ -119,9 +119,13 @@ def _pull_run(
     summary: PullSummary,
     progress: PullProgress | None,
 ) -> None:
-    """Download one CI run's artifacts, then import its runs (merged runs before shards)."""
+    """Download one CI run's artifacts, then import its runs, leaving out merged shards.
+
+    When a download fails, nothing of this CI run is imported yet (the next pull retries).
+    """
     label = f"CI run #{run.number}" if run.number is not None else f"CI run {run.id}"
     read: list[tuple[CiArtifact, list[ExportedRun]]] = []
+    downloads_failed = False
     for artifact in artifacts:
         note = ""
         with tempfile.SpooledTemporaryFile(max_size=_IN_MEMORY_BYTES) as buffer:
@@ -133,6 +137,7 @@ def _pull_run(
                 note = "expired"
             except ArtifactFailed as exc:
                 summary.failed.append(f"{label}: {exc}")
+                downloads_failed = True
                 note = "failed"
             except NoExport:
                 summary.not_exports += 1
@@ -143,6 +148,13 @@ def _pull_run(
                 note = "unreadable"
         if note and progress is not None:
             progress.downloaded(artifact, note)
+    if downloads_failed:
+        # Importing the rest now could add a night's shards beside the merged run that a
+        # later pull brings: the whole CI run waits for the next pull instead.
+        for artifact, _ in read:
+            if progress is not None:
+                progress.downloaded(artifact, "kept for the next pull (a sibling failed)")
+        return
     for _, exports in read:
         merged_into |= _merged_shards(e.run for e in exports)
     for artifact, exports in read:
