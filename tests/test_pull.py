@@ -234,6 +234,8 @@ def test_a_rate_limit_far_away_stops_with_a_clear_message_keeping_the_imports(
     [
         ("wrong-token", "GitHub refused the token (HTTP 401 Bad credentials)"),
         ("no-token", "GitHub needs a token"),
+        # A public repository lists its runs to anyone; its artifacts still need a token.
+        ("public-no-token", "needs a token for artifact prompt-evals-quality: set GITHUB_TOKEN"),
         ("forbidden", "needs read access to Actions of acme/shop"),
         ("no-repo", "GitHub has no repository acme/nothing"),
         ("no-workflow", "no workflow 'nightly.yml' in acme/shop"),
@@ -253,9 +255,10 @@ def test_refusals_say_what_to_do(
     argv = ["pull", "--repo", REPO]
     if setup == "wrong-token":
         monkeypatch.setenv("GITHUB_TOKEN", "ghs_wrong")
-    elif setup == "no-token":
+    elif setup.endswith("no-token"):
         monkeypatch.delenv("GITHUB_TOKEN")
         monkeypatch.setenv("PATH", str(tmp_path / "no-gh"))  # no `gh` to ask either
+        github.private = setup == "no-token"
     elif setup == "forbidden":
         github.forbidden = True
     elif setup == "no-repo":
@@ -267,23 +270,6 @@ def test_refusals_say_what_to_do(
     assert expected in err
     assert TOKEN not in err and "ghs_wrong" not in err
     assert stored_ids(project) == set()
-
-
-def test_public_runs_list_without_a_token_but_downloads_need_one(
-    github: LoopbackGitHub,
-    project: Path,
-    real_export: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    add_nights(github, real_export, tmp_path, range(1, 2))
-    github.private = False
-    monkeypatch.delenv("GITHUB_TOKEN")
-    monkeypatch.setenv("PATH", str(tmp_path / "no-gh"))
-    assert main(["pull", "--repo", REPO]) == 2
-    err = capsys.readouterr().err
-    assert "no GitHub token" in err and "set GITHUB_TOKEN (or GH_TOKEN)" in err
 
 
 def test_repo_from_the_origin_remote_and_token_from_gh_token(
