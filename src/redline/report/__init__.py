@@ -68,6 +68,18 @@ class RunReport:
         return sum(1 for c in self.cases if c.case.result is outcome)
 
 
+def previous_run_sentence(comparison: Comparison) -> str:
+    """One sentence on a run against the scheduled run before it (both reports use it)."""
+    if comparison.withheld:
+        return "Content comparison withheld: " + "; ".join(comparison.withheld)
+    drops = comparison.significant_drops
+    rises = [d for d in comparison.deltas if d.significant and not d.significant_drop]
+    return (
+        f"{len(drops)} case(s) dropped significantly, {len(rises)} rose significantly "
+        f"(one-sided Fisher p < 0.05), {len(comparison.changed)} case file(s) changed."
+    )
+
+
 def failed_assertions(sample: SampleRecord) -> list[AssertionResult]:
     return [a for a in sample.assertions if a.failed]
 

@@ -12,7 +12,7 @@ import html
 from redline.baseline import golden_diff
 from redline.manifest import MODEL_KEY, VERSION_KEY
 from redline.records import CaseOutcome
-from redline.report import CaseReport, RunReport, failed_assertions
+from redline.report import CaseReport, RunReport, failed_assertions, previous_run_sentence
 from redline.textsafe import escape_output
 from redline.verdicts import VERDICT_ORDER, Verdict
 
@@ -149,9 +149,17 @@ def _verdicts(report: RunReport) -> str:
             f'<p class="banner">Content comparison withheld (rule 8): {_e(report.withheld)}</p>'
         )
     outcomes = ", ".join(f"{report.count(o)} {o}" for o in CaseOutcome)
+    previous = "<p>No earlier scheduled run in the store to compare with.</p>"
+    if report.previous is not None:
+        before = report.previous.a.run
+        previous = (
+            f"<p>Against the previous run <code>{_e(before.id)}</code> "
+            f"({_e(before.started_at[:16].replace('T', ' '))} UTC): "
+            f"{_e(previous_run_sentence(report.previous))}</p>"
+        )
     return (
         f"<h2>Verdicts ({total} samples; cases: {_e(outcomes)})</h2>"
-        f"{_bar(parts, total)}<table><tr>{cells}</tr></table>{banner}"
+        f"{_bar(parts, total)}<table><tr>{cells}</tr></table>{banner}{previous}"
     )
 
 
@@ -160,6 +168,12 @@ def _case_row(case: CaseReport) -> str:
     parts = [(str(v), c.verdicts.get(v, 0)) for v in VERDICT_ORDER]
     breakdown = " ".join(f"{n} {name}" for name, n in parts if n)
     marks = ' <span class="mark">case changed since baseline</span>' * case.changed_since_baseline
+    if case.marginal is not None:
+        m = case.marginal
+        marks += (
+            f' <span class="mark">marginal for {m.runs} runs ({m.pooled_passes}/'
+            f"{m.pooled_samples}): raise samples or retire</span>"
+        )
     anchor = _e(f"{c.suite}/{c.case_id}")
     return (
         f'<tr><td><a href="#{anchor}">{_e(c.case_id)}</a>{marks}</td><td>{_e(c.suite)}</td>'

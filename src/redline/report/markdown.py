@@ -10,7 +10,7 @@ import re
 
 from redline.history import sparkline
 from redline.records import CaseOutcome
-from redline.report import RunReport, failed_assertions
+from redline.report import RunReport, failed_assertions, previous_run_sentence
 from redline.textsafe import preview
 from redline.verdicts import VERDICT_ORDER
 
@@ -120,15 +120,8 @@ def _previous_lines(report: RunReport) -> list[str]:
         f"({md_escape(before.started_at[:16].replace('T', ' '))} UTC)",
         "",
     ]
-    if comparison.withheld:
-        reasons = "; ".join(comparison.withheld)
-        return [*lines, f"Content comparison withheld: {md_escape(reasons, 300)}"]
-    drops = comparison.significant_drops
-    rises = [d for d in comparison.deltas if d.significant and not d.significant_drop]
-    lines.append(
-        f"{len(drops)} case(s) dropped significantly, {len(rises)} rose significantly "
-        f"(one-sided Fisher p < 0.05), {len(comparison.changed)} case file(s) changed."
-    )
+    lines.append(md_escape(previous_run_sentence(comparison), 600))
+    drops = [] if comparison.withheld else comparison.significant_drops
     for d in drops[:MAX_LISTED]:
         lines.append(
             f"- {md_escape(d.suite)}/{md_escape(d.case_id)}: {d.a.passes}/{d.a.samples} → "
