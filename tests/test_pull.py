@@ -278,6 +278,7 @@ def test_repo_from_the_origin_remote_and_token_from_gh_token(
     real_export: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     ids = add_nights(github, real_export, tmp_path, range(1, 3))
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
@@ -290,6 +291,11 @@ def test_repo_from_the_origin_remote_and_token_from_gh_token(
     assert stored_ids(project) == {ids[2]}
     assert main(["pull", "--since", "2026-01-01"]) == 0
     assert stored_ids(project) == set(ids.values())
+    capsys.readouterr()
+    assert main(["pull", "--branch", "release"]) == 0
+    assert "no finished run of prompt-evals.yml on branch release of acme/shop" in (
+        capsys.readouterr().err
+    )
 
 
 def test_shards_of_a_merged_night_stay_out_of_the_history(

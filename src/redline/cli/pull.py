@@ -131,6 +131,15 @@ def pull_from_ci(
     ):
         summary = pull(store, provider, query, artifacts=args.artifact, progress=progress)
     _print_summary(console, summary, store)
+    if summary.ci_runs == 0 and summary.stopped is None:
+        branch = f"branch {query.branch}" if query.branch else "the default branch"
+        console.print(
+            Text(
+                f"no finished run of {query.workflow} on {branch} of {repo}"
+                + (f" since {query.since}" if query.since else "")
+                + ": check --workflow, --branch and --since, or whether the workflow ran yet"
+            )
+        )
     return summary
 
 
