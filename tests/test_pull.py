@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -272,7 +273,7 @@ def test_refusals_say_what_to_do(
     assert stored_ids(project) == set()
 
 
-def test_repo_from_the_origin_remote_and_token_from_gh_token(
+def test_repo_from_the_origin_remote_token_from_gh_or_gh_token(
     github: LoopbackGitHub,
     project: Path,
     real_export: Path,
@@ -286,9 +287,16 @@ def test_repo_from_the_origin_remote_and_token_from_gh_token(
         ["git", "remote", "add", "origin", f"git@github.com:{REPO}.git"], cwd=project, check=True
     )
     monkeypatch.delenv("GITHUB_TOKEN")
-    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gh = bin_dir / "gh"  # the GitHub CLI, logged in: `gh auth token` prints its token
+    gh.write_text(f'#!/bin/sh\n[ "$1 $2" = "auth token" ] && echo {TOKEN}\n', encoding="utf-8")
+    gh.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     assert main(["pull", "--last", "1"]) == 0
     assert stored_ids(project) == {ids[2]}
+    monkeypatch.setenv("PATH", os.environ["PATH"].split(":", 1)[1])
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
     assert main(["pull", "--since", "2026-01-01"]) == 0
     assert stored_ids(project) == set(ids.values())
     capsys.readouterr()
