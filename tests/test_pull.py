@@ -451,3 +451,26 @@ def test_triage_pull_opens_last_nights_run_with_its_ci_link(
     assert seen["run"] == ids[3]  # the latest scheduled run, not the manual one after it
     assert f"pulled from CI #103 {ci_run_url(github.runs[2].id)}" in seen["header"]
     assert len(stored_ids(project)) == 4
+
+
+@pytest.mark.parametrize(
+    "remote",
+    [
+        "git@github.com:acme/shop.git",
+        "https://github.com/acme/shop",
+        "https://github.com/acme/shop.git/",
+        "ssh://git@ghe.example.com:2222/acme/shop.git",
+    ],
+)
+def test_the_repository_is_read_from_any_form_of_origin(
+    remote: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from redline.ci.github import resolve_repo
+
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "remote", "add", "origin", remote], cwd=tmp_path, check=True)
+    assert resolve_repo(None, tmp_path) == REPO
+    assert resolve_repo("other/repo", tmp_path) == "other/repo"
+    monkeypatch.setenv("GITHUB_REPOSITORY", "ci/repo")  # as Actions sets it
+    assert resolve_repo(None, tmp_path) == "ci/repo"

@@ -247,7 +247,7 @@ class GitHubActions:
         failure = ""
         for attempt in range(self._retry.max_retries + 1):
             try:
-                response = self._client.get(url, params=params or None)
+                response = self._client.get(url, params=params or None, follow_redirects=True)
             except httpx.TransportError as exc:
                 failure = f"{type(exc).__name__}: {exc}"
             else:
