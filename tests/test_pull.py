@@ -437,9 +437,11 @@ def test_triage_pull_opens_last_nights_run_with_its_ci_link(
             for _ in range(200):
                 await pilot.pause(0.02)
                 screen = app.screen
-                if isinstance(screen, RunScreen) and screen.run is not None:
+                if isinstance(screen, RunScreen) and screen.run is not None and screen.marks:
                     seen["run"] = screen.run.id
                     seen["header"] = str(screen.query_one("#run-header", Static).render())
+                    edge = screen.marks["nightly/edge"]
+                    seen["edge"] = f"{edge.history} marginal={edge.marginal}"
                     break
             app.exit()
 
@@ -450,6 +452,8 @@ def test_triage_pull_opens_last_nights_run_with_its_ci_link(
     assert main(["triage", "--pull", "--repo", REPO]) == 0
     assert seen["run"] == ids[3]  # the latest scheduled run, not the manual one after it
     assert f"pulled from CI #103 {ci_run_url(github.runs[2].id)}" in seen["header"]
+    # Its history, every night up to this one, and three nights at the edge: marginal.
+    assert seen["edge"] == "(0.8, 0.8, 0.8) marginal=True"
     assert len(stored_ids(project)) == 4
 
 
