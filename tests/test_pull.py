@@ -364,11 +364,27 @@ def test_import_takes_a_zip_and_a_folder_of_several_exports(
     assert "2 run(s) imported, 2 already in the store" in out
     assert stored_ids(project) == set(ids)
 
-    nested = tmp_path / "nested.zip"
-    with zipfile.ZipFile(nested, "w") as archive:
+    not_export = tmp_path / "other.zip"
+    with zipfile.ZipFile(not_export, "w") as archive:
         archive.writestr("readme.txt", "not an export")
-    assert main(["import", str(nested)]) == 2
+    assert main(["import", str(not_export)]) == 2
     assert "holds no `redline export`" in capsys.readouterr().err
+
+    # A zip packed by hand: several exports in sub-folders. Beside it, a damaged export: the
+    # good one is imported, the bad one named with its line, exit 2.
+    run_id, _ = night(real_export, 4, tmp_path / "nights")
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "night-4.zip").write_bytes(zip_folder(tmp_path / "nights", prefix="nightly/"))
+    bad = more / "bad"
+    shutil.copytree(tmp_path / "nights" / "night-03", bad)
+    with (bad / "samples.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write("{not json\n")
+    assert main(["import", str(more)]) == 2
+    captured = capsys.readouterr()
+    assert f"imported run {run_id}" in captured.out
+    assert f"{bad}/samples.jsonl:11: malformed sample" in captured.err
+    assert run_id in stored_ids(project)
 
 
 def test_the_generated_nightly_report_includes_earlier_nights(
