@@ -69,6 +69,9 @@ class RunOptions:
     judge_blocks: bool = False
     #: `--adaptive`: sequential sampling for every case written with a fixed N.
     adaptive: bool = False
+    #: With `resume`: draw the slots of a finished run whose samples had these verdicts
+    #: again (`--retry-transport`); the first attempts are kept as superseded evidence.
+    retry: tuple[Verdict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -293,7 +296,9 @@ async def _execute(
     identity = provider.identity()
     manifest = run_manifest(suites, identity)
     if options.resume is not None:
-        record = _reopen(store, options.resume, identity, manifest)
+        record = _reopen(store, options.resume, identity, manifest, retry=bool(options.retry))
+        if options.retry:
+            record = _supersede(store, record, options.retry)
     else:
         record = _new_record(config, options, suites, identity, model, manifest, provider)
     plan = _plan(chosen, options, store, record.id, provider)
@@ -468,9 +473,16 @@ def _new_record(
     )
 
 
-def _reopen(store: RunStore, run_id: str, identity: str, manifest: Mapping[str, str]) -> RunRecord:
+def _reopen(
+    store: RunStore,
+    run_id: str,
+    identity: str,
+    manifest: Mapping[str, str],
+    *,
+    retry: bool = False,
+) -> RunRecord:
     record = store.run(run_id)
-    if record.status is RunStatus.FINISHED:
+    if record.status is RunStatus.FINISHED and not retry:
         raise UsageError(f"run {record.id} finished already; nothing to resume")
     if record.kind is RunKind.REPLAY:
         raise UsageError(
@@ -492,6 +504,24 @@ def _reopen(store: RunStore, run_id: str, identity: str, manifest: Mapping[str, 
             "start a new run"
         )
     return record
+
+
+#: The run argument listing how a run was completed after it first finished.
+RETRIES_ARG = "retries"
+
+
+def _supersede(store: RunStore, record: RunRecord, verdicts: Sequence[Verdict]) -> RunRecord:
+    """Set aside the samples to draw again, and say so in the run's record."""
+    counts = add_counts(store.verdict_counts(record.id).values())
+    wanted = {str(v): counts.get(v, 0) for v in verdicts if counts.get(v, 0)}
+    if not wanted:
+        names = " or ".join(str(v) for v in verdicts)
+        raise UsageError(f"run {record.id} has no {names} sample to draw again")
+    store.supersede_samples(record.id, verdicts)
+    retries = [*record.args.get(RETRIES_ARG, []), {"at": now_iso(), "redrawn": wanted}]
+    args = {**record.args, RETRIES_ARG: retries}
+    store.update_args(record.id, args)
+    return replace(record, args=args)
 
 
 def _plan(
@@ -610,6 +640,7 @@ def _finish(
 
 
 __all__ = [
+    "RETRIES_ARG",
     "ProgressCallback",
     "RunOptions",
     "RunProgress",

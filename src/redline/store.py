@@ -13,6 +13,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -115,6 +116,21 @@ CREATE TABLE IF NOT EXISTS assertion_results (
     structural INTEGER NOT NULL,
     PRIMARY KEY (sample_id, idx)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS superseded_samples (
+    sample_id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    case_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    verdict TEXT NOT NULL,
+    finish_reason TEXT,
+    error TEXT,
+    output TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    superseded_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS superseded_by_case ON superseded_samples (run_id, case_id, suite, idx);
 """
 
 _RUN_COLUMNS = (
@@ -259,6 +275,54 @@ class RunStore:
             db.execute(
                 "UPDATE runs SET status = ?, result = NULL, finished_at = NULL WHERE id = ?",
                 (str(RunStatus.RUNNING), run_id),
+            )
+
+    def supersede_samples(self, run_id: str, verdicts: Iterable[Verdict]) -> int:
+        """Set aside a finished run's samples with these verdicts so their slots run again.
+
+        Each one is kept in `superseded_samples` (verdict, error, raw output) as the evidence
+        of the first attempt; the run's counts then see only the new sample of each slot.
+        """
+        wanted = [str(v) for v in verdicts]
+        marks = ", ".join("?" * len(wanted))
+        with self._transaction() as db:
+            rows = db.execute(
+                f"SELECT id FROM samples WHERE run_id = ? AND verdict IN ({marks})",
+                (run_id, *wanted),
+            ).fetchall()
+            ids = [(int(r[0]),) for r in rows]
+            db.executemany(
+                "INSERT INTO superseded_samples (sample_id, run_id, suite, case_id, idx, verdict, "
+                "finish_reason, error, output, attempts, created_at, superseded_at) "
+                "SELECT id, run_id, suite, case_id, idx, verdict, finish_reason, error, output, "
+                "attempts, created_at, ? FROM samples WHERE id = ?",
+                [(now_iso(), i) for (i,) in ids],
+            )
+            db.executemany("DELETE FROM assertion_results WHERE sample_id = ?", ids)
+            db.executemany("DELETE FROM samples WHERE id = ?", ids)
+        self._finished.pop(run_id, None)
+        return len(ids)
+
+    def superseded(self, run_id: str) -> list[SupersededSample]:
+        """The first attempts that `--retry-transport` replaced, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT suite, case_id, idx, verdict, error, output, superseded_at "
+                "FROM superseded_samples WHERE run_id = ? ORDER BY sample_id",
+                (run_id,),
+            ).fetchall()
+        return [
+            SupersededSample(str(s), str(c), int(i), Verdict(v), e, _decode_text(o), str(at))
+            for s, c, i, v, e, o, at in rows
+        ]
+
+    def update_args(self, run_id: str, args: Mapping[str, Any]) -> None:
+        """Replace a run's recorded arguments (how it was completed is part of its record)."""
+        self._finished.pop(run_id, None)
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE runs SET args = ? WHERE id = ?",
+                (json.dumps(dict(args), sort_keys=True, default=str), run_id),
             )
 
     def _insert_run(self, db: sqlite3.Connection, record: RunRecord) -> None:
@@ -544,6 +608,19 @@ class RunStore:
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+@dataclass(frozen=True)
+class SupersededSample:
+    """A slot's first attempt (a transport failure, say), replaced by a retry."""
+
+    suite: str
+    case_id: str
+    index: int
+    verdict: Verdict
+    error: str | None
+    output: str
+    superseded_at: str
 
 
 def _encode_text(text: str) -> str | bytes:
