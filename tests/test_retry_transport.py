@@ -20,10 +20,10 @@ from test_runner import write_suite
 OUTAGE = "MODE:500 FAILS:3"
 
 
-def _suite(project: Path) -> Path:
+def _suite(root: Path) -> Path:
     cases = {f"ok{i}": f"MODE:json n{i}" for i in range(6)}
     cases.update({"down1": f"{OUTAGE} d1", "down2": f"{OUTAGE} d2"})
-    return write_suite(project, "s", cases, samples=2, tier="quality")
+    return write_suite(root, "s", cases, samples=2, tier="quality")
 
 
 def test_retry_draws_only_the_transport_slots_and_keeps_the_first_errors(
@@ -61,8 +61,8 @@ def test_retry_draws_only_the_transport_slots_and_keeps_the_first_errors(
     assert len(runs_in(project)) == 1
 
 
-def runs_in(project: Path) -> list[str]:
-    with RunStore.open(project / ".redline" / "redline.db") as store:
+def runs_in(root: Path) -> list[str]:
+    with RunStore.open(root / ".redline" / "redline.db") as store:
         return [r.id for r in store.runs()]
 
 
