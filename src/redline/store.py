@@ -131,6 +131,13 @@ CREATE TABLE IF NOT EXISTS superseded_samples (
     superseded_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS superseded_by_case ON superseded_samples (run_id, case_id, suite, idx);
+CREATE VIRTUAL TABLE IF NOT EXISTS sample_search USING fts5(
+    case_id, output, reasons, content='', tokenize='trigram'
+);
+CREATE TABLE IF NOT EXISTS sample_search_runs (
+    run_id TEXT PRIMARY KEY,
+    last_sample INTEGER NOT NULL
+) WITHOUT ROWID;
 """
 
 _RUN_COLUMNS = (
@@ -238,6 +245,7 @@ class RunStore:
             self._insert_run(db, record)
             self._insert_samples(db, samples)
             self._insert_cases(db, cases)
+            self._index_for_search(db, record.id)
 
     def add_sample(self, sample: SampleRecord) -> None:
         """Store one finished sample with its assertion results; durable on return."""
@@ -267,6 +275,7 @@ class RunStore:
             )
             if cur.rowcount == 0:
                 raise UsageError(f"no run {run_id} in the store {self.path}")
+            self._index_for_search(db, run_id)
 
     def reopen_run(self, run_id: str) -> None:
         """Mark an interrupted run as running again, for `--resume`."""
@@ -315,6 +324,64 @@ class RunStore:
             SupersededSample(str(s), str(c), int(i), Verdict(v), e, _decode_text(o), str(at))
             for s, c, i, v, e, o, at in rows
         ]
+
+    def search(self, run_id: str, match: str | None, like: str | None, limit: int) -> list[Any]:
+        """Samples of a run whose case id, raw output or failure reasons hold the text.
+
+        `match` is an FTS5 query over the trigram index (built when a run finishes or is
+        imported, and brought up to date here for samples added since); `like` is a LIKE
+        pattern for text too short for trigrams. Rows: (suite, case id, index, verdict, output, reasons).
+        """
+        with self._transaction() as db:
+            self._index_for_search(db, run_id)
+        reasons = (
+            "(SELECT group_concat(reason, char(10)) FROM assertion_results a "
+            "WHERE a.sample_id = s.id AND a.status = 'failed')"
+        )
+        columns = f"s.suite, s.case_id, s.idx, s.verdict, s.output, {reasons}"
+        with self._lock:
+            if match is not None:
+                rows = self._db.execute(
+                    f"SELECT {columns} FROM sample_search f JOIN samples s ON s.id = f.rowid "
+                    "WHERE sample_search MATCH ? AND s.run_id = ? "
+                    "ORDER BY s.suite, s.case_id, s.idx LIMIT ?",
+                    (match, run_id, limit),
+                ).fetchall()
+            else:
+                rows = self._db.execute(
+                    f"SELECT {columns} FROM samples s WHERE s.run_id = :run AND "
+                    f"(s.output LIKE :like ESCAPE '\\' OR s.case_id LIKE :like ESCAPE '\\' "
+                    f"OR {reasons} LIKE :like ESCAPE '\\') "
+                    "ORDER BY s.suite, s.case_id, s.idx LIMIT :limit",
+                    {"run": run_id, "like": like, "limit": limit},
+                ).fetchall()
+        return [
+            (str(r[0]), str(r[1]), int(r[2]), Verdict(r[3]), _decode_text(r[4]), r[5] or "")
+            for r in rows
+        ]
+
+    @staticmethod
+    def _index_for_search(db: sqlite3.Connection, run_id: str) -> None:
+        row = db.execute(
+            "SELECT last_sample FROM sample_search_runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        last = int(row[0]) if row else 0
+        newest = db.execute(
+            "SELECT max(id) FROM samples WHERE run_id = ? AND id > ?", (run_id, last)
+        ).fetchone()[0]
+        if newest is None:
+            return
+        db.execute(
+            "INSERT INTO sample_search (rowid, case_id, output, reasons) "
+            "SELECT s.id, s.case_id, s.output, (SELECT group_concat(reason, char(10)) "
+            "FROM assertion_results a WHERE a.sample_id = s.id AND a.status = 'failed') "
+            "FROM samples s WHERE s.run_id = ? AND s.id > ?",
+            (run_id, last),
+        )
+        db.execute(
+            "INSERT OR REPLACE INTO sample_search_runs (run_id, last_sample) VALUES (?, ?)",
+            (run_id, int(newest)),
+        )
 
     def update_args(self, run_id: str, args: Mapping[str, Any]) -> None:
         """Replace a run's recorded arguments (how it was completed is part of its record)."""
