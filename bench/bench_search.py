@@ -1,8 +1,8 @@
 """Search across a big run: `redline search` / the app's search over 20,000 samples.
 
 The store of bench_triage (a red run of 1,000 cases × 20 samples, four earlier runs beside
-it). A run's trigram index is built when it finishes (the build time is printed apart);
-then searches, and the floor: reading every output of the run and scanning it in Python. Target: < 200 ms.
+it). A run's trigram index is built when it finishes; then searches, and the floor:
+reading every output of the run and scanning it in Python. Target: < 200 ms.
 
     uv run python bench/bench_search.py [--cases 1000] [--samples 20]
 """
@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_triage import build  # noqa: E402
-
-from redline.records import RunResult, RunStatus  # noqa: E402
-from redline.search import search_run  # noqa: E402
-from redline.store import RunStore  # noqa: E402
+from bench_triage import build
+from redline.records import RunResult, RunStatus
+from redline.search import search_run
+from redline.store import RunStore
 
 TARGET_MS = 200.0
 QUERIES = ("answer 700/3", "case-0042", "checked", "no such phrase anywhere", "wer 1")

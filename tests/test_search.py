@@ -26,7 +26,8 @@ def _store(tmp_path: Path) -> RunStore:
         CaseSpec(name, [WRONG, OK, WRONG], outputs=outputs) for name, outputs in OUTPUTS.items()
     ]
     write_run(store, RunSpec("night1", cases))
-    write_run(store, RunSpec("night2", [CaseSpec("en", [OK] * 3, outputs=["Here is the JSON"] * 3)]))
+    later = CaseSpec("en", [OK] * 3, outputs=["Here is the JSON"] * 3)
+    write_run(store, RunSpec("night2", [later]))
     return store
 
 

@@ -330,7 +330,8 @@ class RunStore:
 
         `match` is an FTS5 query over the trigram index (built when a run finishes or is
         imported, and brought up to date here for samples added since); `like` is a LIKE
-        pattern for text too short for trigrams. Rows: (suite, case id, index, verdict, output, reasons).
+        pattern for text too short for trigrams.
+        Rows: (suite, case id, index, verdict, output, failure reasons).
         """
         with self._transaction() as db:
             self._index_for_search(db, run_id)
