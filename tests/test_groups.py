@@ -79,7 +79,7 @@ def _point(run: str, result: CaseOutcome, model: str = "m") -> HistoryPoint:
     return HistoryPoint(run, RunKind.RUN, None, run, model, 5, 0, 4, result, "h")
 
 
-P, F, I = CaseOutcome.PASS, CaseOutcome.FAIL, CaseOutcome.INCONCLUSIVE
+P, F, U = CaseOutcome.PASS, CaseOutcome.FAIL, CaseOutcome.INCONCLUSIVE
 
 
 def test_trend_new_still_failing_and_flapping() -> None:
@@ -90,7 +90,7 @@ def test_trend_new_still_failing_and_flapping() -> None:
 
     assert trend([P, P, P, F]) == CaseTrend(Trend.NEW)
     assert trend([F]) == CaseTrend(Trend.NEW)
-    assert trend([P, F, I, F, F]) == CaseTrend(Trend.STILL_FAILING, 3)
+    assert trend([P, F, U, F, F]) == CaseTrend(Trend.STILL_FAILING, 3)
     assert trend([P, F, P, P, F]).trend is Trend.FLAPPING
     # A different model's runs are another history: the migration night is new.
     assert trend([F, F, F, F], ["old", "old", "old", "new"]) == CaseTrend(Trend.NEW)
