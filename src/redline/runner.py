@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from redline import __version__
@@ -28,6 +29,7 @@ from redline.manifest import case_hash, suite_manifest
 from redline.outcome import add_counts, case_outcome, run_result
 from redline.providers import make_provider
 from redline.providers.replay import ReplayProvider
+from redline.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
 from redline.records import (
     CaseOutcome,
     CaseRecord,
@@ -449,6 +451,9 @@ def _new_record(
     commit, dirty = repo_state(config.root)
     parent = options.parent_id
     args = dict(options.args)
+    held = active_quarantines(suites, datetime.now(UTC).date())
+    if held:
+        args[QUARANTINED_ARG] = held
     frozen = frozen_seeds(suites)
     if frozen:
         args[FROZEN_SEEDS_ARG] = frozen
@@ -633,7 +638,9 @@ def _finish(
     store.put_cases(records)
     result: RunResult | None = None
     if not interrupted:
-        result = run_result((r.result for r in records), add_counts(r.verdicts for r in records))
+        held = quarantined(store.run(run_id))
+        counted = [r for r in records if f"{r.suite}/{r.case_id}" not in held]
+        result = run_result((r.result for r in counted), add_counts(r.verdicts for r in records))
     status = RunStatus.INTERRUPTED if interrupted else RunStatus.FINISHED
     store.finish_run(run_id, status, result, now_iso())
     return store.run(run_id)

@@ -32,6 +32,7 @@ from redline.config import Config, load_config
 from redline.errors import UsageError, relpath
 from redline.exchange import check_out_dir, export_run
 from redline.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
+from redline.quarantine import quarantined_cases
 from redline.records import CaseOutcome, RunKind, RunRecord, RunResult
 from redline.runner import (
     RunOptions,
@@ -394,4 +395,10 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) ->
         console.print(
             Text(f"judge {judge['rubric']} ({path}): {status}: {judge['reason']}; {effect}")
         )
+    held = quarantined_cases(record, cases)
+    if held:
+        console.print(Text("quarantined (reported, not counted in the result):", style="bold"))
+        for q in held:
+            style = "green" if q.passing_again else "yellow"
+            console.print(Text(f"  {q.case.suite}/{q.case.case_id}: {q.label}", style=style))
     console.print(Text(f"details: redline show {record.id} [CASE]", style="dim"))
