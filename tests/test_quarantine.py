@@ -11,6 +11,7 @@ from redline.cases import load_suite
 from redline.cli import main
 from redline.errors import ProblemsError
 from redline.report import build_run_report
+from redline.report.html import html_report
 from redline.report.junit import junit_xml
 from redline.report.markdown import markdown_summary
 from redline.store import RunStore
@@ -44,6 +45,7 @@ def test_a_quarantined_failure_is_reported_but_the_run_stays_green(
         report = build_run_report(store, latest_run_id(root))
     assert [q.case.case_id for q in report.quarantined] == ["bad"]
     assert 'skipped message="0/2 fail' in junit_xml(report)
+    assert "<h2>Quarantined (reported, not counted)</h2>" in html_report(report)
     summary = markdown_summary(report)
     assert "Quarantined (reported, not counted):" in summary
     assert "| s/bad" not in summary  # not in the table of problems
