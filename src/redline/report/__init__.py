@@ -15,6 +15,7 @@ from redline.baseline import Baseline, load_baseline
 from redline.compare import Comparison, compare_cases
 from redline.history import Marginal, case_history, find_marginal
 from redline.outcome import add_counts, content_comparison_withheld
+from redline.quarantine import QuarantinedCase, quarantined_cases
 from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord, SampleRecord
 from redline.store import RunStore
 from redline.verdicts import AssertionResult, Verdict
@@ -57,6 +58,8 @@ class RunReport:
     verdicts: Mapping[Verdict, int]
     #: Rule 8: why this run's content cannot be compared, None when it can.
     withheld: str | None
+    #: Cases held in quarantine: reported on their own, never counted as red.
+    quarantined: tuple[QuarantinedCase, ...] = ()
     #: This run against the scheduled run before it (last night), None when there is none.
     previous: Comparison | None = None
 
@@ -116,7 +119,10 @@ def build_run_report(store: RunStore, run_id: str, baselines_dir: Path | None = 
         tuple(reports),
         verdicts,
         content_comparison_withheld(evaluated, verdicts),
-        None if previous is None else compare_cases(previous, store.cases(previous.id), run, cases),
+        quarantined=tuple(quarantined_cases(run, cases)),
+        previous=None
+        if previous is None
+        else compare_cases(previous, store.cases(previous.id), run, cases),
     )
 
 
