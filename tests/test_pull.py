@@ -421,7 +421,11 @@ def test_the_generated_nightly_report_includes_earlier_nights(
     summary = capsys.readouterr().out
     assert "### Marginal cases (1)" in summary
     assert "| nightly/edge | 6 | 24/30 (80%) | 80% |" in summary
-    assert f"### Against the previous run `{0xA00000000005:012x}`" in summary
+    last_night = github.runs[4]
+    assert (
+        f"### Against the previous run `{0xA00000000005:012x}` (2026-01-05 03:17 UTC, "
+        f"[CI \\#105](<{ci_run_url(last_night.id)}>))"
+    ) in summary
     # Two cases are too few for a content comparison: the report says so instead.
     assert r"Content comparison withheld: run a00000000005: only 2 case\(s\) evaluated" in summary
 

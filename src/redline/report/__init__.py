@@ -16,7 +16,14 @@ from redline.compare import Comparison, compare_cases
 from redline.history import Marginal, case_history, find_marginal
 from redline.outcome import add_counts, content_comparison_withheld
 from redline.quarantine import QuarantinedCase, quarantined_cases
-from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord, SampleRecord
+from redline.records import (
+    CaseOutcome,
+    CaseRecord,
+    CiOrigin,
+    RunKind,
+    RunRecord,
+    SampleRecord,
+)
 from redline.store import RunStore
 from redline.verdicts import AssertionResult, Verdict
 
@@ -62,6 +69,8 @@ class RunReport:
     quarantined: tuple[QuarantinedCase, ...] = ()
     #: This run against the scheduled run before it (last night), None when there is none.
     previous: Comparison | None = None
+    #: The CI run that previous run was pulled from, for a link back to it.
+    previous_origin: CiOrigin | None = None
 
     @property
     def marginal(self) -> list[tuple[CaseRecord, Marginal]]:
@@ -123,6 +132,9 @@ def build_run_report(store: RunStore, run_id: str, baselines_dir: Path | None = 
         previous=None
         if previous is None
         else compare_cases(previous, store.cases(previous.id), run, cases),
+        previous_origin=None
+        if previous is None
+        else store.ci_origins([previous.id]).get(previous.id),
     )
 
 

@@ -125,10 +125,15 @@ def _previous_lines(report: RunReport) -> list[str]:
     if comparison is None:
         return ["", "No earlier scheduled run in the store to compare with."]
     before = comparison.a.run
+    origin = report.previous_origin
+    link = ""
+    if origin is not None and origin.url.startswith(("https://", "http://")):
+        url = re.sub(r"[\s<>]", "", origin.url)
+        link = f", [{md_escape(origin.label)}](<{url}>)"
     lines = [
         "",
         f"### Against the previous run {md_code(before.id)} "
-        f"({md_escape(before.started_at[:16].replace('T', ' '))} UTC)",
+        f"({md_escape(before.started_at[:16].replace('T', ' '))} UTC{link})",
         "",
     ]
     lines.append(md_escape(previous_run_sentence(comparison), 600))
