@@ -153,9 +153,12 @@ def _verdicts(report: RunReport) -> str:
     previous = "<p>No earlier scheduled run in the store to compare with.</p>"
     if report.previous is not None:
         before = report.previous.a.run
+        origin = report.previous_origin
+        # As text, not a link: the page references nothing outside itself.
+        link = "" if origin is None else f", {_e(origin.label)} <code>{_e(origin.url)}</code>"
         previous = (
             f"<p>Against the previous run <code>{_e(before.id)}</code> "
-            f"({_e(before.started_at[:16].replace('T', ' '))} UTC): "
+            f"({_e(before.started_at[:16].replace('T', ' '))} UTC{link}): "
             f"{_e(previous_run_sentence(report.previous))}</p>"
         )
     return (
