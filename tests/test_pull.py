@@ -417,8 +417,14 @@ def test_the_generated_nightly_report_includes_earlier_nights(
         argv = [m for w in words for m in (sorted(glob.glob(w)) if "*" in w else [w])]
         assert main(argv) == 0
     capsys.readouterr()
-    assert main(["report", "--markdown"]) == 0
+    report_step = next(s for s in steps if str(s.get("run", "")).startswith("redline report"))
+    words = shlex.split(report_step["run"].replace("\\\n", " "))
+    assert words[-2:] == [">>", "$GITHUB_STEP_SUMMARY"]
+    assert main(words[1:-2]) == 0
     summary = capsys.readouterr().out
+    page = (project / "out/quality/report.html").read_text(encoding="utf-8")
+    assert "Against the previous run <code>a00000000005</code>" in page
+    assert "CI #105" in page and "marginal for 6 runs (24/30)" in page
     assert "### Marginal cases (1)" in summary
     assert "| nightly/edge | 6 | 24/30 (80%) | 80% |" in summary
     last_night = github.runs[4]
