@@ -10,6 +10,7 @@ request carrying an Authorization header). Behaviour a test can set:
   too (downloads always do); `forbidden`: every call answers 403 (token lacks permission);
 - `rate_limit(remaining, reset_in_s)`: after `remaining` more calls, 403 with
   `x-ratelimit-remaining: 0` and `x-ratelimit-reset` until the reset time;
+- `secondary_limited`: that many calls answer 429 with `Retry-After: 1`;
 - `gone`: artifact ids whose download answers 410; `blob_failures`: artifact id → how
   many downloads the storage answers 500 (math.inf: always).
 
@@ -93,6 +94,8 @@ class LoopbackGitHub:
         self.blob_failures: dict[int, float] = {}
         self.requests: list[Seen] = []
         self._ids = itertools.count(1000)
+        #: The next this-many API calls answer 429 with `Retry-After: 1` (a secondary limit).
+        self.secondary_limited = 0
         self._limit_left: float = math.inf
         self._reset_at = 0.0
         self._lock = threading.Lock()
@@ -158,6 +161,13 @@ class LoopbackGitHub:
 
     def api(self, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str]) -> Reply:
         auth = headers.get("authorization")
+        with self._lock:
+            secondary = self.secondary_limited > 0
+            self.secondary_limited -= secondary
+        if secondary:
+            return Reply(
+                429, {"message": "You have exceeded a secondary rate limit."}, {"retry-after": "1"}
+            )
         if self._rate_limited():
             return Reply(
                 403,

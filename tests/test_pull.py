@@ -213,6 +213,43 @@ def test_a_rate_limit_that_resets_soon_is_waited_out(
     assert any(r.status == 403 for r in github.requests)
 
 
+def test_a_secondary_rate_limit_is_waited_out_as_retry_after_says(
+    github: LoopbackGitHub, project: Path, real_export: Path, tmp_path: Path
+) -> None:
+    ids = add_nights(github, real_export, tmp_path, range(1, 3))
+    github.secondary_limited = 2
+    started = time.monotonic()
+    assert main(["pull", "--repo", REPO]) == 0
+    assert time.monotonic() - started >= 2.0
+    assert [r.status for r in github.requests[:3]] == [429, 429, 200]
+    assert stored_ids(project) == set(ids.values())
+
+
+def test_many_artifacts_are_paged_and_other_uploads_are_read_once(
+    github: LoopbackGitHub,
+    project: Path,
+    real_export: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A run with more artifacts than a page holds; most are reports, not exports."""
+    run_id, export = night(real_export, 1, tmp_path / "nights")
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "junit.xml").write_text("<testsuites/>", encoding="utf-8")
+    others = {f"reports-{i}": zip_folder(reports) for i in range(9)}
+    github.add_run(1, "2026-01-01T03:17:00Z", {**others, QUALITY: export})
+    assert main(["pull", "--repo", REPO]) == 0
+    assert "1 run(s) imported, 9 artifact(s) without a redline export" in capsys.readouterr().err
+    assert stored_ids(project) == {run_id}
+    assert len(github.downloads()) == 10
+    listings = [r for r in github.requests if r.path.endswith("/artifacts")]
+    assert len(listings) == 2  # 10 artifacts, 7 per page
+    assert main(["pull", "--repo", REPO]) == 0
+    assert "10 artifact(s) pulled before" in capsys.readouterr().err
+    assert len(github.downloads()) == 10
+
+
 def test_a_rate_limit_far_away_stops_with_a_clear_message_keeping_the_imports(
     github: LoopbackGitHub,
     project: Path,
