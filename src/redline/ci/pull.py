@@ -131,7 +131,7 @@ def _pull_run(
         with tempfile.SpooledTemporaryFile(max_size=_IN_MEMORY_BYTES) as buffer:
             try:
                 provider.download(artifact, buffer)
-                read.append((artifact, read_zip(buffer, f"{label}: {artifact.name}.zip")))
+                read.append((artifact, read_zip(buffer, f"{artifact.name}.zip")))
             except ArtifactExpired:
                 summary.expired += 1
                 note = "expired"
