@@ -1,4 +1,9 @@
-"""What `redline pull` needs from a CI system: its runs, their artifacts, the artifacts' bytes."""
+"""What `redline pull` needs from a CI system: its runs, their artifacts, the artifacts' bytes.
+
+A provider maps its CI system onto these few types: GitHub Actions' workflow runs and
+their artifacts today; GitLab's pipelines and the artifact archives of their jobs would
+map the same way (a pipeline is a `CiRun`, each job's archive a `CiArtifact`).
+"""
 
 from __future__ import annotations
 
