@@ -59,14 +59,35 @@ def test_golden_ignores_failing_samples_and_breaks_ties_by_lowest_index() -> Non
 
 
 def test_score_drop_boundary_is_strict() -> None:
-    assert score_drops({"0:compression-ratio": 0.5}, {"0:compression-ratio": 0.45}, 0.10) == []
-    drops = score_drops({"0:compression-ratio": 0.5}, {"0:compression-ratio": 0.4495}, 0.10)
-    assert [d.key for d in drops] == ["0:compression-ratio"]
+    assert score_drops({"0:mentions": 0.5}, {"0:mentions": 0.45}, 0.10) == []
+    drops = score_drops({"0:mentions": 0.5}, {"0:mentions": 0.4495}, 0.10)
+    assert [d.key for d in drops] == ["0:mentions"]
     assert drops[0].relative == pytest.approx(-0.101)
-    # Lower is better for budgets: a 10% rise is fine, more is a drop; latency is not compared.
-    assert score_drops({"2:max-chars": 200.0}, {"2:max-chars": 220.0}, 0.10) == []
-    assert len(score_drops({"2:max-chars": 200.0}, {"2:max-chars": 221.0}, 0.10)) == 1
-    assert score_drops({"3:max-latency-ms": 100.0}, {"3:max-latency-ms": 900.0}, 0.10) == []
+    # not-mentions: lower is better, so a rise beyond the threshold is the drop.
+    assert score_drops({"1:not-mentions": 0.2}, {"1:not-mentions": 0.22}, 0.10) == []
+    assert len(score_drops({"1:not-mentions": 0.2}, {"1:not-mentions": 0.221}, 0.10)) == 1
+    assert len(score_drops({"4:judge": 4.0}, {"4:judge": 3.0}, 0.10)) == 1
+
+
+def test_budgets_and_heuristics_passing_are_never_score_drops() -> None:
+    """max-words 82 → 104 under a cap of 150 is a longer answer, not a worse one."""
+    base = {
+        "2:max-words": 82.0,
+        "3:max-chars": 200.0,
+        "4:max-latency-ms": 100.0,
+        "5:max-cost": 0.001,
+        "6:compression-ratio": 0.5,
+        "7:distinct-n": 0.9,
+    }
+    now = {
+        "2:max-words": 104.0,
+        "3:max-chars": 400.0,
+        "4:max-latency-ms": 900.0,
+        "5:max-cost": 0.01,
+        "6:compression-ratio": 0.3,
+        "7:distinct-n": 0.7,
+    }
+    assert score_drops(base, now, 0.10) == []
 
 
 @pytest.fixture
@@ -115,7 +136,7 @@ def test_save_writes_one_stable_file_per_suite(repo: Path) -> None:
     assert list(data["cases"]) == sorted(data["cases"])
     stays = data["cases"]["stays"]
     assert stays["passes"] == 5 and stays["samples"] == 5 and stays["result"] == "pass"
-    assert stays["scores"] == {"0:compression-ratio": 0.5}
+    assert stays["scores"] == {"0:mentions": 0.5}
     assert stays["model_id"] == "local:model-a" and stays["case_hash"] == "hash-1"
     assert stays["golden"] == {"sample_index": 0, "output": "stays answer 0"}
     assert data["cases"]["fixed"]["golden"] is None

@@ -27,7 +27,8 @@ from rich.text import Text
 
 from redline.cases import load_suites
 from redline.cli import ExitCode
-from redline.cli.show import case_table, make_console, verdict_breakdown
+from redline.cli.output import make_console
+from redline.cli.show import case_table, verdict_breakdown
 from redline.config import Config, load_config
 from redline.errors import UsageError, relpath
 from redline.exchange import check_out_dir, export_run
@@ -55,14 +56,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "N times against the pinned model. Exit 0 green, 1 red, 2 usage/config error "
         "(nothing called), 3 inconclusive.",
     )
-    parser.add_argument("suite_dirs", metavar="SUITE_DIR", nargs="*", type=Path)
+    parser.add_argument(
+        "suite_dirs",
+        metavar="SUITE_DIR",
+        nargs="*",
+        type=Path,
+        help="suite folders to run (default: the configured suites, e.g. cases/)",
+    )
     parser.add_argument(
         "--case", dest="cases", action="append", default=[], metavar="ID", help="only this case"
     )
     parser.add_argument("--samples", type=_positive, metavar="N", help="samples per case")
     parser.add_argument("--tier", choices=("contract", "quality"), help="only this tier")
     parser.add_argument("--model", metavar="ALIAS", help="run on another pinned alias")
-    parser.add_argument("--concurrency", type=_positive, metavar="N")
+    parser.add_argument(
+        "--concurrency",
+        type=_positive,
+        metavar="N",
+        help="samples in flight at once (default: config concurrency; the local model runs one)",
+    )
     parser.add_argument("--shard", metavar="K/N", help="run only shard K of N (CI matrices)")
     parser.add_argument("--out", type=Path, metavar="DIR", help="also export the run to DIR")
     parser.add_argument("--resume", metavar="RUN_ID", help="run the missing samples of a run")
