@@ -77,10 +77,20 @@ class RunProgress:
     last: SampleRecord | None = None
     #: Set once, when the run is being interrupted: no more samples will finish.
     stopping: bool = False
+    #: The cases with a sample in flight now (`suite/case`), oldest request first.
+    running: tuple[str, ...] = ()
 
     @property
     def rate(self) -> float:
+        """Samples per second observed so far."""
         return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the observed rate; None before the first sample finished."""
+        if self.done == 0 or self.elapsed_s <= 0:
+            return None
+        return (self.total - self.done) / self.rate
 
 
 ProgressCallback = Callable[[RunProgress], None]
@@ -131,12 +141,14 @@ def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Sui
         chosen = [(s, c) for s, c in chosen if c.id in wanted]
     if options.tier is not None:
         chosen = [(s, c) for s, c in chosen if c.tier == options.tier]
+    if not chosen:
+        raise UsageError("no case left to run after the --case/--tier filters")
     if options.shard is not None:
+        # A shard may own no case (3 cases over 2 shards can all hash into one): that is
+        # an empty, valid run, so the CI matrix job still exports a result to merge.
         k, n = options.shard
         kept = {(c.suite, c.id) for c in select((c for _, c in chosen), k, n)}
         chosen = [(s, c) for s, c in chosen if (c.suite, c.id) in kept]
-    if not chosen:
-        raise UsageError("no case left to run after the --case/--tier/--shard filters")
     return chosen
 
 
@@ -267,8 +279,21 @@ class _State:
         self.counts: dict[Verdict, int] = dict.fromkeys(Verdict, 0)
         self.progress = progress
         self.started = started
+        #: `suite/case` → samples of it in flight (insertion order: oldest first).
+        self.running: dict[str, int] = {}
+
+    def start(self, job: _Job) -> None:
+        name = f"{job.case.suite}/{job.case.id}"
+        self.running[name] = self.running.get(name, 0) + 1
+        self.report()
 
     def record(self, sample: SampleRecord) -> None:
+        name = f"{sample.suite}/{sample.case_id}"
+        left = self.running.get(name, 1) - 1
+        if left > 0:
+            self.running[name] = left
+        else:
+            self.running.pop(name, None)
         self.done += 1
         self.counts[sample.verdict] += 1
         self.report(sample)
@@ -284,6 +309,7 @@ class _State:
                     elapsed_s=time.monotonic() - self.started,
                     last=last,
                     stopping=stopping,
+                    running=tuple(self.running),
                 )
             )
 
@@ -297,6 +323,7 @@ async def _worker(
     judges: JudgeSession | None = None,
 ) -> None:
     for job in jobs:
+        state.start(job)
         if isinstance(provider, ReplayProvider):
             completion = provider.stored(job.case.suite, job.case.id, job.index)
         else:
@@ -424,7 +451,7 @@ def _plan(
             for i, seed in seeds.items()
             if (case.suite, case.id, i) not in done
         )
-    if not cases:
+    if chosen and not cases:
         raise UsageError("the replayed run has no stored samples for the selected cases")
     return _Plan(cases, todo)
 
