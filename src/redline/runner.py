@@ -20,7 +20,7 @@ from redline import __version__
 from redline.assertions import LAYER_1, evaluate_sample
 from redline.completion import ChatRequest
 from redline.config import Config, ModelRef
-from redline.errors import UsageError
+from redline.errors import CredentialsRejected, UsageError
 from redline.gitio import repo_state
 from redline.judge import JudgeSession, judge_pending
 from redline.manifest import case_hash, suite_manifest
@@ -281,6 +281,8 @@ class _State:
         self.started = started
         #: `suite/case` → samples of it in flight (insertion order: oldest first).
         self.running: dict[str, int] = {}
+        #: The provider has answered at least once in this run (so its key works).
+        self.answered = False
 
     def start(self, job: _Job) -> None:
         name = f"{job.case.suite}/{job.case.id}"
@@ -338,6 +340,14 @@ async def _worker(
                 seed=job.seed,
             )
             completion = await provider.complete(request)
+            if completion.credentials_rejected and not state.answered:
+                raise CredentialsRejected(
+                    f"{completion.error}. The run stopped at its first request(s) instead of "
+                    f"sending the rest; {state.done} finished sample(s) are kept in run "
+                    f"{state.run_id}. Fix the key, then: redline run --resume {state.run_id}"
+                )
+            if completion.ok:
+                state.answered = True
         if job.costly:
             evaluation = await asyncio.to_thread(evaluate_sample, job.case, completion)
         else:

@@ -22,11 +22,21 @@ from rich.table import Table
 _UNBOUNDED = 100_000
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader closed the pipe (`| head`): let `redline.cli.main` end quietly, exit 0.
+
+        rich's own handling exits 1, which a script would read as a regression.
+        """
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def make_console(*, stderr: bool = False) -> Console:
     """A console that never interprets emoji codes or highlights, nor cuts a table."""
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else _UNBOUNDED
-    return Console(highlight=False, emoji=False, width=width, stderr=stderr)
+    return _Console(highlight=False, emoji=False, width=width, stderr=stderr)
 
 
 def make_table(

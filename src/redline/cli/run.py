@@ -317,10 +317,11 @@ class PlainProgress:
             self._next = self._step = max(1, math.ceil(p.total / 10))
             self._last_line = time.monotonic()
             return
-        if p.last is None:
-            return  # a sample started; lines are written as samples finish
+        if not p.running and p.done < p.total:
+            return  # between two samples: the next one's start tells which case is running
         now = time.monotonic()
-        if p.done >= self._next or p.done == p.total or now - self._last_line >= self.HEARTBEAT_S:
+        due = p.done >= self._next or now - self._last_line >= self.HEARTBEAT_S
+        if p.done > 0 and (due or p.done == p.total):
             if p.done >= self._next:
                 self._next = p.done + self._step
             self._last_line = now
