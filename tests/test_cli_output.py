@@ -159,3 +159,19 @@ def test_show_into_a_pipe_closed_early_ends_quietly_with_exit_0(project: Path) -
     assert proc.stdout.startswith("run ")
     assert proc.stderr == ""
     assert proc.returncode == 0
+
+
+def test_a_key_the_model_writes_into_a_good_answer_is_stored_redacted(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asserts = "  - type: contains\n    value: my key\n"
+    write_suite(project, "s", {"leak": (f"MODE:echo my key is {SECRET} ok", asserts)}, samples=1)
+    assert main(["run", "s", "--quiet", "--out", "export"]) == 0  # judged on the real text
+    run_id = _run_ids(project)[0]
+    capsys.readouterr()
+    assert main(["show", run_id, "leak", "--format", "json"]) == 0
+    (sample,) = json.loads(capsys.readouterr().out)["samples"]
+    assert sample["output"] == f"my key is [redacted ${KEY_ENV}] ok"
+    stored = [p for p in (project / ".redline").iterdir()] + list((project / "export").iterdir())
+    for path in stored:
+        assert SECRET.encode() not in path.read_bytes(), path

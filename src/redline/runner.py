@@ -35,6 +35,7 @@ from redline.records import (
     RunStatus,
     SampleRecord,
 )
+from redline.redaction import KeyRedactor
 from redline.shard import select
 from redline.store import RunStore, new_run_id, now_iso
 from redline.verdicts import Verdict
@@ -240,6 +241,7 @@ async def _execute(
         record = replace(record, args={**record.args, "judges": judges.record()})
     started = time.monotonic()
     state = _State(record.id, len(plan.todo), progress, started)
+    state.redact = KeyRedactor.from_config(config, os.environ)
     if options.resume is None:
         store.begin_run(record)
     else:
@@ -283,6 +285,7 @@ class _State:
         self.running: dict[str, int] = {}
         #: The provider has answered at least once in this run (so its key works).
         self.answered = False
+        self.redact = KeyRedactor()
 
     def start(self, job: _Job) -> None:
         name = f"{job.case.suite}/{job.case.id}"
@@ -373,6 +376,7 @@ async def _worker(
             assertions=evaluation.results,
             created_at=now_iso(),
         )
+        sample = state.redact.sample(sample)
         store.add_sample(sample)
         state.record(sample)
 
