@@ -282,3 +282,56 @@ def test_broken_baseline_file_is_a_clear_error(repo: Path) -> None:
     (repo / "baselines").mkdir()
     (repo / "baselines" / "suite-a.json").write_text("{not json", encoding="utf-8")
     assert main(["baseline", "compare", "next1"]) == 2
+
+
+def test_a_case_whose_pass_rate_rose_is_improved_even_with_longer_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0/3 → 1/3 with max-words 82 → 104 under a cap of 150: better, not a regression."""
+    write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    words = {"score_type": "max-words"}
+    with open_store(tmp_path) as store:
+        write_run(
+            store,
+            RunSpec(
+                "old",
+                [
+                    CaseSpec("0106", [WRONG] * 3, scores=[82.0] * 3, **words),  # type: ignore[arg-type]
+                    CaseSpec("judged", [OK] * 3, scores=[4.0] * 3, score_type="judge"),
+                    CaseSpec("rising-judged", [WRONG] * 3, scores=[4.0] * 3, score_type="judge"),
+                    CaseSpec("broke", [OK] * 3, scores=[4.0] * 3, score_type="judge"),
+                ],
+            ),
+        )
+        write_run(
+            store,
+            RunSpec(
+                "new",
+                [
+                    CaseSpec("0106", [OK, WRONG, WRONG], scores=[104.0] * 3, **words),  # type: ignore[arg-type]
+                    CaseSpec("judged", [OK] * 3, scores=[3.0] * 3, score_type="judge"),
+                    CaseSpec("rising-judged", [OK] * 3, scores=[3.0] * 3, score_type="judge"),
+                    # A regression with a score drop too: one case, counted once.
+                    CaseSpec("broke", [WRONG] * 3, scores=[2.0] * 3, score_type="judge"),
+                ],
+                started_at="2026-01-02T00:00:00.000+00:00",
+            ),
+        )
+    assert main(["baseline", "save", "old"]) == 0
+    capsys.readouterr()
+    assert main(["baseline", "compare", "new", "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    status = {c["case_id"]: c["status"] for c in data["cases"]}
+    assert status == {
+        "0106": "improved",
+        "judged": "score drop",
+        "rising-judged": "improved",
+        "broke": "regression",
+    }
+    assert data["counts"] == {"improved": 2, "regression": 1, "score drop": 1}
+    assert data["regressions"] == 2
+    assert main(["baseline", "compare", "new"]) == 1
+    out = capsys.readouterr().out
+    assert "4 case(s): 2 improved, 1 regression, 1 score drop" in out
+    assert "2 case(s) fail the baseline (1 regression + 1 score drop)" in out
