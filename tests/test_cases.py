@@ -321,7 +321,7 @@ def test_a_yaml_error_inside_the_file_points_at_the_problem_and_names_its_contex
 
 
 def test_a_case_file_that_is_not_utf8_is_reported_at_the_first_bad_byte(tmp_path: Path) -> None:
-    case = "provenance: {note: x}\nvars:\n  document: x\n".encode() + b"# caf\xe9\nassert: []\n"
+    case = b"provenance: {note: x}\nvars:\n  document: x\n" + b"# caf\xe9\nassert: []\n"
     problem = only_problem(write_suite(tmp_path, {}, files={"c.yaml": case}))
     assert (problem.line, problem.column) == (4, 6)
     assert "not UTF-8 text: byte 0xe9" in problem.message
