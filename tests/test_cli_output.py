@@ -9,21 +9,18 @@ from pathlib import Path
 
 import pytest
 
+import test_cli_run
 from redline.cli import main
 from redline.records import RunStatus
 from redline.store import RunStore
 from servers import LoopbackLLMServer
-from test_runner import KEY_ENV, SECRET, write_config, write_suite
+from test_runner import KEY_ENV, SECRET, write_suite
 
 LONG_ID = "0201-api-idempotency-key-is-reused-after-a-timeout-and-retried"
 
 
-@pytest.fixture
-def project(tmp_path: Path, llm_server: LoopbackLLMServer, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(KEY_ENV, SECRET)
-    write_config(tmp_path, llm_server)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+#: The same temp project as `redline run`'s own tests (loopback model, key set, cwd inside).
+project = test_cli_run.project
 
 
 def _run_ids(project: Path) -> list[str]:

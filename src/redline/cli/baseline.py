@@ -124,20 +124,7 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if result.regressions else 0
 
 
-def _baseline_json(case: BaselineCase | None) -> dict[str, Any] | None:
-    if case is None:
-        return None
-    return {
-        "run_id": case.run_id,
-        "passes": case.passes,
-        "samples": case.samples,
-        "required": case.required,
-        "result": str(case.result),
-        "model_id": case.model_id,
-    }
-
-
-def _current_json(case: CaseRecord | None) -> dict[str, Any] | None:
+def _side_json(case: BaselineCase | CaseRecord | None) -> dict[str, Any] | None:
     if case is None:
         return None
     return {
@@ -146,7 +133,7 @@ def _current_json(case: CaseRecord | None) -> dict[str, Any] | None:
         "required": case.required,
         "result": str(case.result),
         "model_id": case.model_id,
-    }
+    } | ({"run_id": case.run_id} if isinstance(case, BaselineCase) else {})
 
 
 def _case_json(c: CaseComparison) -> dict[str, Any]:
@@ -155,8 +142,8 @@ def _case_json(c: CaseComparison) -> dict[str, Any]:
         "case_id": c.case_id,
         "status": str(c.status),
         "regression": c.status in REGRESSION_STATUSES,
-        "baseline": _baseline_json(c.baseline),
-        "now": _current_json(c.current),
+        "baseline": _side_json(c.baseline),
+        "now": _side_json(c.current),
         "score_drops": [
             {"assertion": d.key, "baseline": d.baseline, "now": d.current, "relative": d.relative}
             for d in c.drops
