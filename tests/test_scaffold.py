@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -351,3 +352,19 @@ def test_init_adds_to_an_existing_gitignore_without_replacing_it(tmp_path: Path)
     assert lines.count(".redline/") == 0 and "out/" in lines
     assert main(["init", "--dir", str(tmp_path), "--force"]) == 0
     assert (tmp_path / ".gitignore").read_text(encoding="utf-8").splitlines() == lines
+
+
+def test_the_readme_install_command_is_the_workflows_with_the_same_overrides(
+    tmp_path: Path,
+) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Use redline in your project") :]
+    (command,) = [li for li in section.splitlines() if "uv tool install" in li][:1]
+    printed, install = command.split(" | ")
+    overrides = shlex.split(printed)[2:]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert overrides == project["tool"]["uv"]["override-dependencies"]
+    assert install.startswith('uv tool install "redline @ ')
+    assert install.endswith(" --overrides /dev/stdin")
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    assert _workflow(tmp_path)["env"]["REDLINE_OVERRIDES"].splitlines() == overrides
