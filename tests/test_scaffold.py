@@ -327,15 +327,26 @@ def test_the_install_spec_follows_where_redline_came_from(
 
 
 def test_a_clone_installs_from_its_origin_at_its_commit() -> None:
-    def clone(folder: Path) -> tuple[str, str, bool]:
+    def clone(folder: Path) -> tuple[str, str, bool, str]:
         assert folder == Path("/home/me/src/redline")
-        return "git@example.org:team/redline.git", "b" * 40, True
+        return "git@example.org:team/redline.git", "b" * 40, True, ""
 
     found = install_spec_from_direct_url(
         {"url": "file:///home/me/src/redline", "dir_info": {}}, "0.1.0", clone
     )
     assert found.spec == f"redline @ git+ssh://git@example.org/team/redline.git@{'b' * 40}"
     assert found.pinned and not found.local
+
+    def monorepo(folder: Path) -> tuple[str, str, bool, str]:
+        return "https://example.org/team/tools.git", "c" * 40, False, "python/redline"
+
+    found = install_spec_from_direct_url(
+        {"url": "file:///home/me/src/tools/python/redline", "dir_info": {}}, "0.1.0", monorepo
+    )
+    assert found.spec == (
+        f"redline @ git+https://example.org/team/tools.git@{'c' * 40}#subdirectory=python/redline"
+    )
+    assert "uncommitted changes" in found.source
 
 
 def test_init_writes_the_running_redlines_source_into_the_workflow(tmp_path: Path) -> None:

@@ -42,8 +42,8 @@ class InstallSpec:
     given: bool = False
 
 
-#: (folder) -> (remote URL, HEAD commit, clean) of the git clone there, or None.
-GitLookup = Callable[[Path], "tuple[str, str, bool] | None"]
+#: (folder) -> (origin URL, HEAD commit, clean, folder's path inside the clone) or None.
+GitLookup = Callable[[Path], "tuple[str, str, bool, str] | None"]
 
 
 def running_install_spec() -> InstallSpec:
@@ -94,7 +94,9 @@ def install_spec_from_direct_url(
     folder = Path(unquote(urlparse(url).path)) if url.startswith("file:") else None
     found = git(folder) if folder is not None else None
     if found is not None:
-        remote, commit, clean = found
+        remote, commit, clean, prefix = found
+        if prefix and not subdirectory:
+            fragment = f"#subdirectory={prefix}"
         return InstallSpec(
             f"{DIST_NAME} @ git+{_pip_git_url(remote)}@{commit}{fragment}",
             f"the clone at {folder} (its origin {remote} at commit {commit[:12]}"
@@ -115,7 +117,7 @@ def _pip_git_url(remote: str) -> str:
     return f"ssh://{user_host}/{path}"
 
 
-def _git_origin(folder: Path) -> tuple[str, str, bool] | None:
+def _git_origin(folder: Path) -> tuple[str, str, bool, str] | None:
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(
@@ -134,4 +136,5 @@ def _git_origin(folder: Path) -> tuple[str, str, bool] | None:
     if not remote or not commit:
         return None
     status = git("status", "--porcelain", "--untracked-files=no")
-    return remote, commit, status == ""
+    prefix = (git("rev-parse", "--show-prefix") or "").strip("/")
+    return remote, commit, status == "", prefix
