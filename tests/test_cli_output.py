@@ -53,8 +53,9 @@ def test_a_key_rejected_after_answers_worked_is_kept_as_transport_not_a_stop(
 
 
 def test_without_a_terminal_tables_keep_every_id_and_number_whole(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
     cases = {f"c{i}": "MODE:json" for i in range(8)}
     write_suite(project, "s", {LONG_ID: "MODE:json", "b": "MODE:preamble", **cases})
     main(["run", "s", "--quiet"])
@@ -74,6 +75,12 @@ def test_without_a_terminal_tables_keep_every_id_and_number_whole(
         if argv[0] != "runs":
             assert LONG_ID in out, argv
         assert run_id in out, argv
+    # Asked for a narrow width, cells wrap; nothing is cut off with an ellipsis.
+    monkeypatch.setenv("COLUMNS", "50")
+    main(["baseline", "compare", run_id])
+    out = capsys.readouterr().out
+    assert "…" not in out and max(len(li) for li in out.splitlines()) <= 50
+    assert run_id in out
 
 
 def test_format_json_on_every_reading_command(

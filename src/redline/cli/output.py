@@ -2,7 +2,8 @@
 
 Without a terminal (a CI log, a pipe, a file) the console has no width limit, so a
 table is as wide as its content and no case id, run id or number is ever cut; on a
-terminal, columns fold onto the next line instead of ending in an ellipsis.
+terminal (or with COLUMNS set), cells fold onto the next line instead of ending in an
+ellipsis.
 `--format json` prints the same facts as one JSON document, for scripts that must
 never parse a table.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -33,10 +35,22 @@ class _Console(Console):
 
 
 def make_console(*, stderr: bool = False) -> Console:
-    """A console that never interprets emoji codes or highlights, nor cuts a table."""
+    """A console that never interprets emoji codes or highlights, nor cuts a table.
+
+    Without a terminal the width is unbounded, unless COLUMNS asks for one: then cells
+    wrap at that width (they are never cut either way).
+    """
     stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() else _UNBOUNDED
+    width = None if stream.isatty() else _requested_width() or _UNBOUNDED
     return _Console(highlight=False, emoji=False, width=width, stderr=stderr)
+
+
+def _requested_width() -> int | None:
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return None
+    return columns if columns > 0 else None
 
 
 def make_table(
