@@ -29,6 +29,7 @@ _COMMAND_MODULES = (
     "run",
     "runs",
     "show",
+    "search",
     "export",
     "baseline",
     "history",
