@@ -148,6 +148,9 @@ def test_thirty_nights_give_history_and_a_marginal_case_and_nothing_twice(
     assert main(["show", ids[30]]) == 0
     ci_run = github.runs[29]
     assert f"pulled from CI #130 (acme/shop) {ci_run_url(ci_run.id)}" in capsys.readouterr().out
+    assert main(["runs", "--limit", "1", "--format", "json"]) == 0
+    [latest] = json.loads(capsys.readouterr().out)["runs"]
+    assert latest["ci"]["run_number"] == 130 and latest["ci"]["url"] == ci_run_url(ci_run.id)
 
 
 def ci_run_url(ci_run_id: int) -> str:
