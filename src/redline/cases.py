@@ -21,40 +21,29 @@ from redline.assertions import (
     known_types,
     load_optional_types,
 )
-from redline.assertions.base import COMMON_KEYS
+from redline.casemodel import (
+    CASE_KEYS,
+    CASE_SUFFIXES,
+    COMMON_KEYS,
+    DEFAULT_SAMPLES,
+    DEFAULT_TIER,
+    PROMPT_KEYS,
+    PROVENANCE_KEYS,
+    RETIRED_DIR,
+    SUITE_FILE,
+    SUITE_KEYS,
+    TIERS,
+    assertion_model,
+)
+from redline.casemodel.effective import default_required
 from redline.errors import Problem, ProblemsError, relpath
-from redline.outcome import TIERS, default_required, scale_required
+from redline.outcome import scale_required
 from redline.templates import fill, placeholders
 from redline.yamlsource import FILE_REF, Mark, Node, did_you_mean, load_file, read_verbatim
 from redline.yamlsource import type_name as yaml_type
 
 if TYPE_CHECKING:
     from redline.config import Config
-
-SUITE_FILE = "suite.yaml"
-RETIRED_DIR = "retired"
-CASE_SUFFIXES = (".yaml", ".yml")
-DEFAULT_SAMPLES = 5
-DEFAULT_TIER = "contract"
-
-SUITE_KEYS = frozenset(
-    {"name", "prompt", "model", "samples", "tier", "max_tokens", "temperature", "description"}
-)
-PROMPT_KEYS = frozenset({"system", "user"})
-CASE_KEYS = frozenset(
-    {
-        "id",
-        "provenance",
-        "vars",
-        "tier",
-        "samples",
-        "required",
-        "expect_refusal",
-        "assert",
-        "retired",
-    }
-)
-PROVENANCE_KEYS = frozenset({"ticket", "reported", "closed", "note", "source", "author"})
 
 _TYPE_HINTS = {
     "javascript": "redline evaluates Python: use `type: python` with an expression over "
@@ -81,6 +70,9 @@ class Case:
     assertions: tuple[Assertion, ...]
     #: Fixtures, schemas and other files the case reads (part of its hash).
     files: tuple[Path, ...] = ()
+    #: A reference answer written by whoever filed the incident (`golden:` inline text or
+    #: the exact content of a file:// reference), shown beside the outputs; checks nothing.
+    golden: str | None = None
 
     def required_for(self, n: int) -> int:
         """The same pass-rate bar at `n` samples (a rerun with more samples)."""
@@ -513,6 +505,7 @@ class _CaseLoader:
         samples = suite.integer(root, "samples", self.default_samples, minimum=1)
         required = self.required(root, tier, samples)
         expect_refusal = suite.boolean(root, "expect_refusal", default=False)
+        golden = self.golden(root)
         assertions = self.assertions(root, variables or {}, bool(expect_refusal))
         if variables is not None:
             self.check_prompt_vars(root, variables)
@@ -532,7 +525,35 @@ class _CaseLoader:
             expect_refusal=bool(expect_refusal),
             assertions=assertions,
             files=tuple(dict.fromkeys(self.files)),
+            golden=golden,
         )
+
+    def golden(self, root: Node) -> str | None:
+        """The reference answer, verbatim: inline text as written, or a file's exact text."""
+        node = root.get("golden")
+        if node is None or (node.is_scalar and node.value is None):
+            return None
+        if not node.is_scalar or not isinstance(node.value, str) or not node.value:
+            self.suite.wrong_type(node, "golden", "text or a file:// reference", "file://x.txt")
+            return None
+        value = node.value
+        if not value.startswith(FILE_REF):
+            return value
+        path = self.path.parent / value[len(FILE_REF) :]
+        if not path.is_file():
+            self.suite.add(
+                node.mark,
+                f"golden answer {self.suite.show(path)} does not exist",
+                "file:// paths are relative to the case file's folder",
+            )
+            return None
+        try:
+            text = read_verbatim(path)
+        except UnicodeDecodeError:
+            self.suite.add(node.mark, f"golden answer {self.suite.show(path)} is not UTF-8 text")
+            return None
+        self.files.append(path.resolve())
+        return text
 
     def provenance(self, root: Node) -> dict[str, str] | None:
         suite = self.suite
@@ -686,7 +707,9 @@ class _CaseLoader:
                     hint,
                 )
             return None
-        allowed = cls.keys | COMMON_KEYS
+        model = assertion_model(name)
+        assert model is not None  # a registered type is always declared
+        allowed = model.keys | COMMON_KEYS
         for key, child in entry.items():
             if key not in allowed:
                 suite.add(
