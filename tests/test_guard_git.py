@@ -7,7 +7,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import git
 import pytest
 
 from redline.cli import main
@@ -262,12 +261,15 @@ def test_binary_fixture_is_not_a_problem(tmp_path: Path) -> None:
 def test_project_in_a_subfolder(tmp_path: Path) -> None:
     repo = TempRepo(tmp_path)
     repo.write("app/pyproject.toml", '[tool.redline]\nsuites = ["evals"]\n')
-    repo.write("app/evals/s/suite.yaml", {"name": "s", "prompt": {"system": "p.md"}})
+    suite = {"name": "s", "prompt": {"system": "p.md", "user": "Hi"}, "model": "local"}
+    repo.write("app/evals/s/suite.yaml", suite)
     repo.write("app/evals/s/p.md", "Hi.")
-    repo.write("app/evals/s/c.yaml", {"id": "c", "assert": [{"type": "max-chars", "value": 5}]})
+    case = {"id": "c", "provenance": {"ticket": "T-1"}, "assert": [{"type": "max-chars", "value": 5}]}
+    repo.write("app/evals/s/c.yaml", case)
     repo.commit("init")
     repo.write("app/evals/s/p.md", "Hello.")
-    repo.write("app/evals/s/c.yaml", {"id": "c", "assert": [{"type": "max-chars", "value": 9}]})
+    case["assert"][0]["value"] = 9
+    repo.write("app/evals/s/c.yaml", case)
     sha = repo.commit("both")
     report = check_commit(tmp_path / "app", sha)
     assert [str(f) for f in report.findings] == [
@@ -342,8 +344,9 @@ def test_merge_base_prefers_origin_head(tmp_path: Path) -> None:
     upstream = base_repo(tmp_path / "up")
     upstream.repo.git.branch("trunk")
     run_git(tmp_path, "clone", "-q", "--branch", "trunk", str(tmp_path / "up"), "down")
-    down = git.Repo(tmp_path / "down")
-    down.git.checkout("-q", "-b", "topic")
-    assert merge_base_with_default(down) == upstream.repo.head.commit.hexsha
-    down.git.remote("set-head", "origin", "trunk")
-    assert merge_base_with_default(down) == upstream.repo.head.commit.hexsha
+    run_git(tmp_path / "down", "checkout", "-q", "-b", "topic")
+    with open_repo(tmp_path / "down") as down:
+        assert merge_base_with_default(down) == upstream.repo.head.commit.hexsha
+    run_git(tmp_path / "down", "remote", "set-head", "origin", "trunk")
+    with open_repo(tmp_path / "down") as down:
+        assert merge_base_with_default(down) == upstream.repo.head.commit.hexsha

@@ -95,7 +95,7 @@ def diff_suite_bars(old: SuiteBar, new: SuiteBar) -> list[BarChange]:
 
 def _bare(suite: SuiteBar) -> EffectiveCase:
     tier, samples = str(suite.tier.value), int(suite.samples.value)
-    required = Setting(default_required(tier, samples), True)
+    required = Setting(default_required(tier, samples))  # the suite's bar is the rule itself
     written = Setting(False, True)
     return EffectiveCase("", "", suite.tier, suite.samples, required, written, (), {}, None, ())
 
