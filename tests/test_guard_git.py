@@ -350,3 +350,66 @@ def test_merge_base_prefers_origin_head(tmp_path: Path) -> None:
     run_git(tmp_path / "down", "remote", "set-head", "origin", "trunk")
     with open_repo(tmp_path / "down") as down:
         assert merge_base_with_default(down) == upstream.repo.head.commit.hexsha
+
+
+# --------------------------------------------------------------------------- clones
+
+
+def _two_commits(origin: Path) -> TempRepo:
+    repo = base_repo(origin)
+    repo.change_prompt()
+    loosen(repo)
+    repo.commit("prompt and loosening")
+    repo.write("README.md", "docs\n")
+    repo.commit("docs only")
+    return repo
+
+
+def test_guard_in_an_ordinary_clone_and_after_gc(tmp_path: Path) -> None:
+    _two_commits(tmp_path / "origin")
+    clone = tmp_path / "clone"
+    done = run_git(tmp_path, "clone", "-q", f"file://{tmp_path / 'origin'}", str(clone))
+    assert done.returncode == 0, done.stderr
+    assert not list((clone / ".git" / "objects").glob("??/*")), "objects should be packed"
+    assert check_commit(clone, "HEAD~1").blocked
+    assert not check_commit(clone, "HEAD").blocked
+    reports = check_range(clone, "HEAD~2..HEAD")
+    assert [r.blocked for r in reports] == [True, False]
+
+    origin = tmp_path / "origin"
+    assert run_git(origin, "gc", "-q", "--aggressive", "--prune=now").returncode == 0
+    assert check_commit(origin, "HEAD~1").blocked
+    assert not check_commit(origin, "HEAD").blocked
+
+
+def test_guard_in_a_shallow_clone_with_enough_depth(tmp_path: Path) -> None:
+    _two_commits(tmp_path / "origin")
+    clone = tmp_path / "clone"
+    url = f"file://{tmp_path / 'origin'}"
+    assert run_git(tmp_path, "clone", "-q", "--depth", "2", url, str(clone)).returncode == 0
+    assert check_commit(clone, "HEAD").findings == ()
+    with pytest.raises(GitError, match="boundary of a shallow clone"):
+        check_commit(clone, "HEAD~1")
+
+
+def test_guard_in_a_partial_clone(tmp_path: Path) -> None:
+    origin = tmp_path / "origin"
+    _two_commits(origin)
+    run_git(origin, "config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "clone"
+    done = run_git(
+        tmp_path, "clone", "-q", "--filter=blob:none", f"file://{origin}", str(clone)
+    )
+    assert done.returncode == 0, done.stderr
+    report = check_commit(clone, "HEAD~1")
+    assert report.blocked
+    assert report.loosenings[0].detail == "assert[2] max-chars 400 → 800"
+
+
+def test_guard_on_a_grafted_commit(tmp_path: Path) -> None:
+    repo = _two_commits(tmp_path)
+    base = repo.repo.git.rev_list("--max-parents=0", "HEAD")
+    # Graft the last commit straight onto the first: its parent is now the base suite.
+    assert run_git(tmp_path, "replace", "--graft", "HEAD", base).returncode == 0
+    report = check_commit(tmp_path, "HEAD")
+    assert report.blocked  # prompt change and loosening, seen through the graft
