@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from typing import Any
 
 from redline.casemodel import RETIRED_DIR, SUITE_FILE
 from redline.casemodel.diff import BarChange, diff_cases
-from redline.casemodel.effective import EffectiveCase, case_id, file_refs
+from redline.casemodel.effective import EffectiveCase, case_id
 from redline.config import pinned_models
 from redline.gitio import (
     INDEX,
@@ -215,14 +216,25 @@ def _references(side: Side, suites: Mapping[str, str], *, with_cases: bool) -> _
     for path in cases:
         raw = side.read(path) or b""
         if b"file://" not in raw and b"rubric" not in raw:
-            continue  # reads no file: no need to parse it
+            continue  # reads no file
         folder = posixpath.dirname(path)
-        data = side.yaml(path).data
-        for target in file_refs(data, folder):
-            refs.files.setdefault(target, []).append(path)
-        for rubric in _refs_in(data, "rubric", folder):
-            refs.rubrics.setdefault(rubric, []).append(f"case {case_id(data, path)}")
+        text = raw.decode("utf-8", errors="replace")
+        # Found in the text, not the parsed YAML: cheap on every case, and a stray match
+        # only makes the guard look at one more case.
+        for ref in _FILE_REF.findall(text):
+            refs.files.setdefault(join_path(folder, ref), []).append(path)
+        rubrics = _RUBRIC_REF.findall(text)
+        if rubrics:
+            label = f"case {case_id(side.yaml(path).data, path)}"
+            for ref in rubrics:
+                target = join_path(folder, ref.removeprefix("file://"))
+                refs.files.setdefault(target, []).append(path)
+                refs.rubrics.setdefault(target, []).append(label)
     return refs
+
+
+_FILE_REF = re.compile(r"file://([^\s'\",\]}#]+)")
+_RUBRIC_REF = re.compile(r"\brubric:\s*['\"]?([^\s'\",\]}#]+)")
 
 
 def _prompt_files(side: Side, folder: str, suite: Any) -> list[tuple[str, str]]:

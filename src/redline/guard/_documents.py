@@ -26,7 +26,6 @@ from redline.casemodel.effective import (
 from redline.casemodel.values import Change, differs, number_change, show
 from redline.gitio import Snapshot, is_binary
 from redline.guard._findings import Finding, Kind
-from redline.yamlsource import Node, load_text
 
 #: Keys of rubrics that are pass bars, not judge prompt text.
 _FLOOR_KEYS = frozenset({"min_kappa", "min_score"})
@@ -105,25 +104,29 @@ def parse_yaml(data: bytes | None, path: str, side: str) -> Parsed:
 
 def line_of(raw: bytes | None, at: KeyPath) -> int:
     """The line where key path `at` is written (its nearest written ancestor), 1-based; 0 if
-    unknown. Only called for findings, so the slower marked parse runs rarely."""
+    unknown. Only called for findings, through the C composer when pyyaml has it."""
     if raw is None:
         return 0
     try:
-        root, _problems = load_text(raw.decode("utf-8"), "")
-    except UnicodeDecodeError:
+        node = yaml.compose(raw.decode("utf-8"), Loader=_Loader)
+    except (UnicodeDecodeError, yaml.YAMLError):
         return 0
-    node: Node | None = root
-    line = root.mark.line if root is not None else 0
+    line = node.start_mark.line + 1 if node is not None else 0
     for step in at:
-        if node is None:
+        child: yaml.Node | None = None
+        if isinstance(step, int) and isinstance(node, yaml.SequenceNode):
+            child = node.value[step] if 0 <= step < len(node.value) else None
+        elif isinstance(step, str) and isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.value == step:
+                    line = key.start_mark.line + 1
+                    child = value
+                    break
+        if child is None:
             break
+        node = child
         if isinstance(step, int):
-            children = node.children()
-            node = children[step] if 0 <= step < len(children) else None
-        else:
-            node = node.get(step)
-        if node is not None:
-            line = node.where.line
+            line = node.start_mark.line + 1
     return line
 
 
