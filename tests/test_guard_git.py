@@ -70,7 +70,7 @@ def test_cli_names_an_unparseable_file_as_the_reason_not_a_prompt_change(
     assert main(["guard", "--commit", "HEAD"]) == 1
     out = capsys.readouterr().out
     assert f"{CASE}: new side does not parse" in out
-    assert "refused 1 of 1 commit: a file the guard compares does not parse" in out
+    assert "refused 1 of 1 commit: a file the guard compares does not load" in out
     assert "prompt change and a loosened threshold" not in out
 
 
@@ -264,7 +264,11 @@ def test_project_in_a_subfolder(tmp_path: Path) -> None:
     suite = {"name": "s", "prompt": {"system": "p.md", "user": "Hi"}, "model": "local"}
     repo.write("app/evals/s/suite.yaml", suite)
     repo.write("app/evals/s/p.md", "Hi.")
-    case = {"id": "c", "provenance": {"ticket": "T-1"}, "assert": [{"type": "max-chars", "value": 5}]}
+    case = {
+        "id": "c",
+        "provenance": {"ticket": "T-1"},
+        "assert": [{"type": "max-chars", "value": 5}],
+    }
     repo.write("app/evals/s/c.yaml", case)
     repo.commit("init")
     repo.write("app/evals/s/p.md", "Hello.")
@@ -397,9 +401,7 @@ def test_guard_in_a_partial_clone(tmp_path: Path) -> None:
     _two_commits(origin)
     run_git(origin, "config", "uploadpack.allowFilter", "true")
     clone = tmp_path / "clone"
-    done = run_git(
-        tmp_path, "clone", "-q", "--filter=blob:none", f"file://{origin}", str(clone)
-    )
+    done = run_git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{origin}", str(clone))
     assert done.returncode == 0, done.stderr
     report = check_commit(clone, "HEAD~1")
     assert report.blocked

@@ -12,7 +12,6 @@ This package imports nothing heavy: the pre-commit hook reads it on every commit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any

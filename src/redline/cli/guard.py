@@ -109,7 +109,9 @@ def _render(report: GuardReport) -> str:
         tag = _TAGS[finding.kind]
         if finding.kind is Kind.REWRITE and report.allow_rewrite:
             tag = "rewrite"
-        where = f"  ({finding.where})" if finding.where and finding.where not in str(finding) else ""
+        where = (
+            f"  ({finding.where})" if finding.where and finding.where not in str(finding) else ""
+        )
         lines.append(f"  {tag:<9}{finding}{where}")
     return "\n".join(lines)
 
