@@ -26,8 +26,13 @@ TIERS = ("contract", "quality")
 DEFAULT_SAMPLES = 5
 DEFAULT_TIER = "contract"
 
-#: Suite keys that change what the model is asked (a prompt change when edited).
-GENERATION_KEYS = ("model", "temperature", "max_tokens")
+#: Suite keys that change what the model is asked or how it samples (a prompt change when
+#: edited: a new seed draws new outputs as surely as a new prompt does).
+GENERATION_KEYS = ("model", "temperature", "max_tokens", "seed")
+#: `samples:` as a mapping asks for sequential sampling (see redline.sequential).
+SAMPLES_KEYS = frozenset({"min", "max", "margin", "bar"})
+#: `seed: frozen` sends the same seed for the same case and sample index in every run.
+FROZEN_SEED = "frozen"
 SUITE_KEYS = frozenset({"name", "prompt", "samples", "tier", "description", *GENERATION_KEYS})
 PROMPT_KEYS = frozenset({"system", "user"})
 CASE_KEYS = frozenset(
@@ -312,10 +317,12 @@ __all__ = [
     "DEFAULT_TIER",
     "DEFAULT_TONE_MARGIN",
     "FILE_REF",
+    "FROZEN_SEED",
     "GENERATION_KEYS",
     "PROMPT_KEYS",
     "PROVENANCE_KEYS",
     "RETIRED_DIR",
+    "SAMPLES_KEYS",
     "SUITE_FILE",
     "SUITE_KEYS",
     "TIERS",

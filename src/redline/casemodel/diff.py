@@ -8,6 +8,7 @@ that keeps nothing of the old ones is an addition.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from redline.casemodel import Compare
@@ -31,6 +32,7 @@ from redline.casemodel.values import (
     show,
     source_change,
 )
+from redline.sequential import DEFAULT_QUALITY_BAR
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,17 @@ def _bare(suite: SuiteBar) -> EffectiveCase:
     tier, samples = str(suite.tier.value), int(suite.samples.value)
     required = Setting(default_required(tier, samples))  # the suite's bar is the rule itself
     written = Setting(False, True)
-    return EffectiveCase("", "", suite.tier, suite.samples, required, written, (), {}, None, ())
+    sampling = suite.samples.value if isinstance(suite.samples.value, dict) else None
+    if sampling is not None:
+        bar = 1.0 if tier == "contract" else (sampling["bar"] or DEFAULT_QUALITY_BAR)
+        sampling = {**sampling, "bar": bar}
+        samples_setting = Setting(sampling["max"], suite.samples.default, at=suite.samples.at)
+        required = Setting(math.ceil(bar * sampling["max"] - 1e-9))
+    else:
+        samples_setting = suite.samples
+    return EffectiveCase(
+        "", "", suite.tier, samples_setting, required, written, sampling, (), {}, None, ()
+    )
 
 
 def _arrow(a: Setting, b: Setting) -> str:
@@ -123,8 +135,36 @@ def _from_suite(a: Setting, b: Setting) -> str:
     return ""
 
 
+def _sequential(old: EffectiveCase, new: EffectiveCase) -> list[BarChange]:
+    """Sequential sampling on either side: a lower bar, a wider marginal band, fewer samples
+    at most or at least loosens (a case stops earlier, or ends marginal instead of red)."""
+    a, b = _plan(old), _plan(new)
+    if a == b:
+        return []
+    looser = b["bar"] < a["bar"] - 1e-9 or b["margin"] > a["margin"] + 1e-9
+    looser = looser or b["max"] < a["max"] or b["min"] < a["min"]
+    detail = f"{_describe_plan(a)} → {_describe_plan(b)}{_from_suite(old.samples, new.samples)}"
+    kind = Change.LOOSER if looser else Change.TIGHTER
+    return [BarChange(kind, "samples", detail, new.samples.at)]
+
+
+def _plan(case: EffectiveCase) -> dict[str, float]:
+    if case.sampling is not None:
+        return {k: float(case.sampling[k]) for k in ("min", "max", "margin", "bar")}
+    samples = int(case.samples.value)
+    return {"min": samples, "max": samples, "margin": 0.0, "bar": case.rate}
+
+
+def _describe_plan(plan: dict[str, float]) -> str:
+    if plan["margin"] == 0 and plan["min"] == plan["max"]:
+        return f"{plan['max']:g} (bar {plan['bar']:.0%})"
+    return f"{plan['min']:g}–{plan['max']:g} (bar {plan['bar']:.0%} ± {plan['margin']:g})"
+
+
 def _rate(old: EffectiveCase, new: EffectiveCase) -> list[BarChange]:
     """Fewer passes required, a lower rate, or fewer samples at no higher a rate loosens."""
+    if old.sampling is not None or new.sampling is not None:
+        return _sequential(old, new)
     s0, s1 = int(old.samples.value), int(new.samples.value)
     r0, r1 = int(old.required.value), int(new.required.value)
     if (s0, r0) == (s1, r1):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import posixpath
 import re
 from collections.abc import Callable, Mapping
@@ -25,6 +26,7 @@ from redline.casemodel import (
     FILE_REF,
     PROMPT_KEYS,
     PROVENANCE_KEYS,
+    SAMPLES_KEYS,
     SUITE_KEYS,
     TIERS,
     AssertionModel,
@@ -35,6 +37,7 @@ from redline.casemodel import (
     declared_types,
 )
 from redline.casemodel.values import show
+from redline.sequential import DEFAULT_MARGIN, DEFAULT_MAX, DEFAULT_MIN, DEFAULT_QUALITY_BAR
 from redline.templates import fill
 
 #: repository (or folder) path, POSIX style → the file's bytes, or None when absent.
@@ -107,6 +110,8 @@ class EffectiveCase:
     samples: Setting
     required: Setting
     expect_refusal: Setting
+    #: Sequential sampling, resolved ({min, max, margin, bar}); None for a fixed count.
+    sampling: Mapping[str, Any] | None
     assertions: tuple[EffectiveAssertion, ...]
     vars: Mapping[str, str]
     golden: Setting | None
@@ -132,7 +137,7 @@ def suite_bar(data: Any) -> SuiteBar:
     for key in data:
         if key not in SUITE_KEYS:
             issues.append(Issue(f"unknown key {key!r} in suite.yaml", (str(key),)))
-    samples = _count(data, "samples", DEFAULT_SAMPLES, issues)
+    samples = _samples(data, DEFAULT_SAMPLES, issues)
     tier = _tier(data, DEFAULT_TIER, issues)
     prompt = data.get("prompt")
     if prompt is None:
@@ -182,6 +187,37 @@ def case_id(data: Any, path: str) -> str:
     return base
 
 
+def _samples(data: Mapping[str, Any], default: Any, issues: list[Issue]) -> Any:
+    """`samples: N`, or `samples: {min, max, margin, bar}` (sequential) with its defaults."""
+    value = data.get("samples", default)
+    if not isinstance(value, dict):
+        return _count({"samples": value}, "samples", DEFAULT_SAMPLES, issues)
+    for key in value:
+        if key not in SAMPLES_KEYS:
+            issues.append(Issue(f"unknown key {key!r} in samples", ("samples", str(key))))
+    low = _count(value, "min", DEFAULT_MIN, issues)
+    high = _count(value, "max", max(DEFAULT_MAX, low), issues)
+    margin = _rate(value, "margin", DEFAULT_MARGIN, 0.49, issues)
+    bar = _rate(value, "bar", None, 1.0, issues)
+    if low > high:
+        issues.append(Issue("`samples.min` is more than `samples.max`", ("samples",)))
+    return {"min": low, "max": high, "margin": margin, "bar": bar}
+
+
+def _rate(
+    data: Mapping[str, Any], key: str, default: float | None, upper: float, issues: list[Issue]
+) -> float | None:
+    value = data.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= upper:
+        issues.append(
+            Issue(f"`samples.{key}` must be above 0 and at most {upper:g}", ("samples", key))
+        )
+        return default
+    return float(value)
+
+
 def _count(data: Mapping[str, Any], key: str, default: int, issues: list[Issue]) -> int:
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -225,9 +261,24 @@ class _CaseReader:
         variables = self.vars(data.get("vars"))
         tier_value = _tier(data, str(suite.tier.value), self.issues)
         tier = Setting(tier_value, "tier" not in data, at=("tier",))
-        samples_value = _count(data, "samples", int(suite.samples.value), self.issues)
-        samples = Setting(samples_value, "samples" not in data, at=("samples",))
-        required = self.required(data, tier_value, samples_value)
+        written = _samples(data, suite.samples.value, self.issues)
+        sampling: dict[str, Any] | None = None
+        if isinstance(written, dict):
+            contract = tier_value == "contract"
+            bar = 1.0 if contract else (written["bar"] or DEFAULT_QUALITY_BAR)
+            sampling = {**written, "bar": bar}
+            samples = Setting(written["max"], "samples" not in data, at=("samples",))
+            required = Setting(math.ceil(bar * written["max"] - 1e-9), True, at=("samples",))
+            if "required" in data:
+                self.issues.append(
+                    Issue(
+                        "`required` counts samples; with `samples: {min, max}` give `bar`",
+                        ("required",),
+                    )
+                )
+        else:
+            samples = Setting(written, "samples" not in data, at=("samples",))
+            required = self.required(data, tier_value, written)
         refusal = data.get("expect_refusal", False)
         if not isinstance(refusal, bool):
             self.issues.append(Issue("`expect_refusal` must be true or false", ("expect_refusal",)))
@@ -244,6 +295,7 @@ class _CaseReader:
             samples=samples,
             required=required,
             expect_refusal=expect_refusal,
+            sampling=sampling,
             assertions=tuple(assertions),
             vars=variables,
             golden=golden,
