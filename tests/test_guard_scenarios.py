@@ -33,6 +33,7 @@ C3 = f"{SUPPORT}/0003-refusal.yaml"
 C4 = f"{SUPPORT}/0004-files.yaml"
 C5 = f"{SUPPORT}/0005-patterns.yaml"
 Q1 = f"{NIGHTLY}/0101-quality.yaml"
+Q2 = f"{NIGHTLY}/0102-sequential.yaml"
 SCHEMA = f"{SUPPORT}/schemas/reply.json"
 
 PROV = {"ticket": "SUP-1", "reported": "2026-01-05", "note": "customer complaint"}
@@ -131,6 +132,13 @@ def base_tree() -> Tree:
                 {"type": "distinct-n", "value": 0.6, "n": 2},
                 {"type": "grounded-in", "value": "Refunds within 30 days.", "nli": True},
             ],
+        },
+        Q2: {
+            "id": "0102-sequential",
+            "provenance": PROV,
+            "vars": {"question": "Is shipping free?"},
+            "samples": {"min": 3, "max": 10, "bar": 0.8, "margin": 0.1},
+            "assert": [{"type": "icontains", "value": "shipping"}],
         },
         Q1: {
             "id": "0101-quality",
@@ -298,6 +306,14 @@ LOOSENINGS: dict[str, Edit] = {
     "schema enum widened": schema(lambda s: s["properties"]["mood"]["enum"].append("angry")),
     "schema maxLength raised": schema(lambda s: s["properties"]["reply"].update(maxLength=900)),
     "two loosenings at once": all_of(at(C1, 3, "value", 500), remove(C1, 4)),
+    "sequential bar lowered": lambda t: t[Q1].update(samples={"min": 3, "max": 10, "bar": 0.6}),
+    "sequential margin widened": lambda t: t[Q2].update(
+        samples={"min": 3, "max": 10, "bar": 0.8, "margin": 0.3}
+    ),
+    "sequential max lowered": lambda t: t[Q2].update(
+        samples={"min": 3, "max": 6, "bar": 0.8, "margin": 0.1}
+    ),
+    "contract case made sequential": top(C3, "samples", {"min": 2, "max": 6}),
 }
 
 SHOULD_PASS: dict[str, Edit] = {
@@ -333,6 +349,13 @@ SHOULD_PASS: dict[str, Edit] = {
     "schema required property added": schema(lambda s: s["required"].append("mood")),
     "schema enum narrowed": schema(lambda s: s["properties"]["mood"]["enum"].remove("sorry")),
     "schema maxLength lowered": schema(lambda s: s["properties"]["reply"].update(maxLength=200)),
+    "sequential bar raised": lambda t: t[Q2].update(
+        samples={"min": 3, "max": 10, "bar": 0.9, "margin": 0.1}
+    ),
+    "sequential max raised": lambda t: t[Q2].update(
+        samples={"min": 3, "max": 20, "bar": 0.8, "margin": 0.1}
+    ),
+    "seed frozen for the suite": lambda t: t[f"{NIGHTLY}/suite.yaml"].update(seed="frozen"),
     "new case": lambda t: t.update(
         {
             f"{SUPPORT}/0006-new.yaml": {
