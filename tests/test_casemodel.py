@@ -57,7 +57,7 @@ def test_golden_is_a_case_key_read_verbatim(tmp_path: Path) -> None:
     assert tmp_path / "fixtures" / "x.txt" in loaded.case("a").files
 
     (tmp_path / "a.yaml").write_text((tmp_path / "a.yaml").read_text().replace("x.txt", "y.txt"))
-    with pytest.raises(ProblemsError, match="golden answer .*y.txt does not exist"):
+    with pytest.raises(ProblemsError, match=r"golden answer .*y\.txt does not exist"):
         load_suite(tmp_path)
 
 
