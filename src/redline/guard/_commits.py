@@ -430,14 +430,14 @@ def _case_changes(
 ) -> list[Finding]:
     """Every case whose effective bar may have moved: its file, its suite's settings or a
     file it reads changed. Each is judged by what it enforces on both sides."""
-    pairs: dict[tuple[str | None, str | None], bool] = {}  # pair → only its suite changed
+    pairs: dict[tuple[str | None, str | None], None] = {}  # ordered, without repeats
     gone: list[str] = []
     born: list[str] = []
     for c in changed.changes:
         old_case = c.old_path if c.old_path and _is_case_path(c.old_path, old_suites) else None
         new_case = c.new_path if c.new_path and _is_case_path(c.new_path, new_suites) else None
         if old_case and new_case:
-            pairs[old_case, new_case] = False
+            pairs[old_case, new_case] = None
         elif old_case:
             gone.append(old_case)
         elif new_case:
@@ -451,20 +451,20 @@ def _case_changes(
     for path in gone:
         parsed = ctx.old.yaml(path)
         match = born_by_id.pop(case_id(parsed.data, path), None) if parsed.problem is None else None
-        pairs[path, match] = False
+        pairs[path, match] = None
     matched = {n for _o, n in pairs if n}
     for path in born:
         if path not in matched:
-            pairs[None, path] = False
+            pairs[None, path] = None
     seen_new = {n for _o, n in pairs if n}
     seen_old = {o for o, _n in pairs if o}
 
-    def add(old_path: str | None, new_path: str | None, suite_only: bool) -> None:
+    def add(old_path: str | None, new_path: str | None) -> None:
         if (old_path and old_path in seen_old) or (new_path and new_path in seen_new):
             return
         seen_old.add(old_path or "")
         seen_new.add(new_path or "")
-        pairs[old_path, new_path] = suite_only
+        pairs[old_path, new_path] = None
 
     renamed = {c.old_path: c.new_path for c in changed.changes if c.old_path and c.new_path}
     back = {n: o for o, n in renamed.items()}
@@ -477,7 +477,7 @@ def _case_changes(
         for path in ctx.new.snap.files([new_folder]):
             if posixpath.dirname(path) == new_folder and _is_case_path(path, new_suites):
                 before = back.get(path, join_path(old_folder, posixpath.basename(path)))
-                add(before if ctx.old.read(before) is not None else None, path, True)
+                add(before if ctx.old.read(before) is not None else None, path)
     for target in sorted(changed.paths):
         users = sorted(set(old_refs.files.get(target, [])) | set(new_refs.files.get(target, [])))
         for user in users:
@@ -485,12 +485,11 @@ def _case_changes(
             add(
                 before if before and _is_case_path(before, old_suites) else None,
                 after if after and _is_case_path(after, new_suites) else None,
-                False,
             )
 
     findings: list[Finding] = []
-    for (old_path, new_path), suite_only in pairs.items():
-        findings += _case_pair(ctx, old_path, new_path, old_suites, new_suites, suite_only)
+    for old_path, new_path in pairs:
+        findings += _case_pair(ctx, old_path, new_path, old_suites, new_suites)
     return findings
 
 
@@ -500,7 +499,6 @@ def _case_pair(
     new_path: str | None,
     old_suites: Mapping[str, str],
     new_suites: Mapping[str, str],
-    suite_only: bool,
 ) -> list[Finding]:
     old_p = ctx.old.yaml(old_path) if old_path else Parsed(None)
     new_p = ctx.new.yaml(new_path) if new_path else Parsed(None)
@@ -551,11 +549,11 @@ def _case_pair(
     diff = diff_cases(old_case, new_case)
     for change in diff.changes:
         if (
-            suite_only
+            _suite_of(old_path) == _suite_of(new_path)
             and change.label in _BAR_LABELS
             and not (_own_bar(old_case) or _own_bar(new_case))
         ):
-            continue  # said once for the whole suite
+            continue  # the suite's own finding says it once for all its cases
         path, raw = (old_path, old_raw) if change.in_old_file else (new_path, new_p.raw)
         if any(change.files):
             findings += _schema_findings(subject, change, path, raw)
