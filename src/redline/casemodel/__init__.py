@@ -166,6 +166,16 @@ def _text(
     )
 
 
+def _semantic(
+    name: str, key: str, compare: Compare, default: float, maximum: float, summary: str
+) -> AssertionModel:
+    """A concept or tone (`value`) and the bar a score must clear to count."""
+    bar = Param(key, Value.NUMBER, compare, default=default, minimum=0, maximum=maximum)
+    return AssertionModel(
+        name, (Param("value", Value.STRING, Compare.IDENTITY), bar), summary=summary
+    )
+
+
 _MODELS: dict[str, AssertionModel] = {}
 
 
@@ -245,50 +255,29 @@ for _model in (
         ),
         summary="share of distinct word n-grams at least this",
     ),
-    AssertionModel(
+    _semantic(
         "mentions",
-        (
-            Param("value", Value.STRING, Compare.IDENTITY),
-            Param(
-                "threshold",
-                Value.NUMBER,
-                Compare.FLOOR,
-                default=DEFAULT_MENTION_THRESHOLD,
-                minimum=0,
-                maximum=1,
-            ),
-        ),
-        summary="a sentence of the output is about the concept",
+        "threshold",
+        Compare.FLOOR,
+        DEFAULT_MENTION_THRESHOLD,
+        1,
+        "a sentence of the output is about the concept",
     ),
-    AssertionModel(
+    _semantic(
         "not-mentions",
-        (
-            Param("value", Value.STRING, Compare.IDENTITY),
-            Param(
-                "threshold",
-                Value.NUMBER,
-                Compare.CEILING,
-                default=DEFAULT_MENTION_THRESHOLD,
-                minimum=0,
-                maximum=1,
-            ),
-        ),
-        summary="no sentence of the output is about the concept",
+        "threshold",
+        Compare.CEILING,
+        DEFAULT_MENTION_THRESHOLD,
+        1,
+        "no sentence of the output is about the concept",
     ),
-    AssertionModel(
+    _semantic(
         "tone",
-        (
-            Param("value", Value.STRING, Compare.IDENTITY),
-            Param(
-                "margin",
-                Value.NUMBER,
-                Compare.FLOOR,
-                default=DEFAULT_TONE_MARGIN,
-                minimum=0,
-                maximum=5,
-            ),
-        ),
-        summary="the output's tone leads the runner-up by the margin",
+        "margin",
+        Compare.FLOOR,
+        DEFAULT_TONE_MARGIN,
+        5,
+        "the output's tone leads the runner-up by the margin",
     ),
     AssertionModel(
         "grounded-in",
