@@ -777,3 +777,12 @@ def test_refusal_and_icontains_assertions() -> None:
         )
         == []
     )
+
+
+def test_a_suite_dropped_from_the_configured_folders_is_a_loosening(tmp_path: Path) -> None:
+    repo = base_repo(tmp_path)
+    repo.write("pyproject.toml", PYPROJECT + '\n[tool.redline]\nsuites = ["evals"]\n')
+    repo.change_prompt()
+    report = check_commit(tmp_path, repo.commit("point the config elsewhere"))
+    find(report, Kind.LOOSENING, "suite cases/support: no longer under the configured suites")
+    assert report.blocked

@@ -93,6 +93,7 @@ def compare_revisions(repo: Repo, old_rev: str | None, new_rev: str, prefix: str
     roots = sorted(set(old_cfg.suite_roots) | set(new_cfg.suite_roots))
     old_suites = _suite_dirs(old, roots)
     new_suites = _suite_dirs(new, roots)
+    findings += _suites_dropped_from_config(old_suites, old_cfg, new_cfg)
     changed = _ChangeSet(changes)
     others = [
         p
@@ -181,6 +182,24 @@ def _suite_dirs(side: Side, roots: Sequence[str]) -> dict[str, str]:
         for p in files
         if posixpath.basename(p) == SUITE_FILE and _under_any(p, roots)
     }
+
+
+def _suites_dropped_from_config(
+    suites: Mapping[str, str], old: _ProjectConfig, new: _ProjectConfig
+) -> list[Finding]:
+    """A suite the old config ran that the new `suites` setting no longer reaches."""
+    where = new.path or old.path or "config"
+    return [
+        Finding(
+            Kind.LOOSENING,
+            f"suite {folder}",
+            f"no longer under the configured suites ({', '.join(new.suite_roots)}): "
+            "its cases stop running",
+            where,
+        )
+        for folder in sorted(suites)
+        if _under_any(folder, old.suite_roots) and not _under_any(folder, new.suite_roots)
+    ]
 
 
 def _under_any(path: str, roots: Sequence[str]) -> bool:
