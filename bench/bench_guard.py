@@ -100,14 +100,16 @@ def build(root: Path, cases: int, touch: int) -> None:
     _git(root, "add", "-A")
 
 
-def timed(command: list[str], root: Path, repeat: int) -> tuple[float, float, int]:
+def timed(
+    command: list[str], root: Path, repeat: int, env: dict[str, str]
+) -> tuple[float, float, int]:
     """Median wall seconds, median CPU seconds (the command and its children), exit code."""
     walls, cpus = [], []
     code = 0
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run(command, cwd=root, capture_output=True, check=False)
+        done = subprocess.run(command, cwd=root, capture_output=True, check=False, env=env)
         walls.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -149,14 +151,25 @@ def main() -> None:
             f"(median of {args.repeat}, {os.cpu_count()} CPUs)"
         )
         print(f"  load average before: {os.getloadavg()[0]:.1f} (wall time grows with it)")
-        for label, command in rows:
-            wall, cpu, code = timed(command, root, args.repeat)
-            print(
-                f"  {label:<34} wall {wall * 1000:6.0f} ms ({wall / TARGET_S:.2f}× target)"
-                f"  CPU {cpu * 1000:6.0f} ms ({cpu / TARGET_S:.2f}× target)  exit {code}"
-            )
+        # An installed package has its bytecode cached; a process told not to write any
+        # (PYTHONDONTWRITEBYTECODE) compiles every module on every start. Both are shown.
+        cold = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
+        cold["PYTHONDONTWRITEBYTECODE"] = "1"
+        warm = {k: v for k, v in cold.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        warm["PYTHONPYCACHEPREFIX"] = str(root.parent / f"{root.name}-pycache")
+        for _label, command in rows:
+            subprocess.run(command, cwd=root, capture_output=True, check=False, env=warm)
+        for cache, env in (("bytecode cached", warm), ("no bytecode cache", cold)):
+            print(f"  -- {cache}")
+            for label, command in rows:
+                wall, cpu, code = timed(command, root, args.repeat, env)
+                print(
+                    f"  {label:<34} wall {wall * 1000:6.0f} ms ({wall / TARGET_S:.2f}× target)"
+                    f"  CPU {cpu * 1000:6.0f} ms ({cpu / TARGET_S:.2f}× target)  exit {code}"
+                )
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(root.parent / f"{root.name}-pycache", ignore_errors=True)
 
 
 if __name__ == "__main__":
