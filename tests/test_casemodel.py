@@ -170,3 +170,124 @@ def test_loosenings_between_reads_files_beside_a_real_path(tmp_path: Path) -> No
         _case(**{"assert": [{"type": "contains", "value": "your refund of 40 EUR"}]})
     )
     assert loosenings_between(old, same, path=tmp_path / "c.yaml") == []
+
+
+# The guard judges a case file by the model's reading of it; it must refuse exactly what
+# the loader refuses, or a broken file passes the guard (or a good one is refused).
+_SUITE = {"name": "s", "prompt": {"system": "p.md", "user": "{{q}}"}, "model": "local"}
+_GOOD: dict[str, object] = {
+    "id": "c",
+    "provenance": {"ticket": "T-1", "reported": "2026-01-02"},
+    "vars": {"q": "file://fixtures/q.txt", "n": 3},
+    "golden": "file://fixtures/q.txt",
+    "assert": [
+        {"type": "is-json", "schema": "file://schemas/s.json"},
+        {"type": "contains", "value": "Ticket {{n}}", "note": "why"},
+        {"type": "icontains", "value": "file://fixtures/q.txt"},
+        {"type": "not-contains", "value": 42},
+        {"type": "equals", "value": {"a": [1, 2]}},
+        {"type": "regex", "value": "^\\d+$", "flags": "im"},
+        {"type": "python", "value": "len(output) > 3"},
+        {"type": "refusal", "value": False},
+        {"type": "max-chars", "value": 400},
+        {"type": "max-cost", "value": 0.01},
+        {"type": "compression-ratio", "value": 0.35},
+        {"type": "distinct-n", "value": 0.7, "n": 2},
+    ],
+}
+_BROKEN_VARIANTS: dict[str, tuple[str, object]] = {
+    "unknown key": ("defaults", {"samples": 3}),
+    "float required": ("required", 0.6),
+    "required above samples": ("required", 9),
+    "zero samples": ("samples", 0),
+    "bad tier": ("tier", "nightly"),
+    "retired marker": ("retired", True),
+    "vars not a mapping": ("vars", ["a"]),
+    "missing fixture": ("vars", {"q": "file://fixtures/none.txt"}),
+    "missing golden": ("golden", "file://fixtures/none.txt"),
+    "sequential with required": ("samples", {"min": 2, "max": 6}),
+}
+_BROKEN_ASSERTIONS: dict[str, dict[str, object]] = {
+    "unknown type": {"type": "similarity", "value": 0.8},
+    "unknown parameter": {"type": "contains", "value": "x", "reason": "y"},
+    "missing value": {"type": "max-chars"},
+    "text as number": {"type": "max-chars", "value": "400"},
+    "out of range": {"type": "compression-ratio", "value": 1.5},
+    "bad regex": {"type": "regex", "value": "("},
+    "bad flag": {"type": "regex", "value": "x", "flags": "q"},
+    "empty contains": {"type": "contains", "value": ""},
+    "missing var": {"type": "contains", "value": "{{nope}}"},
+    "schema not a file": {"type": "is-json", "schema": "schemas/s.json"},
+    "schema twice": {
+        "type": "is-json",
+        "schema": "file://schemas/s.json",
+        "value": "file://schemas/s.json",
+    },
+    "refusal not boolean": {"type": "refusal", "value": "yes"},
+    "n below one": {"type": "distinct-n", "value": 0.5, "n": 0},
+    "python syntax": {"type": "python", "value": "len(output) >"},
+}
+
+
+def _variants() -> list[tuple[str, dict[str, object]]]:
+    import copy
+
+    found = [("good", copy.deepcopy(_GOOD))]
+    for name, (key, value) in _BROKEN_VARIANTS.items():
+        case = copy.deepcopy(_GOOD)
+        case[key] = value
+        if name == "sequential with required":
+            case["required"] = 2
+        found.append((name, case))
+    for name, entry in _BROKEN_ASSERTIONS.items():
+        case = copy.deepcopy(_GOOD)
+        case["assert"] = [*case["assert"], entry]  # type: ignore[list-item]
+        found.append((name, case))
+    no_provenance = copy.deepcopy(_GOOD)
+    del no_provenance["provenance"]
+    found.append(("no provenance", no_provenance))
+    return found
+
+
+@pytest.mark.parametrize(("name", "case"), _variants(), ids=[n for n, _c in _variants()])
+def test_the_model_refuses_what_the_loader_refuses(
+    tmp_path: Path, name: str, case: dict[str, object]
+) -> None:
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(_SUITE))
+    (tmp_path / "p.md").write_text("Be brief.")
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "q.txt").write_text("What is the total?")
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "s.json").write_text('{"type": "object"}')
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(case))
+    try:
+        load_suite(tmp_path)
+        loads = True
+    except ProblemsError:
+        loads = False
+    files = {
+        f"s/{p.relative_to(tmp_path).as_posix()}": p.read_bytes()
+        for p in tmp_path.rglob("*")
+        if p.is_file()
+    }
+    effective = effective_case(case, "s/c.yaml", suite_bar(_SUITE), files.get)
+    assert loads is (name == "good")
+    assert effective.valid is loads, effective.issues
+
+
+def test_the_repository_s_own_cases_are_valid_in_the_model() -> None:
+    root = Path(__file__).resolve().parent.parent
+    for suite_file in sorted((root / "cases").glob("*/suite.yaml")):
+        suite = suite_bar(yaml.safe_load(suite_file.read_text()))
+        assert not suite.issues, (suite_file, suite.issues)
+        for path in sorted(suite_file.parent.glob("*.yaml")):
+            if path.name == "suite.yaml":
+                continue
+            rel = path.relative_to(root).as_posix()
+
+            def read(p: str) -> bytes | None:
+                target = root / p
+                return target.read_bytes() if target.is_file() else None
+
+            case = effective_case(yaml.safe_load(path.read_text()), rel, suite, read)
+            assert case.valid, (rel, case.issues)
