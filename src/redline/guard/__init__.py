@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from redline.casemodel import RETIRED_DIR, SUITE_FILE
 from redline.casemodel.diff import diff_cases
-from redline.casemodel.effective import case_id, effective_case
+from redline.casemodel.effective import SuiteBar, case_id, effective_case, suite_bar
 from redline.gitio import (
     INDEX,
     commits_in_range,
@@ -108,14 +109,29 @@ def loosenings_between(
         elif old.data is not None and new.data is not None:
             folder = Path(path).parent
             read = _disk_reader() if Path(path).is_absolute() and folder.is_dir() else None
-            before = effective_case(old.data, Path(path).as_posix(), None, read)
-            after = effective_case(new.data, Path(path).as_posix(), None, read)
+            bar = _suite_beside(Path(path)) if read is not None else None
+            before = effective_case(old.data, Path(path).as_posix(), bar, read)
+            after = effective_case(new.data, Path(path).as_posix(), bar, read)
             subject = f"case {after.id}"
-            findings += [
+            broken = [
+                Finding(Kind.BROKEN, subject, f"{side} side does not load: {issue.message}", shown)
+                for side, case in (("old", before), ("new", after))
+                for issue in case.issues
+            ]
+            findings += broken or [
                 bar_finding(subject, c, shown, None) for c in diff_cases(before, after).changes
             ]
     kinds = {Kind.LOOSENING, Kind.BROKEN} | (set() if allow_rewrite else {Kind.REWRITE})
     return [f for f in findings if f.kind in kinds]
+
+
+def _suite_beside(case_file: Path) -> SuiteBar | None:
+    """The bar of the suite a case file on disk belongs to (its folder's suite.yaml)."""
+    folder = case_file.parent
+    if folder.name == RETIRED_DIR:
+        folder = folder.parent
+    parsed = parse_yaml(_disk_reader()(str(folder / SUITE_FILE)), SUITE_FILE, "new")
+    return suite_bar(parsed.data) if parsed.data is not None else None
 
 
 def _disk_reader() -> Callable[[str], bytes | None]:
