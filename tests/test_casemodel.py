@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -180,6 +181,11 @@ _GOOD: dict[str, object] = {
     "provenance": {"ticket": "T-1", "reported": "2026-01-02"},
     "vars": {"q": "file://fixtures/q.txt", "n": 3},
     "golden": "file://fixtures/q.txt",
+    "quarantine": {
+        "reason": "flaky on the new model",
+        "ticket": "SUP-3",
+        "until": date(2026, 12, 31),
+    },
     "assert": [
         {"type": "is-json", "schema": "file://schemas/s.json"},
         {"type": "contains", "value": "Ticket {{n}}", "note": "why"},
@@ -206,6 +212,12 @@ _BROKEN_VARIANTS: dict[str, tuple[str, object]] = {
     "missing fixture": ("vars", {"q": "file://fixtures/none.txt"}),
     "missing golden": ("golden", "file://fixtures/none.txt"),
     "sequential with required": ("samples", {"min": 2, "max": 6}),
+    "quarantine without reason": ("quarantine", {"until": date(2026, 12, 31)}),
+    "quarantine without a date": ("quarantine", {"reason": "flaky", "until": "soon"}),
+    "quarantine unknown key": (
+        "quarantine",
+        {"reason": "x", "until": date(2026, 12, 31), "by": "me"},
+    ),
 }
 _BROKEN_ASSERTIONS: dict[str, dict[str, object]] = {
     "unknown type": {"type": "similarity", "value": 0.8},

@@ -13,6 +13,7 @@ import json
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,7 @@ def base_tree() -> Tree:
         C5: {
             "id": "0005-patterns",
             "provenance": PROV,
+            "quarantine": {"reason": "flaky regex", "until": date(2026, 12, 31)},
             "vars": {"question": "How much?"},
             "assert": [
                 {"type": "regex", "value": "\\d+ EUR", "flags": "i"},
@@ -314,6 +316,10 @@ LOOSENINGS: dict[str, Edit] = {
         samples={"min": 3, "max": 6, "bar": 0.8, "margin": 0.1}
     ),
     "contract case made sequential": top(C3, "samples", {"min": 2, "max": 6}),
+    "case quarantined": top(
+        C2, "quarantine", {"reason": "flaky", "ticket": "SUP-9", "until": date(2026, 12, 31)}
+    ),
+    "quarantine extended": lambda t: t[C5]["quarantine"].update(until=date(2027, 6, 30)),
 }
 
 SHOULD_PASS: dict[str, Edit] = {
@@ -356,6 +362,9 @@ SHOULD_PASS: dict[str, Edit] = {
         samples={"min": 3, "max": 20, "bar": 0.8, "margin": 0.1}
     ),
     "seed frozen for the suite": lambda t: t[f"{NIGHTLY}/suite.yaml"].update(seed="frozen"),
+    "quarantine lifted": top(C5, "quarantine", None),
+    "quarantine shortened": lambda t: t[C5]["quarantine"].update(until=date(2026, 6, 30)),
+    "quarantine reason reworded": lambda t: t[C5]["quarantine"].update(reason="still flaky"),
     "new case": lambda t: t.update(
         {
             f"{SUPPORT}/0006-new.yaml": {

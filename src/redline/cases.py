@@ -31,6 +31,7 @@ from redline.casemodel import (
     FROZEN_SEED,
     PROMPT_KEYS,
     PROVENANCE_KEYS,
+    QUARANTINE_KEYS,
     RETIRED_DIR,
     SAMPLES_KEYS,
     SUITE_FILE,
@@ -59,6 +60,22 @@ _TYPE_HINTS = {
 
 
 @dataclass(frozen=True)
+class Quarantine:
+    """Between keeping a case and retiring it: it keeps sampling but cannot fail a run."""
+
+    reason: str
+    until: datetime.date
+    ticket: str = ""
+
+    def active(self, today: datetime.date) -> bool:
+        return today <= self.until
+
+    def describe(self) -> str:
+        ticket = f" ({self.ticket})" if self.ticket else ""
+        return f"quarantined until {self.until.isoformat()}{ticket}: {self.reason}"
+
+
+@dataclass(frozen=True)
 class Case:
     """One incident turned into a check: its inputs, its bar, its assertions."""
 
@@ -79,6 +96,8 @@ class Case:
     #: A reference answer written by whoever filed the incident (`golden:` inline text or
     #: the exact content of a file:// reference), shown beside the outputs; checks nothing.
     golden: str | None = None
+    #: Runs and reports, but cannot turn a run red until `quarantine.until` has passed.
+    quarantine: Quarantine | None = None
 
     def required_for(self, n: int) -> int:
         """The same pass-rate bar at `n` samples (a rerun with more samples)."""
@@ -590,6 +609,7 @@ class _CaseLoader:
         )
         expect_refusal = suite.boolean(root, "expect_refusal", default=False)
         golden = self.golden(root)
+        quarantine = self.quarantine(root)
         assertions = self.assertions(root, variables or {}, bool(expect_refusal))
         if variables is not None:
             self.check_prompt_vars(root, variables)
@@ -611,6 +631,7 @@ class _CaseLoader:
             files=tuple(dict.fromkeys(self.files)),
             sampling=sampling,
             golden=golden,
+            quarantine=quarantine,
         )
 
     def golden(self, root: Node) -> str | None:
@@ -639,6 +660,35 @@ class _CaseLoader:
             return None
         self.files.append(path.resolve())
         return text
+
+    def quarantine(self, root: Node) -> Quarantine | None:
+        suite = self.suite
+        node = root.get("quarantine")
+        if node is None:
+            return None
+        example = "{reason: flaky on the new model, ticket: SUP-3001, until: 2026-12-31}"
+        if not node.is_map:
+            suite.wrong_type(node, "quarantine", "a mapping", example)
+            return None
+        suite.unknown_keys(node, QUARANTINE_KEYS, "quarantine")
+        reason, until, ticket = node.get("reason"), node.get("until"), node.get("ticket")
+        if reason is None or not isinstance(reason.value, str) or not reason.value.strip():
+            suite.add(
+                (reason or node).mark,
+                "a quarantine needs a `reason` (why this case may not fail a run for now)",
+                example,
+            )
+            return None
+        if until is None or not isinstance(until.value, datetime.date):
+            suite.add(
+                (until or node).mark,
+                "a quarantine needs `until:` as a date (YYYY-MM-DD): it ends by itself",
+                example,
+            )
+            return None
+        shown = "" if ticket is None or ticket.value is None else str(ticket.value)
+        day = until.value.date() if isinstance(until.value, datetime.datetime) else until.value
+        return Quarantine(reason.value.strip(), day, shown)
 
     def provenance(self, root: Node) -> dict[str, str] | None:
         suite = self.suite

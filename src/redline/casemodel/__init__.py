@@ -47,8 +47,11 @@ CASE_KEYS = frozenset(
         "assert",
         "retired",
         "golden",
+        "quarantine",
     }
 )
+#: `quarantine: {reason, ticket, until}`: the case runs but cannot fail a run until then.
+QUARANTINE_KEYS = frozenset({"reason", "ticket", "until"})
 PROVENANCE_KEYS = frozenset({"ticket", "reported", "closed", "note", "source", "author"})
 #: Keys every assertion accepts besides its own: `note` records why it is as it is.
 COMMON_KEYS = frozenset({"type", "note"})
@@ -310,6 +313,7 @@ __all__ = [
     "GENERATION_KEYS",
     "PROMPT_KEYS",
     "PROVENANCE_KEYS",
+    "QUARANTINE_KEYS",
     "RETIRED_DIR",
     "SAMPLES_KEYS",
     "SUITE_FILE",

@@ -70,6 +70,7 @@ def diff_cases(old: EffectiveCase, new: EffectiveCase) -> CaseDiff:
     if a.value != b.value:
         kind = Change.LOOSER if a.value else Change.TIGHTER
         changes.append(BarChange(kind, "expect_refusal", _arrow(a, b), b.at))
+    changes += _quarantine(old.quarantine, new.quarantine)
     changes += _assertions(old.assertions, new.assertions)
     if old.id != new.id:
         notes.append(BarChange(Change.SAME, "id", f"{show(old.id)} → {show(new.id)}", ("id",)))
@@ -110,6 +111,25 @@ def _bare(suite: SuiteBar) -> EffectiveCase:
     return EffectiveCase(
         "", "", suite.tier, samples_setting, required, written, sampling, (), {}, None, ()
     )
+
+
+def _quarantine(old: Setting | None, new: Setting | None) -> list[BarChange]:
+    """A quarantined case cannot fail a run: adding one, or a later `until`, loosens."""
+    a = old.value if old is not None else None
+    b = new.value if new is not None else None
+    if a == b:
+        return []
+    if b is None:
+        until = a["until"] if a is not None else "?"
+        return [BarChange(Change.TIGHTER, "quarantine", f"lifted (was until {until})", ())]
+    at = new.at if new is not None else ()
+    if a is None:
+        detail = f"added until {b['until']}: the case cannot fail a run until then"
+        return [BarChange(Change.LOOSER, "quarantine", detail, at)]
+    if b["until"] == a["until"]:
+        return [BarChange(Change.SAME, "quarantine", "reason or ticket reworded", at)]
+    kind = Change.LOOSER if b["until"] > a["until"] else Change.TIGHTER
+    return [BarChange(kind, "quarantine", f"until {a['until']} → {b['until']}", at)]
 
 
 def _arrow(a: Setting, b: Setting) -> str:

@@ -26,6 +26,7 @@ from redline.casemodel import (
     FILE_REF,
     PROMPT_KEYS,
     PROVENANCE_KEYS,
+    QUARANTINE_KEYS,
     SAMPLES_KEYS,
     SUITE_KEYS,
     TIERS,
@@ -118,6 +119,8 @@ class EffectiveCase:
     #: Every file the case reads (fixtures, schemas, rubrics, golden), repository paths.
     files: tuple[str, ...]
     issues: tuple[Issue, ...] = ()
+    #: `quarantine:` as {reason, ticket, until (ISO date)}: the case cannot fail a run until then.
+    quarantine: Setting | None = None
 
     @property
     def valid(self) -> bool:
@@ -285,6 +288,7 @@ class _CaseReader:
             refusal = False
         expect_refusal = Setting(refusal, "expect_refusal" not in data, at=("expect_refusal",))
         assertions = self.assertions(data.get("assert"), variables, refusal)
+        quarantine = self.quarantine(data.get("quarantine"))
         golden = None
         if data.get("golden") is not None:
             golden = self.text(data["golden"], ("golden",), Value.RAW, {})
@@ -299,9 +303,31 @@ class _CaseReader:
             assertions=tuple(assertions),
             vars=variables,
             golden=golden,
+            quarantine=quarantine,
             files=tuple(dict.fromkeys(self.files)),
             issues=tuple(self.issues),
         )
+
+    def quarantine(self, node: Any) -> Setting | None:
+        at: KeyPath = ("quarantine",)
+        if node is None:
+            return None
+        if not isinstance(node, dict):
+            self.issues.append(Issue("`quarantine` must be a mapping", at))
+            return None
+        for key in node:
+            if key not in QUARANTINE_KEYS:
+                self.issues.append(Issue(f"unknown key {key!r} in quarantine", (*at, str(key))))
+        reason, until = node.get("reason"), node.get("until")
+        if not isinstance(reason, str) or not reason.strip():
+            self.issues.append(Issue("a quarantine needs a `reason`", at))
+        if not isinstance(until, datetime.date):
+            self.issues.append(Issue("a quarantine needs `until:` as a date", at))
+            return None
+        day = until.date() if isinstance(until, datetime.datetime) else until
+        ticket = node.get("ticket")
+        value = {"until": day.isoformat(), "reason": str(reason), "ticket": str(ticket or "")}
+        return Setting(value, at=at)
 
     def provenance(self, node: Any) -> None:
         if node is None:
