@@ -8,6 +8,7 @@ them may check anything out, so files are read as blobs straight from the object
 from __future__ import annotations
 
 import os
+import posixpath
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -334,7 +335,11 @@ class Snapshot:
 
     def read(self, path: str) -> bytes | None:
         """Bytes of a file, or None when absent (a folder or a submodule is not a file)."""
-        path = PurePosixPath(path).as_posix()
+        path = (
+            posixpath.normpath(path)
+            if ("//" in path or "/." in path or path.startswith("."))
+            else path
+        )
         if self.rev is None or not path or path == ".":
             return None
         if path in self._cache:
