@@ -26,6 +26,7 @@ from redline.casemodel.effective import (
 from redline.casemodel.values import Change, differs, number_change, show
 from redline.gitio import Snapshot, is_binary
 from redline.guard._findings import Finding, Kind
+from redline.yamlsource import utf8_problem, yaml_problem
 
 #: Keys of rubrics that are pass bars, not judge prompt text.
 _FLOOR_KEYS = frozenset({"min_kappa", "min_score"})
@@ -85,21 +86,21 @@ def parse_yaml(data: bytes | None, path: str, side: str) -> Parsed:
             None, Finding(Kind.BROKEN, path, f"{side} side: binary, not YAML", path), data
         )
     try:
-        return Parsed(yaml.load(data.decode("utf-8"), Loader=_Loader), None, data)
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return Parsed(
-            None, Finding(Kind.BROKEN, path, f"{side} side: not UTF-8: {exc}", path), data
-        )
-    except yaml.YAMLError as exc:
-        where = ""
-        line = 0
-        mark = getattr(exc, "problem_mark", None)
-        if mark is not None:
-            line = mark.line + 1
-            where = f"line {line}, column {mark.column + 1}: "
-        reason = getattr(exc, "problem", None) or str(exc)
-        detail = f"{side} side does not parse: {where}{reason}"
+        line, column, message = utf8_problem(exc)
+        detail = f"{side} side: line {line}, column {column}: {message}"
         return Parsed(None, Finding(Kind.BROKEN, path, detail, path, line), data)
+    try:
+        return Parsed(yaml.load(text, Loader=_Loader), None, data)
+    except yaml.MarkedYAMLError as exc:
+        problem = yaml_problem(exc, text, path)
+        where = f"line {problem.line}, column {problem.column}"
+        detail = f"{side} side does not parse: {where}: {problem.message}"
+        return Parsed(None, Finding(Kind.BROKEN, path, detail, path, problem.line), data)
+    except yaml.YAMLError as exc:
+        detail = f"{side} side does not parse: {exc}"
+        return Parsed(None, Finding(Kind.BROKEN, path, detail, path), data)
 
 
 def line_of(raw: bytes | None, at: KeyPath) -> int:
