@@ -60,7 +60,8 @@ def resolve_repo(explicit: str | None, root: Path) -> str:
     from redline.gitio import GitError, open_repo, remote_url
 
     try:
-        url = remote_url(open_repo(root))
+        with open_repo(root) as repo:
+            url = remote_url(repo)
     except GitError:
         url = None
     if url is None:
