@@ -1,5 +1,9 @@
 """`redline compare RUN_A RUN_B`: per-case deltas for a model migration or a prompt change.
 
+Beside pass rates: latency, tokens, cost (priced from the config's price table) and the
+four-way split. `--format json` prints the same as data, `--format markdown` a table for a
+pull-request description.
+
 Exit codes: 3 when rule 8 withholds the content comparison, 1 when at least one case
 dropped significantly from A to B (one-sided Fisher p < 0.05), 0 otherwise.
 """
@@ -7,15 +11,23 @@ dropped significantly from A to B (one-sided Fisher p < 0.05), 0 otherwise.
 from __future__ import annotations
 
 import argparse
+import json
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from redline.cli import ExitCode
-from redline.compare import Comparison, compare_runs
+from redline.compare import Comparison, Split, compare_runs
 from redline.config import load_config
 from redline.errors import UsageError
+from redline.report.comparison import (
+    SPLIT_NOTES,
+    columns,
+    comparison_json,
+    comparison_markdown,
+    total_lines,
+)
 from redline.store import RunStore
 from redline.textsafe import escape_output
 from redline.verdicts import VERDICT_ORDER, Verdict
@@ -25,6 +37,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("compare", help="compare two runs case by case (A → B)")
     parser.add_argument("run_a", metavar="RUN_A", help="the reference run (e.g. current model)")
     parser.add_argument("run_b", metavar="RUN_B", help="the candidate run")
+    parser.add_argument(
+        "--format",
+        choices=("text", "json", "markdown"),
+        default="text",
+        help="text (default), json, or markdown for a pull-request description",
+    )
     parser.set_defaults(handler=_compare)
 
 
@@ -33,23 +51,30 @@ def _compare(args: argparse.Namespace) -> int:
     if not config.store_path.exists():
         raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
     with RunStore.open(config.store_path) as store:
-        result = compare_runs(store, args.run_a, args.run_b)
-    print_comparison(Console(), result)
-    if result.withheld:
+        result = compare_runs(store, args.run_a, args.run_b, config.price)
+    show_comparison(result, args.format)
+    return comparison_exit(result)
+
+
+def comparison_exit(c: Comparison) -> ExitCode:
+    """3 while rule 8 withholds content, 1 on a significant drop, else 0."""
+    if c.withheld:
         return ExitCode.INCONCLUSIVE
-    return ExitCode.RED if result.significant_drops else ExitCode.GREEN
+    return ExitCode.RED if c.significant_drops else ExitCode.GREEN
+
+
+def show_comparison(c: Comparison, fmt: str = "text", console: Console | None = None) -> None:
+    """Print `c` to stdout as text, JSON or Markdown."""
+    if fmt == "json":
+        print(json.dumps(comparison_json(c), indent=2, ensure_ascii=False))
+    elif fmt == "markdown":
+        print(comparison_markdown(c), end="")
+    else:
+        print_comparison(console or Console(), c)
 
 
 def _delta_text(delta: dict[Verdict, int]) -> str:
     return " ".join(f"{v} {n:+d}" for v, n in delta.items() if n)
-
-
-def _p(value: float) -> str:
-    return f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}"
-
-
-def _pct(rate: float | None) -> str:
-    return "–" if rate is None else f"{rate:.0%}"
 
 
 def print_comparison(console: Console, c: Comparison) -> None:
@@ -79,39 +104,49 @@ def print_comparison(console: Console, c: Comparison) -> None:
     totals.add_row("Δ", *(f"{c.verdict_delta[v]:+d}" for v in VERDICT_ORDER))
     console.print(totals)
 
+    overall = Table(show_edge=False, title="in total (compared cases)", title_justify="left")
+    for header in ("", "A", "B", "change"):
+        overall.add_column(header, justify="right" if header else "left")
+    for line in total_lines(c):
+        overall.add_row(line.label, line.a, line.b, line.change)
+    console.print(overall)
     if c.withheld:
-        console.print(Text("content comparison withheld (rule 8):", style="bold yellow"))
+        console.print(
+            Text(
+                "content comparison withheld: too little content evidence to compare pass "
+                "rates (latency, tokens and cost are still shown):",
+                style="bold yellow",
+            )
+        )
         for reason in c.withheld:
             console.print(Text(f"  {reason}", style="yellow"))
-    else:
-        table = Table(show_edge=False, title="per case, largest drop first", title_justify="left")
-        for col in (
-            "suite",
-            "case",
-            "A",
-            "B",
-            "rate A",
-            "rate B",
-            "Δ",
-            "p (one-sided)",
-            "verdicts Δ",
-        ):
-            table.add_column(col, justify="right" if col in ("Δ", "p (one-sided)") else "left")
-        for d in c.deltas:
+    shown = columns(c)
+    title = "per case, largest drop first" if not c.withheld else "per case"
+    table = Table(show_edge=False, title=title, title_justify="left")
+    for col in shown:
+        table.add_column(col.header, justify="right" if col.numeric else "left")
+    for d in c.rows:
+        style = ""
+        if not c.withheld:
             style = "bold red" if d.significant_drop else ("green" if d.significant else "")
-            delta = "–" if d.delta is None else f"{d.delta:+.0%}"
-            table.add_row(
-                Text(escape_output(d.suite)),
-                Text(escape_output(d.case_id)),
-                f"{d.a.passes}/{d.a.content_samples}",
-                f"{d.b.passes}/{d.b.content_samples}",
-                _pct(d.rate_a),
-                _pct(d.rate_b),
-                Text(delta, style=style),
-                Text(_p(d.p_value), style=style),
-                _delta_text(d.verdict_delta),
+        table.add_row(
+            *(
+                Text(escape_output(col.text(d)), style=style if col.key in ("delta", "p") else "")
+                for col in shown
             )
-        console.print(table)
+        )
+    console.print(table)
+    if not c.withheld:
+        for split in Split:
+            found = c.split(split)
+            note = f" ({SPLIT_NOTES[split]})" if SPLIT_NOTES[split] and found else ""
+            names = ""
+            if found and split is not Split.BOTH_PASS:
+                names = ": " + ", ".join(f"{d.suite}/{d.case_id}" for d in found)
+            console.print(
+                Text(f"{split}: {len(found)}{note}{escape_output(names)}"),
+                style="yellow" if split is Split.BOTH_FAIL and found else "",
+            )
         drops = c.significant_drops
         if drops:
             console.print(
