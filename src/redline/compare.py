@@ -191,6 +191,15 @@ class Comparison:
         return {v: self.b.verdicts.get(v, 0) - self.a.verdicts.get(v, 0) for v in VERDICT_ORDER}
 
 
+def manifest_changes(a: Mapping[str, str], b: Mapping[str, str]) -> list[ManifestChange]:
+    """Every input whose hash differs between two manifests, by path."""
+    return [
+        ManifestChange(p, a.get(p), b.get(p))
+        for p in sorted(set(a) | set(b))
+        if a.get(p) != b.get(p)
+    ]
+
+
 def _rate(case: CaseRecord) -> float | None:
     content = case.content_samples
     return case.passes / content if content else None
@@ -279,11 +288,7 @@ def compare_cases(
             d.case_id,
         )
     )
-    manifest = tuple(
-        ManifestChange(p, run_a.manifest.get(p), run_b.manifest.get(p))
-        for p in sorted(set(run_a.manifest) | set(run_b.manifest))
-        if run_a.manifest.get(p) != run_b.manifest.get(p)
-    )
+    manifest = tuple(manifest_changes(run_a.manifest, run_b.manifest))
     return Comparison(
         a=side_a,
         b=side_b,

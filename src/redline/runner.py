@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from redline import __version__
 from redline.assertions import LAYER_1, evaluate_sample
+from redline.budget import Budget, estimate_cost
 from redline.completion import ChatRequest
 from redline.config import Config, ModelRef
 from redline.errors import UsageError
@@ -63,6 +64,10 @@ class RunOptions:
     #: Run Layer 2 judges (`--judge`); trusted judges fail samples only with `judge_blocks`.
     judge: bool = False
     judge_blocks: bool = False
+    #: Samples per case as `suite/case` → n (`--against`: the reference run's counts).
+    case_samples: Mapping[str, int] = field(default_factory=dict)
+    #: Stop scheduling once this many US dollars are spent (`--budget`, `max_run_cost`).
+    budget: float | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,29 @@ def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Sui
     if not chosen:
         raise UsageError("no case left to run after the --case/--tier/--shard filters")
     return chosen
+
+
+def samples_for(options: RunOptions, case: Case) -> int:
+    """How many samples a case gets in this run."""
+    return options.case_samples.get(f"{case.suite}/{case.id}") or options.samples or case.samples
+
+
+def planned_samples(
+    suites: Sequence[Suite], store: RunStore | None, options: RunOptions
+) -> list[tuple[Suite, Case, int]]:
+    """(suite, case, samples still to request) for each selected case; a resume counts only
+    the missing samples. What a cost estimate is made of."""
+    done = set()
+    if options.resume is not None and store is not None:
+        done = store.sample_keys(options.resume)
+    planned = []
+    for suite, case in select_cases(suites, options):
+        n = sum(
+            1 for i in range(samples_for(options, case)) if (case.suite, case.id, i) not in done
+        )
+        if n:
+            planned.append((suite, case, n))
+    return planned
 
 
 def run_model(suites: Sequence[Suite], config: Config, options: RunOptions) -> ModelRef:
@@ -221,6 +249,14 @@ async def _execute(
     else:
         record = _new_record(config, options, suites, identity, model, manifest, provider)
     plan = _plan(chosen, options, store, record.id, provider)
+    budget = None
+    if options.budget is not None and model is not None:
+        todo: dict[tuple[str, str], tuple[Suite, Case, int]] = {}
+        for job in plan.todo:
+            key = (job.case.suite, job.case.id)
+            n = todo[key][2] if key in todo else 0
+            todo[key] = (job.suite, job.case, n + 1)
+        budget = Budget(options.budget, estimate_cost(store, config, model.id, list(todo.values())))
     judges = None
     if options.judge:
         judges = JudgeSession.open(suites, config, blocks=options.judge_blocks)
@@ -239,7 +275,7 @@ async def _execute(
     jobs = iter(plan.todo)
     state.report()
     workers = [
-        asyncio.ensure_future(_worker(jobs, provider, model, store, state, judges))
+        asyncio.ensure_future(_worker(jobs, provider, model, store, state, judges, budget))
         for _ in range(limit)
     ]
     try:
@@ -249,12 +285,12 @@ async def _execute(
         for w in workers:
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
-        _finish(store, record.id, identity, plan, interrupted=True)
+        _finish(store, record.id, identity, plan, interrupted=True, budget=budget)
         raise
     finally:
         if judges is not None:
             await judges.aclose()
-    return _finish(store, record.id, identity, plan, interrupted=False)
+    return _finish(store, record.id, identity, plan, interrupted=False, budget=budget)
 
 
 class _State:
@@ -295,8 +331,11 @@ async def _worker(
     store: RunStore,
     state: _State,
     judges: JudgeSession | None = None,
+    budget: Budget | None = None,
 ) -> None:
     for job in jobs:
+        if budget is not None and not budget.admit(job.case.suite, job.case.id):
+            return
         if isinstance(provider, ReplayProvider):
             completion = provider.stored(job.case.suite, job.case.id, job.index)
         else:
@@ -337,6 +376,8 @@ async def _worker(
             created_at=now_iso(),
         )
         store.add_sample(sample)
+        if budget is not None:
+            budget.settle(sample.suite, sample.case_id, sample.cost)
         state.record(sample)
 
 
@@ -374,7 +415,8 @@ def _new_record(
 
 def _reopen(store: RunStore, run_id: str, identity: str, manifest: Mapping[str, str]) -> RunRecord:
     record = store.run(run_id)
-    if record.status is RunStatus.FINISHED:
+    stopped = bool((record.args.get("budget") or {}).get("stopped"))
+    if record.status is RunStatus.FINISHED and not stopped:
         raise UsageError(f"run {record.id} finished already; nothing to resume")
     if record.kind is RunKind.REPLAY:
         raise UsageError(
@@ -415,7 +457,7 @@ def _plan(
             if not seeds:
                 continue
         else:
-            n = options.samples or case.samples
+            n = samples_for(options, case)
             seeds = {i: sample_seed(run_id, case.suite, case.id, i) for i in range(n)}
         cases.append((suite, case, len(seeds)))
         costly = any(a.layer > LAYER_1 for a in case.assertions)
@@ -430,15 +472,24 @@ def _plan(
 
 
 def _finish(
-    store: RunStore, run_id: str, model_id: str, plan: _Plan, *, interrupted: bool
+    store: RunStore,
+    run_id: str,
+    model_id: str,
+    plan: _Plan,
+    *,
+    interrupted: bool,
+    budget: Budget | None = None,
 ) -> RunRecord:
     counts = store.verdict_counts(run_id)
     records: list[CaseRecord] = []
+    not_run: dict[str, int] = {}
     for _suite, case, samples in plan.cases:
         verdicts = counts.get((case.suite, case.id))
+        stored = sum(verdicts.values()) if verdicts is not None else 0
+        if stored < samples:
+            not_run[f"{case.suite}/{case.id}"] = samples - stored
         if verdicts is None:
             continue
-        stored = sum(verdicts.values())
         required = case.required_for(samples)
         missing = max(0, samples - stored)
         undecided = dict(verdicts)
@@ -462,8 +513,17 @@ def _finish(
     result: RunResult | None = None
     if not interrupted:
         result = run_result((r.result for r in records), add_counts(r.verdicts for r in records))
+    args = None
+    if budget is not None or "budget" in store.run(run_id).args:
+        args = dict(store.run(run_id).args)
+        args.pop("budget", None)
+        if budget is not None:
+            args["budget"] = budget.record(not_run if budget.stopped else {})
+    if budget is not None and budget.stopped and not interrupted:
+        # Money ran out, not evidence: the samples not run could have gone either way.
+        result = RunResult.INCONCLUSIVE
     status = RunStatus.INTERRUPTED if interrupted else RunStatus.FINISHED
-    store.finish_run(run_id, status, result, now_iso())
+    store.finish_run(run_id, status, result, now_iso(), args)
     return store.run(run_id)
 
 
@@ -472,7 +532,9 @@ __all__ = [
     "RunOptions",
     "RunProgress",
     "execute_run",
+    "planned_samples",
     "run_suites",
     "sample_seed",
+    "samples_for",
     "select_cases",
 ]

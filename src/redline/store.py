@@ -477,8 +477,9 @@ class RunStore:
         sql = "SELECT id FROM runs WHERE kind != 'replay'"
         params: list[Any] = []
         if model_id is not None:
-            sql += " AND model_id = ?"
-            params.append(model_id)
+            # The local model's identity carries its file hash: `local:name@sha256:...`.
+            sql += " AND (model_id = ? OR model_id LIKE ? ESCAPE '\\')"
+            params += [model_id, _like_escape(model_id) + "@%"]
         sql += " ORDER BY started_at DESC, seq DESC LIMIT ?"
         params.append(runs)
         with self._lock:
