@@ -120,22 +120,26 @@ def print_comparison(console: Console, c: Comparison) -> None:
         )
         for reason in c.withheld:
             console.print(Text(f"  {reason}", style="yellow"))
-    shown = columns(c)
-    title = "per case, largest drop first" if not c.withheld else "per case"
-    table = Table(show_edge=False, title=title, title_justify="left")
-    for col in shown:
-        table.add_column(col.header, justify="right" if col.numeric else "left")
-    for d in c.rows:
-        style = ""
-        if not c.withheld:
-            style = "bold red" if d.significant_drop else ("green" if d.significant else "")
-        table.add_row(
-            *(
-                Text(escape_output(col.text(d)), style=style if col.key in ("delta", "p") else "")
-                for col in shown
+    titles = {
+        False: "per case: pass rates, largest drop first" if not c.withheld else "per case",
+        True: "per case: latency, tokens and cost, A → B",
+    }
+    for usage, title in titles.items():
+        shown = columns(c, usage=usage)
+        table = Table(show_edge=False, title=title, title_justify="left")
+        for col in shown:
+            table.add_column(col.header, justify="right" if col.numeric else "left")
+        for d in c.rows:
+            style = ""
+            if not c.withheld:
+                style = "bold red" if d.significant_drop else ("green" if d.significant else "")
+            table.add_row(
+                *(
+                    Text(escape_output(col.text(d)), style=style if col.content else "")
+                    for col in shown
+                )
             )
-        )
-    console.print(table)
+        console.print(table)
     if not c.withheld:
         for split in Split:
             found = c.split(split)

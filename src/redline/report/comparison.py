@@ -38,6 +38,11 @@ def _num(value: float | None, digits: int = 0) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
+def _tokens(value: float | None) -> str:
+    """Tokens per call: one decimal below 100, where a change of a few tokens shows."""
+    return _num(value, 1 if value is not None and abs(value) < 100 else 0)
+
+
 def _arrow(a: float | None, b: float | None, fmt: Callable[[float | None], str]) -> str:
     return f"{fmt(a)} → {fmt(b)}"
 
@@ -68,6 +73,8 @@ class Column:
     value: Callable[[CaseDelta], SortValue]
     content: bool = False
     numeric: bool = True
+    #: Latency, tokens or cost (the CLI prints these in a table of their own).
+    usage: bool = False
 
 
 def _usage_column(
@@ -78,6 +85,7 @@ def _usage_column(
         header,
         lambda d: _arrow(get(d.usage_a), get(d.usage_b), fmt),
         lambda d: _change(get(d.usage_a), get(d.usage_b)),
+        usage=True,
     )
 
 
@@ -110,17 +118,23 @@ COLUMNS: tuple[Column, ...] = (
     Column("p", "p (one-sided)", lambda d: p_text(d.p_value), lambda d: d.p_value, content=True),
     _usage_column("latency", "mean latency ms", lambda u: u.mean_latency_ms, _num),
     _usage_column("p95", "p95 latency ms", lambda u: u.p95_latency_ms, _num),
-    _usage_column("tokens_in", "input tokens/call", lambda u: u.mean_input_tokens, _num),
-    _usage_column("tokens_out", "output tokens/call", lambda u: u.mean_output_tokens, _num),
+    _usage_column("tokens_in", "input tokens/call", lambda u: u.mean_input_tokens, _tokens),
+    _usage_column("tokens_out", "output tokens/call", lambda u: u.mean_output_tokens, _tokens),
     _usage_column("cost", "cost per 1k calls", lambda u: u.cost_per_1k, usd),
     _verdict_change(Verdict.TRUNCATED),
     _verdict_change(Verdict.REFUSED),
 )
 
 
-def columns(comparison: Comparison) -> list[Column]:
-    """The columns to show: without the pass-rate ones while rule 8 withholds content."""
-    return [c for c in COLUMNS if not (c.content and comparison.withheld)]
+def columns(comparison: Comparison, usage: bool | None = None) -> list[Column]:
+    """The columns to show: without the pass-rate ones while rule 8 withholds content.
+    `usage` True/False keeps the case column and only the usage / only the other columns."""
+    return [
+        c
+        for c in COLUMNS
+        if not (c.content and comparison.withheld)
+        and (usage is None or c.key == "case" or c.usage == usage)
+    ]
 
 
 def column(key: str) -> Column:
@@ -174,8 +188,8 @@ def total_lines(c: Comparison) -> list[TotalLine]:
 
     line("mean latency ms", ua.mean_latency_ms, ub.mean_latency_ms, _num)
     line("p95 latency ms", ua.p95_latency_ms, ub.p95_latency_ms, _num)
-    line("input tokens/call", ua.mean_input_tokens, ub.mean_input_tokens, _num)
-    line("output tokens/call", ua.mean_output_tokens, ub.mean_output_tokens, _num)
+    line("input tokens/call", ua.mean_input_tokens, ub.mean_input_tokens, _tokens)
+    line("output tokens/call", ua.mean_output_tokens, ub.mean_output_tokens, _tokens)
     line("input tokens (total)", ua.input_tokens, ub.input_tokens, _num)
     line("output tokens (total)", ua.output_tokens, ub.output_tokens, _num)
     line("cost (total)", ua.cost, ub.cost, usd)
