@@ -7,8 +7,8 @@ this is rougher); failing that, from the rendered prompt's length and the suite'
 `max_tokens`, which is an upper bound for the output. Judge calls are not included.
 
 A `Budget` is consulted by the runner before each sample: a sample is started only while
-the money spent, plus the estimate of the samples in flight, plus its own estimate stays
-within the limit. Once a sample is refused no further sample starts; the rest are
+the money spent, plus what the samples in flight can still cost, plus what it can cost
+stays within the limit. Once a sample is refused no further sample starts; the rest are
 recorded as not run and the run is inconclusive, never red.
 """
 
@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from redline.config import Config, Price
+from redline.usage import usd
 
 if TYPE_CHECKING:
     from redline.cases import Case, Suite
@@ -54,6 +55,9 @@ class CaseEstimate:
     basis: Basis
     #: US dollars per sample; None without a price.
     per_sample: float | None
+    #: The most one sample can cost: its input and `max_tokens` of output (None when the
+    #: suite sets no max_tokens, or without a price).
+    ceiling: float | None = None
 
     @property
     def cost(self) -> float | None:
@@ -85,10 +89,10 @@ class Estimate:
     def output_tokens(self) -> float:
         return sum(c.output_tokens * c.samples for c in self.cases)
 
-    def per_sample(self, suite: str, case_id: str) -> float | None:
+    def case(self, suite: str, case_id: str) -> CaseEstimate | None:
         for c in self.cases:
             if c.suite == suite and c.case_id == case_id:
-                return c.per_sample
+                return c
         return None
 
     def describe(self) -> str:
@@ -103,7 +107,7 @@ class Estimate:
             )
         bound = " (an upper bound)" if bases[Basis.PROMPT] else ""
         return (
-            f"estimated cost ${self.cost:.4f}{bound} for {self.samples} sample(s) on "
+            f"estimated cost {usd(self.cost)}{bound} for {self.samples} sample(s) on "
             f"{self.model_id}: about {self.input_tokens:,.0f} input and "
             f"{self.output_tokens:,.0f} output tokens ({rests})"
         )
@@ -166,7 +170,12 @@ def estimate_run(
 
 
 class Budget:
-    """The money a run may spend, checked before each sample starts (thread-safe)."""
+    """The money a run may spend, checked before each sample starts (thread-safe).
+
+    Each sample in flight holds a reservation of the most it can cost (its input and
+    `max_tokens` of output; the estimate when the suite sets no max_tokens), so the run
+    stops with less than one sample's worth left instead of going over.
+    """
 
     def __init__(self, limit: float, estimate: Estimate) -> None:
         self.limit = limit
@@ -176,23 +185,29 @@ class Budget:
         self._reserved = 0.0
         self._lock = threading.Lock()
 
-    def admit(self, suite: str, case_id: str) -> bool:
-        """Reserve one sample's estimated cost; False (and stop for good) when it would
-        take the run over the limit."""
-        expected = self.estimate.per_sample(suite, case_id) or 0.0
-        with self._lock:
-            if self.stopped or self.spent + self._reserved + expected > self.limit:
-                self.stopped = True
-                return False
-            self._reserved += expected
-            return True
+    def _reservation(self, suite: str, case_id: str) -> float:
+        case = self.estimate.case(suite, case_id)
+        if case is None:
+            return 0.0
+        return case.ceiling if case.ceiling is not None else case.per_sample or 0.0
 
-    def settle(self, suite: str, case_id: str, cost: float | None) -> None:
-        """Replace a finished sample's reservation by what it cost (its estimate if unknown)."""
-        expected = self.estimate.per_sample(suite, case_id) or 0.0
+    def admit(self, suite: str, case_id: str) -> float | None:
+        """Reserve what one sample can cost and return it; None (and stop for good) when
+        that would take the run over the limit."""
+        reservation = self._reservation(suite, case_id)
         with self._lock:
-            self._reserved = max(0.0, self._reserved - expected)
-            self.spent += expected if cost is None else cost
+            if self.stopped or self.spent + self._reserved + reservation > self.limit:
+                self.stopped = True
+                return None
+            self._reserved += reservation
+            return reservation
+
+    def settle(self, suite: str, case_id: str, cost: float | None, reserved: float) -> None:
+        """Replace a finished sample's reservation by what it cost (the reservation when
+        the cost is unknown)."""
+        with self._lock:
+            self._reserved = max(0.0, self._reserved - reserved)
+            self.spent += reserved if cost is None else cost
 
     def record(self, not_run: dict[str, int]) -> dict[str, Any]:
         """What the run keeps about its budget (in its recorded arguments)."""
@@ -210,8 +225,8 @@ def budget_note(args: Mapping[str, Any]) -> str | None:
     info = args.get("budget")
     if not isinstance(info, dict) or not info.get("stopped"):
         return None
-    limit, spent = float(info["limit_usd"]), float(info["spent_usd"])
+    limit, spent = usd(float(info["limit_usd"])), usd(float(info["spent_usd"]))
     return (
-        f"budget of ${limit:.4f} reached (spent ${spent:.4f}): {info['not_run']} sample(s) "
+        f"budget of {limit} reached (spent {spent}): {info['not_run']} sample(s) "
         "not run, so the run is inconclusive, not red"
     )

@@ -334,8 +334,12 @@ async def _worker(
     budget: Budget | None = None,
 ) -> None:
     for job in jobs:
-        if budget is not None and not budget.admit(job.case.suite, job.case.id):
-            return
+        reserved = 0.0
+        if budget is not None:
+            admitted = budget.admit(job.case.suite, job.case.id)
+            if admitted is None:
+                return
+            reserved = admitted
         if isinstance(provider, ReplayProvider):
             completion = provider.stored(job.case.suite, job.case.id, job.index)
         else:
@@ -377,7 +381,7 @@ async def _worker(
         )
         store.add_sample(sample)
         if budget is not None:
-            budget.settle(sample.suite, sample.case_id, sample.cost)
+            budget.settle(sample.suite, sample.case_id, sample.cost, reserved)
         state.record(sample)
 
 

@@ -49,6 +49,19 @@ class Usage:
         return self.cost / self.answered * 1000
 
 
+def usd(value: float | None) -> str:
+    """US dollars, 'unknown' when no price was known."""
+    if value is None:
+        return "unknown"
+    if value == 0:
+        return "$0"
+    if abs(value) >= 100:
+        return f"${value:,.0f}"
+    if abs(value) >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.3g}"
+
+
 EMPTY = Usage(0, 0, None, None, 0, 0, 0, None)
 
 

@@ -41,6 +41,7 @@ from redline.records import CaseOutcome, RunKind, RunRecord, RunResult
 from redline.runner import RunOptions, RunProgress, run_model, run_suites, select_cases
 from redline.shard import parse_shard
 from redline.store import RunStore, new_run_id
+from redline.usage import usd
 from redline.verdicts import VERDICT_ORDER
 
 _EXIT = {
@@ -231,12 +232,12 @@ def check_cost(
     console.print(Text(estimate.describe()))
     cost = estimate.cost or 0.0
     if budget is not None:
-        console.print(Text(f"budget: ${budget:.4f}"))
+        console.print(Text(f"budget: {usd(budget)}"))
         if cost > budget:
             console.print(
                 Text(
-                    f"the estimate is over the budget: the run will stop when ${budget:.4f} is "
-                    "spent and be inconclusive",
+                    f"the estimate is over the budget: the run will stop before it spends more "
+                    f"than {usd(budget)} and be inconclusive",
                     style="yellow",
                 )
             )
@@ -244,7 +245,8 @@ def check_cost(
     on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
     if threshold is not None and cost > threshold and not assume_yes and on_terminal:
         answer = console.input(
-            f"The estimate is over ${threshold:.2f} (confirm_cost_above). Run it? [y/N] "
+            f"The estimate is over {usd(threshold)} (confirm_cost_above). Run it? [y/N] ",
+            markup=False,
         )
         if answer.strip().lower() not in ("y", "yes"):
             raise UsageError("not started: nothing was sent. Lower --samples or pass --yes")

@@ -15,23 +15,10 @@ from typing import Any
 from redline.compare import CaseDelta, Comparison, ManifestChange, RunSide, Split, split_of
 from redline.records import CaseRecord
 from redline.report.markdown import md_code, md_escape
-from redline.usage import Usage
+from redline.usage import Usage, usd
 from redline.verdicts import Verdict
 
 SortValue = float | str | None
-
-
-def usd(value: float | None) -> str:
-    """US dollars, 'unknown' when no price was known."""
-    if value is None:
-        return "unknown"
-    if value == 0:
-        return "$0"
-    if abs(value) >= 100:
-        return f"${value:,.0f}"
-    if abs(value) >= 1:
-        return f"${value:,.2f}"
-    return f"${value:.3g}"
 
 
 def _num(value: float | None, digits: int = 0) -> str:
