@@ -51,6 +51,8 @@ async def test_rerun_on_the_unchanged_prompt_concludes(
             assert isinstance(screen, RerunScreen)
             assert screen.query_one("#rerun-revision", Input).value == base_sha[:12]
             assert screen.query_one("#rerun-samples", Input).value == "20"
+            note = str(screen.query_one("#revision-note", Static).render())
+            assert "estimated cost $" in note and "for 20 sample(s)" in note, note
             screen.query_one("#rerun-samples", Input).value = samples
             await pilot.press("r")
             await settle(pilot)
