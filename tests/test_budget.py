@@ -127,6 +127,8 @@ def test_budget_stops_scheduling_and_the_run_is_inconclusive_not_red(
     assert "budget of $" in out and f"{35 - stored} sample(s) not run" in out
     assert "inconclusive, not red" in out
     assert f"redline run --resume {run_id} --budget" in out
+    assert main(["show", run_id]) == 0
+    assert "sample(s) not run, so the run is inconclusive, not red" in capsys.readouterr().out
 
     # A resume with room in the budget runs only what was not run, and settles the run.
     assert main(["run", "--resume", run_id, "--budget", "10", "--quiet"]) == 1

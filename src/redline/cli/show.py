@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from redline.budget import budget_note
 from redline.config import load_config
 from redline.errors import UsageError
 from redline.records import CaseOutcome, CaseRecord, RunRecord, SampleRecord
@@ -135,6 +136,11 @@ def run_header(run: RunRecord) -> Text:
     text.append(f"  started {run.started_at}")
     if run.finished_at:
         text.append(f"  finished {run.finished_at}")
+    if run.args.get("against"):
+        text.append(f"\nthe cases and samples of run {run.args['against']}, on another model")
+    stopped = budget_note(run.args)
+    if stopped is not None:
+        text.append(f"\n{stopped}", style="bold yellow")
     return text
 
 
