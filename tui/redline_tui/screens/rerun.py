@@ -35,6 +35,7 @@ from redline.usage import usd
 from redline_tui.context import TriageContext
 from redline_tui.messages import RerunStored, Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
+from redline_tui.widgets.dialogs import QuestionDialog
 from redline_tui.widgets.key_bar import KeyBar
 
 _CONCLUSION_STYLES = {
@@ -101,8 +102,9 @@ class RerunScreen(CaseStepScreen):
             self._prepared, revision, why, previous[-1] if previous else None, cost
         )
 
-    def _cost_note(self, samples: int) -> str:
-        """The estimated cost of a rerun on a priced model ('' on the free local model)."""
+    def _cost_note(self, samples: int, over: float | None = None) -> str:
+        """The estimated cost of a rerun on a priced model ('' on the free local model, or
+        when the estimate is not above `over`)."""
         config = self.ctx.config
         if config is None:
             return ""
@@ -112,6 +114,8 @@ class RerunScreen(CaseStepScreen):
         except RedlineError:
             return ""
         if estimate.price is None and estimate.model_id.startswith("local:"):
+            return ""
+        if over is not None and (estimate.cost is None or estimate.cost <= over):
             return ""
         each = estimate.cases[0].per_sample if estimate.cases else None
         per = f" (about {usd(each)} a sample)" if each is not None else ""
@@ -179,12 +183,30 @@ class RerunScreen(CaseStepScreen):
             return
         self.running = True
         self.set_focus(None)
+        self._confirm_and_rerun(revision, int(samples_text))
+
+    @work(exclusive=True, group="rerun-confirm")
+    async def _confirm_and_rerun(self, revision: str, samples: int) -> None:
+        """Ask first when the estimate is over `confirm_cost_above`, then start the rerun."""
+        config = self.ctx.config
+        threshold = config.confirm_cost_above if config is not None else None
+        if threshold is not None:
+            note = self._cost_note(samples, over=threshold)
+            body = f"{note}\n\nThat is over confirm_cost_above ({usd(threshold)}). Rerun anyway?"
+            if note and not await self.app.push_screen_wait(
+                QuestionDialog("This rerun costs money", body, "Rerun")
+            ):
+                self.running = False
+                self.query_one("#rerun-progress", Static).update(
+                    Text("Rerun not started: nothing was sent.")
+                )
+                return
         self.query_one("#rerun-bar").display = True
-        self.query_one("#rerun-bar", ProgressBar).update(total=int(samples_text), progress=0)
+        self.query_one("#rerun-bar", ProgressBar).update(total=samples, progress=0)
         self.query_one("#rerun-progress", Static).update(
-            Text(f"Rerunning {self.case.case_id} × {samples_text} at {revision}…")
+            Text(f"Rerunning {self.case.case_id} × {samples} at {revision}…")
         )
-        self._rerun(revision, int(samples_text))
+        self._rerun(revision, samples)
 
     def action_cancel(self) -> None:
         if self.running:
