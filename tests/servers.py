@@ -35,6 +35,9 @@ case var, and every sample of that case behaves the same):
                       from the request's seed: usage tokens that vary like a real model's
     MODE_FOR:<model>=<mode>  this mode instead of MODE when the request names <model>
                       (so one suite behaves differently on two pinned models)
+    RATE:<percent>    in any content mode: answer VALID_JSON for that share of seeds and like
+                      `preamble` for the rest, decided by a hash of the request's seed (so a
+                      case with frozen seeds gets the same answers in every run)
     FAILS:<n>         for reset/500/401/429/slow/invalid/missing: only the first n attempts of a
                       request key misbehave, later ones answer like `json`
                       (default: every attempt misbehaves)
@@ -98,7 +101,7 @@ FAULT_MODES = frozenset({"reset", "500", "401", "429", "slow", "invalid", "missi
 DEFAULT_SLOW_MS = 2000
 EMBEDDING_DIM = 16
 
-_TOKEN = re.compile(r"\b(MODE|MODE_FOR|FAILS|RETRY_AFTER|DELAY_MS|WORDS):(\S+)")
+_TOKEN = re.compile(r"\b(MODE|MODE_FOR|FAILS|RETRY_AFTER|DELAY_MS|WORDS|RATE):(\S+)")
 
 
 @dataclass(frozen=True)
@@ -411,6 +414,10 @@ def _reply(
         return _Reply(status=200, body=json.dumps({"id": "x", "object": "nothing"}).encode())
     if mode == "flaky":
         mode = "preamble" if flaky % 5 == 0 else "json"
+    if "RATE" in tokens:
+        seed = body.get("seed") if isinstance(body, dict) else None
+        draw = int(hashlib.sha256(str(seed).encode()).hexdigest()[:8], 16) % 100
+        mode = "json" if draw < float(tokens["RATE"]) else "preamble"
     finish = "stop"
     refusal: str | None = None
     if mode == "echo":

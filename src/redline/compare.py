@@ -23,6 +23,7 @@ from enum import StrEnum
 from redline.config import Price
 from redline.outcome import add_counts, content_comparison_withheld
 from redline.records import CaseOutcome, CaseRecord, RunRecord, SampleUsage
+from redline.seeds import frozen_together
 from redline.stats import fisher_one_sided
 from redline.store import RunStore
 from redline.usage import EMPTY, Usage, usage_of
@@ -65,8 +66,17 @@ class CaseDelta:
     a: CaseRecord
     b: CaseRecord
     p_value: float
+    #: False when both runs froze their seeds on the same model: their samples are the same
+    #: draws, so a significance test between them would mean nothing.
+    independent: bool = True
     usage_a: Usage = EMPTY
     usage_b: Usage = EMPTY
+
+    @property
+    def p_text(self) -> str:
+        if not self.independent:
+            return "n/a (same draws)"
+        return f"{self.p_value:.4f}" if self.p_value >= 1e-4 else f"{self.p_value:.1e}"
 
     @property
     def rate_a(self) -> float | None:
@@ -83,7 +93,12 @@ class CaseDelta:
 
     @property
     def significant(self) -> bool:
-        return self.delta is not None and self.delta != 0 and self.p_value < SIGNIFICANCE
+        return (
+            self.independent
+            and self.delta is not None
+            and self.delta != 0
+            and self.p_value < SIGNIFICANCE
+        )
 
     @property
     def significant_drop(self) -> bool:
@@ -106,7 +121,8 @@ class Split(StrEnum):
 
 def split_of(delta: CaseDelta) -> Split:
     a, b = delta.a.result, delta.b.result
-    if CaseOutcome.INCONCLUSIVE in (a, b):
+    decided = (CaseOutcome.PASS, CaseOutcome.FAIL)
+    if a not in decided or b not in decided:
         return Split.UNDECIDED
     if a is CaseOutcome.PASS:
         return Split.BOTH_PASS if b is CaseOutcome.PASS else Split.ONLY_B_FAILS
@@ -158,6 +174,8 @@ class Comparison:
     only_a: tuple[CaseRecord, ...]
     only_b: tuple[CaseRecord, ...]
     total: Total = field(default_factory=lambda: Total(0, 0, 0, 0, 1.0, EMPTY, EMPTY, {}, {}))
+    #: Both runs froze their seeds on the same model (see `CaseDelta.independent`).
+    same_draws: bool = False
 
     @property
     def deltas(self) -> tuple[CaseDelta, ...]:
@@ -220,11 +238,16 @@ def _p_value(passes_a: int, n_a: int, passes_b: int, n_b: int) -> float:
 
 
 def case_delta(
-    a: CaseRecord, b: CaseRecord, usage_a: Usage = EMPTY, usage_b: Usage = EMPTY
+    a: CaseRecord,
+    b: CaseRecord,
+    usage_a: Usage = EMPTY,
+    usage_b: Usage = EMPTY,
+    *,
+    independent: bool = True,
 ) -> CaseDelta:
     """One case's change from A to B, with the one-sided p-value in its direction."""
     p = _p_value(a.passes, a.content_samples, b.passes, b.content_samples)
-    return CaseDelta(a.suite, a.case_id, a, b, p, usage_a, usage_b)
+    return CaseDelta(a.suite, a.case_id, a, b, p, independent, usage_a, usage_b)
 
 
 def _total(
@@ -269,6 +292,7 @@ def compare_cases(
     price_a = price(run_a.model_id) if price is not None else None
     price_b = price(run_b.model_id) if price is not None else None
     ua, ub = usage_a or {}, usage_b or {}
+    same_draws = frozen_together(run_a, run_b)
     same = [k for k in both if by_a[k].case_hash == by_b[k].case_hash]
     deltas = [
         case_delta(
@@ -276,6 +300,7 @@ def compare_cases(
             by_b[k],
             usage_of(ua.get(k, ()), price_a) if usage_a is not None else EMPTY,
             usage_of(ub.get(k, ()), price_b) if usage_b is not None else EMPTY,
+            independent=not same_draws,
         )
         for k in same
     ]
@@ -304,6 +329,7 @@ def compare_cases(
             price_a,
             price_b,
         ),
+        same_draws=same_draws,
     )
 
 

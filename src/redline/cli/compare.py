@@ -152,7 +152,16 @@ def print_comparison(console: Console, c: Comparison) -> None:
                 style="yellow" if split is Split.BOTH_FAIL and found else "",
             )
         drops = c.significant_drops
-        if drops:
+        if c.same_draws:
+            console.print(
+                Text(
+                    "both runs froze their seeds on the same model: their samples are the same "
+                    "draws, not independent evidence, so no p-value is reported; a changed "
+                    "pass count is a changed answer to the same draw",
+                    style="yellow",
+                )
+            )
+        elif drops:
             console.print(
                 Text(
                     f"{len(drops)} case(s) dropped beyond sampling noise (p < 0.05)",

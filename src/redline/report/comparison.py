@@ -102,7 +102,7 @@ COLUMNS: tuple[Column, ...] = (
         lambda d: d.delta,
         content=True,
     ),
-    Column("p", "p (one-sided)", lambda d: p_text(d.p_value), lambda d: d.p_value, content=True),
+    Column("p", "p (one-sided)", lambda d: d.p_text, lambda d: d.p_value, content=True),
     _usage_column("latency", "mean latency ms", lambda u: u.mean_latency_ms, _num),
     _usage_column("p95", "p95 latency ms", lambda u: u.p95_latency_ms, _num),
     _usage_column("tokens_in", "input tokens/call", lambda u: u.mean_input_tokens, _tokens),
@@ -160,7 +160,7 @@ def total_lines(c: Comparison) -> list[TotalLine]:
                 f"{t.passes_a}/{t.content_a} {_rate(t.rate_a)}",
                 f"{t.passes_b}/{t.content_b} {_rate(t.rate_b)}",
                 ("–" if t.delta is None else f"{t.delta:+.0%}")
-                + f" (p = {p_text(t.p_value)}, pooled)",
+                + (" (same draws)" if c.same_draws else f" (p = {p_text(t.p_value)}, pooled)"),
             )
         )
 
@@ -192,7 +192,7 @@ SPLIT_NOTES = {
     Split.ONLY_A_FAILS: "B fixed these",
     Split.ONLY_B_FAILS: "B broke these",
     Split.BOTH_FAIL: "likely case problems, not migration effects: check the case first",
-    Split.UNDECIDED: "not enough content samples to say pass or fail",
+    Split.UNDECIDED: "inconclusive or marginal on one side: not enough evidence to say",
 }
 
 
@@ -249,11 +249,12 @@ def comparison_json(c: Comparison) -> dict[str, Any]:
         "a": _side_json(c.a),
         "b": _side_json(c.b),
         "withheld": c.withheld,
+        "same_draws": c.same_draws,
         "manifest_changes": [_change_json(m) for m in c.manifest_changes],
         "total": {
             "pass_rate_a": None if withheld else t.rate_a,
             "pass_rate_b": None if withheld else t.rate_b,
-            "p_value": None if withheld else t.p_value,
+            "p_value": None if withheld or c.same_draws else t.p_value,
             "a": _usage_json(t.usage_a),
             "b": _usage_json(t.usage_b),
             "verdict_delta": {str(v): n for v, n in t.verdict_delta.items()},
@@ -264,7 +265,7 @@ def comparison_json(c: Comparison) -> dict[str, Any]:
                 "case_id": d.case_id,
                 "split": None if withheld else str(split_of(d)),
                 "delta": None if withheld else d.delta,
-                "p_value": None if withheld else d.p_value,
+                "p_value": None if withheld or not d.independent else d.p_value,
                 "significant_drop": False if withheld else d.significant_drop,
                 "verdict_delta": {str(v): n for v, n in d.verdict_delta.items()},
                 "a": _case_side(d.a, d.usage_a),
@@ -352,7 +353,9 @@ def comparison_markdown(c: Comparison) -> str:
     for label, only in (("Only in A", c.only_a), ("Only in B", c.only_b)):
         if only:
             lines += ["", f"{label}: " + ", ".join(md_code(f"{x.suite}/{x.case_id}") for x in only)]
-    if not c.withheld:
+    if c.same_draws:
+        lines += ["", "Both runs froze their seeds on the same model: no p-value is reported."]
+    elif not c.withheld:
         drops = c.significant_drops
         lines += [
             "",
