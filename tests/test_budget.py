@@ -243,3 +243,20 @@ def test_asks_on_a_terminal_when_the_estimate_is_over_the_threshold(
     # --yes skips the question; off a terminal (CI) nothing asks either.
     code, out = _run_on_a_terminal(project, b"", "--yes")
     assert code == 0 and "[y/N]" not in out
+
+
+def test_budget_reserves_the_worst_case_of_samples_in_flight() -> None:
+    from redline.budget import Budget, CaseEstimate, Estimate
+    from redline.config import Price
+
+    case = CaseEstimate("s", "c", 10, 100.0, 50.0, Basis.HISTORY, per_sample=0.1, ceiling=0.3)
+    budget = Budget(1.0, Estimate("p:m", Price(1.0, 1.0), (case,)))
+    assert [budget.admit("s", "c") for _ in range(3)] == [0.3, 0.3, 0.3]
+    assert budget.admit("s", "c") is None, "a fourth worst case would pass the limit"
+    assert budget.stopped
+    for _ in range(3):
+        budget.settle("s", "c", 0.1, 0.3)
+    assert budget.spent == pytest.approx(0.3)
+    assert budget.admit("s", "c") is None, "once stopped, a run schedules nothing more"
+    record = budget.record({"s/c": 7})
+    assert record["not_run"] == 7 and record["stopped"] is True

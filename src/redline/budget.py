@@ -146,13 +146,15 @@ def estimate_cost(
             tokens_in = _prompt_tokens(system) + _prompt_tokens(user)
             tokens_out = float(suite.max_tokens or UNSET_MAX_TOKENS)
             basis = Basis.PROMPT
-        per_sample = None
+        per_sample = ceiling = None
         if price is not None:
-            per_sample = (
-                tokens_in * price.input_per_mtok + tokens_out * price.output_per_mtok
-            ) / 1e6
+            per_sample = price.cost_of(tokens_in, tokens_out)
+            if suite.max_tokens is not None:
+                ceiling = price.cost_of(tokens_in, max(tokens_out, suite.max_tokens))
         cases.append(
-            CaseEstimate(case.suite, case.id, samples, tokens_in, tokens_out, basis, per_sample)
+            CaseEstimate(
+                case.suite, case.id, samples, tokens_in, tokens_out, basis, per_sample, ceiling
+            )
         )
     return Estimate(model_id, price, tuple(cases))
 

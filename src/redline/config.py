@@ -70,6 +70,10 @@ class Price:
     def cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
         if input_tokens is None or output_tokens is None:
             return None
+        return self.cost_of(input_tokens, output_tokens)
+
+    def cost_of(self, input_tokens: float, output_tokens: float) -> float:
+        """US dollars for these token counts (fractional: a per-sample mean)."""
         return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
 
 

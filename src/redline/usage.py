@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from redline.config import Price
-from redline.records import SampleUsage
+from redline.records import SampleRecord, SampleUsage
 from redline.verdicts import Verdict
 
 
@@ -103,4 +103,26 @@ def usage_of(samples: Iterable[SampleUsage], price: Price | None) -> Usage:
         output_tokens=tokens_out,
         counted=counted,
         cost=cost,
+    )
+
+
+def usage_summary(u: Usage) -> str:
+    """One line for a run summary or report: what it cost, in money, tokens and time."""
+    cost = usd(u.cost)
+    if u.cost_per_1k is not None:
+        cost += f" ({usd(u.cost_per_1k)} per 1,000 calls)"
+    latency = "latency unknown"
+    if u.mean_latency_ms is not None and u.p95_latency_ms is not None:
+        latency = f"latency mean {u.mean_latency_ms:,.0f} ms, p95 {u.p95_latency_ms:,.0f} ms"
+    return f"cost {cost} · tokens in {u.input_tokens:,} / out {u.output_tokens:,} · {latency}"
+
+
+def usage_of_samples(samples: Iterable[SampleRecord], price: Price | None = None) -> Usage:
+    """`usage_of` over full sample records (as a report holds them)."""
+    return usage_of(
+        (
+            SampleUsage(s.verdict, s.latency_ms, s.input_tokens, s.output_tokens, s.cost)
+            for s in samples
+        ),
+        price,
     )

@@ -49,7 +49,7 @@ from redline.runner import (
 from redline.seeds import seed_warning
 from redline.shard import parse_shard
 from redline.store import RunStore, new_run_id
-from redline.usage import usd
+from redline.usage import usage_of, usage_summary, usd
 from redline.verdicts import VERDICT_ORDER, Verdict
 
 _EXIT = {
@@ -199,6 +199,8 @@ def _run(args: argparse.Namespace) -> int:
             return INTERRUPTED_EXIT
         cases = store.cases(record.id)
         _print_summary(console, record, cases)
+        spent = usage_of([u for per in store.usage(record.id).values() for u in per], None)
+        console.print(Text(usage_summary(spent), style="dim"))
         if options.replay is not None:
             scored = {(c.suite, c.case_id) for c in cases}
             unscored = [
