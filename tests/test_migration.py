@@ -15,6 +15,7 @@ from redline.cli import main
 from redline.config import parse_config
 from redline.records import RunResult
 from redline.store import RunStore
+from redline.usage import usd
 from servers import LoopbackLLMServer
 from test_runner import KEY_ENV, SECRET, write_suite
 
@@ -201,3 +202,22 @@ def test_unknown_price_is_unknown_not_zero(
     assert data["total"]["b"]["cost_usd"] is None
     assert data["total"]["a"]["cost_usd"] is not None
     assert RunResult.INCONCLUSIVE == "inconclusive"
+
+
+def test_run_summary_and_reports_show_what_the_run_cost(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "s", "--case", "c01", "--samples", "4", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    run_id = _latest(project)
+    with RunStore.open(project / ".redline" / "redline.db") as store:
+        samples = store.samples(run_id)
+    cost = sum(s.cost or 0.0 for s in samples)
+    tokens_in = sum(s.input_tokens or 0 for s in samples)
+    assert f"tokens in {tokens_in:,} / out" in out and "latency mean" in out
+    assert main(["report", run_id, "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert f"{usd(cost)} \\({usd(cost / 4 * 1000)} per 1,000 calls\\)" in md
+    html_file = tmp_path / "report.html"
+    assert main(["report", run_id, "--html", str(html_file)]) == 0
+    assert f"tokens in {tokens_in:,} / out" in html_file.read_text(encoding="utf-8")
