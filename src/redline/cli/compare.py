@@ -30,7 +30,7 @@ from redline.report.comparison import (
 )
 from redline.store import RunStore
 from redline.textsafe import escape_output
-from redline.verdicts import VERDICT_ORDER, Verdict
+from redline.verdicts import VERDICT_ORDER
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,10 +71,6 @@ def show_comparison(c: Comparison, fmt: str = "text", console: Console | None = 
         print(comparison_markdown(c), end="")
     else:
         print_comparison(console or Console(), c)
-
-
-def _delta_text(delta: dict[Verdict, int]) -> str:
-    return " ".join(f"{v} {n:+d}" for v, n in delta.items() if n)
 
 
 def print_comparison(console: Console, c: Comparison) -> None:
