@@ -25,8 +25,8 @@ from test_runner import KEY_ENV, SECRET, write_suite
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ANY_TEXT = "  - type: max-chars\n    value: 100000\n"
-#: Replies of 20 to 120 words drawn per sample: output tokens vary like a real model's.
-WORDY = {f"w{i}": (f"MODE:words WORDS:20-120 case {i}", ANY_TEXT) for i in range(6)}
+#: Replies of 40 to 80 words drawn per sample: output tokens vary like a real model's.
+WORDY = {f"w{i}": (f"MODE:words WORDS:40-80 case {i}", ANY_TEXT) for i in range(6)}
 
 
 @pytest.fixture
@@ -75,11 +75,11 @@ def test_estimate_accuracy_against_what_the_run_recorded(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # No history: prompt length and max_tokens, an upper bound of what is spent.
-    first_estimate, bases = _estimate(project)
+    first_estimate, bases = _estimate(project, samples=10)
     assert bases == {Basis.PROMPT}
-    assert main(["run", "s", "--quiet"]) == 0
+    assert main(["run", "s", "--samples", "10", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert f"estimated cost {usd(first_estimate)} (an upper bound) for 30 sample(s)" in out
+    assert f"estimated cost {usd(first_estimate)} (an upper bound) for 60 sample(s)" in out
     first_actual = _recorded_cost(project, _latest(project))
     assert first_actual > 0
     assert first_estimate >= first_actual

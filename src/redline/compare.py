@@ -12,6 +12,9 @@ which rule 8 does not withhold: they measure the model's price and speed, not it
 Cases are split four ways by their pass/fail result: both pass, only A fails, only B
 fails, both fail — a case both models fail is more likely a problem of the case than an
 effect of the migration.
+A run that covered only part of its suites (a rerun of one case, `--case`, `--tier`,
+a shard) is compared on what it ran: the other run is narrowed to the same cases and
+inputs, so the cases it left out are neither "only in A" nor "removed" inputs.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from redline.baseline import is_partial_run
 from redline.config import Price
 from redline.outcome import add_counts, content_comparison_withheld
 from redline.records import CaseOutcome, CaseRecord, RunRecord, SampleUsage
@@ -176,6 +180,8 @@ class Comparison:
     total: Total = field(default_factory=lambda: Total(0, 0, 0, 0, 1.0, EMPTY, EMPTY, {}, {}))
     #: Both runs froze their seeds on the same model (see `CaseDelta.independent`).
     same_draws: bool = False
+    #: Set when one run covered only part of its suites: the comparison covers just that part.
+    narrowed_to: str | None = None
 
     @property
     def deltas(self) -> tuple[CaseDelta, ...]:
@@ -284,6 +290,19 @@ def compare_cases(
     price: PriceLookup | None = None,
 ) -> Comparison:
     """Compare two runs' case results; with the samples' usage, latency, tokens and cost too."""
+    manifest_a, manifest_b = dict(run_a.manifest), dict(run_b.manifest)
+    narrowed_to = None
+    partial_a, partial_b = is_partial_run(run_a), is_partial_run(run_b)
+    if partial_a or partial_b:
+        keys_a = {(c.suite, c.case_id) for c in cases_a}
+        keys_b = {(c.suite, c.case_id) for c in cases_b}
+        if partial_b:
+            cases_a = [c for c in cases_a if (c.suite, c.case_id) in keys_b]
+            manifest_a = {p: h for p, h in manifest_a.items() if p in manifest_b}
+        if partial_a:
+            cases_b = [c for c in cases_b if (c.suite, c.case_id) in keys_a]
+            manifest_b = {p: h for p, h in manifest_b.items() if p in run_a.manifest}
+        narrowed_to = " and ".join(r.id for r, p in ((run_a, partial_a), (run_b, partial_b)) if p)
     side_a, side_b = _side(run_a, cases_a), _side(run_b, cases_b)
     by_a = {(c.suite, c.case_id): c for c in cases_a}
     by_b = {(c.suite, c.case_id): c for c in cases_b}
@@ -313,7 +332,7 @@ def compare_cases(
             d.case_id,
         )
     )
-    manifest = tuple(manifest_changes(run_a.manifest, run_b.manifest))
+    manifest = tuple(manifest_changes(manifest_a, manifest_b))
     return Comparison(
         a=side_a,
         b=side_b,
@@ -330,6 +349,7 @@ def compare_cases(
             price_b,
         ),
         same_draws=same_draws,
+        narrowed_to=narrowed_to,
     )
 
 

@@ -11,13 +11,12 @@ dropped significantly from A to B (one-sided Fisher p < 0.05), 0 otherwise.
 from __future__ import annotations
 
 import argparse
-import json
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from redline.cli import ExitCode
+from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.compare import Comparison, Split, compare_runs
 from redline.config import load_config
 from redline.errors import UsageError
@@ -37,11 +36,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("compare", help="compare two runs case by case (A → B)")
     parser.add_argument("run_a", metavar="RUN_A", help="the reference run (e.g. current model)")
     parser.add_argument("run_b", metavar="RUN_B", help="the candidate run")
-    parser.add_argument(
-        "--format",
-        choices=("text", "json", "markdown"),
-        default="text",
-        help="text (default), json, or markdown for a pull-request description",
+    add_format_option(
+        parser, extra=("markdown",), more_help="; markdown for a pull-request description"
     )
     parser.set_defaults(handler=_compare)
 
@@ -63,14 +59,14 @@ def comparison_exit(c: Comparison) -> ExitCode:
     return ExitCode.RED if c.significant_drops else ExitCode.GREEN
 
 
-def show_comparison(c: Comparison, fmt: str = "text", console: Console | None = None) -> None:
-    """Print `c` to stdout as text, JSON or Markdown."""
+def show_comparison(c: Comparison, fmt: str = "table", console: Console | None = None) -> None:
+    """Print `c` to stdout as a table, JSON or Markdown."""
     if fmt == "json":
-        print(json.dumps(comparison_json(c), indent=2, ensure_ascii=False))
+        print_json(comparison_json(c))
     elif fmt == "markdown":
         print(comparison_markdown(c), end="")
     else:
-        print_comparison(console or Console(), c)
+        print_comparison(console or make_console(), c)
 
 
 def print_comparison(console: Console, c: Comparison) -> None:
@@ -83,6 +79,13 @@ def print_comparison(console: Console, c: Comparison) -> None:
                 f"{commit} · {side.cases_evaluated} case(s) evaluated · {run.started_at[:19]}"
             )
         )
+    if c.narrowed_to is not None:
+        console.print(
+            Text(
+                f"covering only the cases run {c.narrowed_to} ran "
+                f"(the other run's remaining cases and inputs are left out)"
+            )
+        )
     if c.a.run.model_id != c.b.run.model_id:
         console.print(Text(f"model: {c.a.run.model_id} → {c.b.run.model_id}", style="bold"))
     if c.manifest_changes:
@@ -91,18 +94,21 @@ def print_comparison(console: Console, c: Comparison) -> None:
             console.print(Text(f"  {m.kind:8} {escape_output(m.path)}"))
     else:
         console.print(Text("manifest: identical inputs"))
-    totals = Table(show_edge=False, title="verdict counts", title_justify="left")
-    totals.add_column("")
-    for v in VERDICT_ORDER:
-        totals.add_column(str(v), justify="right")
+    verdict_names = [str(v) for v in VERDICT_ORDER]
+    totals = make_table(
+        ("", *verdict_names), title="verdict counts", right=verdict_names, show_edge=False
+    )
     totals.add_row("A", *(str(c.a.verdicts.get(v, 0)) for v in VERDICT_ORDER))
     totals.add_row("B", *(str(c.b.verdicts.get(v, 0)) for v in VERDICT_ORDER))
     totals.add_row("Δ", *(f"{c.verdict_delta[v]:+d}" for v in VERDICT_ORDER))
     console.print(totals)
 
-    overall = Table(show_edge=False, title="in total (compared cases)", title_justify="left")
-    for header in ("", "A", "B", "change"):
-        overall.add_column(header, justify="right" if header else "left")
+    overall = make_table(
+        ("", "A", "B", "change"),
+        title="in total (compared cases)",
+        right=("A", "B", "change"),
+        show_edge=False,
+    )
     for line in total_lines(c):
         overall.add_row(line.label, line.a, line.b, line.change)
     console.print(overall)
@@ -122,9 +128,13 @@ def print_comparison(console: Console, c: Comparison) -> None:
     }
     for usage, title in titles.items():
         shown = columns(c, usage=usage)
-        table = Table(show_edge=False, title=title, title_justify="left")
-        for col in shown:
-            table.add_column(col.header, justify="right" if col.numeric else "left")
+        table = make_table(
+            [col.header for col in shown],
+            title=title,
+            right=[col.header for col in shown if col.numeric],
+            whole=("case",),
+            show_edge=False,
+        )
         for d in c.rows:
             style = ""
             if not c.withheld:

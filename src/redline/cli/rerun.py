@@ -15,8 +15,8 @@ from rich.text import Text
 
 from redline.budget import budget_note
 from redline.cli import ExitCode
+from redline.cli.output import make_console
 from redline.cli.run import PlainProgress, check_cost, usd_amount
-from redline.cli.show import make_console
 from redline.config import load_config
 from redline.errors import UsageError
 from redline.records import CaseRecord, RunRecord

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from redline.compare import CaseDelta, Comparison, ManifestChange, RunSide, Split, split_of
+from redline.exchange import run_json
 from redline.records import CaseRecord
 from redline.report.markdown import md_code, md_escape
 from redline.usage import Usage, usd
-from redline.verdicts import Verdict
+from redline.verdicts import VERDICT_ORDER, Verdict
 
 SortValue = float | str | None
 
@@ -215,42 +216,42 @@ def _usage_json(u: Usage) -> dict[str, Any]:
 
 
 def _side_json(side: RunSide) -> dict[str, Any]:
-    run = side.run
     return {
-        "run_id": run.id,
-        "kind": str(run.kind),
-        "model_id": run.model_id,
-        "model_alias": run.model_alias,
-        "git_commit": run.git_commit,
-        "started_at": run.started_at,
+        "run": run_json(side.run),
         "cases_evaluated": side.cases_evaluated,
-        "verdicts": {str(v): n for v, n in side.verdicts.items()},
+        "verdicts": {str(v): side.verdicts.get(v, 0) for v in VERDICT_ORDER},
         "withheld": side.withheld,
     }
 
 
-def _case_side(case: CaseRecord, usage: Usage) -> dict[str, Any]:
+def _case_side(case: CaseRecord, rate: float | None, usage: Usage) -> dict[str, Any]:
     return {
         "result": str(case.result),
         "passes": case.passes,
         "content_samples": case.content_samples,
+        "rate": rate,
         "samples": case.samples,
         "required": case.required,
-        "verdicts": {str(v): n for v, n in case.verdicts.items()},
+        "verdicts": {str(v): case.verdicts.get(v, 0) for v in VERDICT_ORDER},
         "usage": _usage_json(usage),
     }
 
 
 def comparison_json(c: Comparison) -> dict[str, Any]:
-    """Everything the text view shows, as data; content fields are null while withheld."""
+    """The comparison for scripts: every fact of the tables, nothing cut. Every compared
+    case is listed with its usage; its pass-rate fields are null while rule 8 withholds."""
     withheld = bool(c.withheld)
     t = c.total
     return {
         "a": _side_json(c.a),
         "b": _side_json(c.b),
+        "narrowed_to": c.narrowed_to,
         "withheld": c.withheld,
         "same_draws": c.same_draws,
-        "manifest_changes": [_change_json(m) for m in c.manifest_changes],
+        "manifest_changes": [
+            {"path": m.path, "kind": m.kind, "a": m.a, "b": m.b} for m in c.manifest_changes
+        ],
+        "verdict_delta": {str(v): n for v, n in c.verdict_delta.items()},
         "total": {
             "pass_rate_a": None if withheld else t.rate_a,
             "pass_rate_b": None if withheld else t.rate_b,
@@ -266,24 +267,29 @@ def comparison_json(c: Comparison) -> dict[str, Any]:
                 "split": None if withheld else str(split_of(d)),
                 "delta": None if withheld else d.delta,
                 "p_value": None if withheld or not d.independent else d.p_value,
+                "significant": False if withheld else d.significant,
                 "significant_drop": False if withheld else d.significant_drop,
                 "verdict_delta": {str(v): n for v, n in d.verdict_delta.items()},
-                "a": _case_side(d.a, d.usage_a),
-                "b": _case_side(d.b, d.usage_b),
+                "a": _case_side(d.a, d.rate_a, d.usage_a),
+                "b": _case_side(d.b, d.rate_b, d.usage_b),
             }
             for d in c.rows
         ],
         "split": {str(s): [f"{d.suite}/{d.case_id}" for d in c.split(s)] for s in Split},
         "likely_case_problems": [f"{d.suite}/{d.case_id}" for d in c.likely_case_problems],
         "significant_drops": [f"{d.suite}/{d.case_id}" for d in c.significant_drops],
-        "case_changed": [f"{a.suite}/{a.case_id}" for a, _ in c.changed],
-        "only_a": [f"{x.suite}/{x.case_id}" for x in c.only_a],
-        "only_b": [f"{x.suite}/{x.case_id}" for x in c.only_b],
+        "case_changed": [
+            {
+                "suite": a.suite,
+                "case_id": a.case_id,
+                "a": {"passes": a.passes, "samples": a.samples},
+                "b": {"passes": b.passes, "samples": b.samples},
+            }
+            for a, b in c.changed
+        ],
+        "only_in_a": [f"{x.suite}/{x.case_id}" for x in c.only_a],
+        "only_in_b": [f"{x.suite}/{x.case_id}" for x in c.only_b],
     }
-
-
-def _change_json(m: ManifestChange) -> dict[str, Any]:
-    return {"path": m.path, "kind": m.kind}
 
 
 # -- Markdown ---------------------------------------------------------------------------
