@@ -33,7 +33,14 @@ from redline.verdicts import VERDICT_ORDER
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("compare", help="compare two runs case by case (A → B)")
+    parser = sub.add_parser(
+        "compare",
+        help="compare two runs case by case (A → B)",
+        description="Compare two runs case by case, e.g. the current model (A) and a "
+        "candidate (B): pass rates with a one-sided Fisher test, latency, tokens, cost and "
+        "the four-way split. Exit 0: no significant drop; 1: a case dropped (p < 0.05); "
+        "3: too little content evidence to compare.",
+    )
     parser.add_argument("run_a", metavar="RUN_A", help="the reference run (e.g. current model)")
     parser.add_argument("run_b", metavar="RUN_B", help="the candidate run")
     add_format_option(
