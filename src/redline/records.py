@@ -118,3 +118,14 @@ class CiOrigin:
     def label(self) -> str:
         """`CI #128`, or the CI run id when CI gives no number."""
         return f"CI #{self.run_number}" if self.run_number is not None else f"CI {self.ci_run_id}"
+
+
+@dataclass(frozen=True)
+class SampleUsage:
+    """A sample's latency, tokens and cost, read without its output text."""
+
+    verdict: Verdict
+    latency_ms: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from redline.budget import budget_note
 from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import load_config
 from redline.errors import UsageError
@@ -150,6 +151,11 @@ def run_header(run: RunRecord, origin: CiOrigin | None = None) -> Text:
     text.append(f"  started {run.started_at}")
     if run.finished_at:
         text.append(f"  finished {run.finished_at}")
+    if run.args.get("against"):
+        text.append(f"\nthe cases and samples of run {run.args['against']}, on another model")
+    stopped = budget_note(run.args)
+    if stopped is not None:
+        text.append(f"\n{stopped}", style="bold yellow")
     if origin is not None:
         text.append(f"\npulled from {origin.label} ({origin.repo}) {origin.url}")
     return text

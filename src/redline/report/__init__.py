@@ -25,6 +25,7 @@ from redline.records import (
     SampleRecord,
 )
 from redline.store import RunStore
+from redline.usage import Usage, usage_of_samples
 from redline.verdicts import AssertionResult, Verdict
 
 #: How many scheduled runs (up to the reported one) the history sparklines cover.
@@ -78,6 +79,11 @@ class RunReport:
 
     def count(self, outcome: CaseOutcome) -> int:
         return sum(1 for c in self.cases if c.case.result is outcome)
+
+    @property
+    def usage(self) -> Usage:
+        """Latency, tokens and the cost recorded with the samples, over the whole run."""
+        return usage_of_samples(s for c in self.cases for s in c.samples)
 
 
 def previous_run_sentence(comparison: Comparison) -> str:
