@@ -7,7 +7,9 @@ import importlib
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from enum import IntEnum
+from typing import TYPE_CHECKING, Any
 
 from redline import __version__
 from redline.errors import ProblemsError, RedlineError
@@ -22,25 +24,38 @@ class ExitCode(IntEnum):
 
 Handler = Callable[[argparse.Namespace], int]
 
-#: Each module defines `register(subparsers) -> None`, setting `handler` via set_defaults.
-_COMMAND_MODULES = (
-    "validate",
-    "run",
-    "runs",
-    "show",
-    "export",
-    "baseline",
-    "history",
-    "compare",
-    "report",
-    "init",
-    "merge",
-    "guard",
-    "triage",
-    "rerun",
-    "label",
-    "calibrate",
-)
+
+@dataclass(frozen=True)
+class _Command:
+    module: str
+    summary: str
+
+
+#: Every subcommand: the module under redline.cli that registers it and its line in
+#: `redline --help`. A module is imported only when its command runs (start-up stays
+#: fast), and defines `register(subparsers)`, which adds the parser (without `help=`,
+#: the summary is here) and sets `handler` via set_defaults.
+COMMANDS: dict[str, _Command] = {
+    "validate": _Command("validate", "check suites and cases without calling a model"),
+    "run": _Command("run", "run suites N samples per case and judge the rates"),
+    "runs": _Command("runs", "list stored runs, newest first"),
+    "show": _Command("show", "print a stored run, or one case's raw samples"),
+    "export": _Command("export", "write a run as results.json + samples.jsonl"),
+    "import": _Command("export", "load an exported run (e.g. a CI artifact) into the local store"),
+    "baseline": _Command("baseline", "save a run as the baseline, or compare with it"),
+    "history": _Command("history", "a case's pass counts across stored runs"),
+    "compare": _Command("compare", "compare two runs case by case (A → B)"),
+    "report": _Command("report", "write JUnit XML, an HTML report or a markdown summary"),
+    "init": _Command("init", "scaffold a starter suite and a GitHub Actions workflow"),
+    "merge": _Command("merge", "merge the exports of a sharded run into one run"),
+    "guard": _Command("guard", "refuse a loosened threshold in the same commit as a prompt change"),
+    "triage": _Command("triage", "walk a red run case by case: rerun, outputs, history"),
+    "rerun": _Command("rerun", "rerun a failing case against the unchanged prompt (triage step 1)"),
+    "label": _Command(
+        "label", "label a run's outputs pass/fail against a rubric, blind to the judge"
+    ),
+    "calibrate": _Command("calibrate", "measure a rubric judge against the labels (Cohen's kappa)"),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,21 +64,65 @@ class _Parser(argparse.ArgumentParser):
         self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
 
 
+if TYPE_CHECKING:
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:  # not subscriptable at run time
+    _SubParsers = argparse._SubParsersAction
+
+
+class _LazyCommands(_SubParsers):
+    """Subcommands listed from COMMANDS, each one's module imported when it is chosen."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: set[str] = set()
+        self._loading = False
+        for name, command in COMMANDS.items():
+            super().add_parser(name, help=command.summary, add_help=False)
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """A module's real parser, taking the place of the listed one."""
+        if name not in COMMANDS or not self._loading:
+            raise ValueError(f"subcommand {name!r} is not listed in redline.cli.COMMANDS")
+        kwargs.setdefault("prog", f"{self._prog_prefix} {name}")
+        parser = self._parser_class(**kwargs)
+        self._name_parser_map[name] = parser
+        return parser
+
+    def load(self, name: str) -> argparse.ArgumentParser:
+        """The full parser of subcommand `name` (importing its module once)."""
+        module = COMMANDS[name].module
+        if module not in self._loaded:
+            self._loaded.add(module)
+            self._loading = True
+            try:
+                importlib.import_module(f"redline.cli.{module}").register(self)
+            finally:
+                self._loading = False
+        return self._name_parser_map[name]
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if isinstance(values, Sequence) and values and values[0] in COMMANDS:
+            self.load(str(values[0]))
+        super().__call__(parser, namespace, values, option_string)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The `redline` parser; a subcommand's own options load when it is parsed."""
     parser = _Parser(
         prog="redline",
         description="Prompt-regression testing: rates, evidence, triage.",
     )
     parser.add_argument("--version", action="version", version=f"redline {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"redline.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"redline.cli.{name}":
-                continue
-            raise
-        module.register(sub)
+    parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_Parser, action=_LazyCommands
+    )
     return parser
 
 

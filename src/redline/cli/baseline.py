@@ -33,7 +33,9 @@ _STYLE = {
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("baseline", help="save a run as the baseline, or compare with it")
+    parser = sub.add_parser(
+        "baseline",
+    )
     actions = parser.add_subparsers(dest="baseline_action", metavar="ACTION", required=True)
     save = actions.add_parser("save", help="write baselines/<suite>.json from a finished run")
     save.add_argument("run_id", metavar="RUN_ID")

@@ -22,7 +22,9 @@ from redline.verdicts import VERDICT_ORDER, Verdict
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("compare", help="compare two runs case by case (A → B)")
+    parser = sub.add_parser(
+        "compare",
+    )
     parser.add_argument("run_a", metavar="RUN_A", help="the reference run (e.g. current model)")
     parser.add_argument("run_b", metavar="RUN_B", help="the candidate run")
     parser.set_defaults(handler=_compare)

@@ -14,7 +14,6 @@ from redline.store import RunStore
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     export = sub.add_parser(
         "export",
-        help=f"write a run as {RESULTS_FILE} + {SAMPLES_FILE}",
         description=f"Write a stored run to DIR as {RESULTS_FILE} (summary, cases, manifest) "
         f"and {SAMPLES_FILE} (every raw sample with its assertion results).",
     )
@@ -23,7 +22,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     export.set_defaults(handler=_export)
     load = sub.add_parser(
         "import",
-        help="load an exported run (e.g. a CI artifact) into the local store",
         description="Load a `redline export` folder into the local store; a run id "
         "already stored is refused.",
     )

@@ -32,7 +32,9 @@ _RESULT_STYLE = {
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("history", help="a case's pass counts across stored runs")
+    parser = sub.add_parser(
+        "history",
+    )
     parser.add_argument("case_id", metavar="CASE_ID")
     parser.add_argument("--suite", default=None, help="the suite, when the id is in several")
     parser.add_argument(

@@ -12,7 +12,9 @@ from redline.scaffold import scaffold
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("init", help="scaffold a starter suite and a GitHub Actions workflow")
+    parser = sub.add_parser(
+        "init",
+    )
     parser.add_argument("--dir", type=Path, default=Path("."), help="repository root (default .)")
     parser.add_argument("--force", action="store_true", help="overwrite files that exist")
     parser.set_defaults(handler=_init)

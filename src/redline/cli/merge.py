@@ -15,7 +15,9 @@ from redline.store import RunStore
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("merge", help="merge the exports of a sharded run into one run")
+    parser = sub.add_parser(
+        "merge",
+    )
     parser.add_argument(
         "folders",
         metavar="DIR",

@@ -21,7 +21,9 @@ from redline.store import RunStore
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("report", help="write JUnit XML, an HTML report or a markdown summary")
+    parser = sub.add_parser(
+        "report",
+    )
     parser.add_argument(
         "run_id",
         metavar="RUN_ID",

@@ -17,7 +17,9 @@ _RESULT_STYLES = {"green": "green", "red": "bold red", "inconclusive": "yellow"}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("runs", help="list stored runs, newest first")
+    parser = sub.add_parser(
+        "runs",
+    )
     parser.add_argument("--limit", type=int, default=20, metavar="N", help="default 20")
     parser.add_argument("--kind", choices=[str(k) for k in RunKind], help="only this kind")
     parser.set_defaults(handler=_runs)
