@@ -14,6 +14,8 @@ an `httpx.ReadError`/`RemoteProtocolError`, never a timeout.
 from __future__ import annotations
 
 import asyncio
+import functools
+import ssl
 from collections.abc import AsyncGenerator
 
 import aiohttp
@@ -41,10 +43,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         if session is not None and self._loop is loop and not session.closed:
             return session
         session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+            connector=aiohttp.TCPConnector(limit=0),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout_s),
             skip_auto_headers=("User-Agent",),
-            trust_env=False,
+            trust_env=True,  # proxies and netrc from the environment, as httpx does
         )
         self._session, self._loop = session, loop
         self._closer = _close_at_loop_shutdown(session)
@@ -60,6 +62,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 headers=request.headers.multi_items(),
                 data=request.content or None,
                 allow_redirects=False,
+                ssl=_certificates() if request.url.scheme == "https" else True,
             ) as answer:
                 body = await answer.read()
                 return httpx.Response(
@@ -70,8 +73,6 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 )
         except aiohttp.ClientError as exc:
             raise _as_httpx(exc, request) from exc
-        except asyncio.TimeoutError as exc:  # aiohttp's socket timeouts (also ClientErrors)
-            raise httpx.ConnectTimeout(str(exc) or "connect timeout", request=request) from exc
 
     async def aclose(self) -> None:
         closer, self._closer, self._session = self._closer, None, None
@@ -88,6 +89,12 @@ async def _close_at_loop_shutdown(session: aiohttp.ClientSession) -> AsyncGenera
             await session.close()
 
 
+@functools.cache
+def _certificates() -> ssl.SSLContext:
+    """httpx's trust store (certifi, or SSL_CERT_FILE / SSL_CERT_DIR), built once."""
+    return httpx.create_ssl_context()
+
+
 def _as_httpx(exc: aiohttp.ClientError, request: httpx.Request) -> httpx.RequestError:
     """The httpx exception that says the same thing as an aiohttp failure."""
     detail = str(exc).strip()
@@ -98,6 +105,8 @@ def _as_httpx(exc: aiohttp.ClientError, request: httpx.Request) -> httpx.Request
         kind = httpx.ReadTimeout
     elif isinstance(exc, aiohttp.ClientConnectorError):
         kind = httpx.ConnectError
+        reason = exc.os_error.strerror or str(exc.os_error) or type(exc.os_error).__name__
+        detail = f"cannot connect to {exc.host}:{exc.port}: {reason}"
     elif isinstance(exc, aiohttp.ServerDisconnectedError):
         kind = httpx.RemoteProtocolError
         detail = "the server closed the connection without sending a complete response"
