@@ -72,7 +72,9 @@ class HttpProvider(ABC):
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._transport = AiohttpTransport(connect_timeout_s=min(config.timeout_s, 10.0))
+        #: Built at the first request: the same for every request of this provider.
         self._url: httpx.URL | None = None
+        self._headers: httpx.Headers | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model.id!r}, base_url={self.base_url!r})"
@@ -104,13 +106,12 @@ class HttpProvider(ABC):
         content = json.dumps(
             self.payload(request), ensure_ascii=False, separators=(",", ":")
         ).encode()
-        headers = [
-            ("user-agent", USER_AGENT),
-            ("content-type", "application/json"),
-            *self.headers().items(),
-        ]
-        if self._url is None:
+        if self._url is None or self._headers is None:
             self._url = httpx.URL(self.endpoint)
+            self._headers = httpx.Headers(
+                {"user-agent": USER_AGENT, "content-type": "application/json", **self.headers()}
+            )
+        url, headers = self._url, self._headers
         started = time.perf_counter()
         attempt = 0
         while True:
@@ -120,7 +121,7 @@ class HttpProvider(ABC):
             try:
                 async with asyncio.timeout(self.config.timeout_s):
                     response = await self._transport.handle_async_request(
-                        httpx.Request("POST", self._url, headers=headers, content=content)
+                        httpx.Request("POST", url, headers=headers, content=content)
                     )
                 raw = response.content
             except TimeoutError:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
+import urllib.request
 from collections.abc import AsyncGenerator
 
 import aiohttp
@@ -46,7 +47,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             connector=aiohttp.TCPConnector(limit=0),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout_s),
             skip_auto_headers=("User-Agent",),
-            trust_env=True,  # proxies and netrc from the environment, as httpx does
+            cookie_jar=aiohttp.DummyCookieJar(),
+            # aiohttp's own trust_env looks proxies and netrc up in a thread on every
+            # request; the proxy variables are read here instead (see _env_proxy).
+            trust_env=False,
         )
         self._session, self._loop = session, loop
         self._closer = _close_at_loop_shutdown(session)
@@ -63,6 +67,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 data=request.content or None,
                 allow_redirects=False,
                 ssl=_certificates() if request.url.scheme == "https" else True,
+                proxy=_env_proxy(request.url),
             ) as answer:
                 body = await answer.read()
                 return httpx.Response(
@@ -87,6 +92,19 @@ async def _close_at_loop_shutdown(session: aiohttp.ClientSession) -> AsyncGenera
     finally:
         if not session.closed:
             await session.close()
+
+
+def _env_proxy(url: httpx.URL) -> str | None:
+    """The proxy the environment names for `url` (HTTPS_PROXY, NO_PROXY...), as httpx uses."""
+    proxy = _proxies().get(url.scheme)
+    if proxy is None or urllib.request.proxy_bypass(url.host):
+        return None
+    return proxy
+
+
+@functools.cache
+def _proxies() -> dict[str, str]:
+    return urllib.request.getproxies()
 
 
 @functools.cache
