@@ -19,7 +19,6 @@ from redline.assertions import (
     Spec,
     assertion_type,
     known_types,
-    load_optional_types,
 )
 from redline.assertions.base import COMMON_KEYS
 from redline.errors import Problem, ProblemsError, relpath
@@ -194,7 +193,6 @@ class _SuiteLoader:
         self.folder = folder.resolve()
         self.config = config
         self.problems = problems
-        load_optional_types()
 
     def show(self, path: Path) -> str:
         return relpath(path)

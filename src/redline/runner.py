@@ -22,7 +22,6 @@ from redline.completion import ChatRequest
 from redline.config import Config, ModelRef
 from redline.errors import UsageError
 from redline.gitio import repo_state
-from redline.judge import JudgeSession, judge_pending
 from redline.manifest import case_hash, suite_manifest
 from redline.outcome import add_counts, case_outcome, run_result
 from redline.providers import make_provider
@@ -41,6 +40,7 @@ from redline.verdicts import Verdict
 
 if TYPE_CHECKING:
     from redline.cases import Case, Suite
+    from redline.judge import JudgeSession
     from redline.providers.base import Provider
 
 
@@ -223,6 +223,8 @@ async def _execute(
     plan = _plan(chosen, options, store, record.id, provider)
     judges = None
     if options.judge:
+        from redline.judge import JudgeSession  # the judge stack loads only for --judge
+
         judges = JudgeSession.open(suites, config, blocks=options.judge_blocks)
     if judges is not None and options.resume is None:
         record = replace(record, args={**record.args, "judges": judges.record()})
@@ -316,6 +318,8 @@ async def _worker(
         else:
             evaluation = evaluate_sample(job.case, completion)
         if judges is not None:
+            from redline.judge import judge_pending
+
             evaluation = await judge_pending(judges, job.case, completion, evaluation, job.seed)
         sample = SampleRecord(
             run_id=state.run_id,
