@@ -41,6 +41,7 @@ COMMANDS: dict[str, _Command] = {
     "run": _Command("run", "run suites N samples per case and judge the rates"),
     "runs": _Command("runs", "list stored runs, newest first"),
     "show": _Command("show", "print a stored run, or one case's raw samples"),
+    "search": _Command("search", "find text in a run's raw outputs, failure reasons and case ids"),
     "export": _Command("export", "write a run as results.json + samples.jsonl"),
     "import": _Command("export", "load an exported run (e.g. a CI artifact) into the local store"),
     "baseline": _Command("baseline", "save a run as the baseline, or compare with it"),

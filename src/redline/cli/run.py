@@ -32,11 +32,19 @@ from redline.config import Config, load_config
 from redline.errors import UsageError, relpath
 from redline.exchange import check_out_dir, export_run
 from redline.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
+from redline.quarantine import quarantined_cases
 from redline.records import CaseOutcome, RunKind, RunRecord, RunResult
-from redline.runner import RunOptions, RunProgress, run_suites, select_cases
+from redline.runner import (
+    RunOptions,
+    RunProgress,
+    run_model,
+    run_suites,
+    select_cases,
+)
+from redline.seeds import seed_warning
 from redline.shard import parse_shard
 from redline.store import RunStore, new_run_id
-from redline.verdicts import VERDICT_ORDER
+from redline.verdicts import VERDICT_ORDER, Verdict
 
 _EXIT = {
     RunResult.GREEN: ExitCode.GREEN,
@@ -58,13 +66,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--case", dest="cases", action="append", default=[], metavar="ID", help="only this case"
     )
-    parser.add_argument("--samples", type=_positive, metavar="N", help="samples per case")
+    parser.add_argument(
+        "--samples", type=_positive, metavar="N", help="a fixed number of samples per case"
+    )
+    parser.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="sequential sampling for every case: start with 3 samples and draw more, up to "
+        "10, only while the case is undecided against its own bar",
+    )
     parser.add_argument("--tier", choices=("contract", "quality"), help="only this tier")
     parser.add_argument("--model", metavar="ALIAS", help="run on another pinned alias")
     parser.add_argument("--concurrency", type=_positive, metavar="N")
     parser.add_argument("--shard", metavar="K/N", help="run only shard K of N (CI matrices)")
     parser.add_argument("--out", type=Path, metavar="DIR", help="also export the run to DIR")
     parser.add_argument("--resume", metavar="RUN_ID", help="run the missing samples of a run")
+    parser.add_argument(
+        "--retry-transport",
+        metavar="RUN_ID",
+        help="draw again only the samples of a run that failed in transport (connection, "
+        "timeout, 5xx after retries), keeping the first attempts as evidence; refused when "
+        "the prompt, model or cases changed since",
+    )
+    parser.add_argument(
+        "--with-truncated",
+        action="store_true",
+        help="with --retry-transport: also draw again the samples cut off at max_tokens",
+    )
     parser.add_argument(
         "--replay", metavar="RUN_ID", help="re-score a stored run's outputs; calls no model"
     )
@@ -92,15 +120,30 @@ def _positive(text: str) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     config = load_config()
+    if args.with_truncated and not args.retry_transport:
+        raise UsageError("--with-truncated goes with --retry-transport RUN_ID")
+    if args.retry_transport:
+        if args.resume or args.replay:
+            raise UsageError("--retry-transport cannot be combined with --resume or --replay")
+        args.resume = args.retry_transport
     if args.resume and args.replay:
         raise UsageError("--resume and --replay cannot be combined")
     if args.judge_blocks and not args.judge:
         raise UsageError("--judge-blocks needs --judge")
+    if args.adaptive and args.samples:
+        raise UsageError(
+            "--adaptive draws as many samples as each case needs; --samples fixes the count: "
+            "use one of them"
+        )
     options, paths = _options(args, config)
     if args.out is not None:
         check_out_dir(args.out)  # before any request, not after the run
     suites = load_suites(paths, config)
     console = make_console()
+    if options.replay is None:
+        warning = seed_warning(suites, config, run_model(suites, config, options))
+        if warning:
+            console.print(Text(f"warning: {warning}", style="yellow"))
     with RunStore.open(config.store_path) as store:
         live = sys.stdout.isatty() and not args.quiet
         reporter = _LiveProgress(console) if live else PlainProgress()
@@ -147,6 +190,14 @@ def _stored_run(config: Config, run_id: str) -> RunRecord:
         return store.run(run_id)
 
 
+def _retry_verdicts(args: argparse.Namespace) -> tuple[Verdict, ...]:
+    if not args.retry_transport:
+        return ()
+    if args.with_truncated:
+        return (Verdict.TRANSPORT, Verdict.TRUNCATED)
+    return (Verdict.TRANSPORT,)
+
+
 def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list[Path]]:
     """Run options and suite folders from the command line (or the resumed run)."""
     if args.resume:
@@ -159,12 +210,14 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
                 ("--tier", args.tier),
                 ("--model", args.model),
                 ("--shard", args.shard),
+                ("--adaptive", args.adaptive),
             )
             if value
         ]
         if given:
+            flag = "--retry-transport" if args.retry_transport else "--resume"
             raise UsageError(
-                f"--resume continues a run with its own options; drop {', '.join(given)}"
+                f"{flag} continues a run with its own options; drop {', '.join(given)}"
             )
         run = _stored_run(config, args.resume)
         saved: dict[str, Any] = dict(run.args)
@@ -184,6 +237,8 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
             resume=run.id,
             judge=bool(saved.get("judge")),
             judge_blocks=bool(saved.get("judge_blocks")),
+            adaptive=bool(saved.get("adaptive")),
+            retry=_retry_verdicts(args),
             shard=None if shard is None else (int(shard[0]), int(shard[1])),
             args=saved,
         )
@@ -207,6 +262,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         "replay": args.replay,
         "judge": args.judge,
         "judge_blocks": args.judge_blocks,
+        "adaptive": args.adaptive,
     }
     options = RunOptions(
         samples=args.samples,
@@ -218,6 +274,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         replay=args.replay,
         judge=args.judge,
         judge_blocks=args.judge_blocks,
+        adaptive=args.adaptive,
         shard=shard,
         run_id=new_run_id(),
         args=saved,
@@ -307,6 +364,7 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) ->
     totals = add_counts(c.verdicts for c in cases)
     failed = sum(c.result is CaseOutcome.FAIL for c in cases)
     undecided = sum(c.result is CaseOutcome.INCONCLUSIVE for c in cases)
+    marginal = sum(c.result is CaseOutcome.MARGINAL for c in cases)
     line = Text()
     line.append(f"run {record.id}: ", style="bold")
     style = {RunResult.GREEN: "bold green", RunResult.RED: "bold red"}.get(
@@ -314,8 +372,10 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) ->
     )
     line.append(str(record.result), style=style)
     line.append(
-        f"  {len(cases)} case(s): {len(cases) - failed - undecided} pass, {failed} fail, "
-        f"{undecided} inconclusive  samples: "
+        f"  {len(cases)} case(s): {len(cases) - failed - undecided - marginal} pass, "
+        f"{failed} fail, {undecided} inconclusive"
+        + (f", {marginal} marginal" if marginal else "")
+        + "  samples: "
     )
     line.append_text(verdict_breakdown(totals))
     console.print(line)
@@ -334,4 +394,10 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) ->
         console.print(
             Text(f"judge {judge['rubric']} ({path}): {status}: {judge['reason']}; {effect}")
         )
+    held = quarantined_cases(record, cases)
+    if held:
+        console.print(Text("quarantined (reported, not counted in the result):", style="bold"))
+        for q in held:
+            style = "green" if q.passing_again else "yellow"
+            console.print(Text(f"  {q.case.suite}/{q.case.case_id}: {q.label}", style=style))
     console.print(Text(f"details: redline show {record.id} [CASE]", style="dim"))
