@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from loopback import LATENCY_MS, bare_client, start_server
+from loopback import BARE_BODY, LATENCY_MS, bare_client, start_server
 from redline.cases import load_suites
 from redline.config import parse_config
 from redline.runner import RunOptions, run_suites
@@ -65,16 +65,6 @@ def write_project(root: Path, url: str, cases: int, samples: int, concurrency: i
     for n in range(cases):
         (suite / f"case-{n:04d}.yaml").write_text(_CASE.format(n=n), encoding="utf-8")
     return suite
-
-
-BARE_BODY: dict[str, object] = {
-    "model": "fake-model-2025-01-01",
-    "messages": [
-        {"role": "system", "content": "Extract the invoice as JSON."},
-        {"role": "user", "content": "MODE:json Invoice 1 from PT Sinar Jaya"},
-    ],
-    "seed": 1,
-}
 
 
 def main() -> None:

@@ -40,8 +40,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bench_runner import BARE_BODY, KEY_ENV, write_project
-from loopback import LATENCY_MS, ROOT, bare_client, start_server
+from bench_runner import KEY_ENV, write_project
+from loopback import BARE_BODY, LATENCY_MS, ROOT, bare_client, start_server
 
 BIN = Path(sys.executable).parent
 REDLINE = str(BIN / "redline")
@@ -219,8 +219,7 @@ def bench_yaml(url: str) -> None:
 _BARE_PROCESS = """
 import asyncio, sys
 sys.path.insert(0, {bench!r})
-from loopback import bare_client
-from bench_runner import BARE_BODY
+from loopback import BARE_BODY, bare_client
 floor = asyncio.run(bare_client({url!r}, BARE_BODY, {total}, {concurrency}))
 print(floor.requests)
 """

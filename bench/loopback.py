@@ -15,6 +15,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LATENCY_MS = 50.0
 
+#: What the bare client posts: a request like the runner benchmark's (MODE:json answers).
+BARE_BODY: dict[str, object] = {
+    "model": "fake-model-2025-01-01",
+    "messages": [
+        {"role": "system", "content": "Extract the invoice as JSON."},
+        {"role": "user", "content": "MODE:json Invoice 1 from PT Sinar Jaya"},
+    ],
+    "seed": 1,
+}
+
 
 def start_server(latency_ms: float = LATENCY_MS) -> tuple[subprocess.Popen[str], str]:
     """tests/servers.py in a child process (so its CPU is not ours); returns it and its URL."""
