@@ -8,11 +8,12 @@ dependencies redline never installs). Any other GGUF file is accepted as
 
 One model instance per (file, threads, context, slots) is loaded lazily, once
 per process. It decodes several samples at once: llama.cpp's parallel slots with
-continuous batching put every running sample's next token into one batch, which
-costs little more than one sample's token on a CPU (a 135M model is bound by
-per-step overhead and memory, not arithmetic). `parallel` slots (default: two
-per core) are as many samples as the runner keeps in flight; each slot has its
-own `n_ctx` tokens of context.
+continuous batching put every running sample's next token into one batch, so a
+decoding step serves several samples for little more than the cost of one (a
+135M model is bound by per-step overhead and memory, not arithmetic; tokens/s at
+1, 2 and 4 slots: bench/bench_speed.py). `parallel` slots (default: two per
+core) are as many samples as the runner keeps in flight; each slot has its own
+`n_ctx` tokens of context, so memory grows with the slots.
 """
 
 from __future__ import annotations
