@@ -397,12 +397,15 @@ def bench_semantic() -> None:
 # --- embedded model -------------------------------------------------------------
 
 
-def bench_slots() -> None:
+def bench_slots(repeat: int) -> None:
+    """Tokens/s with 1, 2 and 4 slots, each busy with 2 samples per slot; the slot counts
+    take turns, `repeat` rounds, so a change in the machine's load hits them alike."""
     from redline.completion import ChatRequest
     from redline.config import parse_config
     from redline.providers import make_provider
+    from redline.providers.base import Provider
 
-    rates = {}
+    providers: dict[int, Provider] = {}
     for slots in (1, 2, 4):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "redline.toml"
@@ -412,32 +415,37 @@ def bench_slots() -> None:
                 encoding="utf-8",
             )
             config = parse_config(path)
-        provider = make_provider(config.model("local"), config)
-        request = ChatRequest(
-            model="local",
-            system="You are a helpful assistant.",
-            user="Tell a short story about a lighthouse keeper.",
-            max_tokens=64,
-            temperature=1.0,
+        providers[slots] = make_provider(config.model("local"), config)
+    request = ChatRequest(
+        model="local",
+        system="You are a helpful assistant.",
+        user="Tell a short story about a lighthouse keeper.",
+        max_tokens=64,
+        temperature=1.0,
+    )
+
+    async def rate(provider: Provider, count: int) -> float:
+        started = time.perf_counter()
+        done = await asyncio.gather(
+            *(provider.complete(replace(request, seed=s)) for s in range(count))
         )
+        return sum(c.output_tokens or 0 for c in done) / (time.perf_counter() - started)
 
-        async def batch(count: int) -> tuple[float, int]:
-            started = time.perf_counter()
-            done = await asyncio.gather(
-                *(provider.complete(replace(request, seed=s)) for s in range(count))  # noqa: B023
-            )
-            return time.perf_counter() - started, sum(c.output_tokens or 0 for c in done)
-
-        asyncio.run(batch(1))  # load the model
-        wall, tokens = asyncio.run(batch(2 * slots))
-        rates[slots] = tokens / wall
-    for slots, rate in rates.items():
+    for provider in providers.values():
+        asyncio.run(rate(provider, 1))  # load the model
+    rates: dict[int, list[float]] = {slots: [] for slots in providers}
+    for _ in range(repeat):
+        for slots, provider in providers.items():
+            rates[slots].append(asyncio.run(rate(provider, 2 * slots)))
+    one = statistics.median(rates[1])
+    for slots, measured in rates.items():
+        median = statistics.median(measured)
         report(
             f"local model, {slots} slot(s)",
-            f"{rate:.1f} tok/s",
+            f"{median:.1f} tok/s",
             "more with slots",
-            f"1 slot {rates[1]:.1f} tok/s",
-            None if slots == 1 else rate > rates[1],
+            f"1 slot {one:.1f} tok/s",
+            None if slots == 1 else median > one,
         )
 
 
@@ -498,7 +506,7 @@ def main() -> None:
         ("whole", lambda: bench_whole_run(url, args.repeat)),
         ("memory", lambda: bench_memory(url, args.memory_samples)),
         ("semantic", bench_semantic),
-        ("model", bench_slots),
+        ("model", lambda: bench_slots(args.repeat)),
         ("model", bench_quickstart),
     ]
     try:
