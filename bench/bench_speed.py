@@ -482,7 +482,7 @@ def main() -> None:
     parser.add_argument("--skip-model", action="store_true", help="no embedded-model figures")
     parser.add_argument(
         "--only",
-        choices=["http", "startup", "whole", "memory", "semantic", "model"],
+        choices=["http", "startup", "whole", "memory", "semantic", "slots", "quickstart"],
         action="append",
         help="run only these sections (repeatable)",
     )
@@ -492,9 +492,11 @@ def main() -> None:
         mentions_probe()
         return
     os.environ[KEY_ENV] = "bench-key"
-    sections = set(args.only or ["http", "startup", "whole", "memory", "semantic", "model"])
+    sections = set(
+        args.only or ["http", "startup", "whole", "memory", "semantic", "slots", "quickstart"]
+    )
     if args.skip_model:
-        sections.discard("model")
+        sections -= {"slots", "quickstart"}
     print(f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"  {'figure':<34} {'measured':>14}  {'target':<18} {'floor (same run)':<30}")
     server, url = start_server()
@@ -506,8 +508,8 @@ def main() -> None:
         ("whole", lambda: bench_whole_run(url, args.repeat)),
         ("memory", lambda: bench_memory(url, args.memory_samples)),
         ("semantic", bench_semantic),
-        ("model", lambda: bench_slots(args.repeat)),
-        ("model", bench_quickstart),
+        ("slots", lambda: bench_slots(args.repeat)),
+        ("quickstart", bench_quickstart),
     ]
     try:
         for section, step in steps:
