@@ -116,16 +116,21 @@ class _LazyCommands(_SubParsers):
         super().__call__(parser, namespace, values, option_string)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `redline` parser; a subcommand's own options load when it is parsed."""
+def build_parser(*, every_command: bool = False) -> argparse.ArgumentParser:
+    """The `redline` parser; a subcommand's own options load when it is parsed, or all of
+    them now with `every_command` (for tools that walk the whole tree: tests, docs)."""
     parser = _Parser(
         prog="redline",
         description="Prompt-regression testing: rates, evidence, triage.",
     )
     parser.add_argument("--version", action="version", version=f"redline {__version__}")
-    parser.add_subparsers(
+    commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", parser_class=_Parser, action=_LazyCommands
     )
+    if every_command:
+        assert isinstance(commands, _LazyCommands)
+        for name in COMMANDS:
+            commands.load(name)
     return parser
 
 
