@@ -25,7 +25,6 @@ from redline.store import RunStore
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     export = sub.add_parser(
         "export",
-        help=f"write a run as {RESULTS_FILE} + {SAMPLES_FILE}",
         description=f"Write a stored run to DIR as {RESULTS_FILE} (summary, cases, manifest) "
         f"and {SAMPLES_FILE} (every raw sample with its assertion results).",
     )
@@ -40,7 +39,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     export.set_defaults(handler=_export)
     load = sub.add_parser(
         "import",
-        help="load exported runs (CI artifacts: folders or zips) into the local store",
         description="Load runs into the local store from `redline export` folders, zips of "
         "them (a CI artifact as downloaded), or folders holding several of either. One "
         "export whose run is already stored is refused; among several, stored runs are "

@@ -29,7 +29,6 @@ DEFAULT_WORKFLOW = WORKFLOW_FILE.rsplit("/", 1)[-1]
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "pull",
-        help="import last nights' runs from CI artifacts (GitHub Actions)",
         description="List the workflow's finished runs on GitHub Actions, download the "
         "artifacts holding `redline export`s (results.json + samples.jsonl) and import every "
         "run the local store lacks. Running it again imports nothing twice. Token from "

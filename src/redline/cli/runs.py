@@ -22,7 +22,6 @@ _RESULT_STYLES = {"green": "green", "red": "bold red", "inconclusive": "yellow"}
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "runs",
-        help="list stored runs, newest first",
         description="List the runs in the local store, newest first: id, start time, kind "
         "(run, rerun, replay; with its parent), status, result, case counts, model and git "
         "commit. Copy an id into `redline show`, `compare` or `triage`.",

@@ -46,7 +46,6 @@ STATUS_STYLES = {
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "show",
-        help="print a stored run, or one case's raw samples",
         description="Print a run's case results, or every sample of one case with its "
         "verdict, assertion results and raw output (escaped, never interpreted).",
     )

@@ -24,7 +24,6 @@ from redline.store import RunStore
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "triage",
-        help="walk a red run case by case: rerun, outputs, history",
         description="Open the triage app on RUN_ID (default: the latest red run, else the "
         "latest run). Per failing case: rerun on the unchanged prompt, read the raw outputs, "
         "read the pass-count history; then raise samples, retire, loosen or accept a baseline.",
