@@ -25,6 +25,7 @@ from redline.completion import Completion
 from redline.errors import Problem
 from redline.templates import fill
 from redline.verdicts import AssertionStatus
+from redline.words import words as split_words
 from redline.yamlsource import FILE_REF, Node, read_verbatim, type_name
 
 if TYPE_CHECKING:
@@ -104,8 +105,8 @@ class Sample:
 
     @property
     def words(self) -> list[str]:
-        """Whitespace-separated words of the output."""
-        return self.cached("words", lambda s: s.text.split())
+        """The output's words by `redline.words` (each CJK/Thai character is a word)."""
+        return self.cached("words", lambda s: split_words(s.text))
 
     def cached(self, key: str, compute: Callable[[Sample], T]) -> T:
         """`compute(self)` once per sample under `key` (use a module-specific prefix)."""
