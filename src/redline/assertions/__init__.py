@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from redline.assertions import deterministic, heuristic, python_expr, refusal
+from redline.assertions import deterministic, heuristic, numbers, python_expr, refusal
 from redline.assertions.base import (
     LAYER_1,
     LAYER_2,
@@ -28,7 +28,7 @@ from redline.assertions.refusal import REFUSAL_PHRASES, detect_refusal
 #: Modules that register more assertion types when present.
 OPTIONAL_MODULES = ("redline.assertions.semantic", "redline.assertions.judge")
 
-_BUILTIN_MODULES = (deterministic, heuristic, python_expr, refusal)
+_BUILTIN_MODULES = (deterministic, heuristic, numbers, python_expr, refusal)
 
 
 def load_optional_types() -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
@@ -68,17 +68,20 @@ class Sample:
     between assertions (`json`, `words`, and `cached` for anything else).
     """
 
-    __slots__ = ("_cache", "case_id", "completion", "vars")
+    __slots__ = ("_cache", "case_id", "completion", "peers", "vars")
 
     def __init__(
         self,
         completion: Completion,
         vars: Mapping[str, str] | None = None,
         case_id: str = "",
+        peers: Sequence[Assertion] = (),
     ) -> None:
         self.completion = completion
         self.vars: Mapping[str, str] = vars if vars is not None else {}
         self.case_id = case_id
+        #: Every assertion of the case, so model-backed checks can ask about all at once.
+        self.peers: Sequence[Assertion] = peers
         self._cache: dict[str, Any] = {}
 
     @property
@@ -227,6 +230,7 @@ class Spec:
         case_vars: Mapping[str, str] | None = None,
         config: Config | None = None,
         display: Callable[[Path], str] = str,
+        probe_backends: bool = True,
     ) -> None:
         self.type_name = type_name
         self.node = node
@@ -235,6 +239,10 @@ class Spec:
         self.case_vars: Mapping[str, str] = case_vars or {}
         self.config = config
         self.display = display
+        #: Whether a model-backed type must find its backend now (case files: yes, so a run
+        #: never starts with a check nobody can answer; `assert_behavior`: no, it reports
+        #: the check as unavailable when it runs).
+        self.probe_backends = probe_backends
         self.problems: list[Problem] = []
         #: Files this assertion reads (schemas, sources): part of the case hash.
         self.files: list[Path] = []

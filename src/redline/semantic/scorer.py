@@ -21,7 +21,6 @@ import numpy as np
 
 from redline.semantic.calibration import Calibration, concept_floors, load_calibration, shipped_set
 from redline.semantic.embeddings import Embeddings, Role, Vectors, load_embeddings
-from redline.semantic.sentences import split_sentences
 from redline.semantic.settings import SemanticSettings
 from redline.semantic.tones import (
     COURTESY_TONES,
@@ -30,6 +29,7 @@ from redline.semantic.tones import (
     load_tones,
     requestable_tones,
 )
+from redline.sentences import split_sentences
 
 #: Default calibrated score a mention needs (0.5 = the backend's calibrated threshold).
 DEFAULT_MENTION_THRESHOLD = 0.5
