@@ -229,6 +229,17 @@ class ModelChecker:
         self.max_tokens = max_tokens
         #: Calls made (answers not found in the cache), for reports and tests.
         self.calls = 0
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+
+    def _one_at_a_time(self, text: str) -> threading.Lock:
+        """One lock per output text: samples with the same output wait for one answer
+        instead of asking in parallel."""
+        key = _key(text)
+        with self._locks_lock:
+            if len(self._locks) > 4096:
+                self._locks.clear()
+            return self._locks.setdefault(key, threading.Lock())
 
     @property
     def name(self) -> str:
@@ -236,6 +247,10 @@ class ModelChecker:
 
     def concepts(self, text: str, concepts: Sequence[str]) -> dict[str, ConceptAnswer]:
         """Present/absent with evidence for each concept; the uncached ones in one call."""
+        with self._one_at_a_time(text):
+            return self._concepts(text, concepts)
+
+    def _concepts(self, text: str, concepts: Sequence[str]) -> dict[str, ConceptAnswer]:
         answers: dict[str, ConceptAnswer] = {}
         missing: list[str] = []
         for concept in dict.fromkeys(concepts):
@@ -261,6 +276,10 @@ class ModelChecker:
         """Per hypothesis sentence: entailed / contradicted / not-in-source, in one call."""
         if not hypotheses:
             return []
+        with self._one_at_a_time(premise + "\x00" + "\n".join(hypotheses)):
+            return self._entailments(premise, hypotheses)
+
+    def _entailments(self, premise: str, hypotheses: Sequence[str]) -> list[Entailment]:
         claims = "\n".join(hypotheses)
         key = _key(self.model.id, "entailment", claims, premise)
         stored = self.cache.get(key)
