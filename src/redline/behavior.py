@@ -34,6 +34,7 @@ from redline.assertions.base import Assertion, Check, Sample, Spec, assertion_ty
 from redline.completion import Completion, FinishReason
 from redline.config import Config, load_config
 from redline.semantic.scorer import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
+from redline.textsafe import one_line
 from redline.verdicts import AssertionStatus
 from redline.yamlsource import load_text
 
@@ -124,11 +125,11 @@ class BehaviorAssertion:
         params: dict[str, Any] = {"value": source}
         if backend is not None:
             params["backend"] = backend
-        return self._run("grounded-in", _short(source), params)
+        return self._run("grounded-in", one_line(source), params)
 
     def numbers_from(self, source: str) -> Self:
         """Every number, amount, digit date and quote of the output appears in `source`."""
-        return self._run("numbers-from", _short(source), {"value": source})
+        return self._run("numbers-from", one_line(source), {"value": source})
 
     def is_json(self, schema: Mapping[str, Any] | str | Path | None = None) -> Self:
         """The whole output is JSON, valid against `schema` (a dict or a JSON file) if given."""
@@ -291,11 +292,6 @@ def _read_golden(golden: str | Path | None) -> str | None:
     if isinstance(golden, Path):
         return golden.read_text(encoding="utf-8")
     return golden
-
-
-def _short(text: str, limit: int = 40) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 __all__ = [

@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 
 from redline.assertions.base import COST_REGEX, Assertion, Check, Sample, Spec, register
 from redline.sentences import split_sentences
+from redline.textsafe import one_line
 
 _NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,]\d+)*")
 _QUOTES = (("“", "”"), ('"', '"'), ("«", "»"), ("「", "」"), ("『", "』"), ("„", "“"))
@@ -118,11 +119,6 @@ def has_literal(sentence: str) -> bool:
     return bool(_NUMBER.search(sentence) or _quoted(sentence))
 
 
-def _short(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 @register("numbers-from")
 class NumbersFrom(Assertion):
     """Every number, amount, digit date and quoted span of the output appears in SOURCE
@@ -143,14 +139,16 @@ class NumbersFrom(Assertion):
         return None if source is None else cls(spec, source)
 
     def describe(self) -> str:
-        return f"numbers-from {_short(self.source, 40)!r}"
+        return f"numbers-from {one_line(self.source, 40)!r}"
 
     def check(self, sample: Sample) -> Check:
         missing = sample.cached(
             f"numbers-from:{id(self)}", lambda s: ungrounded_literals(s.text, self.source)
         )
         if missing:
-            listed = "; ".join(f"{m.kind} {m.text!r} in {_short(m.sentence)!r}" for m in missing)
+            listed = "; ".join(
+                f"{m.kind} {m.text!r} in {one_line(m.sentence, 80)!r}" for m in missing
+            )
             return Check.fail(f"not in the source: {listed}", 0.0, 1.0)
         found = sum(1 for s in split_sentences(sample.text) if has_literal(s))
         if not found:

@@ -35,6 +35,7 @@ from redline.semantic.settings import (
     semantic_settings,
 )
 from redline.semantic.tones import load_tones, requestable_tones
+from redline.textsafe import one_line
 from redline.yamlsource import did_you_mean
 
 
@@ -321,15 +322,10 @@ class GroundedIn(_Semantic):
         return cls(spec, settings, backend, source)
 
     def describe(self) -> str:
-        return f"grounded-in {_short(self.source)!r}"
+        return f"grounded-in {one_line(self.source)!r}"
 
     def check(self, sample: Sample) -> Check:
         return grounding_check(sample.text, self.source, self.settings, self.backend, self.config)
-
-
-def _short(text: str, limit: int = 40) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def grounding_check(
@@ -380,7 +376,7 @@ def _grounding_verdict(report: Grounding) -> Check:
     if weakest is None:
         return Check.ok(f"no claim to check{note}")
     spans = [
-        f"{_short(s.sentence, 60)!r} ← {_short(s.entailment.span, 60)!r}"
+        f"{one_line(s.sentence, 60)!r} ← {one_line(s.entailment.span, 60)!r}"
         for s in report.sentences
         if s.entailment is not None and s.entailment.span
     ]
@@ -395,7 +391,7 @@ def _grounding_verdict(report: Grounding) -> Check:
 
 def _claim(sentence: str, entailment: Entailment) -> str:
     label = "not in the source" if entailment.label == "neutral" else entailment.label
-    text = f"{_short(sentence, 80)!r} is {label} (entailment {entailment.entailment:.2f})"
+    text = f"{one_line(sentence, 80)!r} is {label} (entailment {entailment.entailment:.2f})"
     if entailment.span:
-        text += f", source says {_short(entailment.span, 80)!r}"
+        text += f", source says {one_line(entailment.span, 80)!r}"
     return text
