@@ -161,13 +161,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--local", action="store_true", help="also run the local SmolLM2 checker")
     parser.add_argument("--local-limit", type=int, help="items per language for --local")
+    parser.add_argument("--local-only", action="store_true", help="run only the local checker")
     args = parser.parse_args()
     mentions, grounding = load_set()
     print(f"evaluation set: {len(mentions)} mentions items, {len(grounding)} grounding items")
 
+    if not args.local_only:
+        other_backends(mentions, grounding)
+    if args.local or args.local_only:
+        config = load_config(ROOT)
+        local = load_checker("local", config, None)
+        checker_backend(
+            f"checker {local.model.id} (local)",
+            local,
+            first_per_language(mentions, args.local_limit),
+            first_per_language(grounding, args.local_limit),
+        )
+
+
+def other_backends(mentions: list[Item], grounding: list[Item]) -> None:
     embeddings_backend(mentions)
     nli_backend(grounding)
-
     with LoopbackLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
         server.responder = ScriptedChecker()
         os.environ.setdefault("REDLINE_LOOPBACK_KEY", "bench-key")
@@ -179,16 +193,6 @@ def main() -> None:
             checker,
             mentions,
             grounding,
-        )
-
-    if args.local:
-        config = load_config(ROOT)
-        local = load_checker("local", config, None)
-        checker_backend(
-            f"checker {local.model.id} (local)",
-            local,
-            first_per_language(mentions, args.local_limit),
-            first_per_language(grounding, args.local_limit),
         )
 
 
