@@ -44,6 +44,8 @@ from redline.semantic.nli import CONTRADICTION, ENTAILMENT, NEUTRAL, Entailment
 from redline.templates import fill
 
 M = TypeVar("M", bound=BaseModel)
+_TOKENS_BASE = 64
+_TOKENS_PER_ITEM = 160
 
 
 class _Strict(BaseModel):
@@ -262,7 +264,7 @@ class ModelChecker:
         if missing:
             listed = "\n".join(f"{i}. {c}" for i, c in enumerate(missing, 1))
             user = f"Concepts:\n{listed}\n\nText:\n<<<\n{text}\n>>>"
-            answer = self._ask(CONCEPTS_SYSTEM, user, ConceptsAnswer)
+            answer = self._ask(CONCEPTS_SYSTEM, user, ConceptsAnswer, len(missing))
             items = _by_index(answer.concepts, len(missing), "concept")
             for i, concept in enumerate(missing, 1):
                 stored = {"present": items[i].present, "evidence": items[i].evidence}
@@ -287,7 +289,7 @@ class ModelChecker:
         if stored is None:
             listed = "\n".join(f"{i}. {h}" for i, h in enumerate(hypotheses, 1))
             user = f"Source:\n<<<\n{premise}\n>>>\n\nSentences:\n{listed}"
-            answer = self._ask(ENTAILMENT_SYSTEM, user, SentencesAnswer)
+            answer = self._ask(ENTAILMENT_SYSTEM, user, SentencesAnswer, len(hypotheses))
             items = _by_index(answer.sentences, len(hypotheses), "sentence")
             stored = {
                 "sentences": [
@@ -319,14 +321,16 @@ class ModelChecker:
             concept, bool(stored["present"]), evidence, found, self.model.id, cached
         )
 
-    def _ask(self, system: str, user: str, answer: type[M]) -> M:
+    def _ask(self, system: str, user: str, answer: type[M], items: int) -> M:
         schema = answer.model_json_schema()
         filled, _ = fill(system, {"schema": json.dumps(schema, sort_keys=True)})
         request = ChatRequest(
             model=self.model.name,
             system=filled,
             user=user,
-            max_tokens=self.max_tokens,
+            # Room for each item's quote, not more: a model that loops inside a string
+            # is cut (and reported malformed) quickly instead of at a large budget.
+            max_tokens=min(self.max_tokens, _TOKENS_BASE + _TOKENS_PER_ITEM * items),
             temperature=0.0,
             response_schema=schema,
         )
