@@ -31,9 +31,9 @@ from jsonschema.validators import validator_for
 
 from redline.assertions import deterministic, load_optional_types
 from redline.assertions.base import Assertion, Check, Sample, Spec, assertion_type
+from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
 from redline.completion import Completion, FinishReason
 from redline.config import Config, load_config
-from redline.semantic.scorer import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
 from redline.textsafe import one_line
 from redline.verdicts import AssertionStatus
 from redline.yamlsource import load_text

@@ -16,18 +16,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from redline.assertions.base import COST_MODEL, LAYER_2, Assertion, Check, Sample, Spec, register
+from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
 from redline.config import Config
 from redline.errors import ConfigError
 from redline.semantic.checker import ModelChecker, load_checker
 from redline.semantic.embeddings import BackendUnavailable
 from redline.semantic.grounding import ENTAILMENT_THRESHOLD, Entailer, Grounding, check_grounding
 from redline.semantic.nli import Entailment, load_nli
-from redline.semantic.scorer import (
-    DEFAULT_MENTION_THRESHOLD,
-    DEFAULT_TONE_MARGIN,
-    SemanticScorer,
-    semantic_scorer,
-)
+from redline.semantic.scorer import SemanticScorer, semantic_scorer
 from redline.semantic.settings import (
     CONCEPT_BACKENDS,
     ENTAILMENT_BACKENDS,
@@ -137,7 +133,6 @@ class _Semantic(Assertion):
 
 
 class _Concept(_Semantic):
-    keys = frozenset({"value", "threshold", "backend"})
     negated = False
 
     def __init__(
@@ -218,8 +213,6 @@ class Mentions(_Concept):
     """The output talks about CONCEPT (a negation such as "we cannot refund" talks about
     refunds): by the embeddings, its best sentence scores at least `threshold` (0-1)."""
 
-    looser_when = "lower"
-
 
 @register("not-mentions")
 class NotMentions(_Concept):
@@ -227,16 +220,12 @@ class NotMentions(_Concept):
     against a topic coming up (a competitor, a lawsuit), not against a wrong policy answer:
     "we do not offer refunds" mentions refunds; use grounded-in for what is claimed."""
 
-    looser_when = "higher"
     negated = True
 
 
 @register("tone")
 class Tone(_Semantic):
     """The output's tone is TONE, leading the runner-up tone by `margin` (backend-scaled)."""
-
-    keys = frozenset({"value", "margin"})
-    looser_when = "lower"
 
     def __init__(self, spec: Spec, settings: SemanticSettings, tone: str, margin: float) -> None:
         super().__init__(spec, settings, "embeddings")
@@ -290,9 +279,6 @@ class GroundedIn(_Semantic):
     backend is a local NLI model or the pinned checker model (`backend: nli` /
     `backend: model`); numbers, dates and quotes are `numbers-from`'s job.
     """
-
-    keys = frozenset({"value", "backend", "nli"})
-    looser_when = None
 
     def __init__(self, spec: Spec, settings: SemanticSettings, backend: str, source: str) -> None:
         super().__init__(spec, settings, backend)
