@@ -69,6 +69,7 @@ import struct
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -138,6 +139,9 @@ class LoopbackLLMServer:
         self._flaky: Counter[tuple[str, str]] = Counter()
         self._httpd = _Server(("127.0.0.1", port), _Handler)
         self._httpd.owner = self
+        #: A scripted model: (system, user) → the answer text, or None for the usual modes.
+        #: It answers only requests that would otherwise get the default `json` answer.
+        self.responder: Callable[[str, str], str | None] | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -186,6 +190,7 @@ class LoopbackLLMServer:
             self._attempts.clear()
             self._flaky.clear()
         self.latency_ms = 0.0
+        self.responder = None
 
     @property
     def requests(self) -> list[ReceivedRequest]:
@@ -306,7 +311,10 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "slow":
             extra_ms = (extra_ms or DEFAULT_SLOW_MS) if fault else 0.0
             effective = "json"
-        reply = _reply(api, effective, body, text, tokens, flaky, _credentials(headers))
+        scripted = None
+        if owner.responder is not None and effective == "json" and api != "embeddings":
+            scripted = owner.responder(_system_text(api, body), text)
+        reply = _reply(api, effective, body, text, tokens, flaky, _credentials(headers), scripted)
         owner._log(
             ReceivedRequest(
                 at=arrived,
@@ -374,6 +382,18 @@ def _user_text(api: str, body: Any) -> str:
     return ""
 
 
+def _system_text(api: str, body: Any) -> str:
+    if not isinstance(body, dict):
+        return ""
+    if api == "anthropic":
+        return _content_text(body.get("system", ""))
+    messages = body.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        if isinstance(message, dict) and message.get("role") == "system":
+            return _content_text(message.get("content"))
+    return ""
+
+
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -394,6 +414,7 @@ def _reply(
     tokens: dict[str, str],
     flaky: int,
     credentials: str,
+    scripted: str | None = None,
 ) -> _Reply:
     if api == "embeddings":
         return _embeddings(body)
@@ -437,7 +458,7 @@ def _reply(
     elif mode == "refusal-stop":
         content, refusal = "", REFUSAL_TEXT
     else:
-        content = VALID_JSON
+        content = VALID_JSON if scripted is None else scripted
     model = body.get("model", "") if isinstance(body, dict) else ""
     prompt_tokens = len(
         json.dumps(body.get("messages", "") if isinstance(body, dict) else "").split()

@@ -506,7 +506,8 @@ def test_layer_2_runs_only_after_layer_1_passed(tmp_path: Path, probe: type[_Pro
 
     offline = evaluate_sample(case, done("offline"))
     assert offline.results[0].status is AssertionStatus.UNAVAILABLE
-    assert offline.verdict is Verdict.OK
+    # A check nobody could answer never counts as passed: the sample is infrastructure noise.
+    assert offline.verdict is Verdict.TRANSPORT
     assert probe.calls == 2
 
 
@@ -555,3 +556,21 @@ def test_distinct_n_matches_its_definition_for_every_n(n: int) -> None:
     words = text.lower().split()
     grams = [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
     assert distinct_n(text, n) == len(set(grams)) / len(grams)
+
+
+def test_numbers_from_is_layer_1_and_names_what_it_could_not_find(tmp_path: Path) -> None:
+    case = case_with(
+        tmp_path,
+        "- type: numbers-from\n  value: file://order.txt\n",
+        files={"order.txt": "Pesanan 4412: total Rp180.000, dikirim 12 Maret. 退款将在5天内到账。"},
+    )
+    [numbers] = case.assertions
+    assert numbers.layer == 1
+    reformatted = evaluate_sample(case, done("Total 180 ribu untuk pesanan 4412; 5天内退款。"))
+    assert reformatted.verdict is Verdict.OK, reformatted.results[0].reason
+    invented = evaluate_sample(case, done("Total Rp185.000, dikirim 13 Maret."))
+    assert invented.verdict is Verdict.WRONG
+    reason = invented.results[0].reason
+    assert "'185.000'" in reason and "'13'" in reason
+    nothing = evaluate_sample(case, done("Terima kasih sudah menunggu."))
+    assert "no number, date or quote" in nothing.results[0].reason

@@ -22,7 +22,7 @@ def test_a_passing_chain_returns_itself_at_every_step() -> None:
     chain = assert_behavior(REPLY)
     assert chain.mentions("refund") is chain
     chain.not_mentions("password reset").tone("apologetic").max_words(40).not_degenerate()
-    chain.grounded_in(POLICY, nli=False)
+    chain.numbers_from(POLICY)
     assert [r.status for r in chain.results] == [AssertionStatus.PASSED] * 7
 
 
@@ -43,7 +43,7 @@ def test_check_behavior_runs_everything_and_raises_once() -> None:
         check_behavior(REPLY)
         .mentions("password reset")
         .tone("enthusiastic")
-        .grounded_in("Refunds of $40 within 5 days.", nli=False)
+        .numbers_from("Refunds of $40 within 5 days.")
         .max_words(5)
         .mentions("refund")
     )
@@ -94,9 +94,9 @@ def test_missing_nli_model_is_unavailable_not_a_pass() -> None:
         assert_behavior(REPLY).grounded_in(POLICY)
 
 
-def test_invented_number_fails_even_without_a_model() -> None:
+def test_invented_number_fails_without_any_model() -> None:
     with pytest.raises(AssertionError, match="'54'"):
-        assert_behavior(REPLY.replace("$45", "$54")).grounded_in(POLICY)
+        assert_behavior(REPLY.replace("$45", "$54")).numbers_from(POLICY)
 
 
 def test_bad_arguments_are_errors_not_failures() -> None:

@@ -43,7 +43,9 @@ PROV = {"ticket": "SUP-1", "reported": "2026-01-05", "note": "customer complaint
 def base_tree() -> Tree:
     return {
         "pyproject.toml": '[project]\nname = "demo"\nversion = "1"\n\n'
-        '[tool.redline.models]\nlocal = "local:smollm2-135m-instruct-q4_1"\n',
+        '[tool.redline.models]\nlocal = "local:smollm2-135m-instruct-q4_1"\n\n'
+        # grounded-in needs a backend that can answer: the pinned checker model.
+        '[tool.redline.semantic]\nchecker = "local"\n',
         "README.md": "demo\n",
         PROMPT: "You are a careful support agent.\n",
         f"{SUPPORT}/suite.yaml": {
@@ -132,7 +134,7 @@ def base_tree() -> Tree:
                 {"type": "regex", "value": "\\d+ EUR", "flags": "i"},
                 {"type": "regex", "value": "^Total: \\d+$"},
                 {"type": "distinct-n", "value": 0.6, "n": 2},
-                {"type": "grounded-in", "value": "Refunds within 30 days.", "nli": True},
+                {"type": "grounded-in", "value": "Refunds within 30 days.", "backend": "model"},
             ],
         },
         Q2: {
@@ -277,7 +279,9 @@ LOOSENINGS: dict[str, Edit] = {
         f"{SUPPORT}/fixtures/policy.txt", "Refunds within 30 days.\nShipping is free.\n"
     ),
     "grounded-in inline grown": at(C5, 3, "value", "Refunds within 30 days. Or 60."),
-    "grounded-in nli off": at(C5, 3, "nli", False),
+    "grounded-in replaced by numbers-from": lambda t: t[C5]["assert"].__setitem__(
+        3, {"type": "numbers-from", "value": "Refunds within 30 days."}
+    ),
     "regex changed": at(C5, 1, "value", "Total"),
     "regex anchors removed": at(C5, 1, "value", "Total: \\d+"),
     "regex ignore-case added": at(C5, 1, "flags", "i"),
@@ -350,7 +354,9 @@ SHOULD_PASS: dict[str, Edit] = {
         samples=10
     ),
     "assertion added": add(C1, {"type": "not-contains", "value": "guarantee"}),
-    "nli turned on explicitly": at(C5, 3, "nli", True),
+    "numbers-from added beside grounded-in": add(
+        C5, {"type": "numbers-from", "value": "Refunds within 30 days."}
+    ),
     "expect_refusal on": top(C2, "expect_refusal", True),
     "schema required property added": schema(lambda s: s["required"].append("mood")),
     "schema enum narrowed": schema(lambda s: s["properties"]["mood"]["enum"].remove("sorry")),

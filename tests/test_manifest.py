@@ -7,6 +7,7 @@ from casefiles import CASE_HEAD, write_suite
 from redline import __version__
 from redline.cases import Suite, load_suite
 from redline.manifest import case_hash, suite_manifest
+from redline.words import COUNTING_RULE
 
 SCHEMA = '{"type": "object"}'
 CASE_A = (
@@ -30,6 +31,7 @@ def test_manifest_lists_every_input(tmp_path: Path) -> None:
     assert sorted(manifest) == [
         "@model",
         "@redline",
+        "@word-counting",
         "demo/@prompt.system",
         "demo/@prompt.user",
         "demo/a.yaml",
@@ -41,6 +43,7 @@ def test_manifest_lists_every_input(tmp_path: Path) -> None:
     ]
     assert manifest["@model"] == "local:smollm2-135m-instruct-q4_1"
     assert manifest["@redline"] == __version__
+    assert manifest["@word-counting"] == COUNTING_RULE
     assert manifest["demo/schemas/s.json"] == hashlib.sha256(SCHEMA.encode()).hexdigest()
 
 

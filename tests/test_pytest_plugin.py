@@ -19,7 +19,7 @@ pytest_plugins = ["pytester"]
 _SHARED_MODULES = (redline.behavior, redline.providers)
 
 RELATED = "Your refund of $45 has been issued to your card."
-WEAKER = "You will get your money back within a week."
+WEAKER = "The money you paid will be returned to your card."
 UNRELATED = "Our autumn collection arrives next week."
 
 BEHAVIOUR_TEST = """
@@ -147,10 +147,10 @@ def test_pytest_html_gets_assertion_and_target_columns(pytester: pytest.Pytester
     pytest.importorskip("pytest_html")
     pytester.makepyfile(
         test_html=f"""
-        from redline import assert_behavior
+        from redline import check_behavior
 
         def test_html():
-            assert_behavior("{RELATED}").mentions("refund <b>now</b>").max_words(50)
+            check_behavior("{RELATED}").mentions("refund <b>now</b>").max_words(50).verify()
         """
     )
     result = _run(pytester, "--html=report.html", "--self-contained-html")

@@ -126,7 +126,7 @@ def test_grounded_in_sends_premise_and_hypothesis_as_a_pair(contradiction_model:
     report = check_grounding(
         output,
         source,
-        nli=NLIBackend(recording, ID2LABEL, backend.name),
+        entailer=NLIBackend(recording, ID2LABEL, backend.name),
         scorer=semantic_scorer(SemanticSettings()),
     )
     assert recording.inputs == [{"text": source, "text_pair": "Refunds are supported."}]
@@ -134,7 +134,8 @@ def test_grounded_in_sends_premise_and_hypothesis_as_a_pair(contradiction_model:
     [failing] = report.not_entailed
     assert failing.entailment is not None and failing.entailment.label == "contradiction"
 
-    check = grounding_check(output, source, SemanticSettings(nli_model=str(contradiction_model)))
+    settings = SemanticSettings(nli_model=str(contradiction_model))
+    check = grounding_check(output, source, settings, "nli")
     assert check.status is AssertionStatus.FAILED
     assert "'Refunds are supported.' is contradiction" in check.reason
     assert "1 courtesy sentence(s) not required to be entailed" in check.reason
@@ -142,7 +143,7 @@ def test_grounded_in_sends_premise_and_hypothesis_as_a_pair(contradiction_model:
 
 def test_entailed_claims_pass(entailment_model: Path) -> None:
     settings = SemanticSettings(nli_model=str(entailment_model))
-    check = grounding_check("The order total is 45.", "Order total: 45.", settings)
+    check = grounding_check("The order total is 45.", "Order total: 45.", settings, "nli")
     assert check.status is AssertionStatus.PASSED
     assert check.score is not None and check.score > 0.9
 

@@ -25,8 +25,9 @@ UNAVAILABLE = AssertionResult(3, "mentions", AssertionStatus.UNAVAILABLE, "no mo
         (FinishReason.STOP, None, [FAILED_CONTENT, FAILED_SHAPE], False, False, Verdict.MALFORMED),
         (FinishReason.STOP, None, [FAILED_CONTENT, PASSED], False, False, Verdict.WRONG),
         (FinishReason.STOP, None, [PASSED], False, False, Verdict.OK),
-        # unavailable is neither a pass nor a fail
-        (FinishReason.STOP, None, [PASSED, UNAVAILABLE], False, False, Verdict.OK),
+        # a check nobody could answer is infrastructure noise, never a silent pass
+        (FinishReason.STOP, None, [PASSED, UNAVAILABLE], False, False, Verdict.TRANSPORT),
+        (FinishReason.STOP, None, [FAILED_CONTENT, UNAVAILABLE], False, False, Verdict.TRANSPORT),
         # an expected refusal is ok; its other assertions still count
         (FinishReason.STOP, None, [PASSED], True, True, Verdict.OK),
         (FinishReason.STOP, None, [FAILED_CONTENT], True, True, Verdict.WRONG),

@@ -38,6 +38,7 @@ from redline.errors import ConfigError, UsageError
 from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord, RunStatus, SampleRecord
 from redline.store import RunStore
 from redline.verdicts import CONTENT_VERDICTS, AssertionStatus, Verdict
+from redline.words import words
 
 BASELINE_FORMAT = 1
 DEFAULT_SCORE_DROP = 0.10
@@ -154,7 +155,7 @@ def choose_golden(samples: Sequence[SampleRecord]) -> SampleRecord | None:
     ok = sorted((s for s in samples if s.verdict is Verdict.OK), key=lambda s: s.index)
     if len(ok) <= 2:
         return ok[0] if ok else None
-    tokens = [s.output.split()[:_GOLDEN_TOKENS] for s in ok]
+    tokens = [words(s.output)[:_GOLDEN_TOKENS] for s in ok]
     totals = [0.0] * len(ok)
     matcher = difflib.SequenceMatcher(autojunk=False)
     for j in range(len(ok)):

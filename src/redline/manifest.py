@@ -15,9 +15,13 @@ from pathlib import Path
 from redline import __version__
 from redline.casemodel import SUITE_FILE
 from redline.cases import Case, Suite
+from redline.words import COUNTING_RULE
 
 MODEL_KEY = "@model"
 VERSION_KEY = "@redline"
+#: How words are counted (max-words, distinct-n): a change of the rule shows as a changed
+#: input of the run, so shifted word scores are never read as a model regression.
+WORD_COUNTING_KEY = "@word-counting"
 
 
 def _file_hash(path: Path) -> str:
@@ -36,8 +40,8 @@ def prompt_key(suite: Suite, part: str) -> str:
 def suite_manifest(suite: Suite, model_id: str) -> dict[str, str]:
     """Relative path → sha256 hex for every input of `suite`, plus prompt text, model, version.
 
-    `@model` and `@redline` hold the pinned model id and redline's version as
-    written (a hash of them would only hide what changed).
+    `@model`, `@redline` and `@word-counting` hold the pinned model id, redline's
+    version and the word-counting rule as written (a hash would only hide what changed).
     """
     base = suite.path.parent
     files = [suite.path / SUITE_FILE, *suite.prompt_files]
@@ -49,6 +53,7 @@ def suite_manifest(suite: Suite, model_id: str) -> dict[str, str]:
     manifest[prompt_key(suite, "user")] = _text_hash(suite.user_template)
     manifest[MODEL_KEY] = model_id
     manifest[VERSION_KEY] = __version__
+    manifest[WORD_COUNTING_KEY] = COUNTING_RULE
     return dict(sorted(manifest.items()))
 
 

@@ -46,3 +46,10 @@ def preview(text: str, width: int = 60) -> str:
     """A one-line escaped preview of `text`, cut to `width` characters with an ellipsis."""
     line = escape_output(text, keep_layout=False)
     return line if len(line) <= width else line[: max(0, width - 1)] + "…"
+
+
+def one_line(text: str, limit: int = 40) -> str:
+    """`text` with runs of whitespace as one space, cut to `limit` characters with an ellipsis
+    (sources, sentences and targets named in assertion reasons)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -84,8 +84,14 @@ def decide_verdict(
     (prose before the JSON, a banned phrase already written, a budget already spent, a
     token loop): then a cut-off output is judged on its content, because the cut did not
     hide the answer. Without it, truncation outranks every content verdict.
+
+    A check that could not be answered (its model backend failed or answered malformed)
+    makes the sample `transport`: like a failed request it is kept out of the content
+    numbers, so a run whose checks nobody could answer is inconclusive, never green.
     """
     if transport_error is not None:
+        return Verdict.TRANSPORT
+    if any(r.status is AssertionStatus.UNAVAILABLE for r in results):
         return Verdict.TRANSPORT
     if finish_reason is FinishReason.LENGTH and not settled:
         return Verdict.TRUNCATED

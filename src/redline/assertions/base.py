@@ -17,7 +17,7 @@ import importlib
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -27,6 +27,7 @@ from redline.completion import Completion
 from redline.errors import Problem
 from redline.templates import fill
 from redline.verdicts import AssertionStatus
+from redline.words import words as split_words
 from redline.yamlsource import FILE_REF, Node, read_verbatim, type_name
 
 if TYPE_CHECKING:
@@ -77,17 +78,20 @@ class Sample:
     between assertions (`json`, `words`, and `cached` for anything else).
     """
 
-    __slots__ = ("_cache", "case_id", "completion", "vars")
+    __slots__ = ("_cache", "case_id", "completion", "peers", "vars")
 
     def __init__(
         self,
         completion: Completion,
         vars: Mapping[str, str] | None = None,
         case_id: str = "",
+        peers: Sequence[Assertion] = (),
     ) -> None:
         self.completion = completion
         self.vars: Mapping[str, str] = vars if vars is not None else {}
         self.case_id = case_id
+        #: Every assertion of the case, so model-backed checks can ask about all at once.
+        self.peers: Sequence[Assertion] = peers
         self._cache: dict[str, Any] = {}
 
     @property
@@ -114,8 +118,8 @@ class Sample:
 
     @property
     def words(self) -> list[str]:
-        """Whitespace-separated words of the output."""
-        return self.cached("words", lambda s: s.text.split())
+        """The output's words by `redline.words` (each CJK/Thai character is a word)."""
+        return self.cached("words", lambda s: split_words(s.text))
 
     def cached(self, key: str, compute: Callable[[Sample], T]) -> T:
         """`compute(self)` once per sample under `key` (use a module-specific prefix)."""
@@ -236,6 +240,7 @@ class Spec:
         case_vars: Mapping[str, str] | None = None,
         config: Config | None = None,
         display: Callable[[Path], str] = str,
+        probe_backends: bool = True,
     ) -> None:
         self.type_name = type_name
         self.node = node
@@ -244,6 +249,10 @@ class Spec:
         self.case_vars: Mapping[str, str] = case_vars or {}
         self.config = config
         self.display = display
+        #: Whether a model-backed type must find its backend now (case files: yes, so a run
+        #: never starts with a check nobody can answer; `assert_behavior`: no, it reports
+        #: the check as unavailable when it runs).
+        self.probe_backends = probe_backends
         self.problems: list[Problem] = []
         #: Files this assertion reads (schemas, sources): part of the case hash.
         self.files: list[Path] = []

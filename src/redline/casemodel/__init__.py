@@ -170,13 +170,22 @@ def _text(
 
 
 def _semantic(
-    name: str, key: str, compare: Compare, default: float, maximum: float, summary: str
+    name: str,
+    key: str,
+    compare: Compare,
+    default: float,
+    maximum: float,
+    summary: str,
+    *,
+    backend: bool = False,
 ) -> AssertionModel:
-    """A concept or tone (`value`) and the bar a score must clear to count."""
+    """A concept or tone (`value`) and the bar a score must clear to count; `backend`
+    (embeddings / model) names who answers, an edit of it needs a reviewer."""
     bar = Param(key, Value.NUMBER, compare, default=default, minimum=0, maximum=maximum)
-    return AssertionModel(
-        name, (Param("value", Value.STRING, Compare.IDENTITY), bar), summary=summary
-    )
+    params: tuple[Param, ...] = (Param("value", Value.STRING, Compare.IDENTITY), bar)
+    if backend:
+        params += (Param("backend", Value.STRING, Compare.IDENTITY, default=None),)
+    return AssertionModel(name, params, summary=summary)
 
 
 _MODELS: dict[str, AssertionModel] = {}
@@ -241,7 +250,11 @@ for _model in (
         summary="the output is (value: true) or is not (false) a refusal",
     ),
     _budget("max-chars", "at most this many characters"),
-    _budget("max-words", "at most this many words"),
+    _budget(
+        "max-words",
+        "at most this many words (each CJK/Thai character is a word: redline.words; the "
+        "counting rule is recorded in every run's manifest, not in case files)",
+    ),
     _budget("max-tokens", "at most this many output tokens"),
     _budget("max-latency-ms", "answered within this many milliseconds"),
     _budget("max-cost", "cost at most this much"),
@@ -256,7 +269,7 @@ for _model in (
             Param("value", Value.NUMBER, Compare.FLOOR, minimum=0, maximum=1),
             Param("n", Value.INTEGER, Compare.IDENTITY, default=DEFAULT_DISTINCT_N, minimum=1),
         ),
-        summary="share of distinct word n-grams at least this",
+        summary="share of distinct word n-grams at least this (words as max-words counts them)",
     ),
     _semantic(
         "mentions",
@@ -264,7 +277,8 @@ for _model in (
         Compare.FLOOR,
         DEFAULT_MENTION_THRESHOLD,
         1,
-        "a sentence of the output is about the concept",
+        "a sentence of the output is about the concept (a negation still is)",
+        backend=True,
     ),
     _semantic(
         "not-mentions",
@@ -272,7 +286,8 @@ for _model in (
         Compare.CEILING,
         DEFAULT_MENTION_THRESHOLD,
         1,
-        "no sentence of the output is about the concept",
+        "no sentence of the output is about the concept, not even to deny it",
+        backend=True,
     ),
     _semantic(
         "tone",
@@ -283,12 +298,20 @@ for _model in (
         "the output's tone leads the runner-up by the margin",
     ),
     AssertionModel(
+        "numbers-from",
+        (Param("value", Value.TEXT, Compare.SOURCE),),
+        summary="every number, amount, digit date and quote of the output is in the source",
+    ),
+    AssertionModel(
         "grounded-in",
         (
             Param("value", Value.TEXT, Compare.SOURCE),
-            Param("nli", Value.BOOLEAN, Compare.EXPECT, default=True),
+            Param("backend", Value.STRING, Compare.IDENTITY, default=None),
+            # Gone (the number check is numbers-from now); still read, so the loader can say
+            # what to write instead of calling it an unknown key.
+            Param("nli", Value.BOOLEAN, Compare.EXPECT, default=None),
         ),
-        summary="every claim of the output is supported by the source",
+        summary="every claim of the output is entailed by the source (NLI or checker model)",
     ),
     AssertionModel(
         "judge",

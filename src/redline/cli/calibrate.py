@@ -1,5 +1,8 @@
 """`redline calibrate --rubric R`: measure a judge against people's labels (Cohen's kappa).
 
+`redline calibrate --semantic` instead prints the embeddings backend's mentions calibration
+on the shipped pairs: threshold and accuracy overall, per language and per kind of pair.
+
 Runs the rubric's judge on every labelled output, prints agreement (observed,
 chance, kappa, confusion matrix, n) and writes `<rubric>.calibration.json` with
 the hashes that make it go stale. Exit 0 when the judge is now trusted, 1 when
@@ -16,7 +19,7 @@ from rich.text import Text
 
 from redline.cli import ExitCode
 from redline.cli.output import make_console, make_table
-from redline.config import load_config
+from redline.config import Config, load_config
 from redline.errors import UsageError, relpath
 from redline.judge.agreement import FAIL, LABELS, PASS
 from redline.judge.answer import JudgeStatus
@@ -31,6 +34,9 @@ from redline.judge.calibration import (
 from redline.judge.call import judge_provider
 from redline.judge.labels import labels_path, read_labels
 from redline.judge.rubric import load_rubric
+from redline.semantic.calibration import compute_calibration, shipped_set
+from redline.semantic.embeddings import BackendUnavailable, load_embeddings
+from redline.semantic.settings import semantic_settings
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,7 +47,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "Exit 0 trusted, 1 advisory (below min_kappa, too few or one-sided labels), "
         "3 judge calls failed.",
     )
-    parser.add_argument("--rubric", type=Path, required=True, metavar="R", help="rubric file")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--rubric", type=Path, metavar="R", help="rubric file")
+    which.add_argument(
+        "--semantic",
+        action="store_true",
+        help="print the embeddings backend's mentions calibration (per language and kind)",
+    )
     parser.add_argument("--labels", type=Path, help="labels file (default: labels/<rubric>.yaml)")
     parser.add_argument("--concurrency", type=int, metavar="N", help="parallel judge calls")
     parser.set_defaults(handler=_calibrate)
@@ -49,6 +61,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _calibrate(args: argparse.Namespace) -> int:
     config = load_config()
+    if args.semantic:
+        return _semantic(config)
     if not args.rubric.is_file():
         raise UsageError(f"rubric file {args.rubric} does not exist")
     rubric = load_rubric(args.rubric)
@@ -117,3 +131,17 @@ def _calibrate(args: argparse.Namespace) -> int:
         Text(f"judge {trust.describe()}", style="bold green" if trust.trusted else "bold yellow")
     )
     return ExitCode.GREEN if trust.trusted else ExitCode.RED
+
+
+def _semantic(config: Config) -> int:
+    """Recompute the mentions calibration of the configured embeddings and print it."""
+    settings = semantic_settings(config)
+    try:
+        embeddings = load_embeddings(settings)
+        calibration = compute_calibration(embeddings, shipped_set())
+    except BackendUnavailable as exc:
+        raise UsageError(f"the embeddings cannot judge mentions here: {exc}") from None
+    console = make_console()
+    for line in calibration.report():
+        console.print(Text(line))
+    return ExitCode.GREEN

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -83,15 +83,9 @@ def answer_schema(rubric: Rubric) -> dict[str, object]:
 
 def read_answer(rubric: Rubric, raw: str) -> Judgement:
     """Parse and validate a judge's raw answer text into a judgement for `rubric`."""
-    text = _without_fence(raw.strip())
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        return _malformed(raw, f"not JSON ({exc})")
-    try:
-        answer = answer_model(rubric).model_validate(data)
-    except ValidationError as exc:
-        return _malformed(raw, _validation_problem(exc))
+    answer, problem = parse_structured(answer_model(rubric), raw)
+    if answer is None:
+        return _malformed(raw, problem)
     values = answer.model_dump()
     score = int(values["score"])
     return Judgement(
@@ -101,6 +95,26 @@ def read_answer(rubric: Rubric, raw: str) -> Judgement:
         checks={name: bool(values[name]) for name in rubric.checks},
         raw=raw,
     )
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_structured(model: type[M], raw: str) -> tuple[M | None, str]:
+    """A structured-output answer validated against `model`, or None and why it is malformed.
+
+    A whole answer wrapped in one code fence is still the same answer; anything else
+    that is not exactly one valid object is malformed (never guessed at).
+    """
+    text = _without_fence(raw.strip())
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        return None, f"not JSON ({exc})"
+    try:
+        return model.model_validate(data), ""
+    except ValidationError as exc:
+        return None, _validation_problem(exc)
 
 
 def _malformed(raw: str, problem: str) -> Judgement:

@@ -11,7 +11,6 @@ import html
 
 from redline.baseline import golden_diff
 from redline.budget import budget_note
-from redline.manifest import MODEL_KEY, VERSION_KEY
 from redline.presentation import OUTCOME_ORDER
 from redline.records import CaseOutcome
 from redline.report import CaseReport, RunReport, failed_assertions, previous_run_sentence
@@ -129,9 +128,9 @@ def _header(report: RunReport) -> str:
     ]
     dl = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows)
     manifest = "".join(
-        # `@model` and `@redline` hold the pinned id and version as written, not a hash.
+        # `@`-keys (model, version, word counting) hold what they name as written, not a hash.
         f"<tr><td><code>{_e(p)}</code></td>"
-        f"<td><code>{_e(h if p in (MODEL_KEY, VERSION_KEY) else h[:16])}</code></td></tr>"
+        f"<td><code>{_e(h if p.startswith('@') else h[:16])}</code></td></tr>"
         for p, h in sorted(run.manifest.items())
     )
     return (

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redline.semantic.embeddings import BackendUnavailable
-from redline.semantic.sentences import split_sentences
+from redline.sentences import split_sentences
 
 ENTAILMENT = "entailment"
 NEUTRAL = "neutral"
@@ -36,6 +36,8 @@ class Entailment:
     label: str
     entailment: float
     scores: Mapping[str, float]
+    #: The part of the source the answer rests on, when the backend quotes one.
+    span: str = ""
 
 
 def canonical_label(name: str) -> str | None:

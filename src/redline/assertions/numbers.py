@@ -1,0 +1,158 @@
+"""numbers-from: every number, amount, digit date and quoted span of the output is in SOURCE.
+
+A Layer 1 check that needs no model and works in any language: it catches an
+invented total, date or quote cheaply and says exactly which one. Written
+numbers match by value under both decimal conventions ("Rp180.000" is 180000,
+so is "180,000"), and a source may spell small numbers as words (English,
+Indonesian, Vietnamese, Chinese digits). It says nothing about claims without
+a number or a quote: whether those are supported is `grounded-in`'s question.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from redline.assertions.base import COST_REGEX, Assertion, Check, Sample, Spec, register
+from redline.sentences import split_sentences
+from redline.textsafe import one_line
+
+_NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,]\d+)*")
+_QUOTES = (("“", "”"), ('"', '"'), ("«", "»"), ("「", "」"), ("『", "』"), ("„", "“"))
+_QUOTE = re.compile(
+    "|".join(f"{re.escape(a)}([^{re.escape(b)}\n]{{3,}}?){re.escape(b)}" for a, b in _QUOTES)
+)
+_SPACE = re.compile(r"\s+")
+
+
+def _counting(words: str, start: int = 0, step: int = 1) -> dict[str, int]:
+    return {word: start + step * i for i, word in enumerate(words.split())}
+
+
+#: Number words a source may use where an output writes digits.
+_NUMBER_WORDS: dict[str, int] = {
+    **_counting(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+    ),
+    **_counting("thirty forty fifty sixty seventy eighty ninety", 30, 10),
+    **_counting("nol satu dua tiga empat lima enam tujuh delapan sembilan sepuluh"),
+    **_counting("không một hai ba bốn năm sáu bảy tám chín mười"),
+}
+_CJK_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九十")}
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A number or quoted span of the output that the source does not contain."""
+
+    kind: str
+    text: str
+    sentence: str
+
+
+def number_values(token: str) -> set[Decimal]:
+    """Every value a written number can mean: "150.000" is 150000 (id) or 150.0 (en)."""
+    values: set[Decimal] = set()
+    separators = [c for c in token if c in ".,"]
+    groups = re.split(r"[.,]", token)
+    kinds = set(separators)
+    if not separators:
+        values.add(Decimal(token))
+    elif len(kinds) == 2:
+        decimal_mark = separators[-1]
+        head, _, tail = token.rpartition(decimal_mark)
+        values.add(Decimal(re.sub(r"[.,]", "", head) + "." + tail))
+    else:
+        if all(len(g) == 3 for g in groups[1:]):
+            values.add(Decimal("".join(groups)))
+        if len(separators) == 1:
+            values.add(Decimal(token.replace(",", ".")))
+    return {v.normalize() for v in values}
+
+
+def _source_numbers(source: str) -> set[Decimal]:
+    found: set[Decimal] = set()
+    for token in _NUMBER.findall(source):
+        try:
+            found |= number_values(token)
+        except InvalidOperation:
+            continue
+    for word in re.findall(r"[^\W\d_]+", source.lower()):
+        if word in _NUMBER_WORDS:
+            found.add(Decimal(_NUMBER_WORDS[word]))
+    for char in source:
+        if char in _CJK_DIGITS:
+            found.add(Decimal(_CJK_DIGITS[char]))
+    return found
+
+
+def _normalise(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def _quoted(text: str) -> list[str]:
+    return [next(g for g in m.groups() if g is not None) for m in _QUOTE.finditer(text)]
+
+
+def ungrounded_literals(output: str, source: str) -> list[Literal]:
+    """Numbers, amounts and quoted spans of `output` that do not appear in `source`."""
+    known_numbers = _source_numbers(source)
+    known_text = _normalise(source)
+    missing: list[Literal] = []
+    for sentence in split_sentences(output):
+        for quote in _quoted(sentence):
+            if _normalise(quote) not in known_text:
+                missing.append(Literal("quote", quote, sentence))
+        for token in _NUMBER.findall(sentence):
+            try:
+                values = number_values(token)
+            except InvalidOperation:
+                continue
+            if not values & known_numbers:
+                missing.append(Literal("number", token, sentence))
+    return missing
+
+
+def has_literal(sentence: str) -> bool:
+    return bool(_NUMBER.search(sentence) or _quoted(sentence))
+
+
+@register("numbers-from")
+class NumbersFrom(Assertion):
+    """Every number, amount, digit date and quoted span of the output appears in SOURCE
+    (text or file://)."""
+
+    cost = COST_REGEX
+
+    def __init__(self, spec: Spec, source: str) -> None:
+        super().__init__(spec)
+        self.source = source
+
+    @classmethod
+    def parse(cls, spec: Spec) -> NumbersFrom | None:
+        source = spec.text("value")
+        if source is not None and not source.strip():
+            spec.problem("the source is empty", "give the text the numbers must come from")
+            return None
+        return None if source is None else cls(spec, source)
+
+    def describe(self) -> str:
+        return f"numbers-from {one_line(self.source, 40)!r}"
+
+    def check(self, sample: Sample) -> Check:
+        missing = sample.cached(
+            f"numbers-from:{id(self)}", lambda s: ungrounded_literals(s.text, self.source)
+        )
+        if missing:
+            listed = "; ".join(
+                f"{m.kind} {m.text!r} in {one_line(m.sentence, 80)!r}" for m in missing
+            )
+            return Check.fail(f"not in the source: {listed}", 0.0, 1.0)
+        found = sum(1 for s in split_sentences(sample.text) if has_literal(s))
+        if not found:
+            return Check.ok("no number, date or quote in the output to check")
+        return Check.ok(
+            f"every number, date and quote appears in the source ({found} sentence(s) checked)"
+        )
