@@ -63,6 +63,8 @@ class RunOptions:
     #: Run Layer 2 judges (`--judge`); trusted judges fail samples only with `judge_blocks`.
     judge: bool = False
     judge_blocks: bool = False
+    #: With `resume`: add samples to a finished run (a triage arm drawn in batches).
+    extend: bool = False
 
 
 @dataclass(frozen=True)
@@ -217,7 +219,7 @@ async def _execute(
     identity = provider.identity()
     manifest = run_manifest(suites, identity)
     if options.resume is not None:
-        record = _reopen(store, options.resume, identity, manifest)
+        record = _reopen(store, options.resume, identity, manifest, options.extend)
     else:
         record = _new_record(config, options, suites, identity, model, manifest, provider)
     plan = _plan(chosen, options, store, record.id, provider)
@@ -372,9 +374,11 @@ def _new_record(
     )
 
 
-def _reopen(store: RunStore, run_id: str, identity: str, manifest: Mapping[str, str]) -> RunRecord:
+def _reopen(
+    store: RunStore, run_id: str, identity: str, manifest: Mapping[str, str], extend: bool = False
+) -> RunRecord:
     record = store.run(run_id)
-    if record.status is RunStatus.FINISHED:
+    if record.status is RunStatus.FINISHED and not extend:
         raise UsageError(f"run {record.id} finished already; nothing to resume")
     if record.kind is RunKind.REPLAY:
         raise UsageError(
