@@ -46,8 +46,10 @@ from redline.yamlsource import FILE_REF
 if TYPE_CHECKING:
     from redline.runner import RunProgress
 
-#: A case that clears its bar in fewer runs than this is failing, not marginal.
-MARGINAL_FLOOR = 0.05
+#: A case that clears its bar in fewer runs than this (1 in 50) is failing, not marginal.
+MARGINAL_FLOOR = 0.02
+#: "Noise" is never concluded on fewer samples per arm than this (or the budget, if smaller).
+NOISE_MIN_SAMPLES = 20
 
 
 class Cause(StrEnum):
@@ -288,15 +290,17 @@ def decide(
     alpha: float,
     margin: float,
     model_untested: bool = False,
+    min_noise: int = NOISE_MIN_SAMPLES,
 ) -> Decision:
     """The conclusion the counts support at error rate `alpha`, or UNDECIDED.
 
     A change is convicted when undoing it raises the pass rate (one-sided Fisher p <
     alpha). The case is at fault when every configuration clears its bar in fewer than
-    1 run of 20 even at the top of its interval. Noise needs every undo arm equivalent to
-    the red configuration within ±margin and a pooled rate that clears the bar in at
-    least 1 run of 20 at the bottom of its interval. Without a way to run the reference
-    model after a model change, neither "case" nor "noise" can be claimed.
+    1 run of 50 even at the top of its interval. Noise needs every undo arm equivalent to
+    the red configuration within ±margin, `min_noise` samples in every arm, and a pooled
+    rate that clears the bar in at least 1 run of 50 at the bottom of its interval.
+    Without a way to run the reference model after a model change, neither "case" nor
+    "noise" can be claimed.
     """
     level = 1.0 - 2.0 * alpha
     p_values = {
@@ -329,14 +333,15 @@ def decide(
     samples = sum(a.samples for a in arms)
     if clears_high(passes, samples) < MARGINAL_FLOOR:
         return Decision(Cause.CASE, p_values)
-    if clears_low(passes, samples) >= MARGINAL_FLOOR:
+    enough = all(a.samples >= min_noise for a in arms)
+    if enough and clears_low(passes, samples) >= MARGINAL_FLOOR:
         return Decision(Cause.NOISE, p_values)
     return Decision(Cause.UNDECIDED, p_values)
 
 
 def _equivalence_p(a: ArmCounts, b: ArmCounts, margin: float) -> float:
     """The smallest level at which the difference interval fits inside ±margin (TOST p)."""
-    lo_alpha, hi_alpha = 1e-6, 0.5
+    lo_alpha, hi_alpha = 1e-6, 0.499
     if not _equivalent_at(a, b, margin, hi_alpha):
         return 1.0
     for _ in range(40):
@@ -794,7 +799,8 @@ class CauseAnalysis:
         red = next(a for a in self.arms if a.kind is ArmKind.RED).counts()
         undo = [a.counts() for a in self.arms if a.kind is not ArmKind.RED]
         untested = bool(self.skipped)
-        return decide(red, undo, self.bar, alpha, self.settings.margin, untested)
+        min_noise = min(NOISE_MIN_SAMPLES, self.settings.budget)
+        return decide(red, undo, self.bar, alpha, self.settings.margin, untested, min_noise)
 
     def _draw(
         self,
