@@ -15,7 +15,7 @@ import git
 from redline.cases import load_suites
 from redline.cause import Diagnosis, Settings, analyse
 from redline.config import Config, parse_config
-from redline.records import CaseRecord, CaseOutcome, RunRecord
+from redline.records import CaseOutcome, CaseRecord, RunRecord
 from redline.runner import RunOptions, run_suites, sample_seed
 from redline.store import RunStore
 from servers import LoopbackLLMServer, keeps_answer
@@ -66,7 +66,9 @@ def toml(server: LoopbackLLMServer, model: str, *, old_provider: bool = True) ->
         f'[providers.loopback]\ntype = "openai"\nbase_url = "{server.openai_base_url}"\n{common}'
     )
     if old_provider:
-        text += f'\n[providers.old]\ntype = "openai"\nbase_url = "{server.openai_base_url}"\n{common}'
+        text += (
+            f'\n[providers.old]\ntype = "openai"\nbase_url = "{server.openai_base_url}"\n{common}'
+        )
     return text
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import math
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,7 +81,7 @@ class Settings:
     budget: int = 40
     batch: int = 10
     confidence: float = 0.95
-    margin: float = 0.20
+    margin: float = 0.15
     reference: str | None = None
 
     def __post_init__(self) -> None:
@@ -200,6 +199,15 @@ class Diagnosis:
     more_samples: int | None = None
     notes: tuple[str, ...] = ()
     stopped: bool = False
+    budget: int = 0
+
+    @property
+    def progress(self) -> float:
+        """How much of the sample budget the arms used."""
+        sampled = [a for a in self.arms if a.skipped is None]
+        if not sampled or not self.budget:
+            return 1.0
+        return min(1.0, sum(a.samples for a in sampled) / (self.budget * len(sampled)))
 
     @property
     def change_kinds(self) -> list[str]:
@@ -231,6 +239,7 @@ class Diagnosis:
             "more_samples_per_arm": self.more_samples,
             "notes": list(self.notes),
             "stopped": self.stopped,
+            "budget": self.budget,
         }
 
     @classmethod
@@ -260,6 +269,7 @@ class Diagnosis:
             more_samples=data.get("more_samples_per_arm"),
             notes=tuple(data.get("notes", ())),
             stopped=bool(data.get("stopped", False)),
+            budget=int(data.get("budget", 0)),
         )
 
 
@@ -296,9 +306,12 @@ def decide(
 
     A change is convicted when undoing it raises the pass rate (one-sided Fisher p <
     alpha). The case is at fault when every configuration clears its bar in fewer than
-    1 run of 50 even at the top of its interval. Noise needs every undo arm equivalent to
-    the red configuration within ±margin, `min_noise` samples in every arm, and a pooled
-    rate that clears the bar in at least 1 run of 50 at the bottom of its interval.
+    1 run of 50 even at the top of its interval. Noise needs, for every undone change, a
+    one-sided equivalence test (the upper end of the Newcombe interval of "undone minus
+    yours") showing that undoing it raises the rate by less than `margin` — so a real
+    drop of `margin` or more is never called noise — plus `min_noise` samples in every
+    arm and a red configuration that clears its bar in at least 1 run of 50 at the
+    bottom of its interval.
     Without a way to run the reference model after a model change, neither "case" nor
     "noise" can be claimed.
     """
@@ -325,37 +338,33 @@ def decide(
     if all(clears_high(a.passes, a.samples) < MARGINAL_FLOOR for a in arms):
         return Decision(Cause.CASE, p_values)
     for u in undo:
-        low, high = difference_interval(u.passes, u.samples, red.passes, red.samples, level)
-        p_values[f"{u.kind.value} same rate"] = _equivalence_p(u, red, margin)
-        if not (-margin < low and high < margin):
+        high = difference_interval(u.passes, u.samples, red.passes, red.samples, level)[1]
+        p_values[f"{u.kind.value} no better"] = _no_better_p(u, red, margin)
+        if not high < margin:
             return Decision(Cause.UNDECIDED, p_values)
-    passes = sum(a.passes for a in arms)
-    samples = sum(a.samples for a in arms)
-    if clears_high(passes, samples) < MARGINAL_FLOOR:
-        return Decision(Cause.CASE, p_values)
     enough = all(a.samples >= min_noise for a in arms)
-    if enough and clears_low(passes, samples) >= MARGINAL_FLOOR:
+    if enough and clears_low(red.passes, red.samples) >= MARGINAL_FLOOR:
         return Decision(Cause.NOISE, p_values)
     return Decision(Cause.UNDECIDED, p_values)
 
 
-def _equivalence_p(a: ArmCounts, b: ArmCounts, margin: float) -> float:
-    """The smallest level at which the difference interval fits inside ±margin (TOST p)."""
+def _no_better_p(a: ArmCounts, b: ArmCounts, margin: float) -> float:
+    """p of the one-sided test "undoing the change raises the rate by `margin` or more"."""
     lo_alpha, hi_alpha = 1e-6, 0.499
-    if not _equivalent_at(a, b, margin, hi_alpha):
+    if not _no_better_at(a, b, margin, hi_alpha):
         return 1.0
     for _ in range(40):
         mid = (lo_alpha + hi_alpha) / 2
-        if _equivalent_at(a, b, margin, mid):
+        if _no_better_at(a, b, margin, mid):
             hi_alpha = mid
         else:
             lo_alpha = mid
     return hi_alpha
 
 
-def _equivalent_at(a: ArmCounts, b: ArmCounts, margin: float, alpha: float) -> bool:
-    low, high = difference_interval(a.passes, a.samples, b.passes, b.samples, 1.0 - 2.0 * alpha)
-    return -margin < low and high < margin
+def _no_better_at(a: ArmCounts, b: ArmCounts, margin: float, alpha: float) -> bool:
+    high = difference_interval(a.passes, a.samples, b.passes, b.samples, 1.0 - 2.0 * alpha)[1]
+    return high < margin
 
 
 def samples_to_decide(
@@ -571,9 +580,9 @@ class CauseAnalysis:
             if PurePosixPath(path).name != SUITE_FILE:
                 continue
             data = file_at(repo, red_commit, path)
-            folder = PurePosixPath(path).parent
-            if data is not None and _suite_name_of(data, folder.name) == self.case.suite:
-                return folder.as_posix()
+            parent = PurePosixPath(path).parent
+            if data is not None and _suite_name_of(data, parent.name) == self.case.suite:
+                return parent.as_posix()
         raise UsageError(
             f"suite {self.case.suite} is neither in the configured suites nor at the red run's "
             f"commit {red_commit[:12]}"
@@ -789,10 +798,13 @@ class CauseAnalysis:
             partial = self._diagnose(decision, final=False)
             self._store_state("running", done / total, partial)
         diagnosis = self._diagnose(decision, final=final or stopped, stopped=stopped)
-        state = diagnosis.cause.value
-        self._store_state(state, 1.0, diagnosis)
+        done = sum(a.samples for a in self.arms)
+        if stopped and diagnosis.cause is Cause.UNDECIDED:
+            self._store_state("stopped", done / total, diagnosis)
+        else:
+            self._store_state(diagnosis.cause.value, 1.0, diagnosis)
         if progress is not None:
-            progress(CauseProgress(self.current(), total, total, diagnosis.sentence))
+            progress(CauseProgress(self.current(), done, total, diagnosis.sentence))
         return diagnosis
 
     def _decide(self, alpha: float) -> Decision:
@@ -903,6 +915,7 @@ class CauseAnalysis:
             more_samples=more,
             notes=tuple(self.notes),
             stopped=stopped,
+            budget=self.settings.budget,
         )
         return dataclasses.replace(diagnosis, sentence=explain(diagnosis, decision.why))
 
@@ -978,12 +991,14 @@ def explain(d: Diagnosis, why: str = "") -> str:
         )
     if d.cause is Cause.NOISE and red is not None:
         shown = "; ".join(f"{a.label}: {rate(a)}" for a in d.arms if a.skipped is None)
-        pooled = sum(a.passes for a in d.arms) / max(1, sum(a.samples for a in d.arms))
+        rate_red = red.rate
+        undone = "undoing the change raises the rate by less than " if len(d.arms) > 1 else ""
+        same = f"; {undone}{d.margin * 100:.0f} points" if undone else ""
         return (
-            f"Noise: the rates are indistinguishable ({shown}; the same within "
-            f"±{d.margin:.0%}). The case is marginal: at {pooled:.0%} per sample it clears its "
-            f"bar of {d.bar.required}/{d.bar.samples} in about {d.bar.clears(pooled):.0%} of "
-            "runs. Raise its samples or retire it."
+            f"Noise: the rates are indistinguishable ({shown}{same}). The case is marginal: "
+            f"at {rate_red:.0%} per sample it clears its bar of {d.bar.required}/"
+            f"{d.bar.samples} in about {d.bar.clears(rate_red):.0%} of runs. "
+            "Raise its samples or retire it."
         )
     if d.stopped:
         done = ", ".join(f"{a.label}: {rate(a)}" for a in d.arms if a.skipped is None)

@@ -9,6 +9,7 @@ the red run's commit left the default branch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import git
 
 from redline.gitio import GitError, resolve_commit
@@ -203,8 +204,8 @@ def _exists(repo: git.Repo, name: str) -> bool:
 
 def _is_ancestor(repo: git.Repo, older: str, newer: str) -> bool:
     try:
-        return bool(repo.is_ancestor(older, newer))
-    except (git.GitCommandError, ValueError):
+        return bool(repo.is_ancestor(repo.commit(older), repo.commit(newer)))
+    except (git.GitCommandError, git.BadName, ValueError):
         return False
 
 

@@ -70,8 +70,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--margin",
         type=float,
         default=Settings.margin,
-        help="two pass rates closer than this count as the same rate "
-        f"(default {Settings.margin})",
+        help=f"two pass rates closer than this count as the same rate (default {Settings.margin})",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=_rerun)
