@@ -790,6 +790,9 @@ class CauseAnalysis:
         final = False
         for index, target in enumerate(looks):
             stopped = self._draw(target, total, progress, cancelled)
+            if stopped:  # an unplanned look at a partial batch decides nothing
+                decision = Decision(Cause.UNDECIDED, {})
+                break
             decision = self._decide(self.settings.alpha_at(index, len(looks)))
             final = index == len(looks) - 1
             done = sum(a.samples for a in self.arms)

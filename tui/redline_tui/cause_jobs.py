@@ -7,6 +7,7 @@ whichever screens show that case.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -115,9 +116,8 @@ class CauseJobs:
         app = self._app
 
         def post(message: CauseProgressed) -> None:
-            try:
+            # Once the app has stopped, the samples and the state are stored all the same.
+            with contextlib.suppress(RuntimeError):
                 app.call_from_thread(app.post_message, message)
-            except RuntimeError:
-                pass  # the app has stopped; the samples and the state are stored all the same
 
         return post
