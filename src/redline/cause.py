@@ -942,6 +942,19 @@ class CauseAnalysis:
 _SAMPLE_SETTINGS = {"suite max_tokens", "suite temperature"}
 
 
+def p_value_label(key: str) -> str:
+    """What a p-value of a diagnosis tests, in words."""
+    names = {
+        ArmKind.REFERENCE_PROMPT.value: "reference prompt",
+        ArmKind.REFERENCE_MODEL.value: "reference model",
+    }
+    arm, _, test = key.partition(" ")
+    name = names.get(arm, arm)
+    if test == "no better":
+        return f"{name} no better than yours by the margin (one-sided equivalence)"
+    return f"{name} passes more often than yours (one-sided Fisher)"
+
+
 def explain(d: Diagnosis, why: str = "") -> str:
     """The conclusion in one or two plain sentences, with its numbers."""
     arms = {a.kind: a for a in d.arms}
@@ -1100,5 +1113,6 @@ __all__ = [
     "analyse",
     "decide",
     "explain",
+    "p_value_label",
     "samples_to_decide",
 ]

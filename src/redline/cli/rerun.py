@@ -15,7 +15,7 @@ import sys
 from rich.console import Console
 from rich.text import Text
 
-from redline.cause import CauseAnalysis, CauseProgress, Diagnosis, Settings
+from redline.cause import CauseAnalysis, CauseProgress, Diagnosis, Settings, p_value_label
 from redline.cli import ExitCode
 from redline.cli.show import make_console
 from redline.config import load_config
@@ -146,7 +146,7 @@ def _print_diagnosis(console: Console, d: Diagnosis) -> None:
             Text(f"  {arm.label}: {rate} = {pct} ({d.confidence:.0%} CI {low:.0%}–{high:.0%}){run}")
         )
     for name, value in d.p_values.items():
-        console.print(Text(f"  p ({name}) = {value:.3g}", style="dim"))
+        console.print(Text(f"  p = {value:.3g}: {p_value_label(name)}", style="dim"))
     console.print(Text("conclusion: ", style="bold") + Text(d.cause.value, style="bold red"))
     console.print(Text(d.sentence))
 

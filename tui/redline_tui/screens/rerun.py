@@ -25,6 +25,7 @@ from redline.cause import (
     ChangeItem,
     Diagnosis,
     Settings,
+    p_value_label,
 )
 from redline.errors import RedlineError
 from redline.records import CaseRecord, RunRecord
@@ -98,9 +99,8 @@ def conclusion_text(diagnosis: Diagnosis) -> Text:
     text.append(f" {diagnosis.cause.value} ", style=f"reverse {CAUSE_STYLES[diagnosis.cause]}")
     text.append("  ")
     text.append(diagnosis.sentence)
-    p_values = ", ".join(f"{k}: p = {v:.3g}" for k, v in diagnosis.p_values.items())
-    if p_values:
-        text.append(f"\n{p_values}", style="dim")
+    for key, value in diagnosis.p_values.items():
+        text.append(f"\np = {value:.3g}: {p_value_label(key)}", style="dim")
     return text
 
 
