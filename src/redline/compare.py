@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from redline.outcome import add_counts, content_comparison_withheld
 from redline.records import CaseRecord, RunRecord
+from redline.seeds import frozen_together
 from redline.stats import fisher_one_sided
 from redline.store import RunStore
 from redline.verdicts import VERDICT_ORDER, Verdict
@@ -53,6 +54,15 @@ class CaseDelta:
     a: CaseRecord
     b: CaseRecord
     p_value: float
+    #: False when both runs froze their seeds on the same model: their samples are the same
+    #: draws, so a significance test between them would mean nothing.
+    independent: bool = True
+
+    @property
+    def p_text(self) -> str:
+        if not self.independent:
+            return "n/a (same draws)"
+        return f"{self.p_value:.4f}" if self.p_value >= 1e-4 else f"{self.p_value:.1e}"
 
     @property
     def rate_a(self) -> float | None:
@@ -69,7 +79,12 @@ class CaseDelta:
 
     @property
     def significant(self) -> bool:
-        return self.delta is not None and self.delta != 0 and self.p_value < SIGNIFICANCE
+        return (
+            self.independent
+            and self.delta is not None
+            and self.delta != 0
+            and self.p_value < SIGNIFICANCE
+        )
 
     @property
     def significant_drop(self) -> bool:
@@ -91,6 +106,8 @@ class Comparison:
     changed: tuple[tuple[CaseRecord, CaseRecord], ...]
     only_a: tuple[CaseRecord, ...]
     only_b: tuple[CaseRecord, ...]
+    #: Both runs froze their seeds on the same model (see `CaseDelta.independent`).
+    same_draws: bool = False
 
     @property
     def withheld(self) -> list[str]:
@@ -121,7 +138,7 @@ def _side(run: RunRecord, cases: Sequence[CaseRecord]) -> RunSide:
     return RunSide(run, evaluated, verdicts, content_comparison_withheld(evaluated, verdicts))
 
 
-def case_delta(a: CaseRecord, b: CaseRecord) -> CaseDelta:
+def case_delta(a: CaseRecord, b: CaseRecord, *, independent: bool = True) -> CaseDelta:
     """One case's change from A to B, with the one-sided p-value in its direction."""
     ra, rb = _rate(a), _rate(b)
     if ra is None or rb is None or ra == rb:
@@ -134,7 +151,7 @@ def case_delta(a: CaseRecord, b: CaseRecord) -> CaseDelta:
             b.content_samples,
             "greater" if rb < ra else "less",
         )
-    return CaseDelta(a.suite, a.case_id, a, b, p)
+    return CaseDelta(a.suite, a.case_id, a, b, p, independent)
 
 
 def compare_cases(
@@ -149,10 +166,13 @@ def compare_cases(
     both = sorted(set(by_a) & set(by_b))
     changed = tuple((by_a[k], by_b[k]) for k in both if by_a[k].case_hash != by_b[k].case_hash)
     withheld = side_a.withheld is not None or side_b.withheld is not None
+    same_draws = frozen_together(run_a, run_b)
     deltas: list[CaseDelta] = []
     if not withheld:
         deltas = [
-            case_delta(by_a[k], by_b[k]) for k in both if by_a[k].case_hash == by_b[k].case_hash
+            case_delta(by_a[k], by_b[k], independent=not same_draws)
+            for k in both
+            if by_a[k].case_hash == by_b[k].case_hash
         ]
         deltas.sort(
             key=lambda d: (
@@ -176,6 +196,7 @@ def compare_cases(
         changed=changed,
         only_a=tuple(by_a[k] for k in sorted(set(by_a) - set(by_b))),
         only_b=tuple(by_b[k] for k in sorted(set(by_b) - set(by_a))),
+        same_draws=same_draws,
     )
 
 

@@ -61,6 +61,7 @@ def export_run(store: RunStore, run_id: str, out: Path) -> Path:
             "cases_passed": sum(c.result is CaseOutcome.PASS for c in cases),
             "cases_failed": sum(c.result is CaseOutcome.FAIL for c in cases),
             "cases_inconclusive": sum(c.result is CaseOutcome.INCONCLUSIVE for c in cases),
+            "cases_marginal": sum(c.result is CaseOutcome.MARGINAL for c in cases),
             "samples": len(samples),
             "verdicts": {str(v): n for v, n in totals.items()},
         },

@@ -343,7 +343,7 @@ class CaseItem(pytest.Item):
         from redline.completion import ChatRequest
         from redline.outcome import case_outcome
         from redline.records import CaseOutcome
-        from redline.runner import sample_seed
+        from redline.seeds import sample_seed
         from redline.verdicts import Verdict
 
         config = _session_config(self.config)

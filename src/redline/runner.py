@@ -9,10 +9,11 @@ just the missing (case, index) samples into the same run.
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import math
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from redline.outcome import add_counts, case_outcome, run_result
 from redline.providers import make_provider
 from redline.providers.replay import ReplayProvider
 from redline.records import (
+    CaseOutcome,
     CaseRecord,
     RunKind,
     RunRecord,
@@ -35,9 +37,11 @@ from redline.records import (
     RunStatus,
     SampleRecord,
 )
+from redline.seeds import FROZEN_SEEDS_ARG, frozen_seeds, sample_seed
+from redline.sequential import Decision, SequentialPlan, adaptive_plan
 from redline.shard import select
 from redline.store import RunStore, new_run_id, now_iso
-from redline.verdicts import Verdict
+from redline.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 if TYPE_CHECKING:
     from redline.cases import Case, Suite
@@ -65,6 +69,8 @@ class RunOptions:
     judge_blocks: bool = False
     #: With `resume`: add samples to a finished run (a triage arm drawn in batches).
     extend: bool = False
+    #: `--adaptive`: sequential sampling for every case written with a fixed N.
+    adaptive: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,22 +106,92 @@ class _Job:
 
 @dataclass
 class _Plan:
-    """Which cases run, at how many samples each, and which samples are still to do."""
+    """Which cases run, at how many samples each, and which samples are still to do.
+
+    For a sequentially sampled case `todo` holds its first `min` samples; the schedule
+    adds more while the case is undecided, and its entry in `cases` is its `max`.
+    """
 
     cases: list[tuple[Suite, Case, int]]
     todo: list[_Job]
+    sequential: dict[tuple[str, str], _Sequence] = field(default_factory=dict)
 
 
-def sample_seed(run_id: str, suite: str, case_id: str, index: int) -> int:
-    """A distinct seed per sample (31 bits: every server accepts it).
+@dataclass
+class _Sequence:
+    """One sequentially sampled case: what it has drawn, what is still in flight."""
 
-    Fixed within a run, so a resumed run asks for exactly the samples it lacks; different
-    between runs, so a rerun or tomorrow's nightly draws new samples instead of replaying
-    today's outputs on a seeded backend (which would make two runs look like one).
-    """
-    key = f"{run_id}\x00{suite}\x00{case_id}\x00{index}"
-    digest = hashlib.sha256(key.encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    suite: Suite
+    case: Case
+    plan: SequentialPlan
+    seeds: Callable[[int], int | None]
+    costly: bool
+    drawn: int = 0
+    finished: int = 0
+    passes: int = 0
+    failures: int = 0
+    other: int = 0
+
+    def add(self, verdict: Verdict) -> None:
+        self.finished += 1
+        if verdict is Verdict.OK:
+            self.passes += 1
+        elif verdict in NON_CONTENT_VERDICTS:
+            self.other += 1
+        else:
+            self.failures += 1
+
+    def decision(self) -> Decision | None:
+        return self.plan.decide(self.passes, self.failures, self.other)
+
+    def more(self) -> list[_Job]:
+        """The next batch once every drawn sample is in: as many as could decide a pass."""
+        if self.finished < self.drawn or self.decision() is not None:
+            return []
+        batch = 1
+        while (
+            self.drawn + batch < self.plan.max
+            and self.plan.decide(self.passes + batch, self.failures, self.other) is None
+        ):
+            batch += 1
+        start = self.drawn
+        self.drawn += batch
+        return [
+            _Job(self.suite, self.case, i, self.seeds(i), self.costly)
+            for i in range(start, self.drawn)
+        ]
+
+
+class _Schedule:
+    """The jobs still to run: the plan's, then sequential batches as cases stay undecided."""
+
+    def __init__(self, plan: _Plan) -> None:
+        self.queue = deque(plan.todo)
+        self.sequential = plan.sequential
+        self.in_flight = 0
+        self.changed = asyncio.Event()
+
+    def take(self) -> _Job | None:
+        if not self.queue:
+            return None
+        self.in_flight += 1
+        return self.queue.popleft()
+
+    def done(self, job: _Job, verdict: Verdict) -> None:
+        self.in_flight -= 1
+        seq = self.sequential.get((job.case.suite, job.case.id))
+        if seq is not None:
+            seq.add(verdict)
+            self.queue.extend(seq.more())
+        self.changed.set()
+
+    async def next(self) -> _Job | None:
+        while True:
+            job = self.take()
+            if job is not None or self.in_flight == 0:
+                return job
+            self.changed.clear()
+            await self.changed.wait()
 
 
 def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Suite, Case]]:
@@ -237,8 +313,8 @@ async def _execute(
     limit = options.concurrency or config.concurrency
     if provider.max_parallel is not None:
         limit = min(limit, provider.max_parallel)
-    limit = max(1, min(limit, len(plan.todo) or 1))
-    jobs = iter(plan.todo)
+    limit = max(1, min(limit, max(len(plan.todo), len(plan.sequential)) or 1))
+    jobs = _Schedule(plan)
     state.report()
     workers = [
         asyncio.ensure_future(_worker(jobs, provider, model, store, state, judges))
@@ -291,55 +367,71 @@ class _State:
 
 
 async def _worker(
-    jobs: Iterator[_Job],
+    jobs: _Schedule,
     provider: Provider | ReplayProvider,
     model: ModelRef | None,
     store: RunStore,
     state: _State,
     judges: JudgeSession | None = None,
 ) -> None:
-    for job in jobs:
-        if isinstance(provider, ReplayProvider):
-            completion = provider.stored(job.case.suite, job.case.id, job.index)
-        else:
-            assert model is not None
-            system, user = job.suite.render(job.case)
-            request = ChatRequest(
-                model=model.name,
-                system=system,
-                user=user,
-                max_tokens=job.suite.max_tokens,
-                temperature=job.suite.temperature,
-                seed=job.seed,
-            )
-            completion = await provider.complete(request)
-        if job.costly:
-            evaluation = await asyncio.to_thread(evaluate_sample, job.case, completion)
-        else:
-            evaluation = evaluate_sample(job.case, completion)
-        if judges is not None:
-            evaluation = await judge_pending(judges, job.case, completion, evaluation, job.seed)
-        sample = SampleRecord(
-            run_id=state.run_id,
-            suite=job.case.suite,
-            case_id=job.case.id,
-            index=job.index,
-            output=completion.text,
-            verdict=evaluation.verdict,
-            finish_reason=completion.finish_reason,
-            model=completion.model or (model.name if model is not None else ""),
-            seed=job.seed,
-            latency_ms=completion.latency_ms,
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
-            cost=completion.cost,
-            error=completion.error,
-            attempts=completion.attempts,
-            assertions=evaluation.results,
-            created_at=now_iso(),
-        )
+    while (job := await jobs.next()) is not None:
+        try:
+            sample = await _sample(job, provider, model, state.run_id, judges)
+        except BaseException:
+            jobs.in_flight -= 1
+            raise
         store.add_sample(sample)
+        jobs.done(job, sample.verdict)
         state.record(sample)
+
+
+async def _sample(
+    job: _Job,
+    provider: Provider | ReplayProvider,
+    model: ModelRef | None,
+    run_id: str,
+    judges: JudgeSession | None,
+) -> SampleRecord:
+    """Ask the model (or the stored run) once, judge the answer, and build its record."""
+    if isinstance(provider, ReplayProvider):
+        completion = provider.stored(job.case.suite, job.case.id, job.index)
+    else:
+        assert model is not None
+        system, user = job.suite.render(job.case)
+        request = ChatRequest(
+            model=model.name,
+            system=system,
+            user=user,
+            max_tokens=job.suite.max_tokens,
+            temperature=job.suite.temperature,
+            seed=job.seed,
+        )
+        completion = await provider.complete(request)
+    if job.costly:
+        evaluation = await asyncio.to_thread(evaluate_sample, job.case, completion)
+    else:
+        evaluation = evaluate_sample(job.case, completion)
+    if judges is not None:
+        evaluation = await judge_pending(judges, job.case, completion, evaluation, job.seed)
+    return SampleRecord(
+        run_id=run_id,
+        suite=job.case.suite,
+        case_id=job.case.id,
+        index=job.index,
+        output=completion.text,
+        verdict=evaluation.verdict,
+        finish_reason=completion.finish_reason,
+        model=completion.model or (model.name if model is not None else ""),
+        seed=job.seed,
+        latency_ms=completion.latency_ms,
+        input_tokens=completion.input_tokens,
+        output_tokens=completion.output_tokens,
+        cost=completion.cost,
+        error=completion.error,
+        attempts=completion.attempts,
+        assertions=evaluation.results,
+        created_at=now_iso(),
+    )
 
 
 def _new_record(
@@ -353,6 +445,10 @@ def _new_record(
 ) -> RunRecord:
     commit, dirty = repo_state(config.root)
     parent = options.parent_id
+    args = dict(options.args)
+    frozen = frozen_seeds(suites)
+    if frozen:
+        args[FROZEN_SEEDS_ARG] = frozen
     if isinstance(provider, ReplayProvider):
         parent = provider.parent_id
     return RunRecord(
@@ -369,7 +465,7 @@ def _new_record(
         git_commit=commit,
         git_dirty=dirty,
         redline_version=__version__,
-        args=dict(options.args),
+        args=args,
         manifest=dict(manifest),
     )
 
@@ -410,27 +506,67 @@ def _plan(
     provider: Provider | ReplayProvider,
 ) -> _Plan:
     done = store.sample_keys(run_id) if options.resume is not None else set()
-    cases: list[tuple[Suite, Case, int]] = []
-    todo: list[_Job] = []
+    stored_counts = store.verdict_counts(run_id) if done else {}
+    plan = _Plan([], [])
     for suite, case in chosen:
-        seeds: dict[int, int | None]
-        if isinstance(provider, ReplayProvider):
-            seeds = provider.seeds(case.suite, case.id)
-            if not seeds:
-                continue
-        else:
-            n = options.samples or case.samples
-            seeds = {i: sample_seed(run_id, case.suite, case.id, i) for i in range(n)}
-        cases.append((suite, case, len(seeds)))
         costly = any(a.layer > LAYER_1 for a in case.assertions)
-        todo.extend(
-            _Job(suite, case, i, seed, costly)
-            for i, seed in seeds.items()
-            if (case.suite, case.id, i) not in done
+        sequential = None if options.samples else sampling_plan(case, options.adaptive)
+        if isinstance(provider, ReplayProvider):
+            stored = provider.seeds(case.suite, case.id)
+            if not stored:
+                continue
+            plan.cases.append((suite, case, len(stored)))
+            plan.todo.extend(
+                _Job(suite, case, i, seed, costly)
+                for i, seed in stored.items()
+                if (case.suite, case.id, i) not in done
+            )
+            continue
+
+        def seeds(i: int, suite: Suite = suite, case: Case = case) -> int | None:
+            return sample_seed(run_id, case.suite, case.id, i, frozen=suite.seed)
+
+        if sequential is None:
+            n = options.samples or case.samples
+            plan.cases.append((suite, case, n))
+            plan.todo.extend(
+                _Job(suite, case, i, seeds(i), costly)
+                for i in range(n)
+                if (case.suite, case.id, i) not in done
+            )
+            continue
+        plan.cases.append((suite, case, sequential.max))
+        seq = _Sequence(suite, case, sequential, seeds, costly)
+        plan.sequential[(case.suite, case.id)] = seq
+        mine = sorted(i for s_, c, i in done if (s_, c) == (case.suite, case.id))
+        seq.drawn = max(sequential.min, mine[-1] + 1 if mine else 0)
+        plan.todo.extend(
+            _Job(suite, case, i, seeds(i), costly) for i in range(seq.drawn) if i not in mine
         )
-    if not cases:
+        for verdict, count in stored_counts.get((case.suite, case.id), {}).items():
+            for _ in range(count):
+                seq.add(verdict)
+        plan.todo.extend(seq.more())
+    if not plan.cases:
         raise UsageError("the replayed run has no stored samples for the selected cases")
-    return _Plan(cases, todo)
+    return plan
+
+
+def sampling_plan(case: Case, adaptive: bool) -> SequentialPlan | None:
+    """The case's sequential plan: its own, or `--adaptive`'s for a fixed-N case."""
+    if case.sampling is not None:
+        return case.sampling
+    if adaptive:
+        return adaptive_plan(case.tier, case.samples, case.required)
+    return None
+
+
+_SEQUENTIAL_OUTCOME = {
+    Decision.PASS: CaseOutcome.PASS,
+    Decision.FAIL: CaseOutcome.FAIL,
+    Decision.MARGINAL: CaseOutcome.MARGINAL,
+    Decision.INCONCLUSIVE: CaseOutcome.INCONCLUSIVE,
+}
 
 
 def _finish(
@@ -443,10 +579,16 @@ def _finish(
         if verdicts is None:
             continue
         stored = sum(verdicts.values())
-        required = case.required_for(samples)
-        missing = max(0, samples - stored)
-        undecided = dict(verdicts)
-        undecided[Verdict.TRANSPORT] = undecided.get(Verdict.TRANSPORT, 0) + missing
+        seq = plan.sequential.get((case.suite, case.id))
+        if seq is not None:
+            required = math.ceil(seq.plan.bar * stored - 1e-9) if stored else 1
+            outcome = _SEQUENTIAL_OUTCOME[seq.decision() or Decision.INCONCLUSIVE]
+        else:
+            required = case.required_for(samples)
+            missing = max(0, samples - stored)
+            undecided = dict(verdicts)
+            undecided[Verdict.TRANSPORT] = undecided.get(Verdict.TRANSPORT, 0) + missing
+            outcome = case_outcome(required, undecided)
         records.append(
             CaseRecord(
                 run_id=run_id,
@@ -457,7 +599,7 @@ def _finish(
                 samples=stored,
                 required=required,
                 passes=verdicts.get(Verdict.OK, 0),
-                result=case_outcome(required, undecided),
+                result=outcome,
                 verdicts=verdicts,
                 case_hash=case_hash(case),
             )
@@ -478,5 +620,6 @@ __all__ = [
     "execute_run",
     "run_suites",
     "sample_seed",
+    "sampling_plan",
     "select_cases",
 ]

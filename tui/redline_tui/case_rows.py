@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from redline.cause import CauseProgress
-from redline.records import CaseOutcome, CaseRecord, TriageRecord
+from redline.presentation import OUTCOME_ORDER
+from redline.records import CaseRecord, TriageRecord
 from redline.verdicts import VERDICT_ORDER, Verdict
 
-_OUTCOME_ORDER = {CaseOutcome.FAIL: 0, CaseOutcome.INCONCLUSIVE: 1, CaseOutcome.PASS: 2}
+_OUTCOME_ORDER = OUTCOME_ORDER
 
 #: Short verdict names for the breakdown column.
 VERDICT_ABBREVIATIONS = {

@@ -44,10 +44,6 @@ def _delta_text(delta: dict[Verdict, int]) -> str:
     return " ".join(f"{v} {n:+d}" for v, n in delta.items() if n)
 
 
-def _p(value: float) -> str:
-    return f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}"
-
-
 def _pct(rate: float | None) -> str:
     return "–" if rate is None else f"{rate:.0%}"
 
@@ -108,12 +104,21 @@ def print_comparison(console: Console, c: Comparison) -> None:
                 _pct(d.rate_a),
                 _pct(d.rate_b),
                 Text(delta, style=style),
-                Text(_p(d.p_value), style=style),
+                Text(d.p_text, style=style),
                 _delta_text(d.verdict_delta),
             )
         console.print(table)
         drops = c.significant_drops
-        if drops:
+        if c.same_draws:
+            console.print(
+                Text(
+                    "both runs froze their seeds on the same model: their samples are the same "
+                    "draws, not independent evidence, so no p-value is reported; a changed "
+                    "pass count is a changed answer to the same draw",
+                    style="yellow",
+                )
+            )
+        elif drops:
             console.print(
                 Text(
                     f"{len(drops)} case(s) dropped beyond sampling noise (p < 0.05)",

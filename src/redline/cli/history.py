@@ -20,15 +20,11 @@ from redline.history import (
     find_marginal,
     sparkline,
 )
-from redline.records import CaseOutcome
+from redline.presentation import OUTCOME_STYLES
 from redline.store import RunStore
 from redline.textsafe import escape_output
 
-_RESULT_STYLE = {
-    CaseOutcome.PASS: "green",
-    CaseOutcome.FAIL: "red",
-    CaseOutcome.INCONCLUSIVE: "yellow",
-}
+_RESULT_STYLE = OUTCOME_STYLES
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

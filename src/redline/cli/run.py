@@ -33,7 +33,14 @@ from redline.errors import UsageError, relpath
 from redline.exchange import check_out_dir, export_run
 from redline.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
 from redline.records import CaseOutcome, RunKind, RunRecord, RunResult
-from redline.runner import RunOptions, RunProgress, run_suites, select_cases
+from redline.runner import (
+    RunOptions,
+    RunProgress,
+    run_model,
+    run_suites,
+    select_cases,
+)
+from redline.seeds import seed_warning
 from redline.shard import parse_shard
 from redline.store import RunStore, new_run_id
 from redline.verdicts import VERDICT_ORDER
@@ -59,7 +66,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--case", dest="cases", action="append", default=[], metavar="ID", help="only this case"
     )
-    parser.add_argument("--samples", type=_positive, metavar="N", help="samples per case")
+    parser.add_argument(
+        "--samples", type=_positive, metavar="N", help="a fixed number of samples per case"
+    )
+    parser.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="sequential sampling for every case: start with 3 samples and draw more, up to "
+        "10, only while the case is undecided against its own bar",
+    )
     parser.add_argument("--tier", choices=("contract", "quality"), help="only this tier")
     parser.add_argument("--model", metavar="ALIAS", help="run on another pinned alias")
     parser.add_argument("--concurrency", type=_positive, metavar="N")
@@ -97,11 +112,20 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--resume and --replay cannot be combined")
     if args.judge_blocks and not args.judge:
         raise UsageError("--judge-blocks needs --judge")
+    if args.adaptive and args.samples:
+        raise UsageError(
+            "--adaptive draws as many samples as each case needs; --samples fixes the count: "
+            "use one of them"
+        )
     options, paths = _options(args, config)
     if args.out is not None:
         check_out_dir(args.out)  # before any request, not after the run
     suites = load_suites(paths, config)
     console = make_console()
+    if options.replay is None:
+        warning = seed_warning(suites, config, run_model(suites, config, options))
+        if warning:
+            console.print(Text(f"warning: {warning}", style="yellow"))
     with RunStore.open(config.store_path) as store:
         live = sys.stdout.isatty() and not args.quiet
         reporter = _LiveProgress(console) if live else PlainProgress()
@@ -160,6 +184,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
                 ("--tier", args.tier),
                 ("--model", args.model),
                 ("--shard", args.shard),
+                ("--adaptive", args.adaptive),
             )
             if value
         ]
@@ -185,6 +210,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
             resume=run.id,
             judge=bool(saved.get("judge")),
             judge_blocks=bool(saved.get("judge_blocks")),
+            adaptive=bool(saved.get("adaptive")),
             shard=None if shard is None else (int(shard[0]), int(shard[1])),
             args=saved,
         )
@@ -208,6 +234,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         "replay": args.replay,
         "judge": args.judge,
         "judge_blocks": args.judge_blocks,
+        "adaptive": args.adaptive,
     }
     options = RunOptions(
         samples=args.samples,
@@ -219,6 +246,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         replay=args.replay,
         judge=args.judge,
         judge_blocks=args.judge_blocks,
+        adaptive=args.adaptive,
         shard=shard,
         run_id=new_run_id(),
         args=saved,
@@ -308,6 +336,7 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) ->
     totals = add_counts(c.verdicts for c in cases)
     failed = sum(c.result is CaseOutcome.FAIL for c in cases)
     undecided = sum(c.result is CaseOutcome.INCONCLUSIVE for c in cases)
+    marginal = sum(c.result is CaseOutcome.MARGINAL for c in cases)
     line = Text()
     line.append(f"run {record.id}: ", style="bold")
     style = {RunResult.GREEN: "bold green", RunResult.RED: "bold red"}.get(
@@ -315,8 +344,10 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) ->
     )
     line.append(str(record.result), style=style)
     line.append(
-        f"  {len(cases)} case(s): {len(cases) - failed - undecided} pass, {failed} fail, "
-        f"{undecided} inconclusive  samples: "
+        f"  {len(cases)} case(s): {len(cases) - failed - undecided - marginal} pass, "
+        f"{failed} fail, {undecided} inconclusive"
+        + (f", {marginal} marginal" if marginal else "")
+        + "  samples: "
     )
     line.append_text(verdict_breakdown(totals))
     console.print(line)

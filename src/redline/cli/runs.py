@@ -63,5 +63,6 @@ def _runs(args: argparse.Namespace) -> int:
 def _case_counts(counts: Counter[CaseOutcome], total: int) -> str:
     """`2/17 pass, 13 fail, 2 inconclusive`: never folds the undecided into either side."""
     parts = [f"{counts[CaseOutcome.PASS]}/{total} pass"]
-    parts += [f"{counts[o]} {o}" for o in (CaseOutcome.FAIL, CaseOutcome.INCONCLUSIVE) if counts[o]]
+    others = (CaseOutcome.FAIL, CaseOutcome.INCONCLUSIVE, CaseOutcome.MARGINAL)
+    parts += [f"{counts[o]} {o}" for o in others if counts[o]]
     return ", ".join(parts)

@@ -17,16 +17,13 @@ from rich.text import Text
 
 from redline.config import load_config
 from redline.errors import UsageError
-from redline.records import CaseOutcome, CaseRecord, RunRecord, SampleRecord
+from redline.presentation import OUTCOME_STYLES
+from redline.records import CaseRecord, RunRecord, SampleRecord
 from redline.store import RunStore
 from redline.textsafe import escape_output
 from redline.verdicts import VERDICT_ORDER, AssertionStatus, Verdict
 
-RESULT_STYLES = {
-    CaseOutcome.PASS: "green",
-    CaseOutcome.FAIL: "bold red",
-    CaseOutcome.INCONCLUSIVE: "yellow",
-}
+RESULT_STYLES = OUTCOME_STYLES
 VERDICT_STYLES = {
     Verdict.OK: "green",
     Verdict.WRONG: "red",

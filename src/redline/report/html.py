@@ -11,12 +11,13 @@ import html
 
 from redline.baseline import golden_diff
 from redline.manifest import MODEL_KEY, VERSION_KEY
+from redline.presentation import OUTCOME_ORDER
 from redline.records import CaseOutcome
 from redline.report import CaseReport, RunReport, failed_assertions
 from redline.textsafe import escape_output
 from redline.verdicts import VERDICT_ORDER, Verdict
 
-_OUTCOME_ORDER = {CaseOutcome.FAIL: 0, CaseOutcome.INCONCLUSIVE: 1, CaseOutcome.PASS: 2}
+_OUTCOME_ORDER = OUTCOME_ORDER
 
 _CSS = """
 :root { --ok:#2e7d32; --wrong:#c62828; --malformed:#ad1457; --refused:#6a1b9a;

@@ -130,7 +130,7 @@ class CompareScreen(Screen[None]):
                 f"{d.a.passes}/{d.a.content_samples} {_rate(d.rate_a)}",
                 f"{d.b.passes}/{d.b.content_samples} {_rate(d.rate_b)}",
                 Text(delta, style=style),
-                Text(f"{d.p_value:.3g}", style=style),
+                Text(f"{d.p_value:.3g}" if d.independent else d.p_text, style=style),
                 shifts,
                 key=str(i),
             )

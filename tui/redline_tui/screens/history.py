@@ -9,18 +9,15 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from redline.history import CaseHistory, HistoryPoint, Marginal, case_history, find_marginal
-from redline.records import CaseOutcome, RunKind
+from redline.presentation import OUTCOME_STYLES
+from redline.records import RunKind
 from redline_tui.formatting import short_model_id
 from redline_tui.messages import Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
 from redline_tui.widgets.key_bar import KeyBar
 
 _BAR = 20
-_RESULT_STYLES = {
-    CaseOutcome.PASS: "green",
-    CaseOutcome.FAIL: "bold red",
-    CaseOutcome.INCONCLUSIVE: "yellow",
-}
+_RESULT_STYLES = OUTCOME_STYLES
 
 
 def point_line(point: HistoryPoint, current_run: str) -> Text:
