@@ -783,20 +783,36 @@ class CauseAnalysis:
             diagnosis = self._diagnose(Decision(Cause.CASE_CHANGED, {}), final=True)
             self._store_state(diagnosis.cause.value, 1.0, diagnosis)
             return diagnosis
-        looks = self.settings.looks
         total = len(self.arms) * self.settings.budget
+        try:
+            return self._sample(total, progress, cancelled)
+        except BaseException:
+            done = sum(a.samples for a in self.arms)
+            self._store_state(
+                "stopped",
+                done / total,
+                self._diagnose(Decision(Cause.UNDECIDED, {}), final=False, stopped=True),
+            )
+            raise
+
+    def _sample(
+        self, total: int, progress: ProgressCallback | None, cancelled: Callable[[], bool]
+    ) -> Diagnosis:
+        looks = self.settings.looks
         decision = Decision(Cause.UNDECIDED, {})
         stopped = False
         final = False
+        undecidable = self.skipped and len(self.arms) == 1
         for index, target in enumerate(looks):
             stopped = self._draw(target, total, progress, cancelled)
             if stopped:  # an unplanned look at a partial batch decides nothing
                 decision = Decision(Cause.UNDECIDED, {})
                 break
             decision = self._decide(self.settings.alpha_at(index, len(looks)))
-            final = index == len(looks) - 1
+            # With the old model gone and the prompt unchanged, more samples cannot help.
+            final = index == len(looks) - 1 or bool(undecidable)
             done = sum(a.samples for a in self.arms)
-            if stopped or decision.cause is not Cause.UNDECIDED or final:
+            if decision.cause is not Cause.UNDECIDED or final:
                 break
             partial = self._diagnose(decision, final=False)
             self._store_state("running", done / total, partial)
