@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import settle
+from helpers import fill, settle
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
-from triage_repo import open_triage
+from triage_repo import TriageRepo, open_triage
+from triage_store import RED_RUN
 
 from cause_repo import BROKEN_PROMPT, CASE, SUITE, History
 from redline import runner
@@ -164,3 +165,23 @@ async def test_stopping_keeps_finished_samples_and_shows_them_at_once(
     assert history.store.triage(red.id)[(SUITE, CASE)].state == "stopped"
     assert {r.status for r in history.store.runs(kind=RunKind.RERUN)} == {RunStatus.INTERRUPTED}
     assert ArmKind.REFERENCE_PROMPT in {a.kind for a in shown.arms}
+
+
+async def test_retiring_a_case_shows_retired_in_the_triage_column(triage_repo: TriageRepo) -> None:
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("down")  # 0042-amount-suffix
+        await pilot.press("t")
+        await pilot.pause()
+        await fill(pilot, "reason", "sat at 4/5 for weeks")
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        await pilot.press("enter")  # close the "staged" message
+        await settle(pilot)
+        table = app.screen.query_one("#cases", DataTable)
+        assert str(table.get_cell("support/0042-amount-suffix", "triage")) == "retired"
+    stored = triage_repo.ctx.store.triage(RED_RUN)[("support", "0042-amount-suffix")]
+    assert stored.state == "retired"

@@ -99,6 +99,8 @@ def conclusion_text(diagnosis: Diagnosis) -> Text:
     text.append(f" {diagnosis.cause.value} ", style=f"reverse {CAUSE_STYLES[diagnosis.cause]}")
     text.append("  ")
     text.append(diagnosis.sentence)
+    if diagnosis.cause is Cause.NOISE:
+        text.append("\nm raises its samples · t retires it (with a reason)", style="bold")
     for key, value in diagnosis.p_values.items():
         text.append(f"\np = {value:.3g}: {p_value_label(key)}", style="dim")
     return text
