@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
 
 #: A case that clears its bar in fewer runs than this (1 in 50) is failing, not marginal.
 MARGINAL_FLOOR = 0.02
+#: The smallest default batch: fewer samples per look tell nothing about a rate.
+MIN_BATCH = 10
 #: "Noise" is never concluded on fewer samples per arm than this (or the budget, if smaller).
 NOISE_MIN_SAMPLES = 20
 
@@ -79,13 +82,14 @@ class Settings:
     """How hard to look: samples per arm, batch size, confidence, equivalence margin."""
 
     budget: int = 40
-    batch: int = 10
+    #: Samples per arm between looks; default a quarter of the budget, at least 10.
+    batch: int | None = None
     confidence: float = 0.95
     margin: float = 0.15
     reference: str | None = None
 
     def __post_init__(self) -> None:
-        if self.budget < 1 or self.batch < 1:
+        if self.budget < 1 or (self.batch is not None and self.batch < 1):
             raise UsageError("the budget and the batch size must be at least 1 sample")
         if not 0.5 <= self.confidence < 1.0:
             raise UsageError("the confidence must be at least 0.5 and below 1 (e.g. 0.95)")
@@ -95,7 +99,8 @@ class Settings:
     @property
     def looks(self) -> list[int]:
         """Samples per arm at which the evidence is examined."""
-        sizes = list(range(min(self.batch, self.budget), self.budget, self.batch))
+        batch = self.batch or max(MIN_BATCH, math.ceil(self.budget / 4))
+        sizes = list(range(min(batch, self.budget), self.budget, batch))
         return [*sizes, self.budget]
 
     def alpha_at(self, look: int, looks: int) -> float:

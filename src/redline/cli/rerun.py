@@ -56,9 +56,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--batch",
         type=int,
-        default=Settings.batch,
+        default=None,
         metavar="N",
-        help=f"samples per arm between looks at the evidence (default {Settings.batch})",
+        help="samples per arm between looks at the evidence (default: a quarter of the "
+        "budget, at least 10)",
     )
     parser.add_argument(
         "--confidence",
