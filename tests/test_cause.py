@@ -336,3 +336,33 @@ def test_cli_bad_input_is_exit_2(
     assert main(["rerun", red.id, CASE, *extra]) == ExitCode.USAGE
     assert message in capsys.readouterr().err
     assert not history.store.runs(kind=RunKind.RERUN)
+
+
+def test_run_on_main_itself_compares_with_the_commit_before_the_last_change(
+    history: History,
+) -> None:
+    before = history.repo.head.commit.hexsha
+    history.set_prompt(BROKEN_PROMPT)
+    history.commit("shorter amounts, straight on main")
+    history.write("README.md", "unrelated\n")
+    history.commit("docs")
+    red = history.run()  # no run ever passed; the run is on main, not on a branch
+
+    d = history.analyse(red)
+
+    assert d.reference.revision == before
+    assert "the commit before the last change to the suite or its config" in d.reference.reason
+    assert d.cause is Cause.PROMPT
+
+
+def test_a_new_case_that_never_passed_is_compared_with_itself(
+    make_history: MakeHistory,
+) -> None:
+    history = make_history(needle="12.000")
+    red = history.run()
+
+    d = history.analyse(red)
+
+    assert d.reference.revision == history.repo.head.commit.hexsha
+    assert "the suite first appeared" in d.reference.reason
+    assert d.changes == () and d.cause is Cause.CASE

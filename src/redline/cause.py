@@ -556,10 +556,11 @@ class CauseAnalysis:
             )
         with open_repo(self.config.root) as repo:
             red_commit = red_run_commit(repo, run)
-            self.reference = find_reference(
-                repo, self.store, run, case.suite, case.case_id, self.settings.reference
-            )
             suite_dir = self._suite_dir(repo, red_commit)
+            inputs = [suite_dir, *self._config_path(repo)]
+            self.reference = find_reference(
+                repo, self.store, run, case.suite, case.case_id, self.settings.reference, inputs
+            )
             self.red = self._red_suite(repo, suite_dir, red_commit)
             ref = self._suite_at(repo, suite_dir, self.reference.revision, "reference")
         if ref is not None and self.reference.run is not None:
@@ -652,6 +653,12 @@ class CauseAnalysis:
                 "pick another reference revision"
             ) from None
         return _SuiteAt(suite, model_id, rev)
+
+    def _config_path(self, repo: git.Repo) -> list[str]:
+        try:
+            return [repo_path(repo, self.config.source)]
+        except GitError:
+            return []
 
     def _pinned_at(self, repo: git.Repo, rev: str, alias: str) -> str | None:
         try:

@@ -8,6 +8,7 @@ the red run's commit left the default branch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import git
@@ -45,8 +46,13 @@ def find_reference(
     suite: str,
     case_id: str,
     override: str | None = None,
+    inputs: Sequence[str] = (),
 ) -> Reference:
-    """The reference point for one case of a red run; `override` is a revision the user gave."""
+    """The reference point for one case of a red run; `override` is a revision the user gave.
+
+    `inputs` are the repository paths of what the case sees (its suite folder first, then
+    the config file), for runs made on the default branch itself.
+    """
     red_commit = red_run_commit(repo, red)
     if override:
         sha = resolve_commit(repo, override)
@@ -65,31 +71,80 @@ def find_reference(
         )
     branch, why = default_branch(repo)
     if branch is None:
-        return _reference(
-            repo,
-            red_commit,
-            "no earlier passing run of this case and no default branch (main or master): "
-            "the red run's own commit",
+        return _before_last_change(
+            repo, red_commit, inputs, "no earlier passing run of this case and no default branch"
         )
     try:
         bases = repo.merge_base(branch, red_commit)
     except git.GitCommandError:
         bases = []
     if not bases or bases[0] is None:
+        return _before_last_change(
+            repo,
+            red_commit,
+            inputs,
+            f"no earlier passing run of this case, and no history shared with {branch}",
+        )
+    base = bases[0].hexsha
+    if base == red_commit:
+        return _before_last_change(
+            repo,
+            red_commit,
+            inputs,
+            f"no earlier passing run of this case, and the red run's commit is on {branch}{why}",
+            branch=branch,
+        )
+    reason = f"no earlier passing run of this case: where the red run's commit left {branch}{why}"
+    return _reference(repo, base, reason, branch=branch)
+
+
+def _before_last_change(
+    repo: git.Repo,
+    red_commit: str,
+    inputs: Sequence[str],
+    lead: str,
+    branch: str | None = None,
+) -> Reference:
+    """The commit just before the last change to the suite's inputs (suite folder, config).
+
+    The natural "before" of a run made on the default branch itself: the state the last
+    edit to what the case sees started from. When that edit created the suite, there is
+    nothing earlier, and the red run's own commit is its reference.
+    """
+    paths = [p for p in inputs if p]
+    try:
+        last = str(repo.git.log("-n", "1", "--format=%H", red_commit, "--", *paths)).strip()
+    except git.GitCommandError:
+        last = ""
+    commit = repo.commit(last) if last else None
+    if commit is None or not commit.parents:
+        return _reference(repo, red_commit, f"{lead}: the red run's own commit", branch=branch)
+    parent = commit.parents[0].hexsha
+    subject = commit.summary if isinstance(commit.summary, str) else str(commit.summary)
+    suite_file = inputs[0].rstrip("/") + "/suite.yaml" if inputs and inputs[0] else "suite.yaml"
+    if not _has_file(repo, parent, suite_file):
         return _reference(
             repo,
             red_commit,
-            f"no earlier passing run of this case, and the red run's commit shares no history "
-            f"with {branch}: the red run's own commit",
+            f"{lead}; the suite first appeared in {last[:12]} ({subject}): the red run's own "
+            "commit, nothing earlier to compare with",
+            branch=branch,
         )
-    base = bases[0].hexsha
-    reason = f"no earlier passing run of this case: where the red run's commit left {branch}{why}"
-    if base == red_commit:
-        reason = (
-            f"no earlier passing run of this case, and the red run's commit is on {branch}"
-            f"{why} itself: nothing earlier to compare with"
-        )
-    return _reference(repo, base, reason, branch=branch)
+    return _reference(
+        repo,
+        parent,
+        f"{lead}: the commit before the last change to the suite or its config "
+        f"({last[:12]} {subject})",
+        branch=branch,
+    )
+
+
+def _has_file(repo: git.Repo, rev: str, path: str) -> bool:
+    try:
+        repo.commit(rev).tree / path
+    except KeyError:
+        return False
+    return True
 
 
 def red_run_commit(repo: git.Repo, red: RunRecord) -> str:
