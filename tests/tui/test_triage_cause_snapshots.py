@@ -7,8 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import settle
-from textual.pilot import Pilot
+from helpers import press_before
 from triage_store import RED_RUN, SUITE
 
 from redline.cause import (
@@ -92,16 +91,6 @@ def _app(tmp_path: Path, store: RunStore) -> TriageApp:
     return TriageApp(ctx)
 
 
-def _keys(*keys: str) -> Callable[[Pilot[None]], object]:
-    async def run_before(pilot: Pilot[None]) -> None:
-        await settle(pilot)
-        for key in keys:
-            await pilot.press(key)
-            await settle(pilot)
-
-    return run_before
-
-
 @pytest.mark.parametrize(
     "keys",
     [
@@ -112,4 +101,6 @@ def _keys(*keys: str) -> Callable[[Pilot[None]], object]:
 def test_cause_snapshot(
     snap_compare: SnapCompare, tmp_path: Path, fixed_store: RunStore, keys: tuple[str, ...]
 ) -> None:
-    assert snap_compare(_app(tmp_path, fixed_store), terminal_size=SIZE, run_before=_keys(*keys))
+    assert snap_compare(
+        _app(tmp_path, fixed_store), terminal_size=SIZE, run_before=press_before(*keys)
+    )
