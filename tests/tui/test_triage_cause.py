@@ -18,6 +18,7 @@ from redline import runner
 from redline.cause import ArmKind, Cause
 from redline.records import RunKind, RunRecord, RunStatus
 from redline_tui.app import TriageApp
+from redline_tui.screens.outputs import OutputsScreen
 from redline_tui.screens.rerun import RerunScreen
 from redline_tui.screens.run import RunScreen
 from servers import LoopbackLLMServer
@@ -85,6 +86,12 @@ async def test_step_1_names_the_cause_and_the_triage_column_keeps_it(
         assert screen.diagnosis is not None and screen.diagnosis.cause is Cause.PROMPT
         conclusion = str(screen.query_one("#cause-conclusion", Static).render())
         assert conclusion.startswith(" prompt ") and "regressed it" in conclusion
+        await pilot.press("2")  # Step 2 lists each arm's raw outputs under its own name
+        await settle(pilot)
+        outputs = app.screen
+        assert isinstance(outputs, OutputsScreen)
+        labels = {label.split()[0] + " " + label.split()[1] for label, _ in outputs.samples}
+        assert labels == {"red run", "ref prompt", "yours again"}
         await pilot.press("escape")
         await settle(pilot)
         assert _cell(app) == "prompt"

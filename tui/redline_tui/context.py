@@ -89,3 +89,17 @@ class TriageContext:
             for run, rec in self.store.case_history(case.case_id, case.suite)
             if run.kind is RunKind.RERUN and run.parent_id == run_id
         ]
+
+
+#: How the Outputs screen names the samples of each arm of a cause analysis.
+ARM_LABELS = {
+    "reference-prompt": "ref prompt",
+    "reference-model": "ref model",
+    "red-configuration": "yours again",
+}
+
+
+def rerun_label(run: RunRecord) -> str:
+    """`ref prompt 1a2b3c` for an arm of a cause analysis, `rerun 1a2b3c` otherwise."""
+    arm = ARM_LABELS.get(str(run.args.get("arm", "")), "rerun")
+    return f"{arm} {run.id[:6]}"
