@@ -366,3 +366,23 @@ def test_a_new_case_that_never_passed_is_compared_with_itself(
     assert d.reference.revision == history.repo.head.commit.hexsha
     assert "the suite first appeared" in d.reference.reason
     assert d.changes == () and d.cause is Cause.CASE
+
+
+def test_changed_fixture_is_a_vars_change_and_nothing_is_compared(history: History) -> None:
+    case = history.root / "cases" / SUITE / f"{CASE}.yaml"
+    history.write(f"cases/{SUITE}/fixtures/name.txt", "Ana")
+    case.write_text(
+        case.read_text().replace("name: Ana", "name: file://fixtures/name.txt"), "utf-8"
+    )
+    history.commit("the customer's name as a fixture, verbatim")
+    history.run(passing=True)
+    history.write(f"cases/{SUITE}/fixtures/name.txt", "Ana María")
+    history.set_prompt(BROKEN_PROMPT)
+    history.commit("new fixture text and a shorter prompt")
+    red = history.run()
+
+    d = history.analyse(red)
+
+    assert d.cause is Cause.CASE_CHANGED
+    assert {c.kind for c in d.changes} == {Change.VARS, Change.PROMPT}
+    assert any(c.detail == "fixture name.txt" for c in d.changes)

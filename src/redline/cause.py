@@ -1004,9 +1004,14 @@ def explain(d: Diagnosis, why: str = "") -> str:
         )
     if d.cause is Cause.PROMPT and red is not None:
         ref = arms[ArmKind.REFERENCE_PROMPT]
+        kinds = {c.kind for c in d.changes}
+        settings = "; ".join(
+            c.detail for c in d.changes if c.detail.split(":")[0] in _SAMPLE_SETTINGS
+        )
+        what = "prompt change" if Change.PROMPT in kinds else f"settings change ({settings})"
         return (
-            f"Your prompt change regressed it: the reference prompt passes {rate(ref)} on the "
-            f"same model, your prompt {rate(red)}{p(ArmKind.REFERENCE_PROMPT)}."
+            f"Your {what} regressed it: the reference prompt and settings pass {rate(ref)} on "
+            f"the same model, yours {rate(red)}{p(ArmKind.REFERENCE_PROMPT)}."
         )
     if d.cause is Cause.MODEL and red is not None:
         ref = arms[ArmKind.REFERENCE_MODEL]
@@ -1038,10 +1043,13 @@ def explain(d: Diagnosis, why: str = "") -> str:
         rate_red = red.rate
         undone = "undoing the change raises the rate by less than " if len(d.arms) > 1 else ""
         same = f"; {undone}{d.margin * 100:.0f} points" if undone else ""
+        clears = d.bar.clears(rate_red)
+        lead = f"Noise: the rates are indistinguishable ({shown}{same}). "
+        at = f"at {rate_red:.0%} per sample it clears its bar of {d.bar.required}/{d.bar.samples}"
+        if clears >= 0.9:
+            return f"{lead}The red run was a rare miss: {at} in about {clears:.0%} of runs."
         return (
-            f"Noise: the rates are indistinguishable ({shown}{same}). The case is marginal: "
-            f"at {rate_red:.0%} per sample it clears its bar of {d.bar.required}/"
-            f"{d.bar.samples} in about {d.bar.clears(rate_red):.0%} of runs. "
+            f"{lead}The case is marginal: {at} in about {clears:.0%} of runs. "
             "Raise its samples or retire it."
         )
     if d.stopped:
