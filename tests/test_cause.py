@@ -26,7 +26,7 @@ from cause_repo import (
     History,
 )
 from redline import runner
-from redline.cause import ArmKind, Cause, Change, Settings
+from redline.cause import ArmKind, Bar, Cause, Change, Settings
 from redline.cli import ExitCode, main
 from redline.records import RunKind
 from servers import LoopbackLLMServer
@@ -386,3 +386,22 @@ def test_changed_fixture_is_a_vars_change_and_nothing_is_compared(history: Histo
     assert d.cause is Cause.CASE_CHANGED
     assert {c.kind for c in d.changes} == {Change.VARS, Change.PROMPT}
     assert any(c.detail == "fixture name.txt" for c in d.changes)
+
+
+def test_a_raised_bar_is_a_settings_change_judged_at_the_new_bar(
+    make_history: MakeHistory,
+) -> None:
+    history = make_history(model=FLAKY)
+    case = history.root / "cases" / SUITE / f"{CASE}.yaml"
+    case.write_text(case.read_text().replace("tier: contract", "tier: quality"), "utf-8")
+    history.commit("one miss allowed")
+    history.run(passing=True)
+    case.write_text(case.read_text().replace("samples: 5", "samples: 5\nrequired: 5"), "utf-8")
+    history.commit("no miss allowed any more")
+    red = history.run(passing=False)
+
+    d = history.analyse(red)
+
+    assert [(c.kind, c.detail) for c in d.changes] == [(Change.SETTINGS, "case required: None → 5")]
+    assert d.cause is Cause.NOISE, d.sentence  # same rate; marginal at its new bar of 5/5
+    assert d.bar == Bar(5, 5)
