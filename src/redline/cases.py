@@ -67,8 +67,10 @@ CASE_KEYS = frozenset(
         "expect_refusal",
         "assert",
         "retired",
+        "quarantine",
     }
 )
+QUARANTINE_KEYS = frozenset({"reason", "ticket", "until"})
 PROVENANCE_KEYS = frozenset({"ticket", "reported", "closed", "note", "source", "author"})
 
 _TYPE_HINTS = {
@@ -78,6 +80,22 @@ _TYPE_HINTS = {
     "contains-json": "use `type: is-json`; the whole output must be JSON",
     "llm-rubric": "use `type: judge` (available in a later version)",
 }
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    """Between keeping a case and retiring it: it keeps sampling but cannot fail a run."""
+
+    reason: str
+    until: datetime.date
+    ticket: str = ""
+
+    def active(self, today: datetime.date) -> bool:
+        return today <= self.until
+
+    def describe(self) -> str:
+        ticket = f" ({self.ticket})" if self.ticket else ""
+        return f"quarantined until {self.until.isoformat()}{ticket}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -98,6 +116,8 @@ class Case:
     files: tuple[Path, ...] = ()
     #: Sequential sampling (`samples: {min, max}`): `samples` is then the most it may draw.
     sampling: SequentialPlan | None = None
+    #: Runs and reports, but cannot turn a run red until `quarantine.until` has passed.
+    quarantine: Quarantine | None = None
 
     def required_for(self, n: int) -> int:
         """The same pass-rate bar at `n` samples (a rerun with more samples)."""
@@ -608,6 +628,7 @@ class _CaseLoader:
             else self.required(root, tier, samples)
         )
         expect_refusal = suite.boolean(root, "expect_refusal", default=False)
+        quarantine = self.quarantine(root)
         assertions = self.assertions(root, variables or {}, bool(expect_refusal))
         if variables is not None:
             self.check_prompt_vars(root, variables)
@@ -628,7 +649,37 @@ class _CaseLoader:
             assertions=assertions,
             files=tuple(dict.fromkeys(self.files)),
             sampling=sampling,
+            quarantine=quarantine,
         )
+
+    def quarantine(self, root: Node) -> Quarantine | None:
+        suite = self.suite
+        node = root.get("quarantine")
+        if node is None:
+            return None
+        example = "{reason: flaky on the new model, ticket: SUP-3001, until: 2026-12-31}"
+        if not node.is_map:
+            suite.wrong_type(node, "quarantine", "a mapping", example)
+            return None
+        suite.unknown_keys(node, QUARANTINE_KEYS, "quarantine")
+        reason, until, ticket = node.get("reason"), node.get("until"), node.get("ticket")
+        if reason is None or not isinstance(reason.value, str) or not reason.value.strip():
+            suite.add(
+                (reason or node).mark,
+                "a quarantine needs a `reason` (why this case may not fail a run for now)",
+                example,
+            )
+            return None
+        if until is None or not isinstance(until.value, datetime.date):
+            suite.add(
+                (until or node).mark,
+                "a quarantine needs `until:` as a date (YYYY-MM-DD): it ends by itself",
+                example,
+            )
+            return None
+        shown = "" if ticket is None or ticket.value is None else str(ticket.value)
+        day = until.value.date() if isinstance(until.value, datetime.datetime) else until.value
+        return Quarantine(reason.value.strip(), day, shown)
 
     def provenance(self, root: Node) -> dict[str, str] | None:
         suite = self.suite

@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from redline import __version__
@@ -28,6 +29,7 @@ from redline.manifest import case_hash, suite_manifest
 from redline.outcome import add_counts, case_outcome, run_result
 from redline.providers import make_provider
 from redline.providers.replay import ReplayProvider
+from redline.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
 from redline.records import (
     CaseOutcome,
     CaseRecord,
@@ -71,6 +73,9 @@ class RunOptions:
     extend: bool = False
     #: `--adaptive`: sequential sampling for every case written with a fixed N.
     adaptive: bool = False
+    #: With `resume`: draw the slots of a finished run whose samples had these verdicts
+    #: again (`--retry-transport`); the first attempts are kept as superseded evidence.
+    retry: tuple[Verdict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -295,7 +300,16 @@ async def _execute(
     identity = provider.identity()
     manifest = run_manifest(suites, identity)
     if options.resume is not None:
-        record = _reopen(store, options.resume, identity, manifest, options.extend)
+        record = _reopen(
+            store,
+            options.resume,
+            identity,
+            manifest,
+            retry=bool(options.retry),
+            extend=options.extend,
+        )
+        if options.retry:
+            record = _supersede(store, record, options.retry)
     else:
         record = _new_record(config, options, suites, identity, model, manifest, provider)
     plan = _plan(chosen, options, store, record.id, provider)
@@ -446,6 +460,9 @@ def _new_record(
     commit, dirty = repo_state(config.root)
     parent = options.parent_id
     args = dict(options.args)
+    held = active_quarantines(suites, datetime.now(UTC).date())
+    if held:
+        args[QUARANTINED_ARG] = held
     frozen = frozen_seeds(suites)
     if frozen:
         args[FROZEN_SEEDS_ARG] = frozen
@@ -471,10 +488,16 @@ def _new_record(
 
 
 def _reopen(
-    store: RunStore, run_id: str, identity: str, manifest: Mapping[str, str], extend: bool = False
+    store: RunStore,
+    run_id: str,
+    identity: str,
+    manifest: Mapping[str, str],
+    *,
+    retry: bool = False,
+    extend: bool = False,
 ) -> RunRecord:
     record = store.run(run_id)
-    if record.status is RunStatus.FINISHED and not extend:
+    if record.status is RunStatus.FINISHED and not retry and not extend:
         raise UsageError(f"run {record.id} finished already; nothing to resume")
     if record.kind is RunKind.REPLAY:
         raise UsageError(
@@ -496,6 +519,24 @@ def _reopen(
             "start a new run"
         )
     return record
+
+
+#: The run argument listing how a run was completed after it first finished.
+RETRIES_ARG = "retries"
+
+
+def _supersede(store: RunStore, record: RunRecord, verdicts: Sequence[Verdict]) -> RunRecord:
+    """Set aside the samples to draw again, and say so in the run's record."""
+    counts = add_counts(store.verdict_counts(record.id).values())
+    wanted = {str(v): counts.get(v, 0) for v in verdicts if counts.get(v, 0)}
+    if not wanted:
+        names = " or ".join(str(v) for v in verdicts)
+        raise UsageError(f"run {record.id} has no {names} sample to draw again")
+    store.supersede_samples(record.id, verdicts)
+    retries = [*record.args.get(RETRIES_ARG, []), {"at": now_iso(), "redrawn": wanted}]
+    args = {**record.args, RETRIES_ARG: retries}
+    store.update_args(record.id, args)
+    return replace(record, args=args)
 
 
 def _plan(
@@ -607,13 +648,16 @@ def _finish(
     store.put_cases(records)
     result: RunResult | None = None
     if not interrupted:
-        result = run_result((r.result for r in records), add_counts(r.verdicts for r in records))
+        held = quarantined(store.run(run_id))
+        counted = [r for r in records if f"{r.suite}/{r.case_id}" not in held]
+        result = run_result((r.result for r in counted), add_counts(r.verdicts for r in records))
     status = RunStatus.INTERRUPTED if interrupted else RunStatus.FINISHED
     store.finish_run(run_id, status, result, now_iso())
     return store.run(run_id)
 
 
 __all__ = [
+    "RETRIES_ARG",
     "ProgressCallback",
     "RunOptions",
     "RunProgress",

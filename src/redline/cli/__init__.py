@@ -28,6 +28,7 @@ _COMMAND_MODULES = (
     "run",
     "runs",
     "show",
+    "search",
     "export",
     "baseline",
     "history",

@@ -32,6 +32,7 @@ from redline.config import Config, load_config
 from redline.errors import UsageError, relpath
 from redline.exchange import check_out_dir, export_run
 from redline.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
+from redline.quarantine import quarantined_cases
 from redline.records import CaseOutcome, RunKind, RunRecord, RunResult
 from redline.runner import (
     RunOptions,
@@ -43,7 +44,7 @@ from redline.runner import (
 from redline.seeds import seed_warning
 from redline.shard import parse_shard
 from redline.store import RunStore, new_run_id
-from redline.verdicts import VERDICT_ORDER
+from redline.verdicts import VERDICT_ORDER, Verdict
 
 _EXIT = {
     RunResult.GREEN: ExitCode.GREEN,
@@ -82,6 +83,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--out", type=Path, metavar="DIR", help="also export the run to DIR")
     parser.add_argument("--resume", metavar="RUN_ID", help="run the missing samples of a run")
     parser.add_argument(
+        "--retry-transport",
+        metavar="RUN_ID",
+        help="draw again only the samples of a run that failed in transport (connection, "
+        "timeout, 5xx after retries), keeping the first attempts as evidence; refused when "
+        "the prompt, model or cases changed since",
+    )
+    parser.add_argument(
+        "--with-truncated",
+        action="store_true",
+        help="with --retry-transport: also draw again the samples cut off at max_tokens",
+    )
+    parser.add_argument(
         "--replay", metavar="RUN_ID", help="re-score a stored run's outputs; calls no model"
     )
     parser.add_argument("--quiet", action="store_true", help="plain progress lines, no live bar")
@@ -108,6 +121,12 @@ def _positive(text: str) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     config = load_config()
+    if args.with_truncated and not args.retry_transport:
+        raise UsageError("--with-truncated goes with --retry-transport RUN_ID")
+    if args.retry_transport:
+        if args.resume or args.replay:
+            raise UsageError("--retry-transport cannot be combined with --resume or --replay")
+        args.resume = args.retry_transport
     if args.resume and args.replay:
         raise UsageError("--resume and --replay cannot be combined")
     if args.judge_blocks and not args.judge:
@@ -172,6 +191,14 @@ def _stored_run(config: Config, run_id: str) -> RunRecord:
         return store.run(run_id)
 
 
+def _retry_verdicts(args: argparse.Namespace) -> tuple[Verdict, ...]:
+    if not args.retry_transport:
+        return ()
+    if args.with_truncated:
+        return (Verdict.TRANSPORT, Verdict.TRUNCATED)
+    return (Verdict.TRANSPORT,)
+
+
 def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list[Path]]:
     """Run options and suite folders from the command line (or the resumed run)."""
     if args.resume:
@@ -189,8 +216,9 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
             if value
         ]
         if given:
+            flag = "--retry-transport" if args.retry_transport else "--resume"
             raise UsageError(
-                f"--resume continues a run with its own options; drop {', '.join(given)}"
+                f"{flag} continues a run with its own options; drop {', '.join(given)}"
             )
         run = _stored_run(config, args.resume)
         saved: dict[str, Any] = dict(run.args)
@@ -211,6 +239,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
             judge=bool(saved.get("judge")),
             judge_blocks=bool(saved.get("judge_blocks")),
             adaptive=bool(saved.get("adaptive")),
+            retry=_retry_verdicts(args),
             shard=None if shard is None else (int(shard[0]), int(shard[1])),
             args=saved,
         )
@@ -366,4 +395,10 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) ->
         console.print(
             Text(f"judge {judge['rubric']} ({path}): {status}: {judge['reason']}; {effect}")
         )
+    held = quarantined_cases(record, cases)
+    if held:
+        console.print(Text("quarantined (reported, not counted in the result):", style="bold"))
+        for q in held:
+            style = "green" if q.passing_again else "yellow"
+            console.print(Text(f"  {q.case.suite}/{q.case.case_id}: {q.label}", style=style))
     console.print(Text(f"details: redline show {record.id} [CASE]", style="dim"))
