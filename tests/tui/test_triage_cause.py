@@ -126,6 +126,10 @@ async def test_a_rerun_keeps_running_after_leaving_step_1(
         assert _cell(app).startswith("running ")
         await pilot.press("2")  # and look at another step of the case meanwhile
         await pilot.pause()
+        await pilot.press("1")  # back to Step 1: it shows the analysis where it is
+        await _wait(
+            pilot, lambda: "Reference" in str(app.screen.query_one("#cause-where").render())
+        )
         await pilot.press("escape")
         await settle(pilot)  # the analysis finishes in the background
         assert _cell(app) == "prompt"

@@ -70,6 +70,14 @@ def changes_text(changes: tuple[ChangeItem, ...], notes: tuple[str, ...] = ()) -
     return text
 
 
+def where_text(diagnosis: Diagnosis) -> Text:
+    """The reference and what changed, as Step 1 shows them above the arms."""
+    text = reference_text(diagnosis.reference)
+    text.append("\n")
+    text.append_text(changes_text(diagnosis.changes, diagnosis.notes))
+    return text
+
+
 def arms_table(red: ArmCounts | None, arms: tuple[ArmCounts, ...], confidence: float) -> Table:
     """The red run and every arm side by side: counts, rate and interval."""
     table = Table(expand=True, show_edge=False, pad_edge=False)
@@ -176,7 +184,11 @@ class RerunScreen(CaseStepScreen):
         self.app.call_from_thread(self._loaded_plan, where, red, arms)
 
     def _loaded_diagnosis(self, diagnosis: Diagnosis, state: str) -> None:
-        if not self.is_attached or self.running:
+        if not self.is_attached:
+            return
+        if self.running:  # a batch of the running analysis: its counts come live
+            self._red = diagnosis.red
+            self.query_one("#cause-where", Static).update(where_text(diagnosis))
             return
         self._show_diagnosis(diagnosis)
         if state == "stopped" or diagnosis.stopped:
@@ -204,10 +216,7 @@ class RerunScreen(CaseStepScreen):
         self.diagnosis = diagnosis
         self._red = diagnosis.red
         self._confidence = diagnosis.confidence
-        where = reference_text(diagnosis.reference)
-        where.append("\n")
-        where.append_text(changes_text(diagnosis.changes, diagnosis.notes))
-        self.query_one("#cause-where", Static).update(where)
+        self.query_one("#cause-where", Static).update(where_text(diagnosis))
         self.query_one("#cause-arms", Static).update(
             arms_table(diagnosis.red, diagnosis.arms, diagnosis.confidence)
         )
