@@ -405,3 +405,17 @@ def test_a_raised_bar_is_a_settings_change_judged_at_the_new_bar(
     assert [(c.kind, c.detail) for c in d.changes] == [(Change.SETTINGS, "case required: None → 5")]
     assert d.cause is Cause.NOISE, d.sentence  # same rate; marginal at its new bar of 5/5
     assert d.bar == Bar(5, 5)
+
+
+def test_a_run_on_uncommitted_edits_is_compared_with_its_commit(history: History) -> None:
+    committed = history.repo.head.commit.hexsha
+    history.set_prompt(BROKEN_PROMPT)  # edited, not committed, and run
+    red = history.run()
+    assert history.store.run(red.id).git_dirty
+
+    d = history.analyse(red)
+
+    assert d.reference.revision == committed
+    assert "uncommitted edits" in d.reference.reason
+    assert [c.kind for c in d.changes] == [Change.PROMPT]
+    assert d.cause is Cause.PROMPT

@@ -559,10 +559,17 @@ class CauseAnalysis:
             red_commit = red_run_commit(repo, run)
             suite_dir = self._suite_dir(repo, red_commit)
             inputs = [suite_dir, *self._config_path(repo)]
-            self.reference = find_reference(
-                repo, self.store, run, case.suite, case.case_id, self.settings.reference, inputs
-            )
             self.red = self._red_suite(repo, suite_dir, red_commit)
+            self.reference = find_reference(
+                repo,
+                self.store,
+                run,
+                case.suite,
+                case.case_id,
+                self.settings.reference,
+                inputs,
+                uncommitted=self.red.revision is None,
+            )
             ref = self._suite_at(repo, suite_dir, self.reference.revision, "reference")
         if ref is not None and self.reference.run is not None:
             ref.model_id = self.reference.run.model_id

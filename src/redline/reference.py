@@ -47,11 +47,14 @@ def find_reference(
     case_id: str,
     override: str | None = None,
     inputs: Sequence[str] = (),
+    *,
+    uncommitted: bool = False,
 ) -> Reference:
     """The reference point for one case of a red run; `override` is a revision the user gave.
 
     `inputs` are the repository paths of what the case sees (its suite folder first, then
-    the config file), for runs made on the default branch itself.
+    the config file), for runs made on the default branch itself. `uncommitted`: the red
+    run ran on edits not in its commit, so that commit is the state before them.
     """
     red_commit = red_run_commit(repo, red)
     if override:
@@ -86,6 +89,14 @@ def find_reference(
             f"no earlier passing run of this case, and no history shared with {branch}",
         )
     base = bases[0].hexsha
+    if base == red_commit and uncommitted:
+        return _reference(
+            repo,
+            red_commit,
+            f"no earlier passing run of this case; the red run ran on uncommitted edits on "
+            f"{branch}{why}: its commit is the state before them",
+            branch=branch,
+        )
     if base == red_commit:
         return _before_last_change(
             repo,
