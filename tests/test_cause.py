@@ -419,3 +419,15 @@ def test_a_run_on_uncommitted_edits_is_compared_with_its_commit(history: History
     assert "uncommitted edits" in d.reference.reason
     assert [c.kind for c in d.changes] == [Change.PROMPT]
     assert d.cause is Cause.PROMPT
+
+
+def test_a_provider_that_only_fails_leaves_it_undecided_and_says_why(history: History) -> None:
+    history.run(passing=True)
+    history.set_prompt("MODE:500 Your refund of 12,000 IDR for {{name}} was approved.")
+    history.commit("a prompt the server cannot answer")
+    red = history.run()
+
+    d = history.analyse(red, Settings(budget=10))
+
+    assert d.cause is Cause.UNDECIDED
+    assert "no content sample" in d.sentence and d.more_samples is None

@@ -931,7 +931,13 @@ class CauseAnalysis:
         red = next((a for a in arms if a.kind is ArmKind.RED), self.red_counts())
         undo = [a for a in arms if a.kind is not ArmKind.RED and a.skipped is None]
         more = None
-        if decision.cause is Cause.UNDECIDED and final and decision.why != "model-untested":
+        empty = any(a.samples == 0 for a in (red, *undo))
+        if (
+            decision.cause is Cause.UNDECIDED
+            and final
+            and decision.why != "model-untested"
+            and not empty
+        ):
             looks = self.settings.looks
             alpha = self.settings.alpha_at(len(looks) - 1, len(looks))
             needed = samples_to_decide(red, undo, self.bar, alpha, self.settings.margin)
@@ -1067,6 +1073,11 @@ def explain(d: Diagnosis, why: str = "") -> str:
         return (
             "Undecided: the pinned model changed and the reference model cannot be run here, "
             "so the model cannot be ruled out; configure its provider again to decide."
+        )
+    if any(a.samples == 0 for a in d.arms if a.skipped is None):
+        return (
+            "Undecided: an arm has no content sample (every answer was a transport failure or "
+            "cut off); check the provider and run it again."
         )
     per_arm = max((a.samples for a in d.arms if a.skipped is None), default=0)
     if d.more_samples is None:
