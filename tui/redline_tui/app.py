@@ -16,7 +16,6 @@ from redline_tui.messages import (
     CauseProgressed,
     FilesStaged,
     OpenStep,
-    RerunStored,
     SampleSource,
     Step,
     TriageMarked,
@@ -93,10 +92,6 @@ class TriageApp(App[None]):
 
     def on_unmount(self) -> None:
         self.jobs.cancel_all()
-
-    @on(RerunStored)
-    def rerun_stored(self, event: RerunStored) -> None:
-        self.notify(f"Rerun {event.run_id} stored, linked to run {event.parent_id}")
 
     def step_screen(self, event: OpenStep) -> Screen[None]:
         if event.step is Step.RERUN:

@@ -57,15 +57,6 @@ class FilesStaged(Message):
         self.commit_message = commit_message
 
 
-class RerunStored(Message):
-    """A rerun finished and is in the store, linked to its parent run."""
-
-    def __init__(self, run_id: str, parent_id: str) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.parent_id = parent_id
-
-
 class CauseProgressed(Message):
     """A background cause analysis drew more samples (or stored its conclusion)."""
 
