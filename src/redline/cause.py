@@ -52,6 +52,8 @@ MARGINAL_FLOOR = 0.02
 MIN_BATCH = 10
 #: "Noise" is never concluded on fewer samples per arm than this (or the budget, if smaller).
 NOISE_MIN_SAMPLES = 20
+#: Settings that change how each sample is generated: the reference prompt arm takes them too.
+_GENERATION_SETTINGS = {"suite max_tokens", "suite temperature"}
 
 
 class Cause(StrEnum):
@@ -697,7 +699,7 @@ class CauseAnalysis:
         if Change.CASE in kinds or Change.VARS in kinds or ref is None:
             return arms, skipped
         prompt_changed = Change.PROMPT in kinds or any(
-            c.kind is Change.SETTINGS and c.detail.split(":")[0] in _SAMPLE_SETTINGS
+            c.kind is Change.SETTINGS and c.detail.split(":")[0] in _GENERATION_SETTINGS
             for c in self.changes
         )
         if prompt_changed:
@@ -981,9 +983,6 @@ class CauseAnalysis:
         )
 
 
-_SAMPLE_SETTINGS = {"suite max_tokens", "suite temperature"}
-
-
 def p_value_label(key: str) -> str:
     """What a p-value of a diagnosis tests, in words."""
     names = {
@@ -1020,7 +1019,7 @@ def explain(d: Diagnosis, why: str = "") -> str:
         ref = arms[ArmKind.REFERENCE_PROMPT]
         kinds = {c.kind for c in d.changes}
         settings = "; ".join(
-            c.detail for c in d.changes if c.detail.split(":")[0] in _SAMPLE_SETTINGS
+            c.detail for c in d.changes if c.detail.split(":")[0] in _GENERATION_SETTINGS
         )
         what = "prompt change" if Change.PROMPT in kinds else f"settings change ({settings})"
         return (
