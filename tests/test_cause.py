@@ -283,8 +283,9 @@ def test_repository_without_a_remote(history: History) -> None:
     assert d.cause is Cause.PROMPT
 
 
+@pytest.mark.parametrize("flag", [["--json"], ["--format", "json"]])
 def test_cli_json_names_reference_changes_arms_and_conclusion(
-    history: History, capsys: pytest.CaptureFixture[str]
+    history: History, capsys: pytest.CaptureFixture[str], flag: list[str]
 ) -> None:
     history.run()
     history.repo.git.checkout("-b", "feature")
@@ -293,7 +294,7 @@ def test_cli_json_names_reference_changes_arms_and_conclusion(
     red = history.run()
     capsys.readouterr()
 
-    assert main(["rerun", red.id, CASE, "--json", "--budget", "20"]) == ExitCode.GREEN
+    assert main(["rerun", red.id, CASE, *flag, "--budget", "20"]) == ExitCode.GREEN
 
     data = json.loads(capsys.readouterr().out)
     assert data["conclusion"] == "prompt"

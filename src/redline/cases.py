@@ -27,7 +27,15 @@ from redline.errors import Problem, ProblemsError, relpath
 from redline.outcome import TIERS, default_required, scale_required
 from redline.sequential import SamplingSpec, SequentialPlan
 from redline.templates import fill, placeholders
-from redline.yamlsource import FILE_REF, Mark, Node, did_you_mean, load_file, read_verbatim
+from redline.yamlsource import (
+    FILE_REF,
+    Mark,
+    Node,
+    did_you_mean,
+    load_file,
+    read_verbatim,
+    utf8_problem,
+)
 from redline.yamlsource import type_name as yaml_type
 
 if TYPE_CHECKING:
@@ -506,8 +514,9 @@ class _SuiteLoader:
         files.append(path)
         try:
             return read_verbatim(path)
-        except UnicodeDecodeError:
-            self.add(node.mark, f"prompt file {self.show(path)} is not UTF-8 text")
+        except UnicodeDecodeError as exc:
+            line, _, message = utf8_problem(exc)
+            self.add(node.mark, f"prompt file {self.show(path)}, line {line}: {message}")
             return None
 
     # -- cases ---------------------------------------------------------
@@ -732,10 +741,11 @@ class _CaseLoader:
                     continue
                 try:
                     values[key] = read_verbatim(path)
-                except UnicodeDecodeError:
+                except UnicodeDecodeError as exc:
+                    line, _, message = utf8_problem(exc)
                     suite.add(
                         child.mark,
-                        f"fixture {suite.show(path)} is not UTF-8 text",
+                        f"fixture {suite.show(path)}, line {line}: {message}",
                         "save it as UTF-8; its bytes are otherwise kept exactly as they are",
                     )
                     continue

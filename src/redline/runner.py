@@ -22,7 +22,7 @@ from redline import __version__
 from redline.assertions import LAYER_1, evaluate_sample
 from redline.completion import ChatRequest
 from redline.config import Config, ModelRef
-from redline.errors import UsageError
+from redline.errors import CredentialsRejected, UsageError
 from redline.gitio import repo_state
 from redline.judge import JudgeSession, judge_pending
 from redline.manifest import case_hash, suite_manifest
@@ -39,6 +39,7 @@ from redline.records import (
     RunStatus,
     SampleRecord,
 )
+from redline.redaction import KeyRedactor
 from redline.seeds import FROZEN_SEEDS_ARG, frozen_seeds, sample_seed
 from redline.sequential import Decision, SequentialPlan, adaptive_plan
 from redline.shard import select
@@ -90,10 +91,20 @@ class RunProgress:
     last: SampleRecord | None = None
     #: Set once, when the run is being interrupted: no more samples will finish.
     stopping: bool = False
+    #: The cases with a sample in flight now (`suite/case`), oldest request first.
+    running: tuple[str, ...] = ()
 
     @property
     def rate(self) -> float:
+        """Samples per second observed so far."""
         return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the observed rate; None before the first sample finished."""
+        if self.done == 0 or self.elapsed_s <= 0:
+            return None
+        return max(0.0, (self.total - self.done) / self.rate)
 
 
 ProgressCallback = Callable[[RunProgress], None]
@@ -214,12 +225,14 @@ def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Sui
         chosen = [(s, c) for s, c in chosen if c.id in wanted]
     if options.tier is not None:
         chosen = [(s, c) for s, c in chosen if c.tier == options.tier]
+    if not chosen:
+        raise UsageError("no case left to run after the --case/--tier filters")
     if options.shard is not None:
+        # A shard may own no case (3 cases over 2 shards can all hash into one): that is
+        # an empty, valid run, so the CI matrix job still exports a result to merge.
         k, n = options.shard
         kept = {(c.suite, c.id) for c in select((c for _, c in chosen), k, n)}
         chosen = [(s, c) for s, c in chosen if (c.suite, c.id) in kept]
-    if not chosen:
-        raise UsageError("no case left to run after the --case/--tier/--shard filters")
     return chosen
 
 
@@ -320,6 +333,7 @@ async def _execute(
         record = replace(record, args={**record.args, "judges": judges.record()})
     started = time.monotonic()
     state = _State(record.id, len(plan.todo), progress, started)
+    state.redact = KeyRedactor.from_config(config, os.environ)
     if options.resume is None:
         store.begin_run(record)
     else:
@@ -359,8 +373,24 @@ class _State:
         self.counts: dict[Verdict, int] = dict.fromkeys(Verdict, 0)
         self.progress = progress
         self.started = started
+        #: `suite/case` → samples of it in flight (insertion order: oldest first).
+        self.running: dict[str, int] = {}
+        #: The provider has answered at least once in this run (so its key works).
+        self.answered = False
+        self.redact = KeyRedactor()
+
+    def start(self, job: _Job) -> None:
+        name = f"{job.case.suite}/{job.case.id}"
+        self.running[name] = self.running.get(name, 0) + 1
+        self.report()
 
     def record(self, sample: SampleRecord) -> None:
+        name = f"{sample.suite}/{sample.case_id}"
+        left = self.running.get(name, 1) - 1
+        if left > 0:
+            self.running[name] = left
+        else:
+            self.running.pop(name, None)
         self.done += 1
         self.counts[sample.verdict] += 1
         self.report(sample)
@@ -376,6 +406,7 @@ class _State:
                     elapsed_s=time.monotonic() - self.started,
                     last=last,
                     stopping=stopping,
+                    running=tuple(self.running),
                 )
             )
 
@@ -390,7 +421,8 @@ async def _worker(
 ) -> None:
     while (job := await jobs.next()) is not None:
         try:
-            sample = await _sample(job, provider, model, state.run_id, judges)
+            state.start(job)
+            sample = state.redact.sample(await _sample(job, provider, model, state, judges))
         except BaseException:
             jobs.in_flight -= 1
             raise
@@ -403,10 +435,14 @@ async def _sample(
     job: _Job,
     provider: Provider | ReplayProvider,
     model: ModelRef | None,
-    run_id: str,
+    state: _State,
     judges: JudgeSession | None,
 ) -> SampleRecord:
-    """Ask the model (or the stored run) once, judge the answer, and build its record."""
+    """Ask the model (or the stored run) once, judge the answer, and build its record.
+
+    The provider refusing the key before it ever answered stops the run (exit 2): every
+    other request would be refused too.
+    """
     if isinstance(provider, ReplayProvider):
         completion = provider.stored(job.case.suite, job.case.id, job.index)
     else:
@@ -421,6 +457,14 @@ async def _sample(
             seed=job.seed,
         )
         completion = await provider.complete(request)
+        if completion.credentials_rejected and not state.answered:
+            raise CredentialsRejected(
+                f"{completion.error}. The run stopped at its first request(s) instead of "
+                f"sending the rest; {state.done} finished sample(s) are kept in run "
+                f"{state.run_id}. Fix the key, then: redline run --resume {state.run_id}"
+            )
+        if completion.ok:
+            state.answered = True
     if job.costly:
         evaluation = await asyncio.to_thread(evaluate_sample, job.case, completion)
     else:
@@ -428,7 +472,7 @@ async def _sample(
     if judges is not None:
         evaluation = await judge_pending(judges, job.case, completion, evaluation, job.seed)
     return SampleRecord(
-        run_id=run_id,
+        run_id=state.run_id,
         suite=job.case.suite,
         case_id=job.case.id,
         index=job.index,
@@ -588,7 +632,7 @@ def _plan(
             for _ in range(count):
                 seq.add(verdict)
         plan.todo.extend(seq.more())
-    if not plan.cases:
+    if chosen and not plan.cases:
         raise UsageError("the replayed run has no stored samples for the selected cases")
     return plan
 

@@ -9,7 +9,6 @@ whatever the conclusion (the answer is the output); 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from rich.console import Console
@@ -17,7 +16,7 @@ from rich.text import Text
 
 from redline.cause import CauseAnalysis, CauseProgress, Diagnosis, Settings, p_value_label
 from redline.cli import ExitCode
-from redline.cli.show import make_console
+from redline.cli.output import add_format_option, make_console, print_json
 from redline.config import load_config
 from redline.errors import UsageError
 from redline.records import CaseRecord, RunRecord
@@ -73,11 +72,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=Settings.margin,
         help=f"two pass rates closer than this count as the same rate (default {Settings.margin})",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
+    add_format_option(parser)
     parser.set_defaults(handler=_rerun)
 
 
 def _rerun(args: argparse.Namespace) -> int:
+    as_json = args.json or args.format == "json"
     settings = Settings(
         budget=args.budget,
         batch=args.batch,
@@ -91,11 +92,11 @@ def _rerun(args: argparse.Namespace) -> int:
         run = store.run(args.run_id)
         case = _case_record(store.cases(run.id), args.case, args.suite, run)
         with CauseAnalysis(store, config, run, case, settings) as analysis:
-            if not args.json:
+            if not as_json:
                 _print_plan(console, analysis)
-            diagnosis = analysis.run(_Progress(quiet=args.json))
-    if args.json:
-        print(json.dumps(diagnosis.to_json(), indent=2))
+            diagnosis = analysis.run(_Progress(quiet=as_json))
+    if as_json:
+        print_json(diagnosis.to_json())
     else:
         _print_diagnosis(console, diagnosis)
     return ExitCode.GREEN

@@ -27,7 +27,8 @@ from rich.text import Text
 
 from redline.cases import load_suites
 from redline.cli import ExitCode
-from redline.cli.show import case_table, make_console, verdict_breakdown
+from redline.cli.output import make_console
+from redline.cli.show import case_table, verdict_breakdown
 from redline.config import Config, load_config
 from redline.errors import UsageError, relpath
 from redline.exchange import check_out_dir, export_run
@@ -44,6 +45,7 @@ from redline.runner import (
 from redline.seeds import seed_warning
 from redline.shard import parse_shard
 from redline.store import RunStore, new_run_id
+from redline.textsafe import escape_output
 from redline.verdicts import VERDICT_ORDER, Verdict
 
 _EXIT = {
@@ -63,7 +65,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "N times against the pinned model. Exit 0 green, 1 red, 2 usage/config error "
         "(nothing called), 3 inconclusive.",
     )
-    parser.add_argument("suite_dirs", metavar="SUITE_DIR", nargs="*", type=Path)
+    parser.add_argument(
+        "suite_dirs",
+        metavar="SUITE_DIR",
+        nargs="*",
+        type=Path,
+        help="suite folders to run (default: the configured suites, e.g. cases/)",
+    )
     parser.add_argument(
         "--case", dest="cases", action="append", default=[], metavar="ID", help="only this case"
     )
@@ -78,7 +86,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--tier", choices=("contract", "quality"), help="only this tier")
     parser.add_argument("--model", metavar="ALIAS", help="run on another pinned alias")
-    parser.add_argument("--concurrency", type=_positive, metavar="N")
+    parser.add_argument(
+        "--concurrency",
+        type=_positive,
+        metavar="N",
+        help="samples in flight at once (default: config concurrency; the local model runs one)",
+    )
     parser.add_argument("--shard", metavar="K/N", help="run only shard K of N (CI matrices)")
     parser.add_argument("--out", type=Path, metavar="DIR", help="also export the run to DIR")
     parser.add_argument("--resume", metavar="RUN_ID", help="run the missing samples of a run")
@@ -147,7 +160,8 @@ def _run(args: argparse.Namespace) -> int:
             console.print(Text(f"warning: {warning}", style="yellow"))
     with RunStore.open(config.store_path) as store:
         live = sys.stdout.isatty() and not args.quiet
-        reporter = _LiveProgress(console) if live else PlainProgress()
+        replay = options.replay
+        reporter = _LiveProgress(console, replay) if live else PlainProgress(replay)
         try:
             with reporter:
                 record = run_suites(suites, config, store, options, reporter.update)
@@ -287,11 +301,63 @@ def _counts_text(p: RunProgress) -> str:
     return " ".join(f"{v} {p.verdicts.get(v, 0)}" for v in VERDICT_ORDER if p.verdicts.get(v))
 
 
-class PlainProgress:
-    """One line per tenth of the run (and the last): for CI logs and pipes."""
+def _duration(seconds: float) -> str:
+    """`45s`, `3m 05s`, `1h 02m`: short enough for a progress line."""
+    total = round(seconds)
+    if total < 60:
+        return f"{total}s"
+    minutes, secs = divmod(total, 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
 
-    def __init__(self) -> None:
+
+def _rate_text(p: RunProgress) -> str:
+    """Samples per second, or seconds per sample when slower than one a second."""
+    if p.done == 0:
+        return "–"
+    if p.rate >= 1:
+        return f"{p.rate:.1f} samples/s"
+    return f"{p.elapsed_s / p.done:.1f} s/sample"
+
+
+def _eta_text(p: RunProgress) -> str:
+    eta = p.eta_s
+    return "ETA –" if eta is None else f"ETA {_duration(eta)}"
+
+
+def _now_text(p: RunProgress) -> str:
+    """The case in flight (the oldest), and how many others are."""
+    if not p.running:
+        return ""
+    more = f" (+{len(p.running) - 1} more)" if len(p.running) > 1 else ""
+    return f"now {escape_output(p.running[0], keep_layout=False)}{more}"
+
+
+def _start_line(p: RunProgress, replay: str | None) -> str:
+    if replay is not None:
+        return (
+            f"run {p.run_id}: replaying run {replay}: re-scoring {p.total} stored sample(s) "
+            "with today's assertions; no model is called"
+        )
+    return f"run {p.run_id}: {p.total} sample(s) to run"
+
+
+class PlainProgress:
+    """One line per tenth of the run (and the last), and one when a slow run goes quiet.
+
+    For CI logs and pipes: samples done, verdict counts, elapsed time, the observed rate,
+    the time left at that rate, and the case in flight.
+    """
+
+    #: A line at least this often (seconds) while samples finish, however slowly.
+    HEARTBEAT_S = 30.0
+
+    def __init__(self, replay: str | None = None) -> None:
         self._next = self._step = 1
+        self._replay = replay
+        self._last_line = 0.0
 
     def __enter__(self) -> PlainProgress:
         return self
@@ -303,23 +369,34 @@ class PlainProgress:
         if p.stopping:
             print(_STOPPING, file=sys.stderr, flush=True)
             return
-        if p.done == 0:
-            print(f"run {p.run_id}: {p.total} sample(s) to run", flush=True)
+        if p.done == 0 and p.last is None and not p.running:
+            print(_start_line(p, self._replay), flush=True)
             self._next = self._step = max(1, math.ceil(p.total / 10))
+            self._last_line = time.monotonic()
             return
-        if p.done >= self._next or p.done == p.total:
-            self._next = p.done + self._step
-            print(
-                f"  {p.done}/{p.total} samples  {_counts_text(p)}  "
-                f"{p.elapsed_s:.1f}s  {p.rate:.1f}/s",
-                flush=True,
-            )
+        if not p.running and p.done < p.total:
+            return  # between two samples: the next one's start tells which case is running
+        now = time.monotonic()
+        due = p.done >= self._next or now - self._last_line >= self.HEARTBEAT_S
+        if p.done > 0 and (due or p.done == p.total):
+            if p.done >= self._next:
+                self._next = p.done + self._step
+            self._last_line = now
+            parts = [
+                f"  {p.done}/{p.total} samples",
+                _counts_text(p),
+                _duration(p.elapsed_s),
+                _rate_text(p),
+            ]
+            if p.done < p.total:
+                parts += [_eta_text(p), _now_text(p)]
+            print("  ".join(part for part in parts if part), flush=True)
 
 
 class _LiveProgress:
-    """A rich progress bar: samples done/total, verdict counts, elapsed, rate."""
+    """A rich progress bar: samples, verdict counts, elapsed, rate, ETA, the case in flight."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, replay: str | None = None) -> None:
         self._progress = Progress(
             TextColumn("[bold]run {task.fields[run_id]}"),
             BarColumn(),
@@ -327,11 +404,14 @@ class _LiveProgress:
             TextColumn("{task.fields[counts]}"),
             TimeElapsedColumn(),
             TextColumn("{task.fields[rate]}"),
+            TextColumn("{task.fields[eta]}"),
+            TextColumn("{task.fields[now]}"),
             console=console,
             transient=False,
         )
         self._task: Any = None
         self._last = 0.0
+        self._replay = replay
 
     def __enter__(self) -> _LiveProgress:
         self._progress.start()
@@ -345,8 +425,9 @@ class _LiveProgress:
             self._progress.console.print(Text(_STOPPING, style="yellow"))
             return
         if self._task is None:
+            self._progress.console.print(Text(_start_line(p, self._replay)))
             self._task = self._progress.add_task(
-                "run", total=p.total, run_id=p.run_id, counts="", rate=""
+                "run", total=p.total, run_id=p.run_id, counts="", rate="", eta="", now=""
             )
         now = time.monotonic()
         if p.done != p.total and now - self._last < 0.1:
@@ -356,11 +437,24 @@ class _LiveProgress:
             self._task,
             completed=p.done,
             counts=verdict_breakdown(p.verdicts).markup,
-            rate=f"{p.rate:.1f}/s",
+            rate=_rate_text(p),
+            eta=_eta_text(p) if p.done < p.total else "",
+            # Text, not markup: a case id is the user's text and may hold brackets.
+            now=Text(_now_text(p)).markup if p.done < p.total else "",
         )
 
 
 def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) -> None:
+    shard = record.args.get("shard")
+    if not cases and shard:
+        console.print(
+            Text(
+                f"run {record.id}: shard {shard[0]}/{shard[1]} owns no case of the selected "
+                "suites, so nothing ran; its empty result is green and `redline merge` "
+                "takes it like any other shard"
+            )
+        )
+        return
     console.print(case_table(cases, title=f"run {record.id} ({record.kind})"))
     totals = add_counts(c.verdicts for c in cases)
     failed = sum(c.result is CaseOutcome.FAIL for c in cases)

@@ -7,7 +7,8 @@ import json
 
 from rich.text import Text
 
-from redline.cli.show import VERDICT_STYLES, make_console
+from redline.cli.output import make_console
+from redline.cli.show import VERDICT_STYLES
 from redline.config import load_config
 from redline.errors import UsageError
 from redline.search import search_run
