@@ -1,4 +1,8 @@
-"""Two runs side by side: a model migration or a prompt change, case by case."""
+"""Two runs side by side: a model migration or a prompt change, case by case.
+
+Pass rates, latency, tokens and cost per case; the columns come from the engine's
+comparison report, and a click on a column header (or `s`) sorts by it.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +15,15 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from redline.compare import CaseDelta, Comparison, compare_runs
+from redline.compare import CaseDelta, Comparison, Split, compare_runs
 from redline.errors import RedlineError
 from redline.records import RunKind, RunRecord
+from redline.report.comparison import COLUMNS, SPLIT_NOTES, Column, columns, sort_rows, total_lines
 from redline_tui.context import TriageContext
 from redline_tui.formatting import short_model_id
 from redline_tui.messages import OpenStep, SampleSource, Step
 from redline_tui.widgets.dialogs import Field, FormDialog
 from redline_tui.widgets.key_bar import KeyBar
-
-
-def _rate(value: float | None) -> str:
-    return "—" if value is None else f"{value:.0%}"
 
 
 def header_text(comparison: Comparison) -> Text:
@@ -45,16 +46,40 @@ def header_text(comparison: Comparison) -> Text:
         )
     for reason in comparison.withheld:
         text.append(f"\nContent comparison withheld (rule 8): {reason}", style="bold yellow")
+    totals = {t.label: t for t in total_lines(comparison)}
+    text.append("\n")
+    text.append_text(
+        Text(
+            " · ".join(
+                f"{label} {totals[label].a} → {totals[label].b}"
+                for label in ("cost per 1k calls", "mean latency ms", "p95 latency ms")
+            )
+        )
+    )
+    tokens = [totals[k] for k in ("input tokens/call", "output tokens/call")]
+    text.append(
+        f"\ntokens/call in {tokens[0].a} → {tokens[0].b} · out {tokens[1].a} → {tokens[1].b}"
+        f" · truncated {totals['truncated'].change} · refused {totals['refused'].change}"
+    )
+    if not comparison.withheld:
+        text.append("\n" + " · ".join(f"{s} {len(comparison.split(s))}" for s in Split))
+        both = comparison.likely_case_problems
+        if both:
+            names = ", ".join(d.case_id for d in both[:4]) + (" …" if len(both) > 4 else "")
+            text.append(f"\nBoth fail ({SPLIT_NOTES[Split.BOTH_FAIL]}): {names}", style="yellow")
     return text
 
 
 class CompareScreen(Screen[None]):
-    """Per case: rate A vs B, delta, one-sided Fisher p, largest drop first."""
+    """Per case: rate A vs B, delta, one-sided Fisher p, latency, tokens and cost;
+    largest drop first, sortable by any column."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
         Binding("enter", "open_outputs", "Outputs of both"),
         Binding("e", "choose_runs", "Choose runs"),
+        Binding("s", "sort_next", "Sort"),
+        Binding("r", "sort_reverse", "Reverse", show=False),
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
     ]
@@ -66,21 +91,15 @@ class CompareScreen(Screen[None]):
         self._other = other
         self.comparison: Comparison | None = None
         self.rows: list[CaseDelta] = []
+        #: The column the rows are sorted by (None: largest drop first) and its direction.
+        self.sort_key: str | None = None
+        self.descending = False
 
     def compose(self) -> ComposeResult:
         yield Static("Loading comparison…", id="compare-header")
         table: DataTable[Text | str] = DataTable(
             id="compare-table", cursor_type="row", zebra_stripes=True
         )
-        for key, label in (
-            ("case", "Case"),
-            ("a", "Rate A"),
-            ("b", "Rate B"),
-            ("delta", "Δ"),
-            ("p", "p"),
-            ("verdicts", "Verdict Δ"),
-        ):
-            table.add_column(label, key=key)
         yield table
         yield Static("", id="compare-status")
         yield KeyBar()
@@ -102,7 +121,8 @@ class CompareScreen(Screen[None]):
                     )
                     return
                 other = earlier[0].id
-            comparison = compare_runs(store, other, self.run_b.id)
+            price = self.ctx.config.price if self.ctx.config is not None else None
+            comparison = compare_runs(store, other, self.run_b.id, price)
         except RedlineError as exc:
             self.app.call_from_thread(self._error, str(exc))
             return
@@ -117,30 +137,66 @@ class CompareScreen(Screen[None]):
         if not self.is_attached:
             return
         self.comparison = comparison
-        self.rows = list(comparison.deltas)
         self.query_one("#compare-header", Static).update(header_text(comparison))
-        table = self.query_one("#compare-table", DataTable)
-        table.clear()
-        for i, d in enumerate(self.rows):
-            style = "bold red" if d.significant_drop else ("green" if d.significant else "")
-            delta = "—" if d.delta is None else f"{d.delta:+.0%}"
-            shifts = " ".join(f"{v.value}{n:+d}" for v, n in d.verdict_delta.items() if n)
-            table.add_row(
-                Text(f"{d.suite}/{d.case_id}"),
-                f"{d.a.passes}/{d.a.content_samples} {_rate(d.rate_a)}",
-                f"{d.b.passes}/{d.b.content_samples} {_rate(d.rate_b)}",
-                Text(delta, style=style),
-                Text(f"{d.p_value:.3g}" if d.independent else d.p_text, style=style),
-                shifts,
-                key=str(i),
-            )
-        drops = len(comparison.significant_drops)
+        self._fill()
+        drops = 0 if comparison.withheld else len(comparison.significant_drops)
         self.query_one("#compare-status", Static).update(
             Text(
                 f"{len(self.rows)} cases compared · {drops} significant drop(s) (p < 0.05) · "
-                f"{len(comparison.only_a)} only in A · {len(comparison.only_b)} only in B"
+                f"{len(comparison.only_a)} only in A · {len(comparison.only_b)} only in B · "
+                "s / click a header: sort"
             )
         )
+
+    def _shown(self) -> list[Column]:
+        return columns(self.comparison) if self.comparison is not None else []
+
+    def _fill(self) -> None:
+        """(Re)build the table: the comparison's rows in the chosen order."""
+        comparison = self.comparison
+        if comparison is None:
+            return
+        rows = list(comparison.rows)
+        if self.sort_key is not None:
+            rows = sort_rows(rows, self.sort_key, self.descending)
+        self.rows = rows
+        table = self.query_one("#compare-table", DataTable)
+        table.clear(columns=True)
+        for col in self._shown():
+            arrow = ""
+            if col.key == self.sort_key:
+                arrow = " ▼" if self.descending else " ▲"
+            table.add_column(col.header + arrow, key=col.key)
+        for i, d in enumerate(rows):
+            style = ""
+            if not comparison.withheld:
+                style = "bold red" if d.significant_drop else ("green" if d.significant else "")
+            table.add_row(
+                *(Text(col.text(d), style=style if col.content else "") for col in self._shown()),
+                key=str(i),
+            )
+
+    def sort_by(self, key: str, descending: bool | None = None) -> None:
+        """Sort by column `key`; the same column again turns the order around."""
+        if descending is None:
+            descending = not self.descending if key == self.sort_key else False
+        self.sort_key, self.descending = key, descending
+        self._fill()
+
+    @on(DataTable.HeaderSelected, "#compare-table")
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        if event.column_key.value is not None:
+            self.sort_by(event.column_key.value)
+
+    def action_sort_next(self) -> None:
+        keys = [c.key for c in self._shown()] or [c.key for c in COLUMNS]
+        current = keys.index(self.sort_key) if self.sort_key in keys else -1
+        self.sort_by(keys[(current + 1) % len(keys)], descending=False)
+
+    def action_sort_reverse(self) -> None:
+        if self.sort_key is not None:
+            self.sort_by(self.sort_key, descending=not self.descending)
 
     def action_back(self) -> None:
         self.dismiss(None)
