@@ -20,7 +20,6 @@ from redline.assertions import (
     Spec,
     assertion_type,
     known_types,
-    load_optional_types,
 )
 from redline.casemodel import (
     CASE_KEYS,
@@ -221,7 +220,6 @@ class _SuiteLoader:
         self.folder = folder.resolve()
         self.config = config
         self.problems = problems
-        load_optional_types()
 
     def show(self, path: Path) -> str:
         return relpath(path)

@@ -26,7 +26,6 @@ from redline.store import RunStore
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "rerun",
-        help="find why a case is red: your prompt change, the model, the case, or noise",
         description="Compare CASE of RUN_ID with a reference point derived from the run (the "
         "last run that passed the case on an ancestor commit, else where the run's commit "
         "left the default branch), rerun one change at a time until the evidence decides, "

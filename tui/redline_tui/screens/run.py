@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Input, Static
 from redline.history import case_history, find_marginal, sparkline
 from redline.outcome import add_counts, content_comparison_withheld
 from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
-from redline.records import CaseOutcome, CaseRecord, RunRecord, TriageRecord
+from redline.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
 from redline.verdicts import VERDICT_ORDER, Verdict
 from redline_tui.actions import start_case_action
 from redline_tui.case_rows import (
@@ -70,7 +70,7 @@ class CaseMarks:
         return text
 
 
-def header_text(run: RunRecord) -> Text:
+def header_text(run: RunRecord, origin: CiOrigin | None = None) -> Text:
     result = run.result.value.upper() if run.result else run.status.value
     style = {"RED": "bold red", "GREEN": "bold green"}.get(result, "bold yellow")
     commit = (run.git_commit or "no commit")[:10] + (" (dirty)" if run.git_dirty else "")
@@ -83,6 +83,11 @@ def header_text(run: RunRecord) -> Text:
     text.append(f"\nmodel {short_model_id(run.model_id)}")
     text.append(f"\ncommit {commit}  ·  manifest: {len(run.manifest)} inputs hashed")
     text.append(f"\nstarted {_when(run.started_at)}  ·  finished {_when(run.finished_at)}")
+    if origin is not None:
+        # A pulled run: where CI ran it, the label a link where the terminal supports one.
+        text.append("\npulled from ")
+        text.append(origin.label, style=f"bold link {origin.url}")
+        text.append(f" {origin.url}")
     return text
 
 
@@ -146,13 +151,15 @@ class RunScreen(Screen[None]):
         store = self.ctx.store
         run = store.run(self._run_id) if self._run_id else self.ctx.default_run()
         cases = store.cases(run.id) if run else []
+        origin = store.ci_origins([run.id]).get(run.id) if run else None
         triage = store.triage(run.id) if run else {}
-        self.app.call_from_thread(self._show_run, run, cases, triage)
+        self.app.call_from_thread(self._show_run, run, cases, origin, triage)
 
     def _show_run(
         self,
         run: RunRecord | None,
         cases: list[CaseRecord],
+        origin: CiOrigin | None = None,
         triage: dict[tuple[str, str], TriageRecord] | None = None,
     ) -> None:
         if not self.is_attached:
@@ -165,7 +172,7 @@ class RunScreen(Screen[None]):
             return
         self.run = run
         self.all_cases = cases
-        self.query_one("#run-header", Static).update(header_text(run))
+        self.query_one("#run-header", Static).update(header_text(run, origin))
         counts = add_counts(c.verdicts for c in cases)
         self.query_one(VerdictBar).set_counts(counts)
         evaluated = sum(1 for c in cases if c.content_samples)
