@@ -44,6 +44,12 @@ case var, and every sample of that case behaves the same):
     RETRY_AFTER:<v>   the 429 Retry-After value (default `1`; `none` sends no header)
     DELAY_MS:<n>      sleep n ms before answering (any mode; for `slow`, only while it fails)
 
+Answers can also depend on the model id: `model_pass_rates` maps a model name to the
+chance (0 to 1) that its `echo` answer comes back intact; otherwise it answers
+WRONG_ANSWER. The draw is a hash of (model, seed), so it is fixed per sample and
+independent between runs (redline draws new seeds per run): 1.0 is a model that is
+always right, 0.0 one that is always wrong, 0.8 a flaky one. See `keeps_answer`.
+
 Attempts are counted per request key = (api, user text, seed), so each sample
 (distinct seed) of a case has its own attempt counter. The server-wide
 `latency_ms` (constructor or attribute) is added to every request: the runner
@@ -80,6 +86,7 @@ PREAMBLE = "Here is the JSON you asked for:\n"
 LOOP_TEXT = "the answer is the answer is " * 60
 TRUNCATED_JSON = '{"status": "ok", "total_idr": 125'
 REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
+WRONG_ANSWER = "Your refund was approved; the amount will follow by email."
 MODES = (
     "json",
     "echo",
@@ -132,6 +139,7 @@ class LoopbackLLMServer:
 
     def __init__(self, latency_ms: float = 0.0, port: int = 0) -> None:
         self.latency_ms = latency_ms
+        self.model_pass_rates: dict[str, float] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._requests: list[ReceivedRequest] = []
@@ -191,6 +199,7 @@ class LoopbackLLMServer:
             self._flaky.clear()
         self.latency_ms = 0.0
         self.responder = None
+        self.model_pass_rates = {}
 
     @property
     def requests(self) -> list[ReceivedRequest]:
@@ -315,6 +324,10 @@ class _Handler(BaseHTTPRequestHandler):
         if owner.responder is not None and effective == "json" and api != "embeddings":
             scripted = owner.responder(_system_text(api, body), text)
         reply = _reply(api, effective, body, text, tokens, flaky, _credentials(headers), scripted)
+        model = body.get("model") if isinstance(body, dict) else None
+        rate = owner.model_pass_rates.get(str(model))
+        if effective == "echo" and rate is not None and not keeps_answer(str(model), seed, rate):
+            reply = _reply(api, "wrong", body, text, tokens, flaky, _credentials(headers))
         owner._log(
             ReceivedRequest(
                 at=arrived,
@@ -447,6 +460,8 @@ def _reply(
         content = PREAMBLE + VALID_JSON
     elif mode == "loop":
         content = LOOP_TEXT
+    elif mode == "wrong":
+        content = WRONG_ANSWER
     elif mode == "length":
         content, finish = TRUNCATED_JSON, "length"
     elif mode == "refusal":
@@ -548,6 +563,12 @@ def _embeddings(body: Any) -> _Reply:
             "usage": {"prompt_tokens": used, "total_tokens": used},
         }
     )
+
+
+def keeps_answer(model: str, seed: object, rate: float) -> bool:
+    """Whether `model` answers sample `seed` intact, at pass rate `rate` (see module doc)."""
+    digest = hashlib.sha256(f"{model}\x00{seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rate
 
 
 def embedding_vector(text: str, dim: int = EMBEDDING_DIM) -> list[float]:

@@ -99,6 +99,23 @@ class SampleRecord:
 
 
 @dataclass(frozen=True)
+class TriageRecord:
+    """Where the triage of one case of one run stands: its cause, or how far the reruns got.
+
+    `state` is a cause word (prompt, model, case, noise, case-changed, undecided), `running`,
+    `stopped`, or an action taken (retired, accepted); `detail` holds the last diagnosis.
+    """
+
+    run_id: str
+    suite: str
+    case_id: str
+    state: str
+    progress: float = 0.0
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    updated_at: str = ""
+
+
+@dataclass(frozen=True)
 class CiOrigin:
     """The CI run a pulled run came from: shown beside it, with a link back to CI."""
 

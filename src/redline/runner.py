@@ -71,6 +71,8 @@ class RunOptions:
     #: Run Layer 2 judges (`--judge`); trusted judges fail samples only with `judge_blocks`.
     judge: bool = False
     judge_blocks: bool = False
+    #: With `resume`: add samples to a finished run (a triage arm drawn in batches).
+    extend: bool = False
     #: `--adaptive`: sequential sampling for every case written with a fixed N.
     adaptive: bool = False
     #: With `resume`: draw the slots of a finished run whose samples had these verdicts
@@ -351,7 +353,14 @@ async def _execute(
     identity = provider.identity()
     manifest = run_manifest(suites, identity)
     if options.resume is not None:
-        record = _reopen(store, options.resume, identity, manifest, retry=bool(options.retry))
+        record = _reopen(
+            store,
+            options.resume,
+            identity,
+            manifest,
+            retry=bool(options.retry),
+            extend=options.extend,
+        )
         if options.retry:
             record = _supersede(store, record, options.retry)
     else:
@@ -587,10 +596,11 @@ def _reopen(
     manifest: Mapping[str, str],
     *,
     retry: bool = False,
+    extend: bool = False,
 ) -> RunRecord:
     record = store.run(run_id)
     stopped = bool((record.args.get("budget") or {}).get("stopped"))
-    if record.status is RunStatus.FINISHED and not retry and not stopped:
+    if record.status is RunStatus.FINISHED and not retry and not stopped and not extend:
         raise UsageError(f"run {record.id} finished already; nothing to resume")
     if record.kind is RunKind.REPLAY:
         raise UsageError(

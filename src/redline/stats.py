@@ -107,3 +107,37 @@ def samples_needed(
         else:
             low = mid
     return high
+
+
+def difference_interval(
+    passes_a: int, samples_a: int, passes_b: int, samples_b: int, confidence: float = 0.90
+) -> tuple[float, float]:
+    """Newcombe's hybrid score interval for rate A − rate B (built from two Wilson intervals).
+
+    Unlike the textbook normal interval it does not collapse to a point when both rates
+    are 0 or 1, so two arms that both failed every sample are not "the same" after one
+    sample each. An equivalence test within a margin m (two one-sided tests at level α)
+    holds when the (1 − 2α) interval lies inside (−m, m).
+    """
+    if samples_a == 0 or samples_b == 0:
+        return (-1.0, 1.0)
+    pa, pb = passes_a / samples_a, passes_b / samples_b
+    la, ua = wilson_interval(passes_a, samples_a, confidence)
+    lb, ub = wilson_interval(passes_b, samples_b, confidence)
+    d = pa - pb
+    low = d - math.sqrt((pa - la) ** 2 + (ub - pb) ** 2)
+    high = d + math.sqrt((ua - pa) ** 2 + (pb - lb) ** 2)
+    return (max(-1.0, low), min(1.0, high))
+
+
+def at_least(samples: int, required: int, rate: float) -> float:
+    """P(at least `required` of `samples` pass) when each passes with probability `rate`:
+    how often a case with that pass rate clears its bar in one run."""
+    if required <= 0:
+        return 1.0
+    if required > samples:
+        return 0.0
+    return sum(
+        math.comb(samples, k) * rate**k * (1.0 - rate) ** (samples - k)
+        for k in range(required, samples + 1)
+    )

@@ -31,6 +31,7 @@ from redline.records import (
     RunStatus,
     SampleRecord,
     SampleUsage,
+    TriageRecord,
 )
 from redline.verdicts import VERDICT_ORDER, AssertionResult, AssertionStatus, Verdict
 
@@ -117,6 +118,16 @@ CREATE TABLE IF NOT EXISTS assertion_results (
     threshold REAL,
     structural INTEGER NOT NULL,
     PRIMARY KEY (sample_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS triage (
+    run_id TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    case_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    progress REAL NOT NULL,
+    detail TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, suite, case_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ci_origins (
     run_id TEXT PRIMARY KEY,
@@ -532,7 +543,45 @@ class RunStore:
                     ],
                 )
 
+    def put_triage(self, record: TriageRecord) -> None:
+        """Record where the triage of one case stands (replacing the previous state)."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO triage (run_id, suite, case_id, state, progress, detail, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.run_id,
+                    record.suite,
+                    record.case_id,
+                    record.state,
+                    record.progress,
+                    json.dumps(dict(record.detail), sort_keys=True, default=str),
+                    record.updated_at or now_iso(),
+                ),
+            )
+
     # -- reading ---------------------------------------------------------------------------
+
+    def triage(self, run_id: str) -> dict[tuple[str, str], TriageRecord]:
+        """(suite, case id) → the stored triage state of each case of a run that has one."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT run_id, suite, case_id, state, progress, detail, updated_at FROM triage "
+                "WHERE run_id = ?",
+                (run_id,),
+            ).fetchall()
+        return {
+            (str(r[1]), str(r[2])): TriageRecord(
+                run_id=r[0],
+                suite=r[1],
+                case_id=r[2],
+                state=r[3],
+                progress=float(r[4]),
+                detail=json.loads(r[5]),
+                updated_at=r[6],
+            )
+            for r in rows
+        }
 
     def runs(self, limit: int | None = None, kind: RunKind | None = None) -> list[RunRecord]:
         """Stored runs, newest first."""

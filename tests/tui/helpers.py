@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -29,3 +31,15 @@ async def fill(pilot: Pilot[None], field: str, text: str) -> None:
 def triage_app(app: object) -> TriageApp:
     assert isinstance(app, TriageApp)
     return app
+
+
+def press_before(*keys: str) -> Callable[[Pilot[None]], object]:
+    """A snapshot's `run_before`: settle, then each key with the app settled after it."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+
+    return run_before

@@ -11,11 +11,9 @@ from triage_repo import TriageRepo
 from triage_store import (
     EARLIER_RUNS,
     HOSTILE_OUTPUT,
-    PARTIAL_RERUN,
     RED_RUN,
     RERUN,
     _run_record,
-    add_interrupted_rerun,
 )
 
 from redline.baseline import save_baselines
@@ -105,7 +103,7 @@ async def test_steps_by_number_and_escape_returns_home(triage_repo: TriageRepo) 
         await settle(pilot)
         assert isinstance(app.screen, RerunScreen)
         footer = app.screen.query_one(KeyBar).render()
-        assert footer.plain.startswith(" r  Run rerun  x  Cancel rerun ")
+        assert footer.plain.startswith(" r  Find the cause  x  Stop ")
         await pilot.press("2")
         await settle(pilot)
         assert isinstance(app.screen, OutputsScreen)
@@ -403,20 +401,3 @@ def test_history_bar_marks_the_required_count_even_when_every_sample_is_required
         content_samples=samples,
     )
     assert f" {bar} " in point_line(point, RED_RUN).plain
-
-
-async def test_rerun_screen_says_when_the_latest_rerun_was_cancelled(
-    triage_repo: TriageRepo,
-) -> None:
-    add_interrupted_rerun(triage_repo.ctx.store)
-    app = TriageApp(triage_repo.ctx)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("down", "enter")
-        await settle(pilot)
-        assert isinstance(app.screen, RerunScreen)
-        note = _static_text(app, "#rerun-progress")
-        assert note == (
-            f"Showing the latest rerun {PARTIAL_RERUN} (2026-11-25 02:00, interrupted after "
-            "4 sample(s)); r runs again."
-        )

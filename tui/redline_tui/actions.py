@@ -17,7 +17,7 @@ from redline.errors import RedlineError, UsageError
 from redline.gitio import stage_file
 from redline.guard import index_has_prompt_change, loosenings_between
 from redline.history import case_history, find_marginal
-from redline.records import CaseRecord, RunRecord, RunStatus
+from redline.records import CaseRecord, RunRecord, RunStatus, TriageRecord
 from redline.rerun import default_samples, find_case
 from redline_tui.context import TriageContext
 from redline_tui.edits import (
@@ -29,7 +29,7 @@ from redline_tui.edits import (
     plan_raise_samples,
     plan_retire,
 )
-from redline_tui.messages import FilesStaged
+from redline_tui.messages import FilesStaged, TriageMarked
 from redline_tui.widgets.dialogs import ConfirmDialog, Field, FormDialog, MessageDialog
 
 Flow = Callable[[Screen[None], TriageContext, RunRecord, CaseRecord], Awaitable[None]]
@@ -79,14 +79,14 @@ async def _tell(screen: Screen[None], title: str, body: str) -> None:
     await screen.app.push_screen_wait(MessageDialog(title, body))
 
 
-async def _confirm_and_stage(screen: Screen[None], ctx: TriageContext, edit: FileEdit) -> None:
+async def _confirm_and_stage(screen: Screen[None], ctx: TriageContext, edit: FileEdit) -> bool:
     loosening = edit_loosenings(edit)
     if loosening:
         try:
             prompt_changes = index_has_prompt_change(ctx.root)
         except RedlineError as exc:
             await _tell(screen, "Refused", f"Cannot check the index for prompt changes: {exc}")
-            return
+            return False
         if prompt_changes:
             await _tell(
                 screen,
@@ -99,19 +99,19 @@ async def _confirm_and_stage(screen: Screen[None], ctx: TriageContext, edit: Fil
                 "cannot be reviewed. Commit (or unstage) the prompt change first, then "
                 "loosen in a commit of its own.",
             )
-            return
+            return False
     lines, kinds = edit.diff(ctx.root)
     footer = f"Commit message to use: {edit.commit_message}"
     if loosening:
         footer = "Loosens: " + "; ".join(loosening) + "\n" + footer
     if not await screen.app.push_screen_wait(ConfirmDialog(edit.title, lines, kinds, footer)):
         screen.notify("Cancelled: nothing written")
-        return
+        return False
     try:
         staged = stage_edit(ctx.root, edit)
     except RedlineError as exc:
         await _tell(screen, "Written but not staged", str(exc))
-        return
+        return False
     screen.app.post_message(FilesStaged(staged, edit.commit_message))
     await _tell(
         screen,
@@ -119,6 +119,7 @@ async def _confirm_and_stage(screen: Screen[None], ctx: TriageContext, edit: Fil
         "Staged alone: " + ", ".join(staged) + "\n\nCommit it as its own commit:\n"
         f"  git commit -m {_shell_quote(edit.commit_message)}",
     )
+    return True
 
 
 async def _raise_samples(
@@ -168,13 +169,15 @@ async def _retire(
     )
     if values is None:
         return
-    await _plan_and_stage(
+    staged = await _plan_and_stage(
         screen,
         ctx,
         lambda: plan_retire(
             path, suite_dir, case.case_id, values["reason"], values["by"], ctx.today()
         ),
     )
+    if staged:
+        _mark_triage(screen, ctx, run, case, "retired")
 
 
 async def _loosen(
@@ -251,20 +254,33 @@ async def _accept_baseline(
         await _tell(screen, "No result", f"run {source.id} has no result for {case.case_id}")
         return
     samples = ctx.samples(source.id, record)
-    await _plan_and_stage(
+    staged = await _plan_and_stage(
         screen, ctx, lambda: plan_accept_baseline(ctx.baseline_dir, source, record, samples)
     )
+    if staged:
+        _mark_triage(screen, ctx, run, case, "accepted")
 
 
 async def _plan_and_stage(
     screen: Screen[None], ctx: TriageContext, plan: Callable[[], FileEdit]
-) -> None:
+) -> bool:
+    """True when the change was written and staged."""
     try:
         edit = plan()
     except RedlineError as exc:
         await _tell(screen, "Cannot make this change", str(exc))
-        return
-    await _confirm_and_stage(screen, ctx, edit)
+        return False
+    return await _confirm_and_stage(screen, ctx, edit)
+
+
+def _mark_triage(
+    screen: Screen[None], ctx: TriageContext, run: RunRecord, case: CaseRecord, state: str
+) -> None:
+    """The case's triage ends in an action: stored, so the home table says so next time too."""
+    previous = ctx.store.triage(run.id).get((case.suite, case.case_id))
+    detail = previous.detail if previous is not None else {}
+    ctx.store.put_triage(TriageRecord(run.id, case.suite, case.case_id, state, 1.0, detail))
+    screen.app.post_message(TriageMarked((run.id, case.suite, case.case_id), state))
 
 
 def _shell_quote(text: str) -> str:

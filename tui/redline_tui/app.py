@@ -10,8 +10,16 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from redline_tui.cause_jobs import CauseJobs
 from redline_tui.context import TriageContext
-from redline_tui.messages import FilesStaged, OpenStep, RerunStored, SampleSource, Step
+from redline_tui.messages import (
+    CauseProgressed,
+    FilesStaged,
+    OpenStep,
+    SampleSource,
+    Step,
+    TriageMarked,
+)
 from redline_tui.screens.help import HelpScreen
 from redline_tui.screens.history import HistoryScreen
 from redline_tui.screens.outputs import OutputsScreen
@@ -35,6 +43,8 @@ class TriageApp(App[None]):
         super().__init__()
         self.ctx = ctx
         self._run_id = run_id
+        self.jobs = CauseJobs(self, ctx.store)
+        ctx.jobs = self.jobs
         self._notice = notice
 
     def on_mount(self) -> None:
@@ -63,9 +73,30 @@ class TriageApp(App[None]):
             if isinstance(screen, RunScreen):
                 screen.reload()
 
-    @on(RerunStored)
-    def rerun_stored(self, event: RerunStored) -> None:
-        self.notify(f"Rerun {event.run_id} stored, linked to run {event.parent_id}")
+    @on(CauseProgressed)
+    def cause_progressed(self, event: CauseProgressed) -> None:
+        """A background analysis moved on: every screen showing that case redraws it."""
+        self.jobs.update(event)
+        for screen in self.screen_stack:
+            if isinstance(screen, (RunScreen, RerunScreen)):
+                screen.cause_update(event)
+        if event.diagnosis is not None:
+            case = f"{event.key[1]}/{event.key[2]}"
+            self.notify(f"{case}: {event.diagnosis.cause.value}", timeout=4)
+
+    @on(TriageMarked)
+    def triage_marked(self, event: TriageMarked) -> None:
+        for screen in self.screen_stack:
+            if isinstance(screen, RunScreen):
+                screen.show_triage_state(event.key, event.state)
+
+    async def action_quit(self) -> None:
+        """Running analyses stop (their samples are stored) so the app can close at once."""
+        self.jobs.cancel_all()
+        await super().action_quit()
+
+    def on_unmount(self) -> None:
+        self.jobs.cancel_all()
 
     def step_screen(self, event: OpenStep) -> Screen[None]:
         if event.step is Step.RERUN:

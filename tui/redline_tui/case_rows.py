@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from rich.text import Text
+
+from redline.cause import CauseProgress
 from redline.presentation import OUTCOME_ORDER
-from redline.records import CaseRecord
+from redline.records import CaseRecord, TriageRecord
 from redline.verdicts import VERDICT_ORDER, Verdict
 
 _OUTCOME_ORDER = OUTCOME_ORDER
@@ -107,3 +110,35 @@ class CaseFilter:
         if self.verdict is not None:
             parts.append(f"verdict {self.verdict.value}")
         return ", ".join(parts) if parts else "none"
+
+
+#: The Triage column's word for each stored state (a changed case reads "changed").
+TRIAGE_WORDS = {"case-changed": "changed"}
+TRIAGE_STYLES = {
+    "prompt": "bold red",
+    "model": "bold red",
+    "case": "bold yellow",
+    "noise": "cyan",
+    "changed": "bold magenta",
+    "undecided": "yellow",
+    "retired": "dim",
+    "accepted": "green",
+}
+TRIAGE_WIDTH = len("running 100%")
+
+
+def triage_text(state: TriageRecord | None, live: CauseProgress | None, running: bool) -> Text:
+    """The Triage cell: the cause found, `running 40%` while sampling, or the action taken.
+
+    A state stored as running whose analysis is not running in this app was cut off
+    (the app was closed mid-way): it reads `stopped`, with how far it got.
+    """
+    if running:
+        fraction = live.fraction if live is not None else 0.0
+        return Text(f"running {fraction:.0%}", style="bold blue")
+    if state is None:
+        return Text("")
+    if state.state in ("running", "stopped"):
+        return Text(f"stopped {state.progress:.0%}", style="dim")
+    word = TRIAGE_WORDS.get(state.state, state.state)
+    return Text(word, style=TRIAGE_STYLES.get(word, ""))

@@ -7,11 +7,15 @@ import getpass
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from redline.baseline import Baseline, load_baseline
 from redline.config import Config
 from redline.records import CaseRecord, RunKind, RunRecord, RunResult, SampleRecord
 from redline.store import RunStore
+
+if TYPE_CHECKING:
+    from redline_tui.cause_jobs import CauseJobs
 
 #: Where committed baselines live, relative to the config root.
 BASELINE_DIR = "baselines"
@@ -38,6 +42,8 @@ class TriageContext:
     config: Config | None = None
     today: Callable[[], dt.date] = _today
     user: str = field(default_factory=_user)
+    #: The app's background cause analyses (set by the app; survive every screen).
+    jobs: CauseJobs | None = field(default=None, repr=False)
     _baselines: dict[str, Baseline | None] = field(default_factory=dict, repr=False)
 
     @property
@@ -83,3 +89,17 @@ class TriageContext:
             for run, rec in self.store.case_history(case.case_id, case.suite)
             if run.kind is RunKind.RERUN and run.parent_id == run_id
         ]
+
+
+#: How the Outputs screen names the samples of each arm of a cause analysis.
+ARM_LABELS = {
+    "reference-prompt": "ref prompt",
+    "reference-model": "ref model",
+    "red-configuration": "yours again",
+}
+
+
+def rerun_label(run: RunRecord) -> str:
+    """`ref prompt 1a2b3c` for an arm of a cause analysis, `rerun 1a2b3c` otherwise."""
+    arm = ARM_LABELS.get(str(run.args.get("arm", "")), "rerun")
+    return f"{arm} {run.id[:6]}"

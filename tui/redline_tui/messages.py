@@ -8,7 +8,11 @@ from enum import IntEnum
 
 from textual.message import Message
 
+from redline.cause import CauseProgress, Diagnosis
 from redline.records import CaseRecord, RunRecord
+
+#: (run id, suite, case id): one case of one run, as triage tracks it.
+CaseKey = tuple[str, str, str]
 
 
 class Step(IntEnum):
@@ -53,10 +57,31 @@ class FilesStaged(Message):
         self.commit_message = commit_message
 
 
-class RerunStored(Message):
-    """A rerun finished and is in the store, linked to its parent run."""
+class CauseProgressed(Message):
+    """A background cause analysis drew more samples (or stored its conclusion)."""
 
-    def __init__(self, run_id: str, parent_id: str) -> None:
+    def __init__(
+        self,
+        key: CaseKey,
+        progress: CauseProgress | None = None,
+        diagnosis: Diagnosis | None = None,
+        error: str | None = None,
+    ) -> None:
         super().__init__()
-        self.run_id = run_id
-        self.parent_id = parent_id
+        self.key = key
+        self.progress = progress
+        self.diagnosis = diagnosis
+        self.error = error
+
+    @property
+    def finished(self) -> bool:
+        return self.diagnosis is not None or self.error is not None
+
+
+class TriageMarked(Message):
+    """A case's triage state changed by an action (retired, accepted)."""
+
+    def __init__(self, key: CaseKey, state: str) -> None:
+        super().__init__()
+        self.key = key
+        self.state = state

@@ -56,7 +56,9 @@ COMMANDS: dict[str, _Command] = {
     "merge": _Command("merge", "merge the exports of a sharded run into one run"),
     "guard": _Command("guard", "refuse a loosened threshold in the same commit as a prompt change"),
     "triage": _Command("triage", "walk a red run case by case: rerun, outputs, history"),
-    "rerun": _Command("rerun", "rerun a failing case against the unchanged prompt (triage step 1)"),
+    "rerun": _Command(
+        "rerun", "find why a case is red: your prompt change, the model, the case, or noise"
+    ),
     "label": _Command(
         "label", "label a run's outputs pass/fail against a rubric, blind to the judge"
     ),

@@ -1,112 +1,155 @@
-"""`redline rerun RUN_ID CASE`: triage step 1 from the command line.
+"""`redline rerun RUN_ID CASE`: why is this case red? (triage step 1 from the command line)
 
-Reruns one case of a stored run against the prompt as it was at a base revision, with
-more samples, stores it as a `rerun` run linked to the original, and prints both rates
-and the conclusion. Exit 1 when the change regressed the case, 3 when the evidence is
-not enough, 0 when the case fails on the unchanged prompt too (your change is cleared).
+Finds the reference point from the run itself, lists what changed, reruns one change at a
+time (each arm a stored rerun linked to the red run) until the evidence decides, and prints
+exactly one conclusion: prompt, model, case, noise, case-changed or undecided. Exit 0
+whatever the conclusion (the answer is the output); 2 on bad input.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+import sys
 
+from rich.console import Console
 from rich.text import Text
 
-from redline.budget import budget_note
+from redline.cause import CauseAnalysis, CauseProgress, Diagnosis, Settings, p_value_label
 from redline.cli import ExitCode
-from redline.cli.output import make_console
-from redline.cli.run import PlainProgress, check_cost, usd_amount
+from redline.cli.output import add_format_option, make_console, print_json
 from redline.config import load_config
 from redline.errors import UsageError
 from redline.records import CaseRecord, RunRecord
-from redline.rerun import (
-    Conclusion,
-    compare_rerun,
-    default_revision,
-    default_samples,
-    find_case,
-    rerun_options,
-    run_rerun,
-    suite_at_revision,
-)
 from redline.store import RunStore
-
-_EXIT = {
-    Conclusion.REGRESSION: ExitCode.RED,
-    Conclusion.UNDECIDED: ExitCode.INCONCLUSIVE,
-    Conclusion.CASE_AT_FAULT: ExitCode.GREEN,
-}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "rerun",
-        description="Rerun CASE of RUN_ID with more samples against the prompt files as they "
-        "were at a base revision (default: the merge-base of HEAD with the default branch), "
-        "then compare the two pass rates. Exit 1: your change regressed it; 0: it fails on "
-        "the unchanged prompt too; 3: not enough evidence.",
+        description="Compare CASE of RUN_ID with a reference point derived from the run (the "
+        "last run that passed the case on an ancestor commit, else where the run's commit "
+        "left the default branch), rerun one change at a time until the evidence decides, "
+        "and print one conclusion: prompt, model, case, noise, case-changed or undecided. "
+        "Every rerun is stored, linked to the run. Exit 0 whatever the conclusion.",
     )
     parser.add_argument("run_id", metavar="RUN_ID", help="run id or unique prefix")
     parser.add_argument("case", metavar="CASE", help="case id")
     parser.add_argument("--suite", help="the case's suite, when two suites share a case id")
-    parser.add_argument("--rev", help="git revision of the unchanged prompt")
     parser.add_argument(
-        "--samples", type=int, help="samples for the rerun (default: max(20, 4 × the run's))"
+        "--reference",
+        "--rev",
+        dest="reference",
+        metavar="REV",
+        help="git revision to compare with (default: derived from the run)",
     )
     parser.add_argument(
         "--budget",
-        type=usd_amount,
-        metavar="USD",
-        help="stop once this many US dollars are spent (default: max_run_cost)",
+        "--samples",
+        dest="budget",
+        type=int,
+        default=Settings.budget,
+        metavar="N",
+        help=f"most samples per arm (default {Settings.budget})",
     )
     parser.add_argument(
-        "--yes", action="store_true", help="do not ask before a rerun estimated over the threshold"
+        "--batch",
+        type=int,
+        default=None,
+        metavar="N",
+        help="samples per arm between looks at the evidence (default: a quarter of the "
+        "budget, at least 10)",
     )
+    parser.add_argument(
+        "--confidence",
+        type=float,
+        default=Settings.confidence,
+        help=f"confidence of the conclusion (default {Settings.confidence})",
+    )
+    parser.add_argument(
+        "--margin",
+        type=float,
+        default=Settings.margin,
+        help=f"two pass rates closer than this count as the same rate (default {Settings.margin})",
+    )
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
+    add_format_option(parser)
     parser.set_defaults(handler=_rerun)
 
 
 def _rerun(args: argparse.Namespace) -> int:
+    as_json = args.json or args.format == "json"
+    settings = Settings(
+        budget=args.budget,
+        batch=args.batch,
+        confidence=args.confidence,
+        margin=args.margin,
+        reference=args.reference,
+    )
     config = load_config()
-    if args.samples is not None and args.samples < 1:
-        raise UsageError("--samples must be at least 1")
     console = make_console()
     with RunStore.open(config.store_path) as store:
         run = store.run(args.run_id)
-        current = _case_record(store.cases(run.id), args.case, args.suite, run)
-        suite, case = find_case(config, current.suite, current.case_id)
-        rev, why = (args.rev, "given with --rev") if args.rev else default_revision(config.root)
-        samples = args.samples or default_samples(current.samples)
-        unchanged = suite_at_revision(suite, config.root, rev)
-        options = replace(rerun_options(run, case, samples, rev), budget=args.budget)
-        options = check_cost(console, config, store, [unchanged], options, assume_yes=args.yes)
+        case = _case_record(store.cases(run.id), args.case, args.suite, run)
+        with CauseAnalysis(store, config, run, case, settings) as analysis:
+            if not as_json:
+                _print_plan(console, analysis)
+            diagnosis = analysis.run(_Progress(quiet=as_json))
+    if as_json:
+        print_json(diagnosis.to_json())
+    else:
+        _print_diagnosis(console, diagnosis)
+    return ExitCode.GREEN
+
+
+class _Progress:
+    """One stderr line per finished batch of samples (quiet with --json)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self._last = -1
+
+    def __call__(self, p: CauseProgress) -> None:
+        if self.quiet:
+            return
+        step = max(1, p.total // 8)
+        if p.done // step != self._last or p.done == p.total:
+            self._last = p.done // step
+            arms = "  ".join(f"{a.passes}/{a.samples}" for a in p.arms if a.skipped is None)
+            print(f"  {p.done}/{p.total} samples  {arms}", file=sys.stderr, flush=True)
+
+
+def _print_plan(console: Console, analysis: CauseAnalysis) -> None:
+    ref = analysis.reference
+    case = analysis.case
+    console.print(
+        Text(f"{case.suite}/{case.case_id} of run {analysis.run_record.id}: ", style="bold")
+        + Text(f"{case.passes}/{case.content_samples} passed, bar {analysis.bar.required}/")
+        + Text(f"{analysis.bar.samples}")
+    )
+    console.print(Text("reference: ", style="bold") + Text(ref.describe()))
+    changes = "; ".join(f"{c.kind.value} ({c.detail})" for c in analysis.changes) or "nothing"
+    console.print(Text("changed:   ", style="bold") + Text(changes))
+    for note in analysis.notes:
+        console.print(Text(f"note: {note}", style="yellow"))
+
+
+def _print_diagnosis(console: Console, d: Diagnosis) -> None:
+    rows = [d.red, *d.arms]
+    for arm in rows:
+        if arm.skipped is not None:
+            console.print(Text(f"  {arm.label}: skipped", style="dim"))
+            continue
+        low, high = arm.interval(d.confidence)
+        rate = f"{arm.passes}/{arm.samples}"
+        pct = f"{arm.passes / arm.samples:.0%}" if arm.samples else "—"
+        run = f"  run {arm.run_id}" if arm.run_id else ""
         console.print(
-            Text(f"rerunning {current.suite}/{current.case_id}: {samples} samples, prompt at {rev}")
-            + Text(f" ({why})", style="dim")
+            Text(f"  {arm.label}: {rate} = {pct} ({d.confidence:.0%} CI {low:.0%}–{high:.0%}){run}")
         )
-        with PlainProgress() as progress:
-            record = run_rerun(
-                store,
-                config,
-                unchanged,
-                case,
-                run,
-                samples,
-                rev,
-                progress.update,
-                budget=options.budget,
-            )
-        rerun = _case_record(store.cases(record.id), current.case_id, current.suite, record)
-    result = compare_rerun(current, rerun)
-    console.print(Text(f"current prompt    (run {run.id}):   {result.current.describe()}"))
-    console.print(Text(f"unchanged prompt  (rerun {record.id}): {result.unchanged.describe()}"))
-    console.print(Text(f"one-sided Fisher p = {result.p_value:.4f}"))
-    console.print(Text(result.conclusion.value, style="bold"))
-    note = budget_note(record.args)
-    if note is not None:
-        console.print(Text(note, style="bold yellow"))
-        return ExitCode.INCONCLUSIVE
-    return _EXIT[result.conclusion]
+    for name, value in d.p_values.items():
+        console.print(Text(f"  p = {value:.3g}: {p_value_label(name)}", style="dim"))
+    console.print(Text("conclusion: ", style="bold") + Text(d.cause.value, style="bold red"))
+    console.print(Text(d.sentence))
 
 
 def _case_record(
@@ -114,7 +157,7 @@ def _case_record(
 ) -> CaseRecord:
     found = [c for c in cases if c.case_id == case_id and (suite is None or c.suite == suite)]
     if not found:
-        raise UsageError(f"run {run.id} has no case {case_id!r}")
+        raise UsageError(f"run {run.id} has no case {case_id!r} (see `redline show {run.id}`)")
     if len(found) > 1:
         suites = ", ".join(c.suite for c in found)
         raise UsageError(f"case {case_id!r} is in several suites ({suites}); add --suite")

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 
 from redline.records import CaseRecord, RunRecord, SampleRecord
 from redline.textsafe import preview
-from redline_tui.context import TriageContext
+from redline_tui.context import TriageContext, rerun_label
 from redline_tui.messages import SampleSource, Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
 from redline_tui.widgets.key_bar import KeyBar
@@ -95,7 +95,7 @@ class OutputsScreen(CaseStepScreen):
         if len(self.sources) == 1:
             for rerun, _ in self.ctx.reruns_of(self.run.id, self.case):
                 rows.extend(
-                    (f"rerun {rerun.id[:6]}", s)
+                    (rerun_label(rerun), s)
                     for s in self.ctx.store.samples(rerun.id, self.case.case_id, self.case.suite)
                 )
         golden = self.ctx.golden(self.case.suite, self.case.case_id)

@@ -1,9 +1,13 @@
-"""Step 1: rerun the failing case on the unchanged prompt, with more samples."""
+"""Step 1: why is this case red? The reference, what changed, each arm live, one conclusion.
+
+The analysis runs in the app's background jobs (`CauseJobs`), not in this screen: leaving
+the screen or the case does not stop it, and coming back shows where it is. A finished
+or stopped analysis is read back from the store.
+"""
 
 from __future__ import annotations
 
-import contextlib
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
@@ -12,157 +16,250 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, ProgressBar, Static
-from textual.worker import get_current_worker
 
-if TYPE_CHECKING:
-    from redline.runner import RunProgress
-
-from redline.budget import budget_note
-from redline.errors import RedlineError
-from redline.records import CaseRecord, RunRecord, RunStatus
-from redline.rerun import (
-    Conclusion,
-    RerunComparison,
-    compare_rerun,
-    default_revision,
-    default_samples,
-    estimate_rerun,
-    find_case,
-    run_rerun,
-    suite_at_revision,
+from redline.cause import (
+    ArmCounts,
+    Cause,
+    CauseAnalysis,
+    CauseProgress,
+    ChangeItem,
+    Diagnosis,
+    Settings,
+    p_value_label,
 )
-from redline.usage import usd
+from redline.errors import RedlineError
+from redline.records import CaseRecord, RunRecord
+from redline.reference import Reference
+from redline_tui.cause_jobs import case_key
 from redline_tui.context import TriageContext
-from redline_tui.messages import RerunStored, Step
+from redline_tui.messages import CauseProgressed, Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
-from redline_tui.widgets.dialogs import QuestionDialog
 from redline_tui.widgets.key_bar import KeyBar
 
-_CONCLUSION_STYLES = {
-    Conclusion.CASE_AT_FAULT: "bold yellow",
-    Conclusion.REGRESSION: "bold red",
-    Conclusion.UNDECIDED: "bold",
+CAUSE_STYLES = {
+    Cause.PROMPT: "bold red",
+    Cause.MODEL: "bold red",
+    Cause.CASE: "bold yellow",
+    Cause.NOISE: "bold cyan",
+    Cause.CASE_CHANGED: "bold magenta",
+    Cause.UNDECIDED: "bold",
 }
 
 
-def result_table(result: RerunComparison, run_id: str, revision: str) -> Table:
-    table = Table(expand=True, show_edge=False)
-    table.add_column(Text(f"current prompt (red run {run_id})"))
-    table.add_column(Text(f"unchanged prompt ({revision})"))
-    table.add_row(result.current.describe(), result.unchanged.describe())
+def reference_text(reference: Reference) -> Text:
+    text = Text("Reference  ", style="bold")
+    text.append(reference.short, style="bold cyan")
+    if reference.branch:
+        text.append(f" on {reference.branch}")
+    if reference.date:
+        text.append(f" · {reference.date[:16].replace('T', ' ')}")
+    text.append(f"\n           {reference.reason}", style="dim")
+    return text
+
+
+def changes_text(changes: tuple[ChangeItem, ...], notes: tuple[str, ...] = ()) -> Text:
+    text = Text("Changed    ", style="bold")
+    if not changes:
+        text.append("nothing that the case sees (prompt, model, case, vars, settings)")
+    for i, change in enumerate(changes):
+        text.append(", " if i else "")
+        text.append(change.kind.value, style="bold")
+        text.append(f" ({change.detail})")
+    for note in notes:
+        text.append(f"\n           {note}", style="yellow")
+    return text
+
+
+def where_text(diagnosis: Diagnosis) -> Text:
+    """The reference and what changed, as Step 1 shows them above the arms."""
+    text = reference_text(diagnosis.reference)
+    text.append("\n")
+    text.append_text(changes_text(diagnosis.changes, diagnosis.notes))
+    return text
+
+
+def arms_table(red: ArmCounts | None, arms: tuple[ArmCounts, ...], confidence: float) -> Table:
+    """The red run and every arm side by side: counts, rate and interval."""
+    table = Table(expand=True, show_edge=False, pad_edge=False)
+    table.add_column("Arm", ratio=3)
+    table.add_column("Passes", justify="right")
+    table.add_column("Rate", justify="right")
+    table.add_column(f"{confidence:.0%} interval", justify="right")
+    table.add_column("Run")
+    for arm in (*((red,) if red is not None else ()), *arms):
+        if arm.skipped is not None:
+            table.add_row(Text(arm.label), Text("skipped", style="dim"), "", "", "")
+            continue
+        low, high = arm.interval(confidence)
+        rate = f"{arm.rate:.0%}" if arm.samples else "—"
+        table.add_row(
+            Text(arm.label),
+            Text(f"{arm.passes}/{arm.samples}"),
+            Text(rate),
+            Text(f"{low:.0%}–{high:.0%}" if arm.samples else "—"),
+            Text(arm.run_id or "—", style="dim"),
+        )
     return table
 
 
+def conclusion_text(diagnosis: Diagnosis) -> Text:
+    text = Text()
+    text.append(f" {diagnosis.cause.value} ", style=f"reverse {CAUSE_STYLES[diagnosis.cause]}")
+    text.append("  ")
+    text.append(diagnosis.sentence)
+    if diagnosis.cause is Cause.NOISE:
+        text.append("\nm raises its samples · t retires it (with a reason)", style="bold")
+    for key, value in diagnosis.p_values.items():
+        text.append(f"\np = {value:.3g}: {p_value_label(key)}", style="dim")
+    return text
+
+
 class RerunScreen(CaseStepScreen):
-    """Live progress from a worker; both rates with 95% intervals, Fisher p, one sentence."""
+    """Step 1, live from the background job of this case (or from the store)."""
 
     STEP = Step.RERUN
     #: Digits and letters are step and action keys until the user tabs into a field.
     AUTO_FOCUS = ""
-    #: This screen's own keys first: the footer is cut at the terminal's width.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("r", "start", "Run rerun"),
-        Binding("x", "cancel", "Cancel rerun"),
+        Binding("r", "start", "Find the cause"),
+        Binding("x", "cancel", "Stop"),
         *STEP_BINDINGS,
     ]
 
     def __init__(self, ctx: TriageContext, run: RunRecord, case: CaseRecord) -> None:
         super().__init__(ctx, run, case)
-        self.result: RerunComparison | None = None
-        self.rerun_id: str | None = None
-        self.running = False
+        self.key = case_key(run, case)
+        self.diagnosis: Diagnosis | None = None
+        self._red: ArmCounts | None = None
+        self._confidence = Settings.confidence
+
+    @property
+    def running(self) -> bool:
+        jobs = self.ctx.jobs
+        return jobs is not None and jobs.running(self.key)
 
     def compose(self) -> ComposeResult:
         yield Static(step_title(self.STEP, self.run, self.case), classes="step-title")
-        with Vertical(id="rerun-form"):
-            with Horizontal():
-                yield Label("Revision")
-                yield Input(id="rerun-revision", placeholder="git revision of the prompt")
-                yield Label("Samples")
-                yield Input(
-                    str(default_samples(self.case.samples)), id="rerun-samples", type="integer"
-                )
-            yield Static("", id="revision-note")
-        yield ProgressBar(id="rerun-bar", show_eta=False)
-        yield Static("Press r to rerun this case on the unchanged prompt.", id="rerun-progress")
-        yield Static("", id="rerun-result")
-        yield Static("", id="rerun-conclusion")
+        with Vertical(id="rerun-form"), Horizontal():
+            yield Label("Reference")
+            yield Input(id="cause-reference", placeholder="derived from the run")
+            yield Label("Samples per arm")
+            yield Input(str(Settings.budget), id="cause-budget", type="integer")
+        yield Static("", id="cause-where")
+        yield ProgressBar(id="cause-bar", show_eta=False)
+        yield Static("", id="cause-status")
+        yield Static("", id="cause-arms")
+        yield Static("", id="cause-conclusion")
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#rerun-bar").display = False
-        self._prepare()
+        self.query_one("#cause-bar").display = False
+        jobs = self.ctx.jobs
+        if jobs is not None and jobs.running(self.key):
+            self._show_running(jobs.progress(self.key))
+        self._load()
 
-    @work(thread=True, exclusive=True, group="rerun-prepare")
-    def _prepare(self) -> None:
-        revision, why = default_revision(self.ctx.root)
-        previous = self.ctx.reruns_of(self.run.id, self.case)
-        cost = self._cost_note(default_samples(self.case.samples))
-        self.app.call_from_thread(
-            self._prepared, revision, why, previous[-1] if previous else None, cost
-        )
-
-    def _cost_note(self, samples: int, over: float | None = None) -> str:
-        """The estimated cost of a rerun on a priced model ('' on the free local model, or
-        when the estimate is not above `over`)."""
-        config = self.ctx.config
-        if config is None:
-            return ""
+    @work(thread=True, exclusive=True, group="cause-load")
+    def _load(self) -> None:
+        """The stored diagnosis, else the plan (reference, changes, arms) without sampling."""
+        stored = self.ctx.store.triage(self.run.id).get((self.case.suite, self.case.case_id))
+        if stored is not None and stored.detail.get("conclusion"):
+            diagnosis = Diagnosis.from_json(stored.detail)
+            self.app.call_from_thread(self._loaded_diagnosis, diagnosis, stored.state)
+            return
+        if self.ctx.config is None:
+            self.app.call_from_thread(
+                self._status, "No redline config found: cannot rerun this case.", "bold red"
+            )
+            return
         try:
-            suite, case = find_case(config, self.case.suite, self.case.case_id)
-            estimate = estimate_rerun(self.ctx.store, config, suite, case, self.run, samples)
-        except RedlineError:
-            return ""
-        if estimate.price is None and estimate.model_id.startswith("local:"):
-            return ""
-        if over is not None and (estimate.cost is None or estimate.cost <= over):
-            return ""
-        each = estimate.cases[0].per_sample if estimate.cases else None
-        per = f" (about {usd(each)} a sample)" if each is not None else ""
-        budget = config.max_run_cost
-        limit = f"; stops at max_run_cost {usd(budget)}" if budget is not None else ""
-        return f"{estimate.describe()}{per}{limit}"
+            with CauseAnalysis(self.ctx.store, self.ctx.config, self.run, self.case) as plan:
+                where = reference_text(plan.reference)
+                where.append("\n")
+                where.append_text(changes_text(tuple(plan.changes), tuple(plan.notes)))
+                red, arms = plan.red_counts(), plan.current()
+        except RedlineError as exc:
+            self.app.call_from_thread(self._status, str(exc), "bold red")
+            return
+        self.app.call_from_thread(self._loaded_plan, where, red, arms)
 
-    def _prepared(
-        self,
-        revision: str,
-        why: str,
-        previous: tuple[RunRecord, CaseRecord] | None,
-        cost: str = "",
-    ) -> None:
+    def _loaded_diagnosis(self, diagnosis: Diagnosis, state: str) -> None:
         if not self.is_attached:
             return
-        box = self.query_one("#rerun-revision", Input)
-        if not box.value:
-            box.value = revision
-        note = Text(f"{revision}: {why}")
-        if cost:
-            note.append(f"\n{cost}")
-        self.query_one("#revision-note", Static).update(note)
-        if previous is not None and self.result is None:
-            run, record = previous
-            self._show_result(run, record, str(run.args.get("revision", "earlier rerun")))
-            when = run.started_at[:16].replace("T", " ")
-            stopped = (
-                ""
-                if run.status is RunStatus.FINISHED
-                else f", {run.status.value} after {record.samples} sample(s)"
+        if self.running:  # a batch of the running analysis: its counts come live
+            self._red = diagnosis.red
+            self.query_one("#cause-where", Static).update(where_text(diagnosis))
+            return
+        self._show_diagnosis(diagnosis)
+        if state == "stopped" or diagnosis.stopped:
+            self._status(
+                f"Stopped at {diagnosis.progress:.0%} of the budget; finished samples kept. "
+                "r starts again."
             )
-            self.query_one("#rerun-progress", Static).update(
-                Text(f"Showing the latest rerun {run.id} ({when}{stopped}); r runs again.")
-            )
+        else:
+            self._status("Stored result; r runs the analysis again.")
 
-    def _show_result(self, rerun: RunRecord, record: CaseRecord, revision: str) -> None:
-        self.rerun_id = rerun.id
-        self.result = compare_rerun(self.case, record)
-        self.query_one("#rerun-result", Static).update(
-            result_table(self.result, self.run.id, revision)
+    def _loaded_plan(self, where: Text, red: ArmCounts, arms: tuple[ArmCounts, ...]) -> None:
+        if not self.is_attached:
+            return
+        self._red = red
+        self.query_one("#cause-where", Static).update(where)
+        if self.running:
+            return
+        self.query_one("#cause-arms", Static).update(arms_table(red, arms, self._confidence))
+        if arms:
+            self._status("Press r to rerun one change at a time until the evidence decides.")
+        else:
+            self._status("The case changed since the reference: r records that, nothing runs.")
+
+    def _show_diagnosis(self, diagnosis: Diagnosis) -> None:
+        self.diagnosis = diagnosis
+        self._red = diagnosis.red
+        self._confidence = diagnosis.confidence
+        self.query_one("#cause-where", Static).update(where_text(diagnosis))
+        self.query_one("#cause-arms", Static).update(
+            arms_table(diagnosis.red, diagnosis.arms, diagnosis.confidence)
         )
-        conclusion = Text(f"p = {self.result.p_value:.3g} (one-sided Fisher)\n")
-        conclusion.append(
-            self.result.conclusion.value, style=_CONCLUSION_STYLES[self.result.conclusion]
+        self.query_one("#cause-conclusion", Static).update(conclusion_text(diagnosis))
+        self.query_one("#cause-bar").display = False
+
+    def _show_running(self, progress: CauseProgress | None) -> None:
+        bar = self.query_one("#cause-bar", ProgressBar)
+        bar.display = True
+        if progress is None:
+            self._status("Preparing: reading the reference and the changes from git…")
+            return
+        bar.update(total=progress.total, progress=progress.done)
+        self.query_one("#cause-arms", Static).update(
+            arms_table(self._red, progress.arms, self._confidence)
         )
-        self.query_one("#rerun-conclusion", Static).update(conclusion)
+        self._status(
+            f"running {progress.fraction:.0%} · {progress.done} of at most {progress.total} "
+            "samples · runs in the background (x stops it)"
+        )
+
+    def _status(self, message: str, style: str = "") -> None:
+        if self.is_attached:
+            self.query_one("#cause-status", Static).update(Text(message, style=style))
+
+    def cause_update(self, event: CauseProgressed) -> None:
+        """Called by the app for every message of a background analysis."""
+        if event.key != self.key or not self.is_attached:
+            return
+        if event.error is not None:
+            self.query_one("#cause-bar").display = False
+            self._status(event.error, "bold red")
+        elif event.diagnosis is not None:
+            self._show_diagnosis(event.diagnosis)
+            if event.diagnosis.stopped:
+                self._status(
+                    f"Stopped at {event.diagnosis.progress:.0%} of the budget; finished samples "
+                    "kept. r starts again."
+                )
+            else:
+                self._status("Done: every arm is stored as a rerun linked to the red run.")
+        else:
+            self._show_running(event.progress)
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -170,120 +267,31 @@ class RerunScreen(CaseStepScreen):
         self.action_start()
 
     def action_start(self) -> None:
+        jobs = self.ctx.jobs
         if self.running:
-            self.notify("A rerun is already running (x cancels it)", severity="warning")
+            self.notify("Already running in the background (x stops it)", severity="warning")
             return
-        if self.ctx.config is None:
+        if self.ctx.config is None or jobs is None:
             self.notify("No redline config found: cannot rerun", severity="error")
             return
-        revision = self.query_one("#rerun-revision", Input).value.strip() or "HEAD"
-        samples_text = self.query_one("#rerun-samples", Input).value.strip()
-        if not samples_text.isdigit() or int(samples_text) < 1:
-            self.notify("Samples must be a whole number of at least 1", severity="error")
+        budget_text = self.query_one("#cause-budget", Input).value.strip()
+        if not budget_text.isdigit() or int(budget_text) < 1:
+            self.notify("Samples per arm must be a whole number of at least 1", severity="error")
             return
-        self.running = True
+        reference = self.query_one("#cause-reference", Input).value.strip() or None
+        try:
+            settings = Settings(budget=int(budget_text), reference=reference)
+        except RedlineError as exc:
+            self.notify(str(exc), severity="error")
+            return
         self.set_focus(None)
-        self._confirm_and_rerun(revision, int(samples_text))
-
-    @work(exclusive=True, group="rerun-confirm")
-    async def _confirm_and_rerun(self, revision: str, samples: int) -> None:
-        """Ask first when the estimate is over `confirm_cost_above`, then start the rerun."""
-        config = self.ctx.config
-        threshold = config.confirm_cost_above if config is not None else None
-        if threshold is not None:
-            note = self._cost_note(samples, over=threshold)
-            body = f"{note}\n\nThat is over confirm_cost_above ({usd(threshold)}). Rerun anyway?"
-            if note and not await self.app.push_screen_wait(
-                QuestionDialog("This rerun costs money", body, "Rerun")
-            ):
-                self.running = False
-                self.query_one("#rerun-progress", Static).update(
-                    Text("Rerun not started: nothing was sent.")
-                )
-                return
-        self.query_one("#rerun-bar").display = True
-        self.query_one("#rerun-bar", ProgressBar).update(total=samples, progress=0)
-        self.query_one("#rerun-progress", Static).update(
-            Text(f"Rerunning {self.case.case_id} × {samples} at {revision}…")
-        )
-        self._rerun(revision, samples)
+        self.diagnosis = None
+        self._confidence = settings.confidence
+        self.query_one("#cause-conclusion", Static).update("")
+        jobs.start(self.ctx.config, self.run, self.case, settings)
+        self._show_running(None)
 
     def action_cancel(self) -> None:
-        if self.running:
-            self.workers.cancel_group(self, "rerun")
-            self.query_one("#rerun-progress", Static).update(Text("Cancelling…"))
-
-    @work(thread=True, exclusive=True, group="rerun")
-    def _rerun(self, revision: str, samples: int) -> None:
-        worker = get_current_worker()
-        # Taken now: once the user leaves this screen `self.app` no longer resolves in
-        # this thread, and a progress callback that raised would leave the run `running`.
-        app = self.app
-        config = self.ctx.config
-        assert config is not None
-
-        def progress(p: RunProgress) -> None:
-            # The app may have stopped; the samples are stored all the same.
-            with contextlib.suppress(RuntimeError):
-                app.call_from_thread(self._progress, p)
-
-        try:
-            suite, case = find_case(config, self.case.suite, self.case.case_id)
-            unchanged = suite_at_revision(suite, self.ctx.root, revision)
-            record = run_rerun(
-                self.ctx.store,
-                config,
-                unchanged,
-                case,
-                self.run,
-                samples,
-                revision,
-                progress,
-                lambda: worker.is_cancelled,
-                budget=config.max_run_cost,
-            )
-        except RedlineError as exc:
-            app.call_from_thread(self._failed, str(exc))
-            return
-        except BaseException as exc:
-            if worker.is_cancelled:
-                if self.is_attached:
-                    app.call_from_thread(self._failed, "Rerun cancelled; finished samples kept.")
-                return
-            app.call_from_thread(self._failed, f"Rerun failed: {exc!r}")
-            return
-        cases = self.ctx.store.cases(record.id)
-        app.call_from_thread(self._finished, record, cases, revision)
-
-    def _progress(self, progress: RunProgress) -> None:
-        if not self.is_attached:
-            return
-        self.query_one("#rerun-bar", ProgressBar).update(
-            total=progress.total, progress=progress.done
-        )
-        counts = "  ".join(f"{v.value} {n}" for v, n in progress.verdicts.items() if n)
-        self.query_one("#rerun-progress", Static).update(
-            Text(f"{progress.done}/{progress.total} samples  {counts}")
-        )
-
-    def _failed(self, message: str) -> None:
-        if not self.is_attached:
-            return
-        self.running = False
-        self.query_one("#rerun-progress", Static).update(Text(message, style="bold red"))
-
-    def _finished(self, rerun: RunRecord, cases: list[CaseRecord], revision: str) -> None:
-        if not self.is_attached:
-            return
-        self.running = False
-        record = next((c for c in cases if c.case_id == self.case.case_id), None)
-        if record is None:
-            self._failed(f"rerun {rerun.id} stored no result for {self.case.case_id}")
-            return
-        stored = Text(f"Rerun {rerun.id} stored, linked to run {self.run.id}.")
-        stopped = budget_note(rerun.args)
-        if stopped is not None:
-            stored.append(f" {stopped}.", style="bold yellow")
-        self.query_one("#rerun-progress", Static).update(stored)
-        self._show_result(rerun, record, revision)
-        self.post_message(RerunStored(rerun.id, self.run.id))
+        jobs = self.ctx.jobs
+        if jobs is not None and jobs.cancel(self.key):
+            self._status("Stopping… the finished samples are kept.")

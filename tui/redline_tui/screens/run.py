@@ -17,19 +17,21 @@ from textual.widgets import DataTable, Input, Static
 from redline.history import case_history, find_marginal, sparkline
 from redline.outcome import add_counts, content_comparison_withheld
 from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
-from redline.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord
+from redline.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
 from redline.verdicts import VERDICT_ORDER, Verdict
 from redline_tui.actions import start_case_action
 from redline_tui.case_rows import (
     SORT_COLUMNS,
+    TRIAGE_WIDTH,
     CaseFilter,
     breakdown,
     case_key,
     sort_cases,
+    triage_text,
 )
 from redline_tui.context import TriageContext
 from redline_tui.formatting import short_model_id
-from redline_tui.messages import OpenStep, Step
+from redline_tui.messages import CaseKey, CauseProgressed, OpenStep, Step
 from redline_tui.screens.compare import CompareScreen
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.verdict_bar import VerdictBar
@@ -39,6 +41,7 @@ _OUTCOME_LABELS = {
 }
 _COLUMNS = (
     ("outcome", "Result"),
+    ("triage", "Triage"),
     ("case", "Case"),
     ("tier", "Tier"),
     ("passes", "Passes"),
@@ -121,6 +124,7 @@ class RunScreen(Screen[None]):
         self.all_cases: list[CaseRecord] = []
         self.shown: list[CaseRecord] = []
         self.marks: dict[str, CaseMarks] = {}
+        self.triage: dict[str, TriageRecord] = {}
         self.case_filter = CaseFilter()
         self.sort_column = "outcome"
         self.sort_reverse = False
@@ -148,13 +152,19 @@ class RunScreen(Screen[None]):
         run = store.run(self._run_id) if self._run_id else self.ctx.default_run()
         cases = store.cases(run.id) if run else []
         origin = store.ci_origins([run.id]).get(run.id) if run else None
-        self.app.call_from_thread(self._show_run, run, cases, origin)
+        triage = store.triage(run.id) if run else {}
+        self.app.call_from_thread(self._show_run, run, cases, origin, triage)
 
     def _show_run(
-        self, run: RunRecord | None, cases: list[CaseRecord], origin: CiOrigin | None = None
+        self,
+        run: RunRecord | None,
+        cases: list[CaseRecord],
+        origin: CiOrigin | None = None,
+        triage: dict[tuple[str, str], TriageRecord] | None = None,
     ) -> None:
         if not self.is_attached:
             return
+        self.triage = {f"{s}/{c}": t for (s, c), t in (triage or {}).items()}
         if run is None:
             self.query_one("#run-header", Static).update(
                 Text("No runs in the store yet: start with `redline run`.")
@@ -218,6 +228,7 @@ class RunScreen(Screen[None]):
             "verdicts": max((len(breakdown(c)) for c in self.all_cases), default=8),
             "history": _HISTORY_WIDTH,
             "marks": len("changed marginal"),
+            "triage": TRIAGE_WIDTH,
         }
         for key, label in _COLUMNS:
             table.add_column(label, key=key, width=max(widths[key], len(label)))
@@ -253,6 +264,7 @@ class RunScreen(Screen[None]):
             mark = self.marks.get(case_key(case))
             table.add_row(
                 _OUTCOME_LABELS[case.result],
+                self._triage_cell(case),
                 Text(case_key(case)),
                 Text(case.tier),
                 Text(f"{case.passes}/{case.samples}"),
@@ -266,6 +278,43 @@ class RunScreen(Screen[None]):
             table.move_cursor(row=target, animate=False)
         if end < len(self.shown):
             self.call_after_refresh(self._add_rows, generation, end, target)
+
+    def _triage_cell(self, case: CaseRecord) -> Text:
+        key = (self.run.id if self.run else "", case.suite, case.case_id)
+        jobs = self.ctx.jobs
+        running = jobs is not None and jobs.running(key)
+        live = jobs.progress(key) if jobs is not None else None
+        return triage_text(self.triage.get(case_key(case)), live, running)
+
+    def cause_update(self, event: CauseProgressed) -> None:
+        """A background analysis of one of this run's cases moved on: redraw its cell."""
+        if self.run is None or event.key[0] != self.run.id or not self.is_attached:
+            return
+        run_id, suite, case_id = event.key
+        if event.diagnosis is not None:
+            state = event.diagnosis.cause.value
+            if event.diagnosis.stopped and state == "undecided":
+                state = "stopped"
+            progress = event.diagnosis.progress
+            self.triage[f"{suite}/{case_id}"] = TriageRecord(
+                run_id, suite, case_id, state, progress
+            )
+        elif event.error is not None:
+            self.triage.pop(f"{suite}/{case_id}", None)
+        self._redraw_triage(f"{suite}/{case_id}")
+
+    def show_triage_state(self, key: CaseKey, state: str) -> None:
+        """An action settled a case (retired, accepted): its cell says so."""
+        if self.run is None or key[0] != self.run.id:
+            return
+        self.triage[f"{key[1]}/{key[2]}"] = TriageRecord(*key, state)
+        self._redraw_triage(f"{key[1]}/{key[2]}")
+
+    def _redraw_triage(self, row: str) -> None:
+        table = self.query_one("#cases", DataTable)
+        case = next((c for c in self.all_cases if case_key(c) == row), None)
+        if case is not None and row in table.rows:
+            table.update_cell(row, "triage", self._triage_cell(case))
 
     def selected_case(self) -> CaseRecord | None:
         table = self.query_one("#cases", DataTable)

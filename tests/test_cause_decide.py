@@ -1,0 +1,144 @@
+"""The statistics behind a cause: each conclusion needs the evidence its test needs."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from redline.cause import (
+    ArmCounts,
+    ArmKind,
+    Bar,
+    Cause,
+    Settings,
+    decide,
+    samples_to_decide,
+)
+from redline.stats import at_least, difference_interval
+
+CONTRACT = Bar(5, 5)
+QUALITY = Bar(5, 4)
+ALPHA = 0.025  # the last look's share of a 95% confidence
+
+
+def arm(passes: int, samples: int, kind: ArmKind = ArmKind.REFERENCE_PROMPT) -> ArmCounts:
+    return ArmCounts(kind, kind.value, "m", "r", passes, samples)
+
+
+def red(passes: int, samples: int) -> ArmCounts:
+    return arm(passes, samples, ArmKind.RED)
+
+
+def test_newcombe_interval_matches_the_published_example() -> None:
+    # Newcombe (1998), method 10: 56/70 vs 48/80 → 0.0524 to 0.3339.
+    low, high = difference_interval(56, 70, 48, 80, 0.95)
+    assert (round(low, 4), round(high, 4)) == (0.0524, 0.3339)
+
+
+def test_newcombe_interval_does_not_collapse_when_both_rates_are_extreme() -> None:
+    low, high = difference_interval(3, 3, 3, 3, 0.95)
+    assert low < -0.4 and high > 0.4
+
+
+def test_at_least_is_the_binomial_tail() -> None:
+    assert at_least(5, 5, 0.8) == pytest.approx(0.8**5)
+    assert at_least(5, 4, 0.5) == pytest.approx(6 / 32)
+    assert at_least(5, 0, 0.0) == 1.0 and at_least(5, 6, 1.0) == 0.0
+
+
+def test_a_clear_drop_convicts_the_change() -> None:
+    d = decide(red(0, 10), [arm(10, 10)], CONTRACT, ALPHA, 0.15)
+    assert d.cause is Cause.PROMPT and d.p_values["reference-prompt"] < 1e-4
+    d = decide(red(0, 10), [arm(10, 10, ArmKind.REFERENCE_MODEL)], CONTRACT, ALPHA, 0.15)
+    assert d.cause is Cause.MODEL
+
+
+def test_the_smaller_p_value_names_the_change_when_both_arms_pass() -> None:
+    d = decide(
+        red(2, 20), [arm(12, 20), arm(20, 20, ArmKind.REFERENCE_MODEL)], CONTRACT, ALPHA, 0.15
+    )
+    assert d.cause is Cause.MODEL
+
+
+@pytest.mark.parametrize(
+    ("mine", "undone", "bar"),
+    [
+        ((28, 40), (40, 40), CONTRACT),  # a 30-point drop
+        ((32, 40), (39, 40), CONTRACT),  # a real 17-point drop, not significant on its own
+        ((30, 40), (36, 40), QUALITY),  # 15 points: exactly the margin
+    ],
+)
+def test_a_real_drop_is_never_called_noise(
+    mine: tuple[int, int], undone: tuple[int, int], bar: Bar
+) -> None:
+    assert decide(red(*mine), [arm(*undone)], bar, ALPHA, 0.15).cause is not Cause.NOISE
+
+
+def test_noise_is_not_concluded_on_too_few_samples() -> None:
+    assert decide(red(10, 10), [arm(10, 10)], CONTRACT, ALPHA, 0.15).cause is Cause.UNDECIDED
+    # Nothing changed: the red configuration alone, but still not on one batch.
+    assert decide(red(10, 10), [], CONTRACT, ALPHA, 0.15).cause is Cause.UNDECIDED
+    assert decide(red(19, 20), [], CONTRACT, ALPHA, 0.15).cause is Cause.NOISE
+
+
+def test_noise_is_reachable_when_the_rates_are_the_same() -> None:
+    d = decide(red(34, 40), [arm(33, 40)], CONTRACT, ALPHA, 0.15)
+    assert d.cause is Cause.NOISE
+    assert d.p_values["reference-prompt no better"] < ALPHA
+
+
+def test_the_case_is_at_fault_when_every_configuration_fails_its_bar() -> None:
+    early = 0.0083  # an early look's share of a 95% confidence
+    assert decide(red(0, 10), [arm(0, 10)], CONTRACT, early, 0.15).cause is Cause.CASE
+    # 4 of 5 is a lower bar: one batch of 0/10 could still be a 1-in-50 case.
+    assert decide(red(0, 10), [arm(0, 10)], QUALITY, early, 0.15).cause is Cause.UNDECIDED
+    assert decide(red(0, 20), [arm(0, 20)], QUALITY, early, 0.15).cause is Cause.CASE
+    # Rarely passing is failing: 2 in 40 per sample clears 4 of 5 almost never.
+    assert decide(red(2, 40), [arm(1, 40)], QUALITY, ALPHA, 0.15).cause is Cause.CASE
+
+
+def test_an_untested_model_change_never_clears_the_model() -> None:
+    d = decide(red(0, 40), [], CONTRACT, ALPHA, 0.15, model_untested=True)
+    assert d.cause is Cause.UNDECIDED and d.why == "model-untested"
+
+
+def test_samples_to_decide_is_where_the_observed_rates_would_decide() -> None:
+    mine, undone = red(7, 10), arm(9, 10)
+    n = samples_to_decide(mine, [undone], CONTRACT, ALPHA, 0.15)
+    assert n is not None and n > 10
+
+    def at(k: int) -> Cause:
+        return decide(red(round(0.7 * k), k), [arm(round(0.9 * k), k)], CONTRACT, ALPHA, 0.15).cause
+
+    assert at(n) is not Cause.UNDECIDED and at(n - 1) is Cause.UNDECIDED
+
+
+def _simulate(rate_undone: float, rate_mine: float, trials: int = 300) -> Counter[Cause]:
+    """The whole batched procedure at its default settings, on simulated draws."""
+    rnd = random.Random(20261130)
+    settings = Settings()
+    looks = settings.looks
+    found: Counter[Cause] = Counter()
+    for _ in range(trials):
+        u = m = n = 0
+        for i, target in enumerate(looks):
+            u += sum(rnd.random() < rate_undone for _ in range(target - n))
+            m += sum(rnd.random() < rate_mine for _ in range(target - n))
+            n = target
+            d = decide(
+                red(m, n), [arm(u, n)], CONTRACT, settings.alpha_at(i, len(looks)), settings.margin
+            )
+            if d.cause is not Cause.UNDECIDED or i == len(looks) - 1:
+                found[d.cause] += 1
+                break
+    return found
+
+
+def test_the_batched_procedure_keeps_its_error_rates() -> None:
+    same = _simulate(0.8, 0.8)
+    assert same[Cause.PROMPT] / 300 <= 0.05  # a harmless change is rarely convicted
+    drop = _simulate(1.0, 0.8)
+    assert drop[Cause.NOISE] / 300 <= 0.01  # a 20-point drop is (almost) never called noise
+    assert drop[Cause.PROMPT] / 300 >= 0.75  # and is usually caught within 40 samples
