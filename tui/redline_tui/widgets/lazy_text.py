@@ -1,8 +1,10 @@
-"""A scrolling text view that renders only the visible lines.
+"""A scrolling text view that renders only the visible lines, wrapped or not.
 
 Raw model output can be a megabyte on one line; building a full renderable for it
-would freeze the app, so each line is cut to the visible window when painted.
-Text is shown as given: never parsed as markup.
+would freeze the app. Lines are kept as plain strings: with wrapping off each is cut
+to the visible window when painted; with wrapping on, the rows are a list of
+(line, start, end) slices computed once per width, so a paint still touches only
+the rows on screen. Text is shown as given: never parsed as markup.
 """
 
 from __future__ import annotations
@@ -12,22 +14,74 @@ from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding, BindingType
 from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 #: Line kinds a caller may tag lines with; each maps to a component class of the widget.
 LINE_KINDS = ("plain", "added", "removed", "hunk", "note")
 
+#: Character spans of one line to emphasise (the words that changed in a diff line).
+Spans = tuple[tuple[int, int], ...]
+
+#: A wrapped line breaks at the last space when it falls in the final third of the width.
+_BREAK_WINDOW = 3
+
+
+def wrap_points(line: str, width: int) -> list[tuple[int, int]]:
+    """(start, end) slices of `line`, each at most `width` cells, broken after a space
+    where one is near the edge, else mid-word. An empty line is one empty row."""
+    if width < 1 or not line:
+        return [(0, len(line))]
+    rows: list[tuple[int, int]] = []
+    ascii_only = line.isascii()
+    pos, size = 0, len(line)
+    while pos < size:
+        end = min(pos + width, size)
+        if not ascii_only:
+            end = _fit_cells(line, pos, end, width)
+        if end < size:
+            space = line.rfind(" ", pos, end)
+            if space >= 0 and space + 1 - pos > width - width // _BREAK_WINDOW:
+                end = space + 1
+        rows.append((pos, end))
+        pos = end
+    return rows
+
+
+def _fit_cells(line: str, start: int, end: int, width: int) -> int:
+    """The largest end ≤ `end` whose slice from `start` fits `width` cells (at least one char)."""
+    cells = cell_len(line[start:end])
+    while cells > width and end - start > 1:
+        end -= max(1, (cells - width) // 2)
+        cells = cell_len(line[start:end])
+    return end
+
 
 class LazyText(ScrollView, can_focus=True):
-    """Lines of literal text, each optionally tagged with a kind that picks its colour."""
+    """Lines of literal text, each optionally tagged with a kind that picks its colour,
+    with optional word spans drawn stronger; wraps to the width unless `wrap` is off."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("g,home", "scroll_home", "Top", show=False),
+        Binding("G,end", "scroll_end", "Bottom", show=False),
+        Binding("j", "scroll_down", "Down", show=False),
+        Binding("k", "scroll_up", "Up", show=False),
+    ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "lazy-text--added",
         "lazy-text--removed",
         "lazy-text--hunk",
         "lazy-text--note",
+        "lazy-text--added-word",
+        "lazy-text--removed-word",
+        "lazy-text--plain-word",
+        "lazy-text--continued",
     }
 
     DEFAULT_CSS = """
@@ -36,13 +90,32 @@ class LazyText(ScrollView, can_focus=True):
     LazyText > .lazy-text--removed { color: $text-error; background: $error-muted; }
     LazyText > .lazy-text--hunk { color: $text-accent; }
     LazyText > .lazy-text--note { color: $text-muted; text-style: italic; }
+    LazyText > .lazy-text--added-word { background: $success; color: $text; text-style: bold; }
+    LazyText > .lazy-text--removed-word { background: $error; color: $text; text-style: bold; }
+    LazyText > .lazy-text--plain-word { text-style: bold underline; }
+    LazyText > .lazy-text--continued { color: $text-muted; }
     """
+
+    #: Wrap long lines to the width (on by default: outputs are read, not scrolled sideways).
+    wrap: reactive[bool] = reactive(True)
+
+    class Scrolled(Message):
+        """The view scrolled vertically: a paired pane may follow."""
+
+        def __init__(self, view: LazyText) -> None:
+            super().__init__()
+            self.view = view
+
+        @property
+        def control(self) -> LazyText:
+            return self.view
 
     def __init__(
         self,
         lines: Sequence[str] = (),
         kinds: Sequence[str] | None = None,
         *,
+        wrap: bool = True,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -50,6 +123,10 @@ class LazyText(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self._lines: list[str] = []
         self._kinds: list[str] = []
+        self._spans: list[Spans] = []
+        self._rows: list[tuple[int, int, int]] = []
+        self._rows_width = -1
+        self.set_reactive(LazyText.wrap, wrap)
         self.set_lines(lines, kinds)
 
     @property
@@ -60,32 +137,119 @@ class LazyText(ScrollView, can_focus=True):
     def kinds(self) -> list[str]:
         return self._kinds
 
-    def set_lines(self, lines: Sequence[str], kinds: Sequence[str] | None = None) -> None:
+    @property
+    def spans(self) -> list[Spans]:
+        return self._spans
+
+    @property
+    def row_count(self) -> int:
+        """Rows as laid out now: lines, or wrapped slices of them."""
+        return int(self.virtual_size.height)
+
+    def set_lines(
+        self,
+        lines: Sequence[str],
+        kinds: Sequence[str] | None = None,
+        spans: Sequence[Spans] | None = None,
+    ) -> None:
         self._lines = list(lines)
-        self._kinds = list(kinds) if kinds is not None else ["plain"] * len(self._lines)
-        width = max((_width(line) for line in self._lines), default=0)
-        self.virtual_size = Size(width, len(self._lines))
+        count = len(self._lines)
+        self._kinds = list(kinds) if kinds is not None else ["plain"] * count
+        self._spans = list(spans) if spans is not None else [()] * count
+        self._layout(force=True)
         self.scroll_to(0, 0, animate=False)
         self.refresh()
 
+    def watch_wrap(self) -> None:
+        self._layout(force=True)
+        self.scroll_to(0, 0, animate=False)
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._layout()
+
+    def _text_width(self) -> int:
+        return max(1, self.scrollable_content_region.width or self.size.width)
+
+    def _layout(self, force: bool = False) -> None:
+        """Rows for the current width; recomputed only when the width or the text changed."""
+        if not self.wrap:
+            self._rows = []
+            self._rows_width = -1
+            width = max((_width(line) for line in self._lines), default=0)
+            self.virtual_size = Size(width, len(self._lines))
+            return
+        width = self._text_width()
+        if not force and width == self._rows_width:
+            return
+        self._rows_width = width
+        self._rows = [
+            (index, start, end)
+            for index, line in enumerate(self._lines)
+            for start, end in wrap_points(line, width)
+        ]
+        self.virtual_size = Size(width, len(self._rows))
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self.post_message(self.Scrolled(self))
+
+    def scroll_fraction(self) -> float:
+        """How far down the view is, 0 at the top and 1 at the bottom."""
+        top = self.max_scroll_y
+        return 0.0 if top <= 0 else self.scroll_y / top
+
+    def scroll_to_fraction(self, fraction: float) -> None:
+        self.scroll_to(y=round(fraction * self.max_scroll_y), animate=False)
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
-        index = scroll_y + y
+        row = scroll_y + y
         width = self.size.width
         base = self.rich_style
-        if index >= len(self._lines):
-            return Strip.blank(width, base)
+        if self.wrap:
+            if row >= len(self._rows):
+                return Strip.blank(width, base)
+            index, start, end = self._rows[row]
+            scroll_x = 0
+        else:
+            if row >= len(self._lines):
+                return Strip.blank(width, base)
+            index, start, end = row, 0, len(self._lines[row])
         kind = self._kinds[index]
         style = base
         if kind != "plain":
             style = base + self.get_component_rich_style(f"lazy-text--{kind}")
         line = self._lines[index]
-        if line.isascii():
+        spans = self._spans[index] if index < len(self._spans) else ()
+        if not self.wrap and line.isascii() and not spans:
             visible = line[scroll_x : scroll_x + width]
-            strip = Strip([Segment(visible, style)], len(visible))
-            return strip.extend_cell_length(width, style)
-        strip = Strip([Segment(line, style)], cell_len(line))
+            return Strip([Segment(visible, style)], len(visible)).extend_cell_length(width, style)
+        segments = self._segments(line, start, end, spans, style, kind)
+        strip = Strip(segments)
         return strip.crop_extend(scroll_x, scroll_x + width, style)
+
+    def _segments(
+        self, line: str, start: int, end: int, spans: Spans, style: Style, kind: str
+    ) -> list[Segment]:
+        """The slice [start, end) of `line` with the parts inside `spans` emphasised."""
+        if not spans or kind not in ("plain", "added", "removed"):
+            return [Segment(line[start:end], style)]
+        strong = style + self.get_component_rich_style(f"lazy-text--{kind}-word")
+        segments: list[Segment] = []
+        pos = start
+        for span_start, span_end in spans:
+            a, b = max(span_start, start), min(span_end, end)
+            if a >= b:
+                continue
+            if a > pos:
+                segments.append(Segment(line[pos:a], style))
+            segments.append(Segment(line[a:b], strong))
+            pos = b
+        if pos < end:
+            segments.append(Segment(line[pos:end], style))
+        return segments
 
 
 def _width(line: str) -> int:
