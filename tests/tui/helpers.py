@@ -29,3 +29,11 @@ async def fill(pilot: Pilot[None], field: str, text: str) -> None:
 def triage_app(app: object) -> TriageApp:
     assert isinstance(app, TriageApp)
     return app
+
+
+def screen_text(app: object) -> str:
+    """Every Static's text on the current screen, for asserting what a user can read."""
+    from textual.widgets import Static
+
+    assert isinstance(app, TriageApp)
+    return "\n".join(str(w.render()) for w in app.screen.query(Static))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import fill, settle
+from helpers import fill, screen_text, settle
 from textual.widgets import DataTable, Static
 from triage_repo import TriageRepo
 from triage_store import (
@@ -87,13 +87,15 @@ async def test_filter_by_text_and_verdict_and_sort(triage_repo: TriageRepo) -> N
         assert [c.case_id for c in screen.shown][-1] == "0051-short-answer"
 
 
-async def test_rule8_banner_on_a_run_with_too_few_cases(triage_repo: TriageRepo) -> None:
+async def test_no_comparison_banner_on_a_single_run_with_few_cases(
+    triage_repo: TriageRepo,
+) -> None:
+    """Nothing is compared on a run's home screen: too few cases is no reason for a banner."""
     app = TriageApp(triage_repo.ctx, RERUN)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        banner = app.screen.query_one("#rule8-banner", Static)
-        assert banner.display
-        assert "only 1 case(s) evaluated" in str(banner.render())
+        assert not app.screen.query_one("#noise-banner", Static).display
+        assert "withheld" not in screen_text(app)
 
 
 async def test_steps_by_number_and_escape_returns_home(triage_repo: TriageRepo) -> None:

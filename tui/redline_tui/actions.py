@@ -2,7 +2,7 @@
 
 Nothing is committed: the user commits the staged change with the message shown, as
 its own reviewable commit. A loosening (as the guard sees it) is refused while the
-index holds a prompt change (DESIGN rule 12).
+index holds a prompt change (never loosen a threshold in the commit of a prompt change).
 """
 
 from __future__ import annotations

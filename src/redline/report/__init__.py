@@ -51,7 +51,7 @@ class RunReport:
     run: RunRecord
     cases: tuple[CaseReport, ...]
     verdicts: Mapping[Verdict, int]
-    #: Rule 8: why this run's content cannot be compared, None when it can.
+    #: Content diffs need enough evidence: why this run's content cannot be compared, None when it can.
     withheld: str | None
 
     def count(self, outcome: CaseOutcome) -> int:

@@ -1,4 +1,5 @@
-"""Home: the run's header, verdict bar, rule-8 banner and its cases, failing first."""
+"""Home: the run's header, verdict bar, a banner when the run is too noisy to judge, and
+its cases, failing first."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from redline.history import case_history, find_marginal, sparkline
-from redline.outcome import add_counts, content_comparison_withheld
+from redline.outcome import add_counts, too_noisy
 from redline.records import CaseOutcome, CaseRecord, RunRecord
 from redline.verdicts import VERDICT_ORDER, Verdict
 from redline_tui.actions import start_case_action
@@ -126,14 +127,14 @@ class RunScreen(Screen[None]):
         with Vertical(id="run-top"):
             yield Static("Loading run…", id="run-header")
             yield VerdictBar(id="verdict-bar")
-            yield Static("", id="rule8-banner")
+            yield Static("", id="noise-banner")
             yield Input(placeholder="filter: text, or v:wrong …", id="case-filter")
         yield DataTable[Text](id="cases", cursor_type="row", zebra_stripes=True)
         yield Static("", id="run-status")
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#rule8-banner").display = False
+        self.query_one("#noise-banner").display = False
         self.query_one("#case-filter").display = False
         self.query_one("#cases").focus()
         self._load()
@@ -158,12 +159,11 @@ class RunScreen(Screen[None]):
         self.query_one("#run-header", Static).update(header_text(run))
         counts = add_counts(c.verdicts for c in cases)
         self.query_one(VerdictBar).set_counts(counts)
-        evaluated = sum(1 for c in cases if c.content_samples)
-        withheld = content_comparison_withheld(evaluated, counts)
-        banner = self.query_one("#rule8-banner", Static)
-        if withheld:
-            banner.update(Text(f"Content comparison withheld (rule 8): {withheld}"))
-        banner.display = withheld is not None
+        noisy = too_noisy(counts)
+        banner = self.query_one("#noise-banner", Static)
+        if noisy:
+            banner.update(Text(f"Inconclusive: {noisy}. Rerun once the infrastructure is sound."))
+        banner.display = noisy is not None
         self.refresh_table()
         self.call_after_refresh(self._load_marks, run, cases)
 
