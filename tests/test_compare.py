@@ -125,6 +125,8 @@ def test_rule8_non_content_share(
     assert main(["compare", "A", "B"]) == code
     out = capsys.readouterr().out
     if code == 3:
-        assert "21% of samples are truncated or transport failures (limit 20%), so the content" in out
+        assert (
+            "21% of samples are truncated or transport failures (limit 20%), so the content" in out
+        )
         assert c.deltas == ()
         assert "transport" in out  # verdict counts are still shown

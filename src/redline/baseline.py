@@ -64,9 +64,11 @@ class BaselineCase:
     case_hash: str
     scores: Mapping[str, float] = field(default_factory=dict)
     golden: Golden | None = None
+    #: Why a person accepted this entry although it lowers the bar or changes the model.
+    reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "run_id": self.run_id,
             "tier": self.tier,
             "samples": self.samples,
@@ -80,6 +82,9 @@ class BaselineCase:
             if self.golden is None
             else {"sample_index": self.golden.sample_index, "output": self.golden.output},
         }
+        if self.reason:
+            data["reason"] = self.reason
+        return data
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,7 @@ def parse_baseline(text: str, source: str) -> Baseline:
                 golden=None
                 if golden is None
                 else Golden(int(golden["sample_index"]), str(golden["output"])),
+                reason=str(c.get("reason", "")),
             )
         return Baseline(suite=str(data["suite"]), cases=cases)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -20,8 +20,9 @@ async def settle(pilot: Pilot[None]) -> None:
 
 
 async def fill(pilot: Pilot[None], field: str, text: str) -> None:
-    """Replace the value of a dialog field (`#field-<key>`)."""
+    """Replace the value of a dialog field (`#field-<key>`), focused as a user would."""
     box = pilot.app.screen.query_one(f"#field-{field}", Input)
+    box.focus()
     box.value = text
     await pilot.pause()
 

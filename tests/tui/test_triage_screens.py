@@ -54,7 +54,7 @@ async def test_run_screen_shows_failing_cases_first_with_counts(triage_repo: Tri
         header = _static_text(app, "#run-header")
         assert "c0ffee000004" in header and "openai:fake-model-2026-01" in header
         assert "RED" in header
-        assert not screen.query_one("#rule8-banner").display
+        assert not screen.query_one("#noise-banner").display
         table = screen.query_one("#cases", DataTable)
         assert str(table.get_cell("support/0031-escalation", "marks")) == "changed"
         assert "changed" not in str(table.get_cell("support/0042-amount-suffix", "marks"))
@@ -113,7 +113,7 @@ async def test_steps_by_number_and_escape_returns_home(triage_repo: TriageRepo) 
         assert isinstance(app.screen, OutputsScreen)
         footer = app.screen.query_one(KeyBar).render()
         assert footer.plain.startswith(" o  Raw output  d  Diff  w  Wrap  esc  Back ")
-            assert "?  Help" in footer.plain and "q  Quit" in footer.plain
+        assert "?  Help" in footer.plain and "q  Quit" in footer.plain
         await pilot.press("3")
         await settle(pilot)
         assert isinstance(app.screen, HistoryScreen)

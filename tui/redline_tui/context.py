@@ -11,7 +11,7 @@ from pathlib import Path
 from redline.baseline import Baseline, GoldenReference, golden_reference, load_baseline
 from redline.config import Config
 from redline.errors import RedlineError
-from redline.records import CaseRecord, RunKind, RunRecord, RunResult, SampleRecord
+from redline.records import CaseRecord, RunKind, RunRecord, SampleRecord
 from redline.rerun import find_case
 from redline.store import RunStore
 
@@ -75,9 +75,8 @@ class TriageContext:
         return self._case_goldens[key]
 
     def default_run(self) -> RunRecord | None:
-        """The latest red run, else the latest run of any result."""
-        red = self.store.latest_run(kind=RunKind.RUN, result=RunResult.RED)
-        return red or self.store.latest_run(kind=RunKind.RUN)
+        """The latest run (not a rerun): the one a morning's triage starts from."""
+        return self.store.latest_run(kind=RunKind.RUN)
 
     def samples(self, run_id: str, case: CaseRecord) -> list[SampleRecord]:
         return self.store.samples(run_id, case.case_id, case.suite)

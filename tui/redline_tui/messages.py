@@ -12,7 +12,8 @@ from redline.records import CaseRecord, RunRecord
 
 
 class Step(IntEnum):
-    """Red is a question, answered in order: rerun on the unchanged prompt, read the outputs, read the history."""
+    """Red is a question, answered in order: rerun on the unchanged prompt, read the
+    outputs, read the history."""
 
     RERUN = 1
     OUTPUTS = 2

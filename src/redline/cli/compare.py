@@ -80,7 +80,9 @@ def print_comparison(console: Console, c: Comparison) -> None:
     console.print(totals)
 
     if c.withheld:
-        console.print(Text("content comparison withheld (not enough evidence):", style="bold yellow"))
+        console.print(
+            Text("content comparison withheld (not enough evidence):", style="bold yellow")
+        )
         for reason in c.withheld:
             console.print(Text(f"  {reason}", style="yellow"))
     else:

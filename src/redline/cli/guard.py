@@ -83,7 +83,8 @@ def _run(args: argparse.Namespace) -> int:
         if any(r.prompt_changes and r.loosenings for r in blocked):
             reasons.append(
                 "a prompt change and a loosened threshold cannot be reviewed together: "
-                "never loosen a threshold in the same commit as a prompt change. Commit the loosening on its own, with its reason in the "
+                "never loosen a threshold in the same commit as a prompt change. Commit the "
+                "loosening on its own, with its reason in the "
                 "commit message."
             )
         if any(r.broken for r in blocked):

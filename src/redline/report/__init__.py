@@ -51,7 +51,7 @@ class RunReport:
     run: RunRecord
     cases: tuple[CaseReport, ...]
     verdicts: Mapping[Verdict, int]
-    #: Content diffs need enough evidence: why this run's content cannot be compared, None when it can.
+    #: Why this run's content cannot be compared (content diffs need enough evidence), or None.
     withheld: str | None
 
     def count(self, outcome: CaseOutcome) -> int:

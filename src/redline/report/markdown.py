@@ -51,7 +51,8 @@ def markdown_summary(report: RunReport) -> str:
         "Cases: " + ", ".join(f"{report.count(o)} {o}" for o in CaseOutcome) + ".",
     ]
     if report.withheld:
-        lines += ["", f"> Content comparison withheld (not enough evidence): {md_escape(report.withheld, 300)}"]
+        reason = md_escape(report.withheld, 300)
+        lines += ["", f"> Content comparison withheld (not enough evidence): {reason}"]
     problems = [c for c in report.cases if c.case.result is not CaseOutcome.PASS]
     problems.sort(
         key=lambda c: (c.case.result is not CaseOutcome.FAIL, c.case.suite, c.case.case_id)

@@ -44,7 +44,9 @@ def header_text(comparison: Comparison) -> Text:
             style="magenta",
         )
     for reason in comparison.withheld:
-        text.append(f"\nContent comparison withheld (not enough evidence): {reason}", style="bold yellow")
+        text.append(
+            f"\nContent comparison withheld (not enough evidence): {reason}", style="bold yellow"
+        )
     return text
 
 
