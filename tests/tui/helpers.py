@@ -8,12 +8,16 @@ from textual.widgets import Input
 from redline_tui.app import TriageApp
 
 
+#: Worker groups that wait for the user (a dialog or a picker), never for data.
+_WAITING = frozenset({"case-action", "compare-choose", "run-pick"})
+
+
 async def settle(pilot: Pilot[None]) -> None:
-    """Let every loading worker finish (not the action dialogs, which wait for keys)."""
+    """Let every loading worker finish (not those waiting on a dialog or a picker for keys)."""
     app = pilot.app
     for _ in range(3):
         await pilot.pause()
-        pending = [w for w in app.workers if w.group != "case-action" and not w.is_finished]
+        pending = [w for w in app.workers if w.group not in _WAITING and not w.is_finished]
         for worker in pending:
             await worker.wait()
     await pilot.pause()

@@ -62,7 +62,8 @@ def test_loosen_changes_one_value_and_notes_the_reason(tmp_path: Path) -> None:
         "  value: 80\n  note: 'loosened 2026-11-30 (value 40 → 80): ids grew to 5 digits'\n"
     )
     assert edit.commit_message == (
-        "redline: loosen case 0100-four-space assertion 1 (max-chars) value 40 → 80: ids grew to 5 digits"
+        "redline: loosen case 0100-four-space assertion 1 (max-chars) value 40 → 80: "
+        "ids grew to 5 digits"
     )
 
 

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "triage",
         help="walk a red run case by case: rerun, outputs, history",
         description="Open the triage app on RUN_ID (default: the latest run; the runs screen, "
-        "key r, switches between runs). Needs a terminal. Per failing case: rerun on the "
+        "key R, switches between runs). Needs a terminal. Per failing case: rerun on the "
         "unchanged prompt, read the raw outputs, read the pass-count history; then raise "
         "samples, retire, loosen or accept a baseline.",
     )

@@ -46,6 +46,16 @@ class OutputsScreen(CaseStepScreen):
         *STEP_BINDINGS,
     ]
 
+    HELP: ClassVar[str] = (
+        "Every sample of the case, from the red run and its reruns. Left: the raw output "
+        "exactly as stored, control characters shown escaped. Right: its diff to the golden "
+        "output (the accepted baseline's, else the case's own `golden:` answer; the first "
+        "line says which); words that changed inside a changed line are highlighted.\n"
+        "Both panes wrap (w turns wrapping off, ← → then scroll) and scroll together. "
+        "o / d focus a pane; in a pane, g/G or Home/End go to the top/bottom. "
+        "Click a step tab (1 Rerun, 2 Outputs, 3 History) at the top to switch steps."
+    )
+
     def __init__(
         self,
         ctx: TriageContext,

@@ -85,7 +85,7 @@ class LazyText(ScrollView, can_focus=True):
     }
 
     DEFAULT_CSS = """
-    LazyText { height: 1fr; }
+    LazyText { height: 1fr; scrollbar-gutter: stable; }
     LazyText > .lazy-text--added { color: $text-success; background: $success-muted; }
     LazyText > .lazy-text--removed { color: $text-error; background: $error-muted; }
     LazyText > .lazy-text--hunk { color: $text-accent; }
@@ -194,6 +194,18 @@ class LazyText(ScrollView, can_focus=True):
         super().watch_scroll_y(old_value, new_value)
         if round(old_value) != round(new_value):
             self.post_message(self.Scrolled(self))
+
+    def action_scroll_home(self) -> None:
+        self.scroll_to(y=0, animate=False)
+
+    def action_scroll_end(self) -> None:
+        self.scroll_to(y=self.max_scroll_y, animate=False)
+
+    def action_page_down(self) -> None:
+        self.scroll_to(y=self.scroll_y + self.scrollable_content_region.height, animate=False)
+
+    def action_page_up(self) -> None:
+        self.scroll_to(y=self.scroll_y - self.scrollable_content_region.height, animate=False)
 
     def scroll_fraction(self) -> float:
         """How far down the view is, 0 at the top and 1 at the bottom."""
