@@ -122,9 +122,12 @@ async def test_steps_by_number_and_escape_returns_home(triage_repo: TriageRepo) 
         assert isinstance(app.screen, RunScreen)
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
-        assert ("c", "Compare") in app.screen.rows
-        assert ("/", "Filter") in app.screen.rows
+        assert ("c", "Compare this run with an earlier one") in app.screen.rows
+        assert ("/", "Filter the cases (language below)") in app.screen.rows
         assert ("?", "This help") in app.screen.rows
+        assert ("g  Home", "First row") in app.screen.rows
+        guide = app.screen.guide
+        assert "v:VERDICT" in guide and "/invoice v:malf" in guide
         assert [text for key, text in app.screen.rows if key == "escape"] == ["Clear filter"]
 
 

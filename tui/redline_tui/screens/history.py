@@ -88,7 +88,7 @@ def point_cells(point: HistoryPoint, current_run: str, run: RunRecord | None) ->
     marks = ("▲" if point.model_changed else "") + ("◆" if point.case_changed else "")
     branch = "—"
     if run is not None:
-        branch = f"{run.git_branch or '?'}@{(run.git_commit or '—')[:7]}"
+        branch = f"{run.git_branch or 'no branch'}@{(run.git_commit or '—')[:7]}"
     content = point.content_samples or point.samples
     return [
         Text(marker + point.started_at[5:16].replace("T", " "), style="bold" if marker else ""),

@@ -41,16 +41,19 @@ _OUTCOME_LABELS = {
     CaseOutcome.INCONCLUSIVE: Text("INCONC", style="bold yellow"),
     CaseOutcome.PASS: Text("pass", style="green"),
 }
+#: What a triage needs first comes first: at 80-100 columns the last ones scroll.
 _COLUMNS = (
     ("outcome", "Result"),
     ("case", "Case"),
-    ("tier", "Tier"),
     ("passes", "Passes"),
     ("required", "Req"),
+    ("marks", "Marks"),
     ("verdicts", "Verdicts"),
     ("history", "History"),
-    ("marks", "Marks"),
+    ("tier", "Tier"),
 )
+#: Longer case names are cut with an ellipsis (the full name is in every step's title).
+_CASE_WIDTH = 34
 _HISTORY_WIDTH = 10
 #: Rows added before the first paint; more follow after each refresh.
 _FIRST_ROWS = 100
@@ -284,7 +287,7 @@ class RunScreen(Screen[None]):
         """Fixed widths from the data: a thousand rows must not be measured cell by cell."""
         widths = {
             "outcome": 6,
-            "case": max((len(case_key(c)) for c in self.all_cases), default=4),
+            "case": min(_CASE_WIDTH, max((len(case_key(c)) for c in self.all_cases), default=4)),
             "tier": 8,
             "passes": max((len(f"{c.passes}/{c.samples}") for c in self.all_cases), default=6),
             "required": 3,
@@ -326,13 +329,13 @@ class RunScreen(Screen[None]):
             mark = self.marks.get(case_key(case))
             table.add_row(
                 _OUTCOME_LABELS[case.result],
-                Text(case_key(case)),
-                Text(case.tier),
+                Text(case_key(case), overflow="ellipsis", no_wrap=True),
                 Text(f"{case.passes}/{case.samples}"),
                 Text(str(case.required)),
+                mark.text() if mark else Text(""),
                 Text(breakdown(case)),
                 Text(sparkline(mark.history[-_HISTORY_WIDTH:]) if mark else "…"),
-                mark.text() if mark else Text(""),
+                Text(case.tier),
                 key=case_key(case),
             )
         if target is not None and start <= target < end:
