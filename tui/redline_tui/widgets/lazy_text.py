@@ -9,6 +9,7 @@ the rows on screen. Text is shown as given: never parsed as markup.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -35,22 +36,32 @@ _BREAK_WINDOW = 3
 def wrap_points(line: str, width: int) -> list[tuple[int, int]]:
     """(start, end) slices of `line`, each at most `width` cells, broken after a space
     where one is near the edge, else mid-word. An empty line is one empty row."""
-    if width < 1 or not line:
-        return [(0, len(line))]
-    rows: list[tuple[int, int]] = []
+    starts = wrap_starts(line, width)
+    return [(a, b) for a, b in zip(starts, [*starts[1:], len(line)], strict=True)]
+
+
+def wrap_starts(line: str, width: int) -> list[int]:
+    """Where each row of `line` starts when wrapped to `width` cells (see `wrap_points`)."""
+    size = len(line)
     ascii_only = line.isascii()
-    pos, size = 0, len(line)
-    while pos < size:
-        end = min(pos + width, size)
+    if width < 1 or (size <= width and ascii_only):
+        return [0]
+    starts = [0]
+    window = width - width // _BREAK_WINDOW
+    pos = 0
+    while True:
+        end = pos + width
+        if end >= size and (ascii_only or cell_len(line[pos:]) <= width):
+            return starts
         if not ascii_only:
-            end = _fit_cells(line, pos, end, width)
-        if end < size:
-            space = line.rfind(" ", pos, end)
-            if space >= 0 and space + 1 - pos > width - width // _BREAK_WINDOW:
-                end = space + 1
-        rows.append((pos, end))
+            end = _fit_cells(line, pos, min(end, size), width)
+            if end >= size:
+                return starts
+        space = line.rfind(" ", pos, end)
+        if space >= 0 and space + 1 - pos > window:
+            end = space + 1
+        starts.append(end)
         pos = end
-    return rows
 
 
 def _fit_cells(line: str, start: int, end: int, width: int) -> int:
@@ -123,8 +134,11 @@ class LazyText(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self._lines: list[str] = []
         self._kinds: list[str] = []
-        self._spans: list[Spans] = []
-        self._rows: list[tuple[int, int, int]] = []
+        self._spans: Sequence[Spans] = ()
+        #: Wrapped layout: the first row of each line (plus the total), and each line's
+        #: row starts when it takes more than one row.
+        self._first_row: list[int] = [0]
+        self._starts: dict[int, list[int]] = {}
         self._rows_width = -1
         self.set_reactive(LazyText.wrap, wrap)
         self.set_lines(lines, kinds)
@@ -138,7 +152,7 @@ class LazyText(ScrollView, can_focus=True):
         return self._kinds
 
     @property
-    def spans(self) -> list[Spans]:
+    def spans(self) -> Sequence[Spans]:
         return self._spans
 
     @property
@@ -155,7 +169,7 @@ class LazyText(ScrollView, can_focus=True):
         self._lines = list(lines)
         count = len(self._lines)
         self._kinds = list(kinds) if kinds is not None else ["plain"] * count
-        self._spans = list(spans) if spans is not None else [()] * count
+        self._spans = spans if spans is not None else [()] * count
         self._layout(force=True)
         self.scroll_to(0, 0, animate=False)
         self.refresh()
@@ -169,26 +183,53 @@ class LazyText(ScrollView, can_focus=True):
         self._layout()
 
     def _text_width(self) -> int:
-        return max(1, self.scrollable_content_region.width or self.size.width)
+        """The width rows wrap to; 0 until the widget has been laid out."""
+        return max(0, self.scrollable_content_region.width)
 
     def _layout(self, force: bool = False) -> None:
         """Rows for the current width; recomputed only when the width or the text changed."""
         if not self.wrap:
-            self._rows = []
+            self._first_row, self._starts = [0], {}
             self._rows_width = -1
             width = max((_width(line) for line in self._lines), default=0)
             self.virtual_size = Size(width, len(self._lines))
             return
         width = self._text_width()
+        if width < 1:
+            # Not laid out yet: wrapping to a guessed width would be wasted (and at width 1,
+            # a megabyte is a million rows). The first resize lays the rows out.
+            self._first_row, self._starts, self._rows_width = [0], {}, -1
+            self.virtual_size = Size(0, 0)
+            return
         if not force and width == self._rows_width:
             return
         self._rows_width = width
-        self._rows = [
-            (index, start, end)
-            for index, line in enumerate(self._lines)
-            for start, end in wrap_points(line, width)
-        ]
-        self.virtual_size = Size(width, len(self._rows))
+        first_row = [0]
+        starts: dict[int, list[int]] = {}
+        total = 0
+        for index, line in enumerate(self._lines):
+            if len(line) > width or not line.isascii():
+                line_starts = wrap_starts(line, width)
+                if len(line_starts) > 1:
+                    starts[index] = line_starts
+                total += len(line_starts)
+            else:
+                total += 1
+            first_row.append(total)
+        self._first_row, self._starts = first_row, starts
+        self.virtual_size = Size(width, total)
+
+    def _row(self, row: int) -> tuple[int, int, int] | None:
+        """(line index, start, end) of a wrapped row; None past the end."""
+        if row >= self._first_row[-1]:
+            return None
+        index = bisect.bisect_right(self._first_row, row) - 1
+        line_starts = self._starts.get(index)
+        if line_starts is None:
+            return index, 0, len(self._lines[index])
+        k = row - self._first_row[index]
+        end = line_starts[k + 1] if k + 1 < len(line_starts) else len(self._lines[index])
+        return index, line_starts[k], end
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
@@ -221,9 +262,10 @@ class LazyText(ScrollView, can_focus=True):
         width = self.size.width
         base = self.rich_style
         if self.wrap:
-            if row >= len(self._rows):
+            found = self._row(row)
+            if found is None:
                 return Strip.blank(width, base)
-            index, start, end = self._rows[row]
+            index, start, end = found
             scroll_x = 0
         else:
             if row >= len(self._lines):
