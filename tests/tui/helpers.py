@@ -7,7 +7,6 @@ from textual.widgets import Input
 
 from redline_tui.app import TriageApp
 
-
 #: Worker groups that wait for the user (a dialog or a picker), never for data.
 _WAITING = frozenset({"case-action", "compare-choose", "run-pick"})
 
