@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from triage_repo import TriageRepo
 from triage_store import EARLIER_RUNS, RED_RUN, _run_record, _store_run
 
 from redline.cli import main
+from redline.records import CaseRecord
 from redline_tui.app import TriageApp
 from redline_tui.screens.history import HistoryScreen
 from redline_tui.screens.outputs import OutputsScreen
@@ -43,15 +45,26 @@ async def test_g_G_home_end_move_the_case_table_cursor(triage_repo: TriageRepo) 
 
 
 async def test_keys_typed_before_the_run_is_loaded_are_not_lost_or_misrouted(
-    triage_repo: TriageRepo,
+    triage_repo: TriageRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`down` `2` typed at once open the second case's Outputs, not a hidden filter."""
+    store = triage_repo.ctx.store
+    loaded = threading.Event()
+    read_cases = store.cases
+
+    def slow_cases(run_id: str) -> list[CaseRecord]:
+        loaded.wait(30)  # a big store: the rows arrive after the keys
+        return read_cases(run_id)
+
+    monkeypatch.setattr(store, "cases", slow_cases)
     app = TriageApp(triage_repo.ctx)
     async with app.run_test(size=(100, 30)) as pilot:
         home = app.screen
         assert isinstance(home, RunScreen)
-        assert home.run is None  # still loading in its worker
         await pilot.press("down", "2")
+        assert home.run is None  # still loading in its worker
+        assert isinstance(app.screen, RunScreen)
+        loaded.set()
         await settle(pilot)
         await settle(pilot)
         assert isinstance(app.screen, OutputsScreen)
@@ -115,7 +128,7 @@ async def test_history_dims_or_hides_runs_of_other_branches(triage_repo: TriageR
         runs = [p.run_id for p in screen.shown]
         assert "feedbeef0001" in runs
         row = table.get_row_at(runs.index("feedbeef0001"))
-        assert str(row[6]) == "exp@0123456" and "dim" in str(row[6].style)
+        assert str(row[6]) == "exp@0123456" and "dim" in str(row[6].spans)
         assert "1 run(s) of other branches dimmed" in str(
             screen.query_one("#history-trend").render()
         )
