@@ -117,14 +117,12 @@ def _read_fields(screen: ModalScreen[Any], fields: Sequence[Field]) -> dict[str,
     return values
 
 
-class PickerDialog(ModalScreen[dict[str, str] | None]):
+class PickerDialog(FormDialog):
     """Pick one entry from a list (its detail shown below it), then fill in a few fields.
 
     `on_pick(value)` returns per-field defaults and labels for the highlighted entry, so a
     form can show the current value of what was picked. The result holds `choice` too.
     """
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(
         self,
@@ -136,11 +134,8 @@ class PickerDialog(ModalScreen[dict[str, str] | None]):
         on_pick: Callable[[str], Mapping[str, tuple[str, str]]] | None = None,
         check: Callable[[dict[str, str]], str | None] | None = None,
     ) -> None:
-        super().__init__(classes="dialog-screen")
-        self._title = title
+        super().__init__(title, fields, note)
         self._choices = tuple(choices)
-        self._fields = tuple(fields)
-        self._note = note
         self._initial = initial
         self._on_pick = on_pick
         self._check = check
@@ -192,20 +187,6 @@ class PickerDialog(ModalScreen[dict[str, str] | None]):
             self.query_one(f"#field-{self._fields[0].key}", Input).focus()
         else:
             self._submit()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self._submit()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "ok":
-            self._submit()
-        else:
-            self.dismiss(None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
     def _submit(self) -> None:
         error = self.query_one("#form-error", Static)
