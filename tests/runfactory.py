@@ -34,7 +34,7 @@ class CaseSpec:
     outputs: Sequence[str] | None = None
     #: Per-sample score of assertion 0 (type `score_type`); None: no scored assertion.
     scores: Sequence[float] | None = None
-    score_type: str = "compression-ratio"
+    score_type: str = "mentions"
 
 
 @dataclass

@@ -31,6 +31,9 @@ case var, and every sample of that case behaves the same):
         missing       200 whose JSON body lacks the answer fields
         flaky         4 of 5 requests answer `json`, every 5th answers like `preamble`
                       (counted per (api, user text), so 5 samples of a case: exactly one bad)
+    RATE:<percent>    in any content mode: answer VALID_JSON for that share of seeds and like
+                      `preamble` for the rest, decided by a hash of the request's seed (so a
+                      case with frozen seeds gets the same answers in every run)
     FAILS:<n>         for reset/500/401/429/slow/invalid/missing: only the first n attempts of a
                       request key misbehave, later ones answer like `json`
                       (default: every attempt misbehaves)
@@ -93,7 +96,7 @@ FAULT_MODES = frozenset({"reset", "500", "401", "429", "slow", "invalid", "missi
 DEFAULT_SLOW_MS = 2000
 EMBEDDING_DIM = 16
 
-_TOKEN = re.compile(r"\b(MODE|FAILS|RETRY_AFTER|DELAY_MS):(\S+)")
+_TOKEN = re.compile(r"\b(MODE|FAILS|RETRY_AFTER|DELAY_MS|RATE):(\S+)")
 
 
 @dataclass(frozen=True)
@@ -400,6 +403,10 @@ def _reply(
         return _Reply(status=200, body=json.dumps({"id": "x", "object": "nothing"}).encode())
     if mode == "flaky":
         mode = "preamble" if flaky % 5 == 0 else "json"
+    if "RATE" in tokens:
+        seed = body.get("seed") if isinstance(body, dict) else None
+        draw = int(hashlib.sha256(str(seed).encode()).hexdigest()[:8], 16) % 100
+        mode = "json" if draw < float(tokens["RATE"]) else "preamble"
     finish = "stop"
     refusal: str | None = None
     if mode == "echo":

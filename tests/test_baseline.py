@@ -59,14 +59,35 @@ def test_golden_ignores_failing_samples_and_breaks_ties_by_lowest_index() -> Non
 
 
 def test_score_drop_boundary_is_strict() -> None:
-    assert score_drops({"0:compression-ratio": 0.5}, {"0:compression-ratio": 0.45}, 0.10) == []
-    drops = score_drops({"0:compression-ratio": 0.5}, {"0:compression-ratio": 0.4495}, 0.10)
-    assert [d.key for d in drops] == ["0:compression-ratio"]
+    assert score_drops({"0:mentions": 0.5}, {"0:mentions": 0.45}, 0.10) == []
+    drops = score_drops({"0:mentions": 0.5}, {"0:mentions": 0.4495}, 0.10)
+    assert [d.key for d in drops] == ["0:mentions"]
     assert drops[0].relative == pytest.approx(-0.101)
-    # Lower is better for budgets: a 10% rise is fine, more is a drop; latency is not compared.
-    assert score_drops({"2:max-chars": 200.0}, {"2:max-chars": 220.0}, 0.10) == []
-    assert len(score_drops({"2:max-chars": 200.0}, {"2:max-chars": 221.0}, 0.10)) == 1
-    assert score_drops({"3:max-latency-ms": 100.0}, {"3:max-latency-ms": 900.0}, 0.10) == []
+    # not-mentions: lower is better, so a rise beyond the threshold is the drop.
+    assert score_drops({"1:not-mentions": 0.2}, {"1:not-mentions": 0.22}, 0.10) == []
+    assert len(score_drops({"1:not-mentions": 0.2}, {"1:not-mentions": 0.221}, 0.10)) == 1
+    assert len(score_drops({"4:judge": 4.0}, {"4:judge": 3.0}, 0.10)) == 1
+
+
+def test_budgets_and_heuristics_passing_are_never_score_drops() -> None:
+    """max-words 82 → 104 under a cap of 150 is a longer answer, not a worse one."""
+    base = {
+        "2:max-words": 82.0,
+        "3:max-chars": 200.0,
+        "4:max-latency-ms": 100.0,
+        "5:max-cost": 0.001,
+        "6:compression-ratio": 0.5,
+        "7:distinct-n": 0.9,
+    }
+    now = {
+        "2:max-words": 104.0,
+        "3:max-chars": 400.0,
+        "4:max-latency-ms": 900.0,
+        "5:max-cost": 0.01,
+        "6:compression-ratio": 0.3,
+        "7:distinct-n": 0.7,
+    }
+    assert score_drops(base, now, 0.10) == []
 
 
 @pytest.fixture
@@ -115,7 +136,7 @@ def test_save_writes_one_stable_file_per_suite(repo: Path) -> None:
     assert list(data["cases"]) == sorted(data["cases"])
     stays = data["cases"]["stays"]
     assert stays["passes"] == 5 and stays["samples"] == 5 and stays["result"] == "pass"
-    assert stays["scores"] == {"0:compression-ratio": 0.5}
+    assert stays["scores"] == {"0:mentions": 0.5}
     assert stays["model_id"] == "local:model-a" and stays["case_hash"] == "hash-1"
     assert stays["golden"] == {"sample_index": 0, "output": "stays answer 0"}
     assert data["cases"]["fixed"]["golden"] is None
@@ -262,3 +283,56 @@ def test_broken_baseline_file_is_a_clear_error(repo: Path) -> None:
     (repo / "baselines").mkdir()
     (repo / "baselines" / "suite-a.json").write_text("{not json", encoding="utf-8")
     assert main(["baseline", "compare", "next1"]) == 2
+
+
+def test_a_case_whose_pass_rate_rose_is_improved_even_with_longer_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0/3 → 1/3 with max-words 82 → 104 under a cap of 150: better, not a regression."""
+    write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    words = {"score_type": "max-words"}
+    with open_store(tmp_path) as store:
+        write_run(
+            store,
+            RunSpec(
+                "old",
+                [
+                    CaseSpec("0106", [WRONG] * 3, scores=[82.0] * 3, **words),  # type: ignore[arg-type]
+                    CaseSpec("judged", [OK] * 3, scores=[4.0] * 3, score_type="judge"),
+                    CaseSpec("rising-judged", [WRONG] * 3, scores=[4.0] * 3, score_type="judge"),
+                    CaseSpec("broke", [OK] * 3, scores=[4.0] * 3, score_type="judge"),
+                ],
+            ),
+        )
+        write_run(
+            store,
+            RunSpec(
+                "new",
+                [
+                    CaseSpec("0106", [OK, WRONG, WRONG], scores=[104.0] * 3, **words),  # type: ignore[arg-type]
+                    CaseSpec("judged", [OK] * 3, scores=[3.0] * 3, score_type="judge"),
+                    CaseSpec("rising-judged", [OK] * 3, scores=[3.0] * 3, score_type="judge"),
+                    # A regression with a score drop too: one case, counted once.
+                    CaseSpec("broke", [WRONG] * 3, scores=[2.0] * 3, score_type="judge"),
+                ],
+                started_at="2026-01-02T00:00:00.000+00:00",
+            ),
+        )
+    assert main(["baseline", "save", "old"]) == 0
+    capsys.readouterr()
+    assert main(["baseline", "compare", "new", "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    status = {c["case_id"]: c["status"] for c in data["cases"]}
+    assert status == {
+        "0106": "improved",
+        "judged": "score drop",
+        "rising-judged": "improved",
+        "broke": "regression",
+    }
+    assert data["counts"] == {"improved": 2, "regression": 1, "score drop": 1}
+    assert data["regressions"] == 2
+    assert main(["baseline", "compare", "new"]) == 1
+    out = capsys.readouterr().out
+    assert "4 case(s): 2 improved, 1 regression, 1 score drop" in out
+    assert "2 case(s) fail the baseline (1 regression + 1 score drop)" in out

@@ -174,7 +174,9 @@ def test_model_id_instead_of_alias(tmp_path: Path) -> None:
 def test_invalid_yaml(tmp_path: Path) -> None:
     problem = only_problem(write_suite(tmp_path, {"c.yaml": GOOD_CASE + "  - type: [oops\n"}))
     assert problem.message.startswith("not valid YAML")
-    assert problem.line == 8
+    # The unclosed `[` is only noticed at the end of the file; it opened on line 7.
+    assert (problem.line, problem.column) == (7, 11)
+    assert "at line 8, column 1 (the end of the file)" in problem.message
 
 
 def test_prompt_variable_missing_in_case(tmp_path: Path) -> None:
@@ -191,7 +193,8 @@ def test_a_bad_var_is_reported_once_not_again_where_it_is_used(tmp_path: Path) -
     )
     folder = write_suite(tmp_path, {"c.yaml": case}, files={"fixtures/scan.txt": b"Caf\xe9\r\n"})
     problem = only_problem(folder)
-    assert problem.line == 3 and problem.message.endswith("scan.txt is not UTF-8 text")
+    assert problem.line == 3
+    assert "scan.txt, line 1: not UTF-8 text: byte 0xe9" in problem.message
     assert "UTF-8" in problem.hint
 
 
@@ -294,3 +297,31 @@ def test_the_repository_suites_validate_clean() -> None:
     assert "Rp 12.500.000,-" in scan and "PT SINAR JAYA\nABADI" in scan
     crlf = names["invoice-extract"].case("0057-crlf-nbsp-scan").vars["document"]
     assert "\r\n" in crlf and "\u00a0" in crlf
+
+
+def test_an_unclosed_quote_is_reported_where_it_opened_with_pyyaml_context(
+    tmp_path: Path,
+) -> None:
+    case = 'provenance:\n  note: "the quote never closes\nvars: {document: x}\nassert: []\n'
+    problem = only_problem(write_suite(tmp_path, {"quote.yaml": case}))
+    assert (problem.line, problem.column) == (2, 9)
+    assert "while scanning a quoted scalar at line 2, column 9" in problem.message
+    assert "found unexpected end of stream at line 5, column 1 (the end of the file)" in (
+        problem.message
+    )
+
+
+def test_a_yaml_error_inside_the_file_points_at_the_problem_and_names_its_context(
+    tmp_path: Path,
+) -> None:
+    case = "provenance: {note: x}\nvars:\n  document: x\n assert: []\n"
+    problem = only_problem(write_suite(tmp_path, {"c.yaml": case}))
+    assert problem.line == 4
+    assert "while parsing a block mapping at line 1, column 1" in problem.message
+
+
+def test_a_case_file_that_is_not_utf8_is_reported_at_the_first_bad_byte(tmp_path: Path) -> None:
+    case = b"provenance: {note: x}\nvars:\n  document: x\n" + b"# caf\xe9\nassert: []\n"
+    problem = only_problem(write_suite(tmp_path, {}, files={"c.yaml": case}))
+    assert (problem.line, problem.column) == (4, 6)
+    assert "not UTF-8 text: byte 0xe9" in problem.message

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from redline.cli import main
+from redline.shard import shard_of
 from redline.store import RunStore
 from servers import LoopbackLLMServer
 
@@ -34,16 +35,21 @@ def _suite(root: Path) -> None:
         )
 
 
+def _project(root: Path, server: LoopbackLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `flow` suite on the loopback model, key set, cwd inside."""
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    monkeypatch.chdir(root)
+    (root / "redline.toml").write_text(server.redline_toml(), encoding="utf-8")
+    _suite(root)
+
+
 def test_sharded_ci_run_merges_into_one_reportable_run(
     tmp_path: Path,
     llm_server: LoopbackLLMServer,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test")
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "redline.toml").write_text(llm_server.redline_toml(), encoding="utf-8")
-    _suite(tmp_path)
+    _project(tmp_path, llm_server, monkeypatch)
     codes = [main(["run", "--quiet", "--shard", f"{k}/2", "--out", f"shards/{k}"]) for k in (1, 2)]
     assert sorted(codes) == [0, 1]  # the shard holding `bad` is red
     assert main(["merge", "shards/1", "shards/2", "--out", "merged", "--import"]) == 0
@@ -67,3 +73,36 @@ def test_sharded_ci_run_merges_into_one_reportable_run(
     with RunStore.open(tmp_path / ".redline/redline.db") as store:
         shard_runs = [r.id for r in store.runs() if r.id != merged_id]
     assert main(["compare", shard_runs[0], merged_id]) == 3  # a shard alone has < 8 cases
+
+
+def test_a_shard_that_owns_no_case_exports_an_empty_result_that_merge_accepts(
+    tmp_path: Path,
+    llm_server: LoopbackLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """3 cases over 2 shards can all hash into one shard; the other job must still go green."""
+    _project(tmp_path, llm_server, monkeypatch)
+    # The smallest split of these cases in which some shard owns none of them.
+    n, empty = next(
+        (n, k)
+        for n in range(2, 2 * len(CASES))
+        for k in range(1, n + 1)
+        if all(shard_of("flow", c, n) != k for c in CASES)
+    )
+    assert main(["run", "--quiet", "--shard", f"{empty}/{n}", "--out", "empty"]) == 0
+    out = capsys.readouterr().out
+    assert "owns no case" in out
+    results = json.loads((tmp_path / "empty/results.json").read_text(encoding="utf-8"))
+    assert results["cases"] == [] and results["summary"]["result"] == "green"
+    assert (tmp_path / "empty/samples.jsonl").read_text(encoding="utf-8") == ""
+    folders = []
+    for k in range(1, n + 1):
+        if k == empty:
+            folders.append("empty")
+            continue
+        assert main(["run", "--quiet", "--shard", f"{k}/{n}", "--out", f"s{k}"]) in (0, 1)
+        folders.append(f"s{k}")
+    assert main(["merge", *folders, "--out", "merged"]) == 0
+    merged = json.loads((tmp_path / "merged/results.json").read_text(encoding="utf-8"))
+    assert sorted(c["id"] for c in merged["cases"]) == sorted(CASES)

@@ -8,6 +8,7 @@ import pytest
 
 from redline.cli import main
 from redline.compare import compare_runs
+from redline.records import RunKind
 from redline.verdicts import Verdict
 from runfactory import (
     OK,
@@ -130,3 +131,34 @@ def test_rule8_non_content_share(
         )
         assert c.deltas == ()
         assert "transport" in out  # verdict counts are still shown
+
+
+def test_a_rerun_is_compared_with_its_parent_only_on_the_cases_it_ran(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parent_manifest = {f"suite-a/c{i:02d}.yaml": f"h{i}" for i in range(30)}
+    parent_manifest |= {"other/suite.yaml": "o1", "suite-a/suite.yaml": "s1"}
+    rerun_manifest = {"suite-a/suite.yaml": "s1", "suite-a/c03.yaml": "h3", "@prompt": "p2"}
+    _write(
+        repo,
+        RunSpec("parent", ok_cases(30), manifest=parent_manifest),
+        RunSpec(
+            "rerun1",
+            [CaseSpec("c03", [OK] * 20)],
+            kind=RunKind.RERUN,
+            parent_id="parent",
+            manifest=rerun_manifest,
+            args={"case": "c03", "samples": 20},
+            started_at="2026-01-02T00:00:00.000+00:00",
+        ),
+    )
+    with open_store(repo) as store:
+        result = compare_runs(store, "parent", "rerun1")
+    assert result.narrowed_to == "rerun1"
+    assert result.only_a == () and result.only_b == ()
+    assert result.a.verdicts[Verdict.OK] == 5  # only c03's samples of the parent
+    assert [(m.path, m.kind) for m in result.manifest_changes] == [("@prompt", "added")]
+    assert main(["compare", "parent", "rerun1"]) == 3  # one case: too little evidence
+    out = capsys.readouterr().out
+    assert "removed" not in out and "only in A" not in out
+    assert "covering only the cases run rerun1 ran" in out

@@ -684,7 +684,9 @@ def test_broken_yaml_on_one_side_needs_review(tmp_path: Path, side: str) -> None
     else:
         repo.write(CASE, broken)
     report = check_commit(tmp_path, repo.commit("touch the case"))
-    finding = find(report, Kind.BROKEN, f"{side} side does not parse: line 4")
+    # Where the unclosed `{` opened, and where YAML gave up (the end of the file).
+    finding = find(report, Kind.BROKEN, f"{side} side does not parse: line 3, column 5")
+    assert "line 4, column 1 (the end of the file)" in finding.detail
     assert finding.path == CASE
     assert report.blocked
 

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -12,8 +18,10 @@ import yaml
 from redline.cases import load_suite
 from redline.cli import main
 from redline.config import load_config
+from redline.install_spec import install_spec_from_direct_url, running_install_spec
 from redline.scaffold import WORKFLOW_FILE, starter_files
 from redline.shard import select
+from servers import LoopbackLLMServer
 
 
 def _workflow(root: Path) -> dict[Any, Any]:
@@ -113,9 +121,10 @@ def test_every_redline_install_excludes_what_the_lock_file_overrides(tmp_path: P
     ]
     assert len(installs) == len(wf["jobs"])
     for script in installs:
-        write, install = script.strip().splitlines()
-        assert write == 'echo "$REDLINE_OVERRIDES" > "$RUNNER_TEMP/overrides.txt"'
-        assert install.endswith('--overrides "$RUNNER_TEMP/overrides.txt"')
+        assert script.strip() == (
+            "printf '%s\\n' \"$REDLINE_OVERRIDES\" | "
+            'uv tool install "$REDLINE_INSTALL" --overrides /dev/stdin'
+        )
 
 
 def test_init_refuses_to_overwrite_and_lists_files(
@@ -132,3 +141,241 @@ def test_init_refuses_to_overwrite_and_lists_files(
     assert not (tmp_path / "cases").exists()
     assert main(["init", "--dir", str(tmp_path), "--force"]) == 0
     assert "[models]" in (tmp_path / "redline.toml").read_text(encoding="utf-8")
+
+
+# --- the generated workflow, job by job, as a runner would execute it -----------------
+
+REPO = Path(__file__).resolve().parents[1]
+#: Actions the runner provides; everything else in a job is a `run:` step executed here.
+_RUNNER_ACTIONS = ("actions/checkout", "astral-sh/setup-uv", "actions/cache", "actions/upload")
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def _expand(script: str, values: dict[str, str]) -> str:
+    for expression, value in values.items():
+        script = script.replace("${{ " + expression + " }}", value)
+    assert "${{" not in script, script
+    return script
+
+
+def _run_job(
+    wf: dict[Any, Any], job: str, cwd: Path, env: dict[str, str], values: dict[str, str]
+) -> list[tuple[str, int]]:
+    """Every `run:` step of the job with bash as GitHub runs it; (command, exit code)."""
+    done = []
+    for step in wf["jobs"][job]["steps"]:
+        uses = str(step.get("uses", ""))
+        if uses:
+            assert uses.startswith(_RUNNER_ACTIONS) or uses.startswith("actions/download"), uses
+            continue
+        script = _expand(str(step["run"]), values)
+        step_env = env | {k: str(v) for k, v in (step.get("env") or {}).items()}
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+            cwd=cwd,
+            env=step_env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        if proc.returncode != 0 and not step.get("continue-on-error"):
+            pytest.fail(f"{job}: `{script}` exited {proc.returncode}:\n{proc.stdout}{proc.stderr}")
+        done.append((script, proc.returncode))
+    return done
+
+
+def test_the_generated_workflow_installs_redline_and_its_jobs_pass_in_a_clone(
+    tmp_path: Path, llm_server: LoopbackLLMServer
+) -> None:
+    """From `redline init` to green jobs: install (fresh tool env), guard, contract, nightly."""
+    user = tmp_path / "app"
+    user.mkdir()
+    _git(user, "init", "-q", "-b", "main")
+    assert main(["init", "--dir", str(user), "--install-spec", str(REPO)]) == 0
+    assert ".redline/" in (user / ".gitignore").read_text(encoding="utf-8").splitlines()
+    # The user's own model: pinned in redline.toml, reached over HTTP, key from the env.
+    config = (user / "redline.toml").read_text(encoding="utf-8")
+    config = config.replace(
+        'default = "local:smollm2-135m-instruct-q4_1"',
+        'default = "loopback:fake-model-2025-01-01"',
+    )
+    config += (
+        f'\n[providers.loopback]\ntype = "openai"\nbase_url = "{llm_server.openai_base_url}"\n'
+        'api_key_env = "APP_LLM_KEY"\nmax_retries = 1\n'
+    )
+    (user / "redline.toml").write_text(config, encoding="utf-8")
+    suite = user / "cases/support-reply/suite.yaml"
+    # This model refuses what the contract case asks (the loopback server's refusal mode).
+    suite.write_text(
+        suite.read_text(encoding="utf-8").replace(
+            'user: "{{message}}"', 'user: "{{message}} MODE:refusal"'
+        ),
+        encoding="utf-8",
+    )
+    _git(user, "add", "-A")
+    _git(user, "commit", "-qm", "prompt evals")
+    base = _git(user, "rev-parse", "HEAD")
+    prompt = user / "prompts/support-system.md"
+    prompt.write_text(prompt.read_text(encoding="utf-8") + "Be brief.\n", encoding="utf-8")
+    _git(user, "commit", "-qam", "a pull request that rewords the prompt")
+    head = _git(user, "rev-parse", "HEAD")
+
+    clone = tmp_path / "runner" / "app"
+    subprocess.run(["git", "clone", "-q", str(user), str(clone)], check=True)
+    assert not (clone / ".redline").exists()
+    tools = tmp_path / "tools"
+    # The runner's environment, minus this test's virtualenv: `redline` must be the tool.
+    venv_bin = str(Path(sys.executable).parent)
+    path = [str(tools / "bin")] + [
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env |= {
+        "PATH": os.pathsep.join(path),
+        "UV_TOOL_DIR": str(tools / "envs"),
+        "UV_TOOL_BIN_DIR": str(tools / "bin"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "APP_LLM_KEY": "sk-app-test-key-0001",
+    }
+    wf = _workflow(clone)
+    env |= {k: str(v) for k, v in wf["env"].items()}
+    assert env["REDLINE_INSTALL"] == str(REPO)
+    values = {
+        "github.event.pull_request.base.sha": base,
+        "github.event.pull_request.head.sha": head,
+    }
+
+    guard = _run_job(wf, "guard", clone, env, values)
+    assert "uv tool install" in guard[0][0] and guard[0][1] == 0
+    installed = tools / "bin" / "redline"
+    assert installed.is_file()  # the tool's own environment, not this test's
+    assert subprocess.run([str(installed), "--version"], capture_output=True, check=True)
+    assert guard[-1] == (f"redline guard --range {base}..{head}", 0)
+
+    contract = _run_job(wf, "contract", clone, env, values)
+    assert all(code == 0 for _, code in contract)
+    for name in ("results.json", "samples.jsonl", "junit.xml", "report.html"):
+        assert (clone / "out/contract" / name).is_file(), name
+    results = json.loads((clone / "out/contract/results.json").read_text(encoding="utf-8"))
+    assert results["summary"]["result"] == "green"
+    assert results["run"]["model_id"] == "loopback:fake-model-2025-01-01"
+    assert "support-reply" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+
+    # The nightly: each shard on its own machine, then the merge downloads their artifacts.
+    for shard in wf["jobs"]["quality"]["strategy"]["matrix"]["shard"]:
+        machine = tmp_path / f"shard-{shard}" / "app"
+        subprocess.run(["git", "clone", "-q", str(user), str(machine)], check=True)
+        _run_job(wf, "quality", machine, env, values | {"matrix.shard": str(shard)})
+        artifact = clone / "shards" / f"prompt-evals-quality-shard-{shard}"
+        shutil.copytree(machine / "out" / f"shard-{shard}", artifact)
+    report = _run_job(wf, "quality-report", clone, env, values)
+    assert all(code == 0 for _, code in report)
+    merged = json.loads((clone / "out/quality/results.json").read_text(encoding="utf-8"))
+    assert sorted(c["id"] for c in merged["cases"]) == ["0001-refund-window", "0003-order-status"]
+
+
+def _no_git(folder: Path) -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "spec", "pinned", "local"),
+    [
+        (None, "redline==0.1.0", True, False),
+        (
+            {
+                "url": "https://example.org/team/redline.git",
+                "vcs_info": {"vcs": "git", "commit_id": "a" * 40, "requested_revision": "main"},
+            },
+            f"redline @ git+https://example.org/team/redline.git@{'a' * 40}",
+            True,
+            False,
+        ),
+        (
+            {
+                "url": "https://files.example.org/redline-0.1.0-py3-none-any.whl",
+                "archive_info": {"hashes": {"sha256": "f" * 64}},
+            },
+            f"redline @ https://files.example.org/redline-0.1.0-py3-none-any.whl#sha256={'f' * 64}",
+            True,
+            False,
+        ),
+        (
+            {"url": "file:///home/me/src/redline", "dir_info": {"editable": True}},
+            "redline @ file:///home/me/src/redline",
+            False,
+            True,
+        ),
+    ],
+)
+def test_the_install_spec_follows_where_redline_came_from(
+    direct_url: dict[str, Any] | None, spec: str, pinned: bool, local: bool
+) -> None:
+    found = install_spec_from_direct_url(direct_url, "0.1.0", _no_git)
+    assert (found.spec, found.pinned, found.local) == (spec, pinned, local)
+
+
+def test_a_clone_installs_from_its_origin_at_its_commit() -> None:
+    def clone(folder: Path) -> tuple[str, str, bool, str]:
+        assert folder == Path("/home/me/src/redline")
+        return "git@example.org:team/redline.git", "b" * 40, True, ""
+
+    found = install_spec_from_direct_url(
+        {"url": "file:///home/me/src/redline", "dir_info": {}}, "0.1.0", clone
+    )
+    assert found.spec == f"redline @ git+ssh://git@example.org/team/redline.git@{'b' * 40}"
+    assert found.pinned and not found.local
+
+    def monorepo(folder: Path) -> tuple[str, str, bool, str]:
+        return "https://example.org/team/tools.git", "c" * 40, False, "python/redline"
+
+    found = install_spec_from_direct_url(
+        {"url": "file:///home/me/src/tools/python/redline", "dir_info": {}}, "0.1.0", monorepo
+    )
+    assert found.spec == (
+        f"redline @ git+https://example.org/team/tools.git@{'c' * 40}#subdirectory=python/redline"
+    )
+    assert "uncommitted changes" in found.source
+
+
+def test_init_writes_the_running_redlines_source_into_the_workflow(tmp_path: Path) -> None:
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    wf = _workflow(tmp_path)
+    assert wf["env"]["REDLINE_INSTALL"] == running_install_spec().spec
+
+
+def test_init_adds_to_an_existing_gitignore_without_replacing_it(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("node_modules/\n.redline\n", encoding="utf-8")
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    lines = (tmp_path / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert lines[:2] == ["node_modules/", ".redline"]
+    assert lines.count(".redline/") == 0 and "out/" in lines
+    assert main(["init", "--dir", str(tmp_path), "--force"]) == 0
+    assert (tmp_path / ".gitignore").read_text(encoding="utf-8").splitlines() == lines
+
+
+def test_the_readme_install_command_is_the_workflows_with_the_same_overrides(
+    tmp_path: Path,
+) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Use redline in your project") :]
+    (command,) = [li for li in section.splitlines() if "uv tool install" in li][:1]
+    printed, install = command.split(" | ")
+    overrides = shlex.split(printed)[2:]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert overrides == project["tool"]["uv"]["override-dependencies"]
+    assert install.startswith('uv tool install "redline @ ')
+    assert install.endswith(" --overrides /dev/stdin")
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    assert _workflow(tmp_path)["env"]["REDLINE_OVERRIDES"].splitlines() == overrides

@@ -10,12 +10,17 @@ whitespace-separated tokens (the first 2,000 of each output, which bounds the co
 very long outputs), computed once per pair in sample-index order; ties go to the
 lowest sample index. No `ok` sample: no golden output.
 
-Score drop rule: an assertion's mean score dropped when its relative change is
-strictly beyond the threshold (default 10%): a drop of exactly 10% is not a drop.
-For budget assertions (`max-chars`, `max-words`, `max-tokens`) and `not-mentions`
-lower is better, so a rise counts as the drop. Latency and cost scores measure the
-infrastructure and the price list, not the prompt, and are not compared. A baseline
-mean of 0 has no relative change and is not compared.
+Score drop rule: only scored assertions — the semantic ones (`mentions`,
+`not-mentions`, `tone`, `grounded-in`) and rubric `judge`s — have a score whose fall
+means the answers got worse while still passing. Their mean score dropped when its
+relative change is strictly beyond the threshold (default 10%): a drop of exactly 10%
+is not a drop. For `not-mentions` lower is better, so a rise counts as the drop. A
+budget (`max-*`) or a heuristic minimum (`compression-ratio`, `distinct-n`) that still
+passes is not a drop: its pass/fail already counts in the pass rate. A baseline mean of
+0 has no relative change and is not compared.
+
+Each case gets exactly one status. A case whose pass rate rose is `improved`, never a
+regression, whatever its scores did (they are still listed).
 """
 
 from __future__ import annotations
@@ -37,8 +42,9 @@ from redline.verdicts import CONTENT_VERDICTS, AssertionStatus, Verdict
 BASELINE_FORMAT = 1
 DEFAULT_SCORE_DROP = 0.10
 
-_LOWER_IS_BETTER = frozenset({"max-chars", "max-words", "max-tokens", "not-mentions"})
-_NOT_COMPARED = frozenset({"max-latency-ms", "max-cost"})
+#: Assertions whose score says how good a passing answer is (see the module docstring).
+SCORED_TYPES = frozenset({"mentions", "not-mentions", "tone", "grounded-in", "judge"})
+_LOWER_IS_BETTER = frozenset({"not-mentions"})
 _EPSILON = 1e-9
 _GOLDEN_TOKENS = 2000
 
@@ -318,7 +324,7 @@ def score_drops(
         if key not in current or base == 0:
             continue
         kind = key.split(":", 1)[-1]
-        if kind in _NOT_COMPARED:
+        if kind not in SCORED_TYPES:
             continue
         cur = current[key]
         change = (cur - base) / abs(base)
@@ -328,11 +334,18 @@ def score_drops(
     return drops
 
 
+def _rate(passes: int, samples: int) -> float | None:
+    return passes / samples if samples else None
+
+
 def _case_status(base: BaselineCase, current: CaseRecord, drops: Sequence[ScoreDrop]) -> CaseStatus:
     if base.case_hash != current.case_hash:
         return CaseStatus.CASE_CHANGED
     if current.result is CaseOutcome.INCONCLUSIVE:
         return CaseStatus.INCONCLUSIVE
+    before, now = _rate(base.passes, base.samples), _rate(current.passes, current.samples)
+    if before is not None and now is not None and now > before:
+        return CaseStatus.IMPROVED
     if base.result is CaseOutcome.PASS and current.result is CaseOutcome.FAIL:
         return CaseStatus.REGRESSION
     if drops:

@@ -8,6 +8,7 @@ collected, with file:line:column and a hint, before anything runs.
 from __future__ import annotations
 
 import datetime
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from redline.assertions import (
 from redline.assertions.base import COMMON_KEYS
 from redline.errors import Problem, ProblemsError, relpath
 from redline.outcome import TIERS, default_required, scale_required
+from redline.sequential import SamplingSpec, SequentialPlan
 from redline.templates import fill, placeholders
 from redline.yamlsource import (
     FILE_REF,
@@ -33,6 +35,7 @@ from redline.yamlsource import (
     load_file,
     load_text,
     read_verbatim,
+    utf8_problem,
 )
 from redline.yamlsource import type_name as yaml_type
 
@@ -46,8 +49,21 @@ DEFAULT_SAMPLES = 5
 DEFAULT_TIER = "contract"
 
 SUITE_KEYS = frozenset(
-    {"name", "prompt", "model", "samples", "tier", "max_tokens", "temperature", "description"}
+    {
+        "name",
+        "prompt",
+        "model",
+        "samples",
+        "tier",
+        "max_tokens",
+        "temperature",
+        "description",
+        "seed",
+    }
 )
+SAMPLES_KEYS = frozenset({"min", "max", "margin", "bar"})
+#: `seed: frozen` sends the same seed for the same case and sample index in every run.
+FROZEN_SEED = "frozen"
 PROMPT_KEYS = frozenset({"system", "user"})
 CASE_KEYS = frozenset(
     {
@@ -61,8 +77,10 @@ CASE_KEYS = frozenset(
         "assert",
         "retired",
         "golden",
+        "quarantine",
     }
 )
+QUARANTINE_KEYS = frozenset({"reason", "ticket", "until"})
 PROVENANCE_KEYS = frozenset({"ticket", "reported", "closed", "note", "source", "author"})
 
 _TYPE_HINTS = {
@@ -72,6 +90,22 @@ _TYPE_HINTS = {
     "contains-json": "use `type: is-json`; the whole output must be JSON",
     "llm-rubric": "use `type: judge` (available in a later version)",
 }
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    """Between keeping a case and retiring it: it keeps sampling but cannot fail a run."""
+
+    reason: str
+    until: datetime.date
+    ticket: str = ""
+
+    def active(self, today: datetime.date) -> bool:
+        return today <= self.until
+
+    def describe(self) -> str:
+        ticket = f" ({self.ticket})" if self.ticket else ""
+        return f"quarantined until {self.until.isoformat()}{ticket}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -92,6 +126,10 @@ class Case:
     files: tuple[Path, ...] = ()
     #: The reference answer whoever filed the incident wrote (`golden:`), verbatim.
     golden: str | None = None
+    #: Sequential sampling (`samples: {min, max}`): `samples` is then the most it may draw.
+    sampling: SequentialPlan | None = None
+    #: Runs and reports, but cannot turn a run red until `quarantine.until` has passed.
+    quarantine: Quarantine | None = None
 
     def required_for(self, n: int) -> int:
         """The same pass-rate bar at `n` samples (a rerun with more samples)."""
@@ -115,6 +153,8 @@ class Suite:
     user_template: str = ""
     description: str = ""
     retired_files: tuple[Path, ...] = field(default=())
+    #: `seed: frozen` (0) or a base integer: seeds fixed per (case, sample index) across runs.
+    seed: int | None = None
 
     def render(self, case: Case) -> tuple[str, str]:
         """(system text, user text) with the case's `{{var}}` values filled in verbatim."""
@@ -239,14 +279,17 @@ class _SuiteLoader:
         self.unknown_keys(root, SUITE_KEYS, "suite.yaml")
         name = self.string(root, "name", default=self.folder.name)
         model = self.model(root)
-        samples = self.integer(root, "samples", DEFAULT_SAMPLES, minimum=1)
+        samples, spec = self.sampling(root, DEFAULT_SAMPLES, None)
         tier = self.tier(root, DEFAULT_TIER)
+        seed = self.seed(root)
         max_tokens = self.optional_int(root, "max_tokens")
         temperature = self.temperature(root)
         description = self.string(root, "description", default="")
         prompt = self.prompt(root)
         retired = self.retired_files()
-        cases = self.cases(name or self.folder.name, samples or 1, tier or DEFAULT_TIER, prompt)
+        cases = self.cases(
+            name or self.folder.name, samples or 1, tier or DEFAULT_TIER, prompt, spec
+        )
         if len(self.problems) > before or prompt is None:
             return None
         system, user, files = prompt
@@ -264,6 +307,7 @@ class _SuiteLoader:
             user_template=user,
             description=description or "",
             retired_files=retired,
+            seed=seed,
         )
 
     # -- typed readers -------------------------------------------------
@@ -302,6 +346,62 @@ class _SuiteLoader:
             self.add(node.mark, f"`{key}` must be at least {minimum}, got {value}")
             return None
         return value
+
+    def sampling(
+        self, parent: Node, default: int, spec: SamplingSpec | None
+    ) -> tuple[int | None, SamplingSpec | None]:
+        """`samples: N` (a fixed count) or `samples: {min, max, margin, bar}` (sequential)."""
+        node = parent.get("samples")
+        if node is None or not node.is_map:
+            return self.integer(parent, "samples", default, minimum=1), (
+                spec if node is None else None
+            )
+        self.unknown_keys(node, SAMPLES_KEYS, "samples")
+        base = SamplingSpec()
+        low = self.integer(node, "min", base.min, minimum=1)
+        high = self.integer(node, "max", max(base.max, low or 1), minimum=1)
+        margin = self.rate(node, "margin", base.margin, upper=0.49)
+        bar = self.rate(node, "bar", None, upper=1.0)
+        if (
+            low is None
+            or high is None
+            or margin is None
+            or (node.get("bar") is not None and bar is None)
+        ):
+            return None, None
+        if low > high:
+            self.add(
+                node.mark,
+                f"`samples.min` ({low}) is more than `samples.max` ({high})",
+                "a case starts with min samples and draws more, up to max, while undecided",
+            )
+            return None, None
+        return high, SamplingSpec(min=low, max=high, margin=margin, bar=bar)
+
+    def rate(self, parent: Node, key: str, default: float | None, upper: float) -> float | None:
+        node = parent.get(key)
+        if node is None:
+            return default
+        value = node.value
+        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int | float):
+            self.wrong_type(node, key, "a rate between 0 and 1", "0.8")
+            return None
+        if not 0 < value <= upper:
+            self.add(node.mark, f"`{key}` must be above 0 and at most {upper:g}, got {value:g}")
+            return None
+        return float(value)
+
+    def seed(self, root: Node) -> int | None:
+        node = root.get("seed")
+        if node is None:
+            return None
+        value = node.value
+        if node.is_scalar and value == FROZEN_SEED:
+            return 0
+        if node.is_scalar and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        self.wrong_type(node, "seed", f"`{FROZEN_SEED}` or a whole number", FROZEN_SEED)
+        return None
 
     def optional_int(self, parent: Node, key: str) -> int | None:
         if parent.get(key) is None:
@@ -426,8 +526,9 @@ class _SuiteLoader:
         files.append(path)
         try:
             return read_verbatim(path)
-        except UnicodeDecodeError:
-            self.add(node.mark, f"prompt file {self.show(path)} is not UTF-8 text")
+        except UnicodeDecodeError as exc:
+            line, _, message = utf8_problem(exc)
+            self.add(node.mark, f"prompt file {self.show(path)}, line {line}: {message}")
             return None
 
     # -- cases ---------------------------------------------------------
@@ -455,6 +556,7 @@ class _SuiteLoader:
         samples: int,
         tier: str,
         prompt: tuple[str, str, tuple[Path, ...]] | None,
+        spec: SamplingSpec | None = None,
     ) -> tuple[Case, ...]:
         used = placeholders(prompt[0] + "\n" + prompt[1]) if prompt else []
         cases: list[Case] = []
@@ -471,7 +573,7 @@ class _SuiteLoader:
                 )
             )
         for path in files:
-            case = _CaseLoader(self, path, suite, samples, tier, used).load()
+            case = _CaseLoader(self, path, suite, samples, tier, used, spec).load()
             if case is None:
                 continue
             if case.id in ids:
@@ -499,8 +601,10 @@ class _CaseLoader:
         samples: int,
         tier: str,
         prompt_vars: list[str],
+        spec: SamplingSpec | None = None,
     ) -> None:
         self.suite = suite
+        self.default_spec = spec
         self.path = path
         self.suite_name = suite_name
         self.default_samples = samples
@@ -534,10 +638,24 @@ class _CaseLoader:
         provenance = self.provenance(root)
         variables = self.vars(root)
         tier = suite.tier(root, self.default_tier)
-        samples = suite.integer(root, "samples", self.default_samples, minimum=1)
-        required = self.required(root, tier, samples)
+        samples, spec = suite.sampling(root, self.default_samples, self.default_spec)
+        sampling = spec.plan(tier) if spec is not None and tier is not None else None
+        if sampling is not None and root.get("required") is not None:
+            node = root.get("required")
+            assert node is not None
+            suite.add(
+                node.mark,
+                "`required` counts samples, but with `samples: {min, max}` the count varies",
+                "give the bar as a rate instead: samples: {min: 3, max: 10, bar: 0.8}",
+            )
+        required = (
+            math.ceil(sampling.bar * sampling.max - 1e-9)
+            if sampling is not None
+            else self.required(root, tier, samples)
+        )
         expect_refusal = suite.boolean(root, "expect_refusal", default=False)
         golden = self.golden(root)
+        quarantine = self.quarantine(root)
         assertions = self.assertions(root, variables or {}, bool(expect_refusal))
         if variables is not None:
             self.check_prompt_vars(root, variables)
@@ -558,7 +676,38 @@ class _CaseLoader:
             assertions=assertions,
             files=tuple(dict.fromkeys(self.files)),
             golden=golden,
+            sampling=sampling,
+            quarantine=quarantine,
         )
+
+    def quarantine(self, root: Node) -> Quarantine | None:
+        suite = self.suite
+        node = root.get("quarantine")
+        if node is None:
+            return None
+        example = "{reason: flaky on the new model, ticket: SUP-3001, until: 2026-12-31}"
+        if not node.is_map:
+            suite.wrong_type(node, "quarantine", "a mapping", example)
+            return None
+        suite.unknown_keys(node, QUARANTINE_KEYS, "quarantine")
+        reason, until, ticket = node.get("reason"), node.get("until"), node.get("ticket")
+        if reason is None or not isinstance(reason.value, str) or not reason.value.strip():
+            suite.add(
+                (reason or node).mark,
+                "a quarantine needs a `reason` (why this case may not fail a run for now)",
+                example,
+            )
+            return None
+        if until is None or not isinstance(until.value, datetime.date):
+            suite.add(
+                (until or node).mark,
+                "a quarantine needs `until:` as a date (YYYY-MM-DD): it ends by itself",
+                example,
+            )
+            return None
+        shown = "" if ticket is None or ticket.value is None else str(ticket.value)
+        day = until.value.date() if isinstance(until.value, datetime.datetime) else until.value
+        return Quarantine(reason.value.strip(), day, shown)
 
     def provenance(self, root: Node) -> dict[str, str] | None:
         suite = self.suite
@@ -611,10 +760,11 @@ class _CaseLoader:
                     continue
                 try:
                     values[key] = read_verbatim(path)
-                except UnicodeDecodeError:
+                except UnicodeDecodeError as exc:
+                    line, _, message = utf8_problem(exc)
                     suite.add(
                         child.mark,
-                        f"fixture {suite.show(path)} is not UTF-8 text",
+                        f"fixture {suite.show(path)}, line {line}: {message}",
                         "save it as UTF-8; its bytes are otherwise kept exactly as they are",
                     )
                     continue

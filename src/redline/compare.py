@@ -6,6 +6,10 @@ exact test in the direction it moved; a drop with p < 0.05 is a significant drop
 Rule 8 withholds the per-case content comparison when either run evaluated fewer
 than 8 cases or has more than 20% non-content samples. Cases whose file changed
 between the runs are listed apart, never compared as regressions.
+
+A run that covered only part of its suites (a rerun of one case, `--case`, `--tier`,
+a shard) is compared on what it ran: the other run is narrowed to the same cases and
+inputs, so the cases it left out are neither "only in A" nor "removed" inputs.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from redline.baseline import is_partial_run
 from redline.outcome import add_counts, content_comparison_withheld
 from redline.records import CaseRecord, RunRecord
+from redline.seeds import frozen_together
 from redline.stats import Alternative, fisher_one_sided
 from redline.store import RunStore
 from redline.verdicts import VERDICT_ORDER, Verdict
@@ -53,6 +59,15 @@ class CaseDelta:
     a: CaseRecord
     b: CaseRecord
     p_value: float
+    #: False when both runs froze their seeds on the same model: their samples are the same
+    #: draws, so a significance test between them would mean nothing.
+    independent: bool = True
+
+    @property
+    def p_text(self) -> str:
+        if not self.independent:
+            return "n/a (same draws)"
+        return f"{self.p_value:.4f}" if self.p_value >= 1e-4 else f"{self.p_value:.1e}"
 
     @property
     def rate_a(self) -> float | None:
@@ -69,7 +84,12 @@ class CaseDelta:
 
     @property
     def significant(self) -> bool:
-        return self.delta is not None and self.delta != 0 and self.p_value < SIGNIFICANCE
+        return (
+            self.independent
+            and self.delta is not None
+            and self.delta != 0
+            and self.p_value < SIGNIFICANCE
+        )
 
     @property
     def significant_drop(self) -> bool:
@@ -91,6 +111,10 @@ class Comparison:
     changed: tuple[tuple[CaseRecord, CaseRecord], ...]
     only_a: tuple[CaseRecord, ...]
     only_b: tuple[CaseRecord, ...]
+    #: Both runs froze their seeds on the same model (see `CaseDelta.independent`).
+    same_draws: bool = False
+    #: Set when one run covered only part of its suites: the comparison covers just that part.
+    narrowed_to: str | None = None
 
     @property
     def withheld(self) -> list[str]:
@@ -121,7 +145,7 @@ def _side(run: RunRecord, cases: Sequence[CaseRecord]) -> RunSide:
     return RunSide(run, evaluated, verdicts, content_comparison_withheld(evaluated, verdicts))
 
 
-def case_delta(a: CaseRecord, b: CaseRecord) -> CaseDelta:
+def case_delta(a: CaseRecord, b: CaseRecord, *, independent: bool = True) -> CaseDelta:
     """One case's change from A to B, with the one-sided p-value in its direction."""
     ra, rb = _rate(a), _rate(b)
     if ra is None or rb is None or ra == rb:
@@ -134,7 +158,7 @@ def case_delta(a: CaseRecord, b: CaseRecord) -> CaseDelta:
             b.content_samples,
             "greater" if rb < ra else "less",
         )
-    return CaseDelta(a.suite, a.case_id, a, b, p)
+    return CaseDelta(a.suite, a.case_id, a, b, p, independent)
 
 
 def compare_cases(
@@ -143,16 +167,32 @@ def compare_cases(
     run_b: RunRecord,
     cases_b: Sequence[CaseRecord],
 ) -> Comparison:
+    manifest_a, manifest_b = dict(run_a.manifest), dict(run_b.manifest)
+    narrowed_to = None
+    partial_a, partial_b = is_partial_run(run_a), is_partial_run(run_b)
+    if partial_a or partial_b:
+        keys_a = {(c.suite, c.case_id) for c in cases_a}
+        keys_b = {(c.suite, c.case_id) for c in cases_b}
+        if partial_b:
+            cases_a = [c for c in cases_a if (c.suite, c.case_id) in keys_b]
+            manifest_a = {p: h for p, h in manifest_a.items() if p in manifest_b}
+        if partial_a:
+            cases_b = [c for c in cases_b if (c.suite, c.case_id) in keys_a]
+            manifest_b = {p: h for p, h in manifest_b.items() if p in run_a.manifest}
+        narrowed_to = " and ".join(r.id for r, p in ((run_a, partial_a), (run_b, partial_b)) if p)
     side_a, side_b = _side(run_a, cases_a), _side(run_b, cases_b)
     by_a = {(c.suite, c.case_id): c for c in cases_a}
     by_b = {(c.suite, c.case_id): c for c in cases_b}
     both = sorted(set(by_a) & set(by_b))
     changed = tuple((by_a[k], by_b[k]) for k in both if by_a[k].case_hash != by_b[k].case_hash)
     withheld = side_a.withheld is not None or side_b.withheld is not None
+    same_draws = frozen_together(run_a, run_b)
     deltas: list[CaseDelta] = []
     if not withheld:
         deltas = [
-            case_delta(by_a[k], by_b[k]) for k in both if by_a[k].case_hash == by_b[k].case_hash
+            case_delta(by_a[k], by_b[k], independent=not same_draws)
+            for k in both
+            if by_a[k].case_hash == by_b[k].case_hash
         ]
         deltas.sort(
             key=lambda d: (
@@ -164,9 +204,9 @@ def compare_cases(
             )
         )
     manifest = tuple(
-        ManifestChange(p, run_a.manifest.get(p), run_b.manifest.get(p))
-        for p in sorted(set(run_a.manifest) | set(run_b.manifest))
-        if run_a.manifest.get(p) != run_b.manifest.get(p)
+        ManifestChange(p, manifest_a.get(p), manifest_b.get(p))
+        for p in sorted(set(manifest_a) | set(manifest_b))
+        if manifest_a.get(p) != manifest_b.get(p)
     )
     return Comparison(
         a=side_a,
@@ -176,6 +216,8 @@ def compare_cases(
         changed=changed,
         only_a=tuple(by_a[k] for k in sorted(set(by_a) - set(by_b))),
         only_b=tuple(by_b[k] for k in sorted(set(by_b) - set(by_a))),
+        same_draws=same_draws,
+        narrowed_to=narrowed_to,
     )
 
 

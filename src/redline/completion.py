@@ -48,6 +48,8 @@ class Completion:
     error: str | None = None
     attempts: int = 1
     extra: dict[str, object] = field(default_factory=dict)
+    #: The provider refused the credentials (HTTP 401/403): no other request will fare better.
+    credentials_rejected: bool = False
 
     @property
     def ok(self) -> bool:

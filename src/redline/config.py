@@ -110,6 +110,15 @@ class Config:
     def price(self, model_id: str) -> Price | None:
         return self.prices.get(model_id)
 
+    def key_variables(self) -> list[str]:
+        """Every environment variable this config reads an API key from."""
+        names = {d["api_key_env"] for d in _PROVIDER_DEFAULTS.values() if d.get("api_key_env")}
+        names |= {p.api_key_env for p in self.providers.values() if p.api_key_env}
+        semantic = self.raw.get("semantic")
+        if isinstance(semantic, Mapping) and isinstance(semantic.get("api_key_env"), str):
+            names.add(semantic["api_key_env"])
+        return sorted(n for n in names if n)
+
 
 _PROVIDER_DEFAULTS: dict[str, dict[str, Any]] = {
     "openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY"},

@@ -35,6 +35,10 @@ class UsageError(RedlineError):
     """The command line asks for something that cannot be done."""
 
 
+class CredentialsRejected(RedlineError):
+    """The provider refused the API key on the first requests: the run stopped early."""
+
+
 class ProblemsError(RedlineError):
     """Several problems found at once, all reported together before anything runs."""
 

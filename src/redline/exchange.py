@@ -54,17 +54,18 @@ def export_run(store: RunStore, run_id: str, out: Path) -> Path:
     results = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        "run": _run_json(run),
+        "run": run_json(run),
         "summary": {
             "result": None if run.result is None else str(run.result),
             "cases": len(cases),
             "cases_passed": sum(c.result is CaseOutcome.PASS for c in cases),
             "cases_failed": sum(c.result is CaseOutcome.FAIL for c in cases),
             "cases_inconclusive": sum(c.result is CaseOutcome.INCONCLUSIVE for c in cases),
+            "cases_marginal": sum(c.result is CaseOutcome.MARGINAL for c in cases),
             "samples": len(samples),
             "verdicts": {str(v): n for v, n in totals.items()},
         },
-        "cases": [_case_json(c) for c in cases],
+        "cases": [case_json(c) for c in cases],
         "manifest": dict(sorted(run.manifest.items())),
     }
     (out / RESULTS_FILE).write_text(
@@ -72,7 +73,7 @@ def export_run(store: RunStore, run_id: str, out: Path) -> Path:
     )
     with (out / SAMPLES_FILE).open("w", encoding="utf-8", newline="\n") as fh:
         for s in samples:
-            fh.write(_json_line(_sample_json(s)))
+            fh.write(_json_line(sample_json(s)))
             fh.write("\n")
     return out
 
@@ -131,7 +132,7 @@ def _json_line(data: Mapping[str, Any]) -> str:
     return line
 
 
-def _run_json(run: RunRecord) -> dict[str, Any]:
+def run_json(run: RunRecord) -> dict[str, Any]:
     return {
         "id": run.id,
         "kind": str(run.kind),
@@ -172,7 +173,7 @@ def _run_from_json(data: Mapping[str, Any], manifest: Mapping[str, Any]) -> RunR
     )
 
 
-def _case_json(c: CaseRecord) -> dict[str, Any]:
+def case_json(c: CaseRecord) -> dict[str, Any]:
     return {
         "id": c.case_id,
         "suite": c.suite,
@@ -204,7 +205,7 @@ def _case_from_json(data: Mapping[str, Any], run_id: str) -> CaseRecord:
     )
 
 
-def _sample_json(s: SampleRecord) -> dict[str, Any]:
+def sample_json(s: SampleRecord) -> dict[str, Any]:
     return {
         "suite": s.suite,
         "case_id": s.case_id,

@@ -138,7 +138,8 @@ def find_marginal(
     latest_hash = decided[-1].case_hash
     streak: list[HistoryPoint] = []
     for p in reversed(decided):
-        if p.case_hash != latest_hash or abs(p.passes - p.required) > 1:
+        near_bar = abs(p.passes - p.required) <= 1 or p.result is CaseOutcome.MARGINAL
+        if p.case_hash != latest_hash or not near_bar:
             break
         streak.append(p)
     if len(streak) < runs or all(p.passes >= p.samples for p in streak[:runs]):

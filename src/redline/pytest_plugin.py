@@ -232,9 +232,9 @@ def compare_baseline(
 ) -> tuple[list[str], list[str]]:
     """(regressions, notes): passed → failed, or a relative score drop beyond `drop`.
 
-    Scores get worse the way `redline baseline compare` says they do: for budgets
-    (`max-words`, `max-chars`, `max-tokens`) and `not-mentions` a rise is the drop, and
-    latency and cost are not compared.
+    Scores get worse the way `redline baseline compare` says they do: only scored checks
+    (semantic ones and judges) can drop, and for `not-mentions` a rise is the drop; a budget
+    that still passes is not a drop.
     """
     from redline.baseline import score_drops
 
@@ -343,7 +343,7 @@ class CaseItem(pytest.Item):
         from redline.completion import ChatRequest
         from redline.outcome import case_outcome
         from redline.records import CaseOutcome
-        from redline.runner import sample_seed
+        from redline.seeds import sample_seed
         from redline.verdicts import Verdict
 
         config = _session_config(self.config)

@@ -33,6 +33,8 @@ class CaseOutcome(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     INCONCLUSIVE = "inconclusive"
+    #: Sequential sampling ran out of samples with the rate inside the margin of the bar.
+    MARGINAL = "marginal"
 
 
 @dataclass(frozen=True)

@@ -9,25 +9,29 @@ just the missing (case, index) samples into the same run.
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import math
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from redline import __version__
 from redline.assertions import LAYER_1, evaluate_sample
 from redline.completion import ChatRequest
 from redline.config import Config, ModelRef
-from redline.errors import UsageError
+from redline.errors import CredentialsRejected, UsageError
 from redline.gitio import repo_branch, repo_state
 from redline.judge import JudgeSession, judge_pending
 from redline.manifest import case_hash, suite_manifest
 from redline.outcome import add_counts, case_outcome, run_result
 from redline.providers import make_provider
 from redline.providers.replay import ReplayProvider
+from redline.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
 from redline.records import (
+    CaseOutcome,
     CaseRecord,
     RunKind,
     RunRecord,
@@ -35,9 +39,12 @@ from redline.records import (
     RunStatus,
     SampleRecord,
 )
+from redline.redaction import KeyRedactor
+from redline.seeds import FROZEN_SEEDS_ARG, frozen_seeds, sample_seed
+from redline.sequential import Decision, SequentialPlan, adaptive_plan
 from redline.shard import select
 from redline.store import RunStore, new_run_id, now_iso
-from redline.verdicts import Verdict
+from redline.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 if TYPE_CHECKING:
     from redline.cases import Case, Suite
@@ -63,6 +70,11 @@ class RunOptions:
     #: Run Layer 2 judges (`--judge`); trusted judges fail samples only with `judge_blocks`.
     judge: bool = False
     judge_blocks: bool = False
+    #: `--adaptive`: sequential sampling for every case written with a fixed N.
+    adaptive: bool = False
+    #: With `resume`: draw the slots of a finished run whose samples had these verdicts
+    #: again (`--retry-transport`); the first attempts are kept as superseded evidence.
+    retry: tuple[Verdict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,10 +89,20 @@ class RunProgress:
     last: SampleRecord | None = None
     #: Set once, when the run is being interrupted: no more samples will finish.
     stopping: bool = False
+    #: The cases with a sample in flight now (`suite/case`), oldest request first.
+    running: tuple[str, ...] = ()
 
     @property
     def rate(self) -> float:
+        """Samples per second observed so far."""
         return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the observed rate; None before the first sample finished."""
+        if self.done == 0 or self.elapsed_s <= 0:
+            return None
+        return max(0.0, (self.total - self.done) / self.rate)
 
 
 ProgressCallback = Callable[[RunProgress], None]
@@ -98,22 +120,92 @@ class _Job:
 
 @dataclass
 class _Plan:
-    """Which cases run, at how many samples each, and which samples are still to do."""
+    """Which cases run, at how many samples each, and which samples are still to do.
+
+    For a sequentially sampled case `todo` holds its first `min` samples; the schedule
+    adds more while the case is undecided, and its entry in `cases` is its `max`.
+    """
 
     cases: list[tuple[Suite, Case, int]]
     todo: list[_Job]
+    sequential: dict[tuple[str, str], _Sequence] = field(default_factory=dict)
 
 
-def sample_seed(run_id: str, suite: str, case_id: str, index: int) -> int:
-    """A distinct seed per sample (31 bits: every server accepts it).
+@dataclass
+class _Sequence:
+    """One sequentially sampled case: what it has drawn, what is still in flight."""
 
-    Fixed within a run, so a resumed run asks for exactly the samples it lacks; different
-    between runs, so a rerun or tomorrow's nightly draws new samples instead of replaying
-    today's outputs on a seeded backend (which would make two runs look like one).
-    """
-    key = f"{run_id}\x00{suite}\x00{case_id}\x00{index}"
-    digest = hashlib.sha256(key.encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    suite: Suite
+    case: Case
+    plan: SequentialPlan
+    seeds: Callable[[int], int | None]
+    costly: bool
+    drawn: int = 0
+    finished: int = 0
+    passes: int = 0
+    failures: int = 0
+    other: int = 0
+
+    def add(self, verdict: Verdict) -> None:
+        self.finished += 1
+        if verdict is Verdict.OK:
+            self.passes += 1
+        elif verdict in NON_CONTENT_VERDICTS:
+            self.other += 1
+        else:
+            self.failures += 1
+
+    def decision(self) -> Decision | None:
+        return self.plan.decide(self.passes, self.failures, self.other)
+
+    def more(self) -> list[_Job]:
+        """The next batch once every drawn sample is in: as many as could decide a pass."""
+        if self.finished < self.drawn or self.decision() is not None:
+            return []
+        batch = 1
+        while (
+            self.drawn + batch < self.plan.max
+            and self.plan.decide(self.passes + batch, self.failures, self.other) is None
+        ):
+            batch += 1
+        start = self.drawn
+        self.drawn += batch
+        return [
+            _Job(self.suite, self.case, i, self.seeds(i), self.costly)
+            for i in range(start, self.drawn)
+        ]
+
+
+class _Schedule:
+    """The jobs still to run: the plan's, then sequential batches as cases stay undecided."""
+
+    def __init__(self, plan: _Plan) -> None:
+        self.queue = deque(plan.todo)
+        self.sequential = plan.sequential
+        self.in_flight = 0
+        self.changed = asyncio.Event()
+
+    def take(self) -> _Job | None:
+        if not self.queue:
+            return None
+        self.in_flight += 1
+        return self.queue.popleft()
+
+    def done(self, job: _Job, verdict: Verdict) -> None:
+        self.in_flight -= 1
+        seq = self.sequential.get((job.case.suite, job.case.id))
+        if seq is not None:
+            seq.add(verdict)
+            self.queue.extend(seq.more())
+        self.changed.set()
+
+    async def next(self) -> _Job | None:
+        while True:
+            job = self.take()
+            if job is not None or self.in_flight == 0:
+                return job
+            self.changed.clear()
+            await self.changed.wait()
 
 
 def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Suite, Case]]:
@@ -131,12 +223,14 @@ def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Sui
         chosen = [(s, c) for s, c in chosen if c.id in wanted]
     if options.tier is not None:
         chosen = [(s, c) for s, c in chosen if c.tier == options.tier]
+    if not chosen:
+        raise UsageError("no case left to run after the --case/--tier filters")
     if options.shard is not None:
+        # A shard may own no case (3 cases over 2 shards can all hash into one): that is
+        # an empty, valid run, so the CI matrix job still exports a result to merge.
         k, n = options.shard
         kept = {(c.suite, c.id) for c in select((c for _, c in chosen), k, n)}
         chosen = [(s, c) for s, c in chosen if (c.suite, c.id) in kept]
-    if not chosen:
-        raise UsageError("no case left to run after the --case/--tier/--shard filters")
     return chosen
 
 
@@ -217,7 +311,9 @@ async def _execute(
     identity = provider.identity()
     manifest = run_manifest(suites, identity)
     if options.resume is not None:
-        record = _reopen(store, options.resume, identity, manifest)
+        record = _reopen(store, options.resume, identity, manifest, retry=bool(options.retry))
+        if options.retry:
+            record = _supersede(store, record, options.retry)
     else:
         record = _new_record(config, options, suites, identity, model, manifest, provider)
     plan = _plan(chosen, options, store, record.id, provider)
@@ -228,6 +324,7 @@ async def _execute(
         record = replace(record, args={**record.args, "judges": judges.record()})
     started = time.monotonic()
     state = _State(record.id, len(plan.todo), progress, started)
+    state.redact = KeyRedactor.from_config(config, os.environ)
     if options.resume is None:
         store.begin_run(record)
     else:
@@ -235,8 +332,8 @@ async def _execute(
     limit = options.concurrency or config.concurrency
     if provider.max_parallel is not None:
         limit = min(limit, provider.max_parallel)
-    limit = max(1, min(limit, len(plan.todo) or 1))
-    jobs = iter(plan.todo)
+    limit = max(1, min(limit, max(len(plan.todo), len(plan.sequential)) or 1))
+    jobs = _Schedule(plan)
     state.report()
     workers = [
         asyncio.ensure_future(_worker(jobs, provider, model, store, state, judges))
@@ -267,8 +364,24 @@ class _State:
         self.counts: dict[Verdict, int] = dict.fromkeys(Verdict, 0)
         self.progress = progress
         self.started = started
+        #: `suite/case` → samples of it in flight (insertion order: oldest first).
+        self.running: dict[str, int] = {}
+        #: The provider has answered at least once in this run (so its key works).
+        self.answered = False
+        self.redact = KeyRedactor()
+
+    def start(self, job: _Job) -> None:
+        name = f"{job.case.suite}/{job.case.id}"
+        self.running[name] = self.running.get(name, 0) + 1
+        self.report()
 
     def record(self, sample: SampleRecord) -> None:
+        name = f"{sample.suite}/{sample.case_id}"
+        left = self.running.get(name, 1) - 1
+        if left > 0:
+            self.running[name] = left
+        else:
+            self.running.pop(name, None)
         self.done += 1
         self.counts[sample.verdict] += 1
         self.report(sample)
@@ -284,60 +397,90 @@ class _State:
                     elapsed_s=time.monotonic() - self.started,
                     last=last,
                     stopping=stopping,
+                    running=tuple(self.running),
                 )
             )
 
 
 async def _worker(
-    jobs: Iterator[_Job],
+    jobs: _Schedule,
     provider: Provider | ReplayProvider,
     model: ModelRef | None,
     store: RunStore,
     state: _State,
     judges: JudgeSession | None = None,
 ) -> None:
-    for job in jobs:
-        if isinstance(provider, ReplayProvider):
-            completion = provider.stored(job.case.suite, job.case.id, job.index)
-        else:
-            assert model is not None
-            system, user = job.suite.render(job.case)
-            request = ChatRequest(
-                model=model.name,
-                system=system,
-                user=user,
-                max_tokens=job.suite.max_tokens,
-                temperature=job.suite.temperature,
-                seed=job.seed,
-            )
-            completion = await provider.complete(request)
-        if job.costly:
-            evaluation = await asyncio.to_thread(evaluate_sample, job.case, completion)
-        else:
-            evaluation = evaluate_sample(job.case, completion)
-        if judges is not None:
-            evaluation = await judge_pending(judges, job.case, completion, evaluation, job.seed)
-        sample = SampleRecord(
-            run_id=state.run_id,
-            suite=job.case.suite,
-            case_id=job.case.id,
-            index=job.index,
-            output=completion.text,
-            verdict=evaluation.verdict,
-            finish_reason=completion.finish_reason,
-            model=completion.model or (model.name if model is not None else ""),
-            seed=job.seed,
-            latency_ms=completion.latency_ms,
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
-            cost=completion.cost,
-            error=completion.error,
-            attempts=completion.attempts,
-            assertions=evaluation.results,
-            created_at=now_iso(),
-        )
+    while (job := await jobs.next()) is not None:
+        try:
+            state.start(job)
+            sample = state.redact.sample(await _sample(job, provider, model, state, judges))
+        except BaseException:
+            jobs.in_flight -= 1
+            raise
         store.add_sample(sample)
+        jobs.done(job, sample.verdict)
         state.record(sample)
+
+
+async def _sample(
+    job: _Job,
+    provider: Provider | ReplayProvider,
+    model: ModelRef | None,
+    state: _State,
+    judges: JudgeSession | None,
+) -> SampleRecord:
+    """Ask the model (or the stored run) once, judge the answer, and build its record.
+
+    The provider refusing the key before it ever answered stops the run (exit 2): every
+    other request would be refused too.
+    """
+    if isinstance(provider, ReplayProvider):
+        completion = provider.stored(job.case.suite, job.case.id, job.index)
+    else:
+        assert model is not None
+        system, user = job.suite.render(job.case)
+        request = ChatRequest(
+            model=model.name,
+            system=system,
+            user=user,
+            max_tokens=job.suite.max_tokens,
+            temperature=job.suite.temperature,
+            seed=job.seed,
+        )
+        completion = await provider.complete(request)
+        if completion.credentials_rejected and not state.answered:
+            raise CredentialsRejected(
+                f"{completion.error}. The run stopped at its first request(s) instead of "
+                f"sending the rest; {state.done} finished sample(s) are kept in run "
+                f"{state.run_id}. Fix the key, then: redline run --resume {state.run_id}"
+            )
+        if completion.ok:
+            state.answered = True
+    if job.costly:
+        evaluation = await asyncio.to_thread(evaluate_sample, job.case, completion)
+    else:
+        evaluation = evaluate_sample(job.case, completion)
+    if judges is not None:
+        evaluation = await judge_pending(judges, job.case, completion, evaluation, job.seed)
+    return SampleRecord(
+        run_id=state.run_id,
+        suite=job.case.suite,
+        case_id=job.case.id,
+        index=job.index,
+        output=completion.text,
+        verdict=evaluation.verdict,
+        finish_reason=completion.finish_reason,
+        model=completion.model or (model.name if model is not None else ""),
+        seed=job.seed,
+        latency_ms=completion.latency_ms,
+        input_tokens=completion.input_tokens,
+        output_tokens=completion.output_tokens,
+        cost=completion.cost,
+        error=completion.error,
+        attempts=completion.attempts,
+        assertions=evaluation.results,
+        created_at=now_iso(),
+    )
 
 
 def _new_record(
@@ -351,6 +494,13 @@ def _new_record(
 ) -> RunRecord:
     commit, dirty = repo_state(config.root)
     parent = options.parent_id
+    args = dict(options.args)
+    held = active_quarantines(suites, datetime.now(UTC).date())
+    if held:
+        args[QUARANTINED_ARG] = held
+    frozen = frozen_seeds(suites)
+    if frozen:
+        args[FROZEN_SEEDS_ARG] = frozen
     if isinstance(provider, ReplayProvider):
         parent = provider.parent_id
     return RunRecord(
@@ -368,14 +518,21 @@ def _new_record(
         git_dirty=dirty,
         git_branch=repo_branch(config.root),
         redline_version=__version__,
-        args=dict(options.args),
+        args=args,
         manifest=dict(manifest),
     )
 
 
-def _reopen(store: RunStore, run_id: str, identity: str, manifest: Mapping[str, str]) -> RunRecord:
+def _reopen(
+    store: RunStore,
+    run_id: str,
+    identity: str,
+    manifest: Mapping[str, str],
+    *,
+    retry: bool = False,
+) -> RunRecord:
     record = store.run(run_id)
-    if record.status is RunStatus.FINISHED:
+    if record.status is RunStatus.FINISHED and not retry:
         raise UsageError(f"run {record.id} finished already; nothing to resume")
     if record.kind is RunKind.REPLAY:
         raise UsageError(
@@ -399,6 +556,24 @@ def _reopen(store: RunStore, run_id: str, identity: str, manifest: Mapping[str, 
     return record
 
 
+#: The run argument listing how a run was completed after it first finished.
+RETRIES_ARG = "retries"
+
+
+def _supersede(store: RunStore, record: RunRecord, verdicts: Sequence[Verdict]) -> RunRecord:
+    """Set aside the samples to draw again, and say so in the run's record."""
+    counts = add_counts(store.verdict_counts(record.id).values())
+    wanted = {str(v): counts.get(v, 0) for v in verdicts if counts.get(v, 0)}
+    if not wanted:
+        names = " or ".join(str(v) for v in verdicts)
+        raise UsageError(f"run {record.id} has no {names} sample to draw again")
+    store.supersede_samples(record.id, verdicts)
+    retries = [*record.args.get(RETRIES_ARG, []), {"at": now_iso(), "redrawn": wanted}]
+    args = {**record.args, RETRIES_ARG: retries}
+    store.update_args(record.id, args)
+    return replace(record, args=args)
+
+
 def _plan(
     chosen: Sequence[tuple[Suite, Case]],
     options: RunOptions,
@@ -407,27 +582,67 @@ def _plan(
     provider: Provider | ReplayProvider,
 ) -> _Plan:
     done = store.sample_keys(run_id) if options.resume is not None else set()
-    cases: list[tuple[Suite, Case, int]] = []
-    todo: list[_Job] = []
+    stored_counts = store.verdict_counts(run_id) if done else {}
+    plan = _Plan([], [])
     for suite, case in chosen:
-        seeds: dict[int, int | None]
-        if isinstance(provider, ReplayProvider):
-            seeds = provider.seeds(case.suite, case.id)
-            if not seeds:
-                continue
-        else:
-            n = options.samples or case.samples
-            seeds = {i: sample_seed(run_id, case.suite, case.id, i) for i in range(n)}
-        cases.append((suite, case, len(seeds)))
         costly = any(a.layer > LAYER_1 for a in case.assertions)
-        todo.extend(
-            _Job(suite, case, i, seed, costly)
-            for i, seed in seeds.items()
-            if (case.suite, case.id, i) not in done
+        sequential = None if options.samples else sampling_plan(case, options.adaptive)
+        if isinstance(provider, ReplayProvider):
+            stored = provider.seeds(case.suite, case.id)
+            if not stored:
+                continue
+            plan.cases.append((suite, case, len(stored)))
+            plan.todo.extend(
+                _Job(suite, case, i, seed, costly)
+                for i, seed in stored.items()
+                if (case.suite, case.id, i) not in done
+            )
+            continue
+
+        def seeds(i: int, suite: Suite = suite, case: Case = case) -> int | None:
+            return sample_seed(run_id, case.suite, case.id, i, frozen=suite.seed)
+
+        if sequential is None:
+            n = options.samples or case.samples
+            plan.cases.append((suite, case, n))
+            plan.todo.extend(
+                _Job(suite, case, i, seeds(i), costly)
+                for i in range(n)
+                if (case.suite, case.id, i) not in done
+            )
+            continue
+        plan.cases.append((suite, case, sequential.max))
+        seq = _Sequence(suite, case, sequential, seeds, costly)
+        plan.sequential[(case.suite, case.id)] = seq
+        mine = sorted(i for s_, c, i in done if (s_, c) == (case.suite, case.id))
+        seq.drawn = max(sequential.min, mine[-1] + 1 if mine else 0)
+        plan.todo.extend(
+            _Job(suite, case, i, seeds(i), costly) for i in range(seq.drawn) if i not in mine
         )
-    if not cases:
+        for verdict, count in stored_counts.get((case.suite, case.id), {}).items():
+            for _ in range(count):
+                seq.add(verdict)
+        plan.todo.extend(seq.more())
+    if chosen and not plan.cases:
         raise UsageError("the replayed run has no stored samples for the selected cases")
-    return _Plan(cases, todo)
+    return plan
+
+
+def sampling_plan(case: Case, adaptive: bool) -> SequentialPlan | None:
+    """The case's sequential plan: its own, or `--adaptive`'s for a fixed-N case."""
+    if case.sampling is not None:
+        return case.sampling
+    if adaptive:
+        return adaptive_plan(case.tier, case.samples, case.required)
+    return None
+
+
+_SEQUENTIAL_OUTCOME = {
+    Decision.PASS: CaseOutcome.PASS,
+    Decision.FAIL: CaseOutcome.FAIL,
+    Decision.MARGINAL: CaseOutcome.MARGINAL,
+    Decision.INCONCLUSIVE: CaseOutcome.INCONCLUSIVE,
+}
 
 
 def _finish(
@@ -440,10 +655,16 @@ def _finish(
         if verdicts is None:
             continue
         stored = sum(verdicts.values())
-        required = case.required_for(samples)
-        missing = max(0, samples - stored)
-        undecided = dict(verdicts)
-        undecided[Verdict.TRANSPORT] = undecided.get(Verdict.TRANSPORT, 0) + missing
+        seq = plan.sequential.get((case.suite, case.id))
+        if seq is not None:
+            required = math.ceil(seq.plan.bar * stored - 1e-9) if stored else 1
+            outcome = _SEQUENTIAL_OUTCOME[seq.decision() or Decision.INCONCLUSIVE]
+        else:
+            required = case.required_for(samples)
+            missing = max(0, samples - stored)
+            undecided = dict(verdicts)
+            undecided[Verdict.TRANSPORT] = undecided.get(Verdict.TRANSPORT, 0) + missing
+            outcome = case_outcome(required, undecided)
         records.append(
             CaseRecord(
                 run_id=run_id,
@@ -454,7 +675,7 @@ def _finish(
                 samples=stored,
                 required=required,
                 passes=verdicts.get(Verdict.OK, 0),
-                result=case_outcome(required, undecided),
+                result=outcome,
                 verdicts=verdicts,
                 case_hash=case_hash(case),
             )
@@ -462,18 +683,22 @@ def _finish(
     store.put_cases(records)
     result: RunResult | None = None
     if not interrupted:
-        result = run_result((r.result for r in records), add_counts(r.verdicts for r in records))
+        held = quarantined(store.run(run_id))
+        counted = [r for r in records if f"{r.suite}/{r.case_id}" not in held]
+        result = run_result((r.result for r in counted), add_counts(r.verdicts for r in records))
     status = RunStatus.INTERRUPTED if interrupted else RunStatus.FINISHED
     store.finish_run(run_id, status, result, now_iso())
     return store.run(run_id)
 
 
 __all__ = [
+    "RETRIES_ARG",
     "ProgressCallback",
     "RunOptions",
     "RunProgress",
     "execute_run",
     "run_suites",
     "sample_seed",
+    "sampling_plan",
     "select_cases",
 ]

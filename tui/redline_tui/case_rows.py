@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from redline.records import CaseOutcome, CaseRecord
+from redline.presentation import OUTCOME_ORDER
+from redline.records import CaseRecord
 from redline.verdicts import VERDICT_ORDER, Verdict
 
-_OUTCOME_ORDER = {CaseOutcome.FAIL: 0, CaseOutcome.INCONCLUSIVE: 1, CaseOutcome.PASS: 2}
+_OUTCOME_ORDER = OUTCOME_ORDER
 
 #: Short verdict names for the breakdown column.
 VERDICT_ABBREVIATIONS = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ _COMMAND_MODULES = (
     "run",
     "runs",
     "show",
+    "search",
     "export",
     "baseline",
     "history",
@@ -76,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.USAGE
     try:
         return int(handler(args))
+    except BrokenPipeError:
+        return _reader_went_away()
     except ProblemsError as exc:
         print(f"redline: {len(exc.problems)} problem(s) found:", file=sys.stderr)
         for problem in exc.problems:
@@ -92,6 +96,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("redline: interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_went_away() -> int:
+    """`redline show … | head`: the reader closed the pipe; that is the user's choice.
+
+    Later writes (and the interpreter's final flush) would fail again, so stdout is
+    pointed at /dev/null; exit 0 with nothing on stderr.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return ExitCode.GREEN
 
 
 if __name__ == "__main__":

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from redline.baseline import (
     REGRESSION_STATUSES,
+    BaselineCase,
     BaselineComparison,
+    CaseComparison,
     CaseStatus,
     compare_run_with_baselines,
     save_baselines,
 )
+from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import load_config
 from redline.errors import UsageError
+from redline.exchange import run_json
+from redline.records import CaseRecord
 from redline.store import RunStore
 from redline.textsafe import escape_output
 
@@ -33,10 +38,22 @@ _STYLE = {
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("baseline", help="save a run as the baseline, or compare with it")
+    parser = sub.add_parser(
+        "baseline",
+        help="save a run as the baseline, or compare with it",
+        description="Accepted baselines live in baselines/<suite>.json (commit them): per "
+        "case the accepted pass count, mean scores, pinned model, case hash and a golden "
+        "output. `save` accepts a finished run; `compare` holds a run against them.",
+    )
     actions = parser.add_subparsers(dest="baseline_action", metavar="ACTION", required=True)
-    save = actions.add_parser("save", help="write baselines/<suite>.json from a finished run")
-    save.add_argument("run_id", metavar="RUN_ID")
+    save = actions.add_parser(
+        "save",
+        help="write baselines/<suite>.json from a finished run",
+        description="Write baselines/<suite>.json for every suite of a finished run. A run "
+        "that covered only some cases (--case, --tier, --shard, a rerun) updates only those; "
+        "the other cases keep their accepted entry.",
+    )
+    save.add_argument("run_id", metavar="RUN_ID", help="the finished run to accept")
     save.add_argument(
         "--case",
         dest="cases",
@@ -49,8 +66,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--dir", type=Path, default=None, help="baselines folder (default baselines/)"
     )
     save.set_defaults(handler=_save)
-    compare = actions.add_parser("compare", help="compare a run with the committed baselines")
-    compare.add_argument("run_id", metavar="RUN_ID")
+    compare = actions.add_parser(
+        "compare",
+        help="compare a run with the committed baselines",
+        description="Hold a run against the committed baselines, case by case. A regression "
+        "is a case that passed in the baseline and fails now; a score drop is a scored "
+        "assertion (semantic or judge) whose mean fell by more than --score-drop. A case "
+        "whose pass rate rose is improved, never a regression; a case whose file changed is "
+        "'case changed'. Exit 1 when any case regressed or dropped, else 0.",
+    )
+    compare.add_argument("run_id", metavar="RUN_ID", help="the run to check")
     compare.add_argument(
         "--score-drop",
         type=float,
@@ -62,6 +87,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     compare.add_argument(
         "--dir", type=Path, default=None, help="baselines folder (default baselines/)"
     )
+    add_format_option(compare)
     compare.set_defaults(handler=_compare)
 
 
@@ -77,7 +103,7 @@ def _save(args: argparse.Namespace) -> int:
     store, directory, _ = _open(args)
     with store:
         paths = save_baselines(store, args.run_id, directory, case_ids=args.cases)
-    console = Console()
+    console = make_console()
     for path in paths:
         print(f"wrote {path}")
     console.print("Commit the baseline file(s) with the change that justifies them.")
@@ -91,8 +117,54 @@ def _compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--score-drop {drop}: must be a fraction in [0, 1)")
     with store:
         result = compare_run_with_baselines(store, args.run_id, directory, score_drop=drop)
-    print_comparison(Console(), result, drop)
+    if args.format == "json":
+        print_json(comparison_json(result, drop))
+    else:
+        print_comparison(make_console(), result, drop)
     return 1 if result.regressions else 0
+
+
+def _side_json(case: BaselineCase | CaseRecord | None) -> dict[str, Any] | None:
+    if case is None:
+        return None
+    return {
+        "passes": case.passes,
+        "samples": case.samples,
+        "required": case.required,
+        "result": str(case.result),
+        "model_id": case.model_id,
+    } | ({"run_id": case.run_id} if isinstance(case, BaselineCase) else {})
+
+
+def _case_json(c: CaseComparison) -> dict[str, Any]:
+    return {
+        "suite": c.suite,
+        "case_id": c.case_id,
+        "status": str(c.status),
+        "regression": c.status in REGRESSION_STATUSES,
+        "baseline": _side_json(c.baseline),
+        "now": _side_json(c.current),
+        "score_drops": [
+            {"assertion": d.key, "baseline": d.baseline, "now": d.current, "relative": d.relative}
+            for d in c.drops
+        ],
+    }
+
+
+def comparison_json(result: BaselineComparison, drop: float) -> dict[str, Any]:
+    """The comparison for scripts: each case once, with its one status."""
+    return {
+        "run": run_json(result.run),
+        "score_drop": drop,
+        "missing_suites": list(result.missing_suites),
+        "cases": [_case_json(c) for c in result.cases],
+        "counts": {str(s): n for s, n in _status_counts(result).items() if n},
+        "regressions": len(result.regressions),
+    }
+
+
+def _status_counts(result: BaselineComparison) -> dict[CaseStatus, int]:
+    return {s: sum(1 for c in result.cases if c.status is s) for s in CaseStatus}
 
 
 def print_comparison(console: Console, result: BaselineComparison, drop: float) -> None:
@@ -102,13 +174,16 @@ def print_comparison(console: Console, result: BaselineComparison, drop: float) 
     )
     for suite in result.missing_suites:
         console.print(Text(f"suite {suite}: no baseline file, not compared", style="yellow"))
-    table = Table(show_edge=False)
-    for col in ("suite", "case", "status", "baseline", "now", "details"):
-        table.add_column(col)
+    table = make_table(
+        ("suite", "case", "status", "baseline", "now", "details"), whole=("case",), show_edge=False
+    )
     for c in result.cases:
         base = f"{c.baseline.passes}/{c.baseline.samples} {c.baseline.result}" if c.baseline else ""
         now = f"{c.current.passes}/{c.current.samples} {c.current.result}" if c.current else ""
-        details = [str(d) for d in c.drops]
+        details = [
+            ("score " if c.status is CaseStatus.SCORE_DROP else "score (noted) ") + str(d)
+            for d in c.drops
+        ]
         if c.baseline and c.current and c.baseline.model_id != c.current.model_id:
             details.append(f"model {c.baseline.model_id} → {c.current.model_id}")
         if c.status is CaseStatus.CASE_CHANGED:
@@ -122,9 +197,18 @@ def print_comparison(console: Console, result: BaselineComparison, drop: float) 
             Text(escape_output("; ".join(details))),
         )
     console.print(table)
-    counts = {s: sum(1 for c in result.cases if c.status is s) for s in CaseStatus}
+    counts = _status_counts(result)
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    console.print(Text(summary or "no cases compared"))
-    bad = [c for c in result.cases if c.status in REGRESSION_STATUSES]
+    console.print(
+        Text(f"{len(result.cases)} case(s): {summary}" if summary else "no cases compared")
+    )
+    bad = result.regressions
     if bad:
-        console.print(Text(f"{len(bad)} regression(s) against the baseline", style="bold red"))
+        kinds = " + ".join(
+            f"{counts[s]} {s}" for s in CaseStatus if s in REGRESSION_STATUSES and counts[s]
+        )
+        console.print(
+            Text(f"{len(bad)} case(s) fail the baseline ({kinds}): exit 1", style="bold red")
+        )
+    else:
+        console.print(Text("no case fails the baseline", style="green"))

@@ -12,11 +12,10 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from rich.table import Table
 from rich.text import Text
 
 from redline.cli import ExitCode
-from redline.cli.show import make_console
+from redline.cli.output import make_console, make_table
 from redline.config import load_config
 from redline.errors import UsageError, relpath
 from redline.judge.agreement import FAIL, LABELS, PASS
@@ -88,10 +87,11 @@ def _calibrate(args: argparse.Namespace) -> int:
     write_calibration(target, calibration)
     trust = judge_trust(rubric, model)
     agreement = calibration.agreement
-    table = Table(title=f"labels (rows) vs judge {model.id} (columns), n {agreement.n}")
-    table.add_column("label \\ judge")
-    for judged in LABELS:
-        table.add_column(judged, justify="right")
+    table = make_table(
+        ("label \\ judge", *LABELS),
+        title=f"labels (rows) vs judge {model.id} (columns), n {agreement.n}",
+        right=LABELS,
+    )
     for label in LABELS:
         table.add_row(label, *(str(agreement.count(label, judged)) for judged in LABELS))
     console.print(table)

@@ -7,24 +7,37 @@ dropped significantly from A to B (one-sided Fisher p < 0.05), 0 otherwise.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from redline.cli import ExitCode
-from redline.compare import Comparison, compare_runs
+from redline.cli.output import add_format_option, make_console, make_table, print_json
+from redline.compare import CaseDelta, Comparison, RunSide, compare_runs
 from redline.config import load_config
 from redline.errors import UsageError
+from redline.exchange import run_json
 from redline.store import RunStore
 from redline.textsafe import escape_output
 from redline.verdicts import VERDICT_ORDER, Verdict
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("compare", help="compare two runs case by case (A → B)")
+    parser = sub.add_parser(
+        "compare",
+        help="compare two runs case by case (A → B)",
+        description="Compare two stored runs case by case (a model migration, a prompt "
+        "change): pass rates A and B, the difference and a one-sided Fisher p-value, verdict "
+        "count deltas, model ids and the inputs that differ. A run that covered only some "
+        "cases (a rerun, --case, --tier, a shard) is compared on those cases only. "
+        "Exit 0: no significant drop; 1: a case dropped with p < 0.05; 3: too little "
+        "content evidence to compare (fewer than 8 cases, or over 20% truncated or "
+        "transport samples).",
+    )
     parser.add_argument("run_a", metavar="RUN_A", help="the reference run (e.g. current model)")
     parser.add_argument("run_b", metavar="RUN_B", help="the candidate run")
+    add_format_option(parser)
     parser.set_defaults(handler=_compare)
 
 
@@ -34,18 +47,67 @@ def _compare(args: argparse.Namespace) -> int:
         raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
     with RunStore.open(config.store_path) as store:
         result = compare_runs(store, args.run_a, args.run_b)
-    print_comparison(Console(), result)
+    if args.format == "json":
+        print_json(comparison_json(result))
+    else:
+        print_comparison(make_console(), result)
     if result.withheld:
         return ExitCode.INCONCLUSIVE
     return ExitCode.RED if result.significant_drops else ExitCode.GREEN
 
 
+def _side_json(side: RunSide) -> dict[str, Any]:
+    return {
+        "run": run_json(side.run),
+        "cases_evaluated": side.cases_evaluated,
+        "verdicts": {str(v): side.verdicts.get(v, 0) for v in VERDICT_ORDER},
+        "withheld": side.withheld,
+    }
+
+
+def _case_json(d: CaseDelta) -> dict[str, Any]:
+    return {
+        "suite": d.suite,
+        "case_id": d.case_id,
+        "a": {"passes": d.a.passes, "content_samples": d.a.content_samples, "rate": d.rate_a},
+        "b": {"passes": d.b.passes, "content_samples": d.b.content_samples, "rate": d.rate_b},
+        "delta": d.delta,
+        "p_value": d.p_value,
+        "significant_drop": d.significant_drop,
+        "significant": d.significant,
+        "verdict_delta": {str(v): n for v, n in d.verdict_delta.items()},
+    }
+
+
+def comparison_json(c: Comparison) -> dict[str, Any]:
+    """The comparison for scripts: every fact of the tables, nothing cut."""
+    return {
+        "a": _side_json(c.a),
+        "b": _side_json(c.b),
+        "narrowed_to": c.narrowed_to,
+        "withheld": c.withheld,
+        "manifest_changes": [
+            {"path": m.path, "kind": m.kind, "a": m.a, "b": m.b} for m in c.manifest_changes
+        ],
+        "verdict_delta": {str(v): n for v, n in c.verdict_delta.items()},
+        "cases": [_case_json(d) for d in c.deltas],
+        "significant_drops": [f"{d.suite}/{d.case_id}" for d in c.significant_drops],
+        "case_changed": [
+            {
+                "suite": a.suite,
+                "case_id": a.case_id,
+                "a": {"passes": a.passes, "samples": a.samples},
+                "b": {"passes": b.passes, "samples": b.samples},
+            }
+            for a, b in c.changed
+        ],
+        "only_in_a": [f"{x.suite}/{x.case_id}" for x in c.only_a],
+        "only_in_b": [f"{x.suite}/{x.case_id}" for x in c.only_b],
+    }
+
+
 def _delta_text(delta: dict[Verdict, int]) -> str:
     return " ".join(f"{v} {n:+d}" for v, n in delta.items() if n)
-
-
-def _p(value: float) -> str:
-    return f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}"
 
 
 def _pct(rate: float | None) -> str:
@@ -62,6 +124,13 @@ def print_comparison(console: Console, c: Comparison) -> None:
                 f"{commit} · {side.cases_evaluated} case(s) evaluated · {run.started_at[:19]}"
             )
         )
+    if c.narrowed_to is not None:
+        console.print(
+            Text(
+                f"covering only the cases run {c.narrowed_to} ran "
+                f"(the other run's remaining cases and inputs are left out)"
+            )
+        )
     if c.a.run.model_id != c.b.run.model_id:
         console.print(Text(f"model: {c.a.run.model_id} → {c.b.run.model_id}", style="bold"))
     if c.manifest_changes:
@@ -70,10 +139,10 @@ def print_comparison(console: Console, c: Comparison) -> None:
             console.print(Text(f"  {m.kind:8} {escape_output(m.path)}"))
     else:
         console.print(Text("manifest: identical inputs"))
-    totals = Table(show_edge=False, title="verdict counts", title_justify="left")
-    totals.add_column("")
-    for v in VERDICT_ORDER:
-        totals.add_column(str(v), justify="right")
+    verdict_names = [str(v) for v in VERDICT_ORDER]
+    totals = make_table(
+        ("", *verdict_names), title="verdict counts", right=verdict_names, show_edge=False
+    )
     totals.add_row("A", *(str(c.a.verdicts.get(v, 0)) for v in VERDICT_ORDER))
     totals.add_row("B", *(str(c.b.verdicts.get(v, 0)) for v in VERDICT_ORDER))
     totals.add_row("Δ", *(f"{c.verdict_delta[v]:+d}" for v in VERDICT_ORDER))
@@ -86,19 +155,13 @@ def print_comparison(console: Console, c: Comparison) -> None:
         for reason in c.withheld:
             console.print(Text(f"  {reason}", style="yellow"))
     else:
-        table = Table(show_edge=False, title="per case, largest drop first", title_justify="left")
-        for col in (
-            "suite",
-            "case",
-            "A",
-            "B",
-            "rate A",
-            "rate B",
-            "Δ",
-            "p (one-sided)",
-            "verdicts Δ",
-        ):
-            table.add_column(col, justify="right" if col in ("Δ", "p (one-sided)") else "left")
+        table = make_table(
+            ("suite", "case", "A", "B", "rate A", "rate B", "Δ", "p (one-sided)", "verdicts Δ"),
+            title="per case, largest drop first",
+            right=("Δ", "p (one-sided)"),
+            whole=("case",),
+            show_edge=False,
+        )
         for d in c.deltas:
             style = "bold red" if d.significant_drop else ("green" if d.significant else "")
             delta = "–" if d.delta is None else f"{d.delta:+.0%}"
@@ -110,12 +173,21 @@ def print_comparison(console: Console, c: Comparison) -> None:
                 _pct(d.rate_a),
                 _pct(d.rate_b),
                 Text(delta, style=style),
-                Text(_p(d.p_value), style=style),
+                Text(d.p_text, style=style),
                 _delta_text(d.verdict_delta),
             )
         console.print(table)
         drops = c.significant_drops
-        if drops:
+        if c.same_draws:
+            console.print(
+                Text(
+                    "both runs froze their seeds on the same model: their samples are the same "
+                    "draws, not independent evidence, so no p-value is reported; a changed "
+                    "pass count is a changed answer to the same draw",
+                    style="yellow",
+                )
+            )
+        elif drops:
             console.print(
                 Text(
                     f"{len(drops)} case(s) dropped beyond sampling noise (p < 0.05)",

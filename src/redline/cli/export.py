@@ -18,8 +18,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=f"Write a stored run to DIR as {RESULTS_FILE} (summary, cases, manifest) "
         f"and {SAMPLES_FILE} (every raw sample with its assertion results).",
     )
-    export.add_argument("run_id", metavar="RUN_ID")
-    export.add_argument("--out", type=Path, required=True, metavar="DIR")
+    export.add_argument("run_id", metavar="RUN_ID", help="run id or unique prefix")
+    export.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="folder to write (created when missing; existing export files are replaced)",
+    )
     export.set_defaults(handler=_export)
     load = sub.add_parser(
         "import",
@@ -27,7 +33,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Load a `redline export` folder into the local store; a run id "
         "already stored is refused.",
     )
-    load.add_argument("folder", type=Path, metavar="DIR")
+    load.add_argument(
+        "folder", type=Path, metavar="DIR", help=f"a folder holding {RESULTS_FILE} + {SAMPLES_FILE}"
+    )
     load.set_defaults(handler=_import)
 
 

@@ -52,7 +52,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(handler=_run)
     actions = parser.add_subparsers(dest="guard_action", metavar="ACTION")
     install = actions.add_parser(
-        "install", help="write a git pre-commit hook that runs `redline guard --staged`"
+        "install",
+        help="write a git pre-commit hook that runs `redline guard --staged`",
+        description="Write .git/hooks/pre-commit so every commit runs `redline guard "
+        "--staged`; an existing hook is refused unless --force, which keeps it and runs "
+        "it first.",
     )
     install.add_argument(
         "--force",

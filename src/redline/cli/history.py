@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import load_config
 from redline.errors import UsageError
 from redline.history import (
@@ -20,20 +23,23 @@ from redline.history import (
     find_marginal,
     sparkline,
 )
-from redline.records import CaseOutcome
+from redline.presentation import OUTCOME_STYLES
 from redline.store import RunStore
 from redline.textsafe import escape_output
 
-_RESULT_STYLE = {
-    CaseOutcome.PASS: "green",
-    CaseOutcome.FAIL: "red",
-    CaseOutcome.INCONCLUSIVE: "yellow",
-}
+_RESULT_STYLE = OUTCOME_STYLES
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("history", help="a case's pass counts across stored runs")
-    parser.add_argument("case_id", metavar="CASE_ID")
+    parser = sub.add_parser(
+        "history",
+        help="a case's pass counts across stored runs",
+        description="Print one case's pass counts across the stored runs, oldest first, with "
+        "a sparkline; reruns and replays are listed apart, model and case-file changes are "
+        "marked, and a case that sat within one sample of its bar is called marginal, with "
+        "the samples that would settle it.",
+    )
+    parser.add_argument("case_id", metavar="CASE_ID", help="the case id (as in its case file)")
     parser.add_argument("--suite", default=None, help="the suite, when the id is in several")
     parser.add_argument(
         "--marginal-runs",
@@ -43,6 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="consecutive runs at the edge that make a case marginal "
         f"(default {DEFAULT_MARGINAL_RUNS})",
     )
+    add_format_option(parser)
     parser.set_defaults(handler=_history)
 
 
@@ -54,23 +61,35 @@ def _history(args: argparse.Namespace) -> int:
         raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
     with RunStore.open(config.store_path) as store:
         history = case_history(store, args.case_id, args.suite)
-    print_history(Console(), history, find_marginal(history.scheduled, args.marginal_runs))
+    marginal = find_marginal(history.scheduled, args.marginal_runs)
+    if args.format == "json":
+        print_json(_history_json(history, marginal))
+    else:
+        print_history(make_console(), history, marginal)
     return 0
 
 
+def _point_json(p: HistoryPoint) -> dict[str, Any]:
+    return asdict(p) | {"kind": str(p.kind), "result": str(p.result), "rate": p.rate}
+
+
+def _history_json(history: CaseHistory, marginal: Marginal | None) -> dict[str, Any]:
+    return {
+        "suite": history.suite,
+        "case_id": history.case_id,
+        "scheduled": [_point_json(p) for p in history.scheduled],
+        "reruns": [_point_json(p) for p in history.reruns],
+        "marginal": None if marginal is None else asdict(marginal) | {"rate": marginal.rate},
+    }
+
+
 def _table(title: str, points: Sequence[HistoryPoint], kinds: bool) -> Table:
-    table = Table(title=title, show_edge=False, title_justify="left")
     columns = ["run", "started", "model", "passes", "required", "result", "case hash", "marks"]
     if kinds:
         columns.insert(1, "kind / parent")
-    # Run ids are what the reader copies into `redline show`: never cut or wrapped,
-    # whatever the width (CI logs render at 80 columns).
-    id_width = max((len(p.run_id) for p in points), default=3)
-    for col in columns:
-        if col == "run":
-            table.add_column(col, no_wrap=True, min_width=id_width)
-        else:
-            table.add_column(col)
+    table = make_table(
+        columns, title=title, right=("passes", "required"), whole=("run",), show_edge=False
+    )
     for p in points:
         marks = []
         if p.model_changed:

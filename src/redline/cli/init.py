@@ -1,32 +1,67 @@
-"""`redline init [--force]`: scaffold a starter suite and the CI workflow here."""
+"""`redline init [--force] [--install-spec SPEC]`: a starter suite and the CI workflow here."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from rich.console import Console
 from rich.text import Text
 
-from redline.scaffold import scaffold
+from redline.cli.output import make_console
+from redline.errors import UsageError
+from redline.install_spec import InstallSpec, running_install_spec
+from redline.scaffold import GITIGNORE_FILE, describe, scaffold, starter_files
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("init", help="scaffold a starter suite and a GitHub Actions workflow")
+    parser = sub.add_parser(
+        "init",
+        help="scaffold a starter suite and a GitHub Actions workflow",
+        description="Write a starter suite (cases/support-reply), redline.toml with the "
+        "pinned models, .github/workflows/prompt-evals.yml (contract and guard jobs on pull "
+        "requests, a sharded nightly quality run) and the .gitignore entries for the local "
+        "store. The workflow installs redline from the source this redline was installed "
+        "from, pinned to its version or commit; --install-spec overrides it. Existing files "
+        "are never overwritten without --force (.gitignore is appended to, never replaced).",
+    )
     parser.add_argument("--dir", type=Path, default=Path("."), help="repository root (default .)")
     parser.add_argument("--force", action="store_true", help="overwrite files that exist")
+    parser.add_argument(
+        "--install-spec",
+        metavar="SPEC",
+        help="what the workflow's jobs install, as `uv tool install` takes it, e.g. "
+        "'redline @ git+https://example.org/you/redline@<commit>' or 'redline==0.1.0' "
+        "(default: where this redline came from)",
+    )
     parser.set_defaults(handler=_init)
 
 
 def _init(args: argparse.Namespace) -> int:
-    written = scaffold(args.dir, force=args.force)
-    console = Console()
+    if args.install_spec is not None:
+        spec = args.install_spec.strip()
+        if not spec:
+            raise UsageError("--install-spec is empty: give a requirement, e.g. redline==0.1.0")
+        install = InstallSpec(spec, "--install-spec", pinned=True, given=True)
+    else:
+        install = running_install_spec()
+    written = scaffold(args.dir, force=args.force, files=starter_files(install))
+    console = make_console()
     for path in written:
-        print(f"wrote {path}")
+        note = " (entries added)" if path.name == GITIGNORE_FILE else ""
+        print(f"wrote {path}{note}")
+    console.print(Text(f"CI installs redline from {describe(install)}: {install.spec}"))
+    if install.local or not install.pinned:
+        console.print(
+            Text(
+                "warning: CI cannot install that; rerun with --force --install-spec SPEC "
+                "naming a git URL at a commit or a released version",
+                style="yellow",
+            )
+        )
     console.print(
         Text(
-            "next: `redline validate`, then `redline run`; add .redline/ to .gitignore "
-            "and commit the rest"
+            "next: `redline validate`, then `redline run` (the embedded model, no key), "
+            "then pin your own model in redline.toml; commit everything written here"
         )
     )
     return 0

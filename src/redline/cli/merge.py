@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
 from rich.text import Text
 
+from redline.cli.output import make_console
 from redline.config import load_config
 from redline.errors import UsageError
 from redline.shard import merge_exports, write_merged
@@ -15,7 +15,15 @@ from redline.store import RunStore
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("merge", help="merge the exports of a sharded run into one run")
+    parser = sub.add_parser(
+        "merge",
+        help="merge the exports of a sharded run into one run",
+        description="Join the exports of `redline run --shard K/N` (one folder per shard, "
+        "e.g. CI artifacts) into one run. Refuses shards of different commits, models or "
+        "inputs, a case in two shards, and a split with a shard missing (unless "
+        "--allow-missing). A shard that owned no case exports an empty result and merges "
+        "like any other.",
+    )
     parser.add_argument(
         "folders",
         metavar="DIR",
@@ -49,7 +57,7 @@ def _merge(args: argparse.Namespace) -> int:
     else:
         write_merged(merged, out=args.out, store=None)
     run = merged.run
-    console = Console()
+    console = make_console()
     console.print(
         Text(
             f"merged {len(merged.shards)} shard(s) ({', '.join(merged.shards)}) into run {run.id}: "

@@ -13,8 +13,8 @@ import argparse
 from rich.text import Text
 
 from redline.cli import ExitCode
+from redline.cli.output import make_console
 from redline.cli.run import PlainProgress
-from redline.cli.show import make_console
 from redline.config import load_config
 from redline.errors import UsageError
 from redline.records import CaseRecord, RunRecord

@@ -27,16 +27,26 @@ from rich.text import Text
 
 from redline.cases import load_suites
 from redline.cli import ExitCode
-from redline.cli.show import case_table, make_console, verdict_breakdown
+from redline.cli.output import make_console
+from redline.cli.show import case_table, verdict_breakdown
 from redline.config import Config, load_config
 from redline.errors import UsageError, relpath
 from redline.exchange import check_out_dir, export_run
 from redline.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
+from redline.quarantine import quarantined_cases
 from redline.records import CaseOutcome, RunKind, RunRecord, RunResult
-from redline.runner import RunOptions, RunProgress, run_suites, select_cases
+from redline.runner import (
+    RunOptions,
+    RunProgress,
+    run_model,
+    run_suites,
+    select_cases,
+)
+from redline.seeds import seed_warning
 from redline.shard import parse_shard
 from redline.store import RunStore, new_run_id
-from redline.verdicts import VERDICT_ORDER
+from redline.textsafe import escape_output
+from redline.verdicts import VERDICT_ORDER, Verdict
 
 _EXIT = {
     RunResult.GREEN: ExitCode.GREEN,
@@ -55,17 +65,48 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "N times against the pinned model. Exit 0 green, 1 red, 2 usage/config error "
         "(nothing called), 3 inconclusive.",
     )
-    parser.add_argument("suite_dirs", metavar="SUITE_DIR", nargs="*", type=Path)
+    parser.add_argument(
+        "suite_dirs",
+        metavar="SUITE_DIR",
+        nargs="*",
+        type=Path,
+        help="suite folders to run (default: the configured suites, e.g. cases/)",
+    )
     parser.add_argument(
         "--case", dest="cases", action="append", default=[], metavar="ID", help="only this case"
     )
-    parser.add_argument("--samples", type=_positive, metavar="N", help="samples per case")
+    parser.add_argument(
+        "--samples", type=_positive, metavar="N", help="a fixed number of samples per case"
+    )
+    parser.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="sequential sampling for every case: start with 3 samples and draw more, up to "
+        "10, only while the case is undecided against its own bar",
+    )
     parser.add_argument("--tier", choices=("contract", "quality"), help="only this tier")
     parser.add_argument("--model", metavar="ALIAS", help="run on another pinned alias")
-    parser.add_argument("--concurrency", type=_positive, metavar="N")
+    parser.add_argument(
+        "--concurrency",
+        type=_positive,
+        metavar="N",
+        help="samples in flight at once (default: config concurrency; the local model runs one)",
+    )
     parser.add_argument("--shard", metavar="K/N", help="run only shard K of N (CI matrices)")
     parser.add_argument("--out", type=Path, metavar="DIR", help="also export the run to DIR")
     parser.add_argument("--resume", metavar="RUN_ID", help="run the missing samples of a run")
+    parser.add_argument(
+        "--retry-transport",
+        metavar="RUN_ID",
+        help="draw again only the samples of a run that failed in transport (connection, "
+        "timeout, 5xx after retries), keeping the first attempts as evidence; refused when "
+        "the prompt, model or cases changed since",
+    )
+    parser.add_argument(
+        "--with-truncated",
+        action="store_true",
+        help="with --retry-transport: also draw again the samples cut off at max_tokens",
+    )
     parser.add_argument(
         "--replay", metavar="RUN_ID", help="re-score a stored run's outputs; calls no model"
     )
@@ -93,18 +134,34 @@ def _positive(text: str) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     config = load_config()
+    if args.with_truncated and not args.retry_transport:
+        raise UsageError("--with-truncated goes with --retry-transport RUN_ID")
+    if args.retry_transport:
+        if args.resume or args.replay:
+            raise UsageError("--retry-transport cannot be combined with --resume or --replay")
+        args.resume = args.retry_transport
     if args.resume and args.replay:
         raise UsageError("--resume and --replay cannot be combined")
     if args.judge_blocks and not args.judge:
         raise UsageError("--judge-blocks needs --judge")
+    if args.adaptive and args.samples:
+        raise UsageError(
+            "--adaptive draws as many samples as each case needs; --samples fixes the count: "
+            "use one of them"
+        )
     options, paths = _options(args, config)
     if args.out is not None:
         check_out_dir(args.out)  # before any request, not after the run
     suites = load_suites(paths, config)
     console = make_console()
+    if options.replay is None:
+        warning = seed_warning(suites, config, run_model(suites, config, options))
+        if warning:
+            console.print(Text(f"warning: {warning}", style="yellow"))
     with RunStore.open(config.store_path) as store:
         live = sys.stdout.isatty() and not args.quiet
-        reporter = _LiveProgress(console) if live else PlainProgress()
+        replay = options.replay
+        reporter = _LiveProgress(console, replay) if live else PlainProgress(replay)
         try:
             with reporter:
                 record = run_suites(suites, config, store, options, reporter.update)
@@ -148,6 +205,14 @@ def _stored_run(config: Config, run_id: str) -> RunRecord:
         return store.run(run_id)
 
 
+def _retry_verdicts(args: argparse.Namespace) -> tuple[Verdict, ...]:
+    if not args.retry_transport:
+        return ()
+    if args.with_truncated:
+        return (Verdict.TRANSPORT, Verdict.TRUNCATED)
+    return (Verdict.TRANSPORT,)
+
+
 def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list[Path]]:
     """Run options and suite folders from the command line (or the resumed run)."""
     if args.resume:
@@ -160,12 +225,14 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
                 ("--tier", args.tier),
                 ("--model", args.model),
                 ("--shard", args.shard),
+                ("--adaptive", args.adaptive),
             )
             if value
         ]
         if given:
+            flag = "--retry-transport" if args.retry_transport else "--resume"
             raise UsageError(
-                f"--resume continues a run with its own options; drop {', '.join(given)}"
+                f"{flag} continues a run with its own options; drop {', '.join(given)}"
             )
         run = _stored_run(config, args.resume)
         saved: dict[str, Any] = dict(run.args)
@@ -185,6 +252,8 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
             resume=run.id,
             judge=bool(saved.get("judge")),
             judge_blocks=bool(saved.get("judge_blocks")),
+            adaptive=bool(saved.get("adaptive")),
+            retry=_retry_verdicts(args),
             shard=None if shard is None else (int(shard[0]), int(shard[1])),
             args=saved,
         )
@@ -208,6 +277,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         "replay": args.replay,
         "judge": args.judge,
         "judge_blocks": args.judge_blocks,
+        "adaptive": args.adaptive,
     }
     options = RunOptions(
         samples=args.samples,
@@ -219,6 +289,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         replay=args.replay,
         judge=args.judge,
         judge_blocks=args.judge_blocks,
+        adaptive=args.adaptive,
         shard=shard,
         run_id=new_run_id(),
         args=saved,
@@ -230,11 +301,63 @@ def _counts_text(p: RunProgress) -> str:
     return " ".join(f"{v} {p.verdicts.get(v, 0)}" for v in VERDICT_ORDER if p.verdicts.get(v))
 
 
-class PlainProgress:
-    """One line per tenth of the run (and the last): for CI logs and pipes."""
+def _duration(seconds: float) -> str:
+    """`45s`, `3m 05s`, `1h 02m`: short enough for a progress line."""
+    total = round(seconds)
+    if total < 60:
+        return f"{total}s"
+    minutes, secs = divmod(total, 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
 
-    def __init__(self) -> None:
+
+def _rate_text(p: RunProgress) -> str:
+    """Samples per second, or seconds per sample when slower than one a second."""
+    if p.done == 0:
+        return "–"
+    if p.rate >= 1:
+        return f"{p.rate:.1f} samples/s"
+    return f"{p.elapsed_s / p.done:.1f} s/sample"
+
+
+def _eta_text(p: RunProgress) -> str:
+    eta = p.eta_s
+    return "ETA –" if eta is None else f"ETA {_duration(eta)}"
+
+
+def _now_text(p: RunProgress) -> str:
+    """The case in flight (the oldest), and how many others are."""
+    if not p.running:
+        return ""
+    more = f" (+{len(p.running) - 1} more)" if len(p.running) > 1 else ""
+    return f"now {escape_output(p.running[0], keep_layout=False)}{more}"
+
+
+def _start_line(p: RunProgress, replay: str | None) -> str:
+    if replay is not None:
+        return (
+            f"run {p.run_id}: replaying run {replay}: re-scoring {p.total} stored sample(s) "
+            "with today's assertions; no model is called"
+        )
+    return f"run {p.run_id}: {p.total} sample(s) to run"
+
+
+class PlainProgress:
+    """One line per tenth of the run (and the last), and one when a slow run goes quiet.
+
+    For CI logs and pipes: samples done, verdict counts, elapsed time, the observed rate,
+    the time left at that rate, and the case in flight.
+    """
+
+    #: A line at least this often (seconds) while samples finish, however slowly.
+    HEARTBEAT_S = 30.0
+
+    def __init__(self, replay: str | None = None) -> None:
         self._next = self._step = 1
+        self._replay = replay
+        self._last_line = 0.0
 
     def __enter__(self) -> PlainProgress:
         return self
@@ -246,23 +369,34 @@ class PlainProgress:
         if p.stopping:
             print(_STOPPING, file=sys.stderr, flush=True)
             return
-        if p.done == 0:
-            print(f"run {p.run_id}: {p.total} sample(s) to run", flush=True)
+        if p.done == 0 and p.last is None and not p.running:
+            print(_start_line(p, self._replay), flush=True)
             self._next = self._step = max(1, math.ceil(p.total / 10))
+            self._last_line = time.monotonic()
             return
-        if p.done >= self._next or p.done == p.total:
-            self._next = p.done + self._step
-            print(
-                f"  {p.done}/{p.total} samples  {_counts_text(p)}  "
-                f"{p.elapsed_s:.1f}s  {p.rate:.1f}/s",
-                flush=True,
-            )
+        if not p.running and p.done < p.total:
+            return  # between two samples: the next one's start tells which case is running
+        now = time.monotonic()
+        due = p.done >= self._next or now - self._last_line >= self.HEARTBEAT_S
+        if p.done > 0 and (due or p.done == p.total):
+            if p.done >= self._next:
+                self._next = p.done + self._step
+            self._last_line = now
+            parts = [
+                f"  {p.done}/{p.total} samples",
+                _counts_text(p),
+                _duration(p.elapsed_s),
+                _rate_text(p),
+            ]
+            if p.done < p.total:
+                parts += [_eta_text(p), _now_text(p)]
+            print("  ".join(part for part in parts if part), flush=True)
 
 
 class _LiveProgress:
-    """A rich progress bar: samples done/total, verdict counts, elapsed, rate."""
+    """A rich progress bar: samples, verdict counts, elapsed, rate, ETA, the case in flight."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, replay: str | None = None) -> None:
         self._progress = Progress(
             TextColumn("[bold]run {task.fields[run_id]}"),
             BarColumn(),
@@ -270,11 +404,14 @@ class _LiveProgress:
             TextColumn("{task.fields[counts]}"),
             TimeElapsedColumn(),
             TextColumn("{task.fields[rate]}"),
+            TextColumn("{task.fields[eta]}"),
+            TextColumn("{task.fields[now]}"),
             console=console,
             transient=False,
         )
         self._task: Any = None
         self._last = 0.0
+        self._replay = replay
 
     def __enter__(self) -> _LiveProgress:
         self._progress.start()
@@ -288,8 +425,9 @@ class _LiveProgress:
             self._progress.console.print(Text(_STOPPING, style="yellow"))
             return
         if self._task is None:
+            self._progress.console.print(Text(_start_line(p, self._replay)))
             self._task = self._progress.add_task(
-                "run", total=p.total, run_id=p.run_id, counts="", rate=""
+                "run", total=p.total, run_id=p.run_id, counts="", rate="", eta="", now=""
             )
         now = time.monotonic()
         if p.done != p.total and now - self._last < 0.1:
@@ -299,15 +437,29 @@ class _LiveProgress:
             self._task,
             completed=p.done,
             counts=verdict_breakdown(p.verdicts).markup,
-            rate=f"{p.rate:.1f}/s",
+            rate=_rate_text(p),
+            eta=_eta_text(p) if p.done < p.total else "",
+            # Text, not markup: a case id is the user's text and may hold brackets.
+            now=Text(_now_text(p)).markup if p.done < p.total else "",
         )
 
 
 def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) -> None:
+    shard = record.args.get("shard")
+    if not cases and shard:
+        console.print(
+            Text(
+                f"run {record.id}: shard {shard[0]}/{shard[1]} owns no case of the selected "
+                "suites, so nothing ran; its empty result is green and `redline merge` "
+                "takes it like any other shard"
+            )
+        )
+        return
     console.print(case_table(cases, title=f"run {record.id} ({record.kind})"))
     totals = add_counts(c.verdicts for c in cases)
     failed = sum(c.result is CaseOutcome.FAIL for c in cases)
     undecided = sum(c.result is CaseOutcome.INCONCLUSIVE for c in cases)
+    marginal = sum(c.result is CaseOutcome.MARGINAL for c in cases)
     line = Text()
     line.append(f"run {record.id}: ", style="bold")
     style = {RunResult.GREEN: "bold green", RunResult.RED: "bold red"}.get(
@@ -315,8 +467,10 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) ->
     )
     line.append(str(record.result), style=style)
     line.append(
-        f"  {len(cases)} case(s): {len(cases) - failed - undecided} pass, {failed} fail, "
-        f"{undecided} inconclusive  samples: "
+        f"  {len(cases)} case(s): {len(cases) - failed - undecided - marginal} pass, "
+        f"{failed} fail, {undecided} inconclusive"
+        + (f", {marginal} marginal" if marginal else "")
+        + "  samples: "
     )
     line.append_text(verdict_breakdown(totals))
     console.print(line)
@@ -335,4 +489,10 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) ->
         console.print(
             Text(f"judge {judge['rubric']} ({path}): {status}: {judge['reason']}; {effect}")
         )
+    held = quarantined_cases(record, cases)
+    if held:
+        console.print(Text("quarantined (reported, not counted in the result):", style="bold"))
+        for q in held:
+            style = "green" if q.passing_again else "yellow"
+            console.print(Text(f"  {q.case.suite}/{q.case.case_id}: {q.label}", style=style))
     console.print(Text(f"details: redline show {record.id} [CASE]", style="dim"))

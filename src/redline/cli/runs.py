@@ -4,22 +4,33 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+from collections.abc import Sequence
+from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 
-from redline.cli.show import make_console
+from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import load_config
-from redline.records import CaseOutcome, RunKind
+from redline.exchange import run_json
+from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord
 from redline.store import RunStore
 
 _RESULT_STYLES = {"green": "green", "red": "bold red", "inconclusive": "yellow"}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("runs", help="list stored runs, newest first")
-    parser.add_argument("--limit", type=int, default=20, metavar="N", help="default 20")
-    parser.add_argument("--kind", choices=[str(k) for k in RunKind], help="only this kind")
+    parser = sub.add_parser(
+        "runs",
+        help="list stored runs, newest first",
+        description="List the runs in the local store, newest first: id, start time, kind "
+        "(run, rerun, replay; with its parent), status, result, case counts, model and git "
+        "commit. Copy an id into `redline show`, `compare` or `triage`.",
+    )
+    parser.add_argument(
+        "--limit", type=int, default=20, metavar="N", help="at most N runs (default 20; 0: all)"
+    )
+    parser.add_argument("--kind", choices=[str(k) for k in RunKind], help="only runs of this kind")
+    add_format_option(parser)
     parser.set_defaults(handler=_runs)
 
 
@@ -27,19 +38,25 @@ def _runs(args: argparse.Namespace) -> int:
     config = load_config()
     console = make_console()
     if not config.store_path.exists():  # a read never creates a store
-        console.print(Text(f"no runs stored in {config.store_path}"))
+        if args.format == "json":
+            print_json({"runs": []})
+        else:
+            console.print(Text(f"no runs stored in {config.store_path}"))
         return 0
     with RunStore.open(config.store_path) as store:
         runs = store.runs(
             limit=args.limit if args.limit > 0 else None,
             kind=RunKind(args.kind) if args.kind else None,
         )
+        if args.format == "json":
+            print_json({"runs": [_run_summary(run, store.cases(run.id)) for run in runs]})
+            return 0
         if not runs:
             console.print(Text(f"no runs stored in {config.store_path}"))
             return 0
-        table = Table()
-        for column in ("run", "started", "kind", "status", "result", "cases", "model", "git"):
-            table.add_column(column)
+        table = make_table(
+            ("run", "started", "kind", "status", "result", "cases", "model", "git"), whole=("run",)
+        )
         for run in runs:
             cases = store.cases(run.id)
             counts = Counter(c.result for c in cases)
@@ -60,8 +77,19 @@ def _runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_summary(run: RunRecord, cases: Sequence[CaseRecord]) -> dict[str, Any]:
+    counts = Counter(c.result for c in cases)
+    return run_json(run) | {
+        "cases": len(cases),
+        "cases_passed": counts[CaseOutcome.PASS],
+        "cases_failed": counts[CaseOutcome.FAIL],
+        "cases_inconclusive": counts[CaseOutcome.INCONCLUSIVE],
+    }
+
+
 def _case_counts(counts: Counter[CaseOutcome], total: int) -> str:
     """`2/17 pass, 13 fail, 2 inconclusive`: never folds the undecided into either side."""
     parts = [f"{counts[CaseOutcome.PASS]}/{total} pass"]
-    parts += [f"{counts[o]} {o}" for o in (CaseOutcome.FAIL, CaseOutcome.INCONCLUSIVE) if counts[o]]
+    others = (CaseOutcome.FAIL, CaseOutcome.INCONCLUSIVE, CaseOutcome.MARGINAL)
+    parts += [f"{counts[o]} {o}" for o in others if counts[o]]
     return ", ".join(parts)

@@ -7,7 +7,6 @@ characters and escape sequences are shown visibly, rich markup is never interpre
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -15,18 +14,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import Config, load_config
 from redline.errors import RedlineError, UsageError
-from redline.records import CaseOutcome, CaseRecord, RunRecord, SampleRecord
+from redline.exchange import case_json, run_json, sample_json
+from redline.presentation import OUTCOME_STYLES
+from redline.records import CaseRecord, RunRecord, SampleRecord
 from redline.store import RunStore
 from redline.textsafe import escape_output
 from redline.verdicts import VERDICT_ORDER, AssertionStatus, Verdict
 
-RESULT_STYLES = {
-    CaseOutcome.PASS: "green",
-    CaseOutcome.FAIL: "bold red",
-    CaseOutcome.INCONCLUSIVE: "yellow",
-}
+RESULT_STYLES = OUTCOME_STYLES
 VERDICT_STYLES = {
     Verdict.OK: "green",
     Verdict.WRONG: "red",
@@ -60,6 +58,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="with CASE: show each sample as a unified diff against the baseline's golden output",
     )
+    add_format_option(parser)
     parser.set_defaults(handler=_show)
 
 
@@ -72,6 +71,9 @@ def _show(args: argparse.Namespace) -> int:
             if args.diff:
                 raise UsageError("--diff needs a CASE")
             cases = store.cases(run.id)
+            if args.format == "json":
+                print_json({"run": run_json(run), "cases": [case_json(c) for c in cases]})
+                return 0
             console.print(run_header(run))
             console.print(case_table(cases))
             return 0
@@ -87,11 +89,22 @@ def _show(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"case {args.case!r} exists in suites {', '.join(suites)}; pick one with --suite"
             )
-        console.print(run_header(run))
         case = next(
             (c for c in store.cases(run.id) if c.case_id == args.case and c.suite == suites[0]),
             None,
         )
+        if args.format == "json":
+            if args.diff:
+                raise UsageError("--diff prints diffs for people; drop it with --format json")
+            print_json(
+                {
+                    "run": run_json(run),
+                    "case": None if case is None else case_json(case),
+                    "samples": [sample_json(s) for s in samples],
+                }
+            )
+            return 0
+        console.print(run_header(run))
         if case is not None:
             console.print(case_line(case))
         baselines = config.root / "baselines" if args.diff else None
@@ -120,12 +133,6 @@ def require_store(path: Path) -> Path:
             "(`redline run`, or `redline import` an export)"
         )
     return path
-
-
-def make_console() -> Console:
-    """A console that never interprets emoji codes or highlights; 120 columns when piped."""
-    width = None if sys.stdout.isatty() else 120
-    return Console(highlight=False, emoji=False, width=width)
 
 
 def run_header(run: RunRecord) -> Text:
@@ -164,13 +171,12 @@ def verdict_breakdown(verdicts: Mapping[Verdict, int]) -> Text:
 
 def case_table(cases: Sequence[CaseRecord], title: str | None = None) -> Table:
     """The summary table: case, tier, passes/samples, required, verdicts, result."""
-    table = Table(title=title, show_lines=False, expand=False)
-    table.add_column("case", overflow="fold")
-    table.add_column("tier")
-    table.add_column("passes", justify="right")
-    table.add_column("required", justify="right")
-    table.add_column("verdicts")
-    table.add_column("result")
+    table = make_table(
+        ("case", "tier", "passes", "required", "verdicts", "result"),
+        title=title,
+        right=("passes", "required"),
+        whole=("case",),
+    )
     suites = {c.suite for c in cases}
     for c in cases:
         name = f"{c.suite}/{c.case_id}" if len(suites) > 1 else c.case_id

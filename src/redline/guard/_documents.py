@@ -15,6 +15,7 @@ from redline.gitio import Snapshot, is_binary
 from redline.guard._findings import Finding, Kind, differs, directional, show
 from redline.guard._schema import schema_diff
 from redline.outcome import default_required
+from redline.yamlsource import utf8_problem, yaml_problem
 
 #: Assertion types whose `value` is a ceiling: raising it lets more through.
 MAX_TYPES = frozenset({"max-chars", "max-words", "max-tokens", "max-latency-ms", "max-cost"})
@@ -64,16 +65,20 @@ def parse_yaml(data: bytes | None, path: str, side: str) -> Parsed:
     if is_binary(data):
         return Parsed(None, Finding(Kind.BROKEN, path, f"{side} side: binary, not YAML", path))
     try:
-        return Parsed(yaml.load(data.decode("utf-8"), Loader=_Loader))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return Parsed(None, Finding(Kind.BROKEN, path, f"{side} side: not UTF-8: {exc}", path))
+        line, column, message = utf8_problem(exc)
+        detail = f"{side} side: line {line}, column {column}: {message}"
+        return Parsed(None, Finding(Kind.BROKEN, path, detail, path))
+    try:
+        return Parsed(yaml.load(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        problem = yaml_problem(exc, text, path)
+        where = f"line {problem.line}, column {problem.column}"
+        detail = f"{side} side does not parse: {where}: {problem.message}"
+        return Parsed(None, Finding(Kind.BROKEN, path, detail, path))
     except yaml.YAMLError as exc:
-        where = ""
-        mark = getattr(exc, "problem_mark", None)
-        if mark is not None:
-            where = f"line {mark.line + 1}, column {mark.column + 1}: "
-        reason = getattr(exc, "problem", None) or str(exc)
-        detail = f"{side} side does not parse: {where}{reason}"
+        detail = f"{side} side does not parse: {exc}"
         return Parsed(None, Finding(Kind.BROKEN, path, detail, path))
 
 

@@ -12,6 +12,7 @@ time; when retries happened, `extra["elapsed_ms"]` includes them and the waits.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 import time
@@ -137,7 +138,10 @@ class HttpProvider(ABC):
                 elif status >= 500:
                     error = f"HTTP {status}: {_snippet(raw, self._api_key)}"
                 else:
-                    return self._failure(self._client_error(status, raw), attempt, started)
+                    failure = self._failure(self._client_error(status, raw), attempt, started)
+                    if status in (401, 403):
+                        return dataclasses.replace(failure, credentials_rejected=True)
+                    return failure
             if attempt > self.policy.max_retries:
                 return self._failure(error, attempt, started)
             if wait is None:

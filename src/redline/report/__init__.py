@@ -13,6 +13,7 @@ from pathlib import Path
 
 from redline.baseline import Baseline, load_baseline
 from redline.outcome import add_counts, content_comparison_withheld
+from redline.quarantine import QuarantinedCase, quarantined_cases
 from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord, SampleRecord
 from redline.store import RunStore
 from redline.verdicts import AssertionResult, Verdict
@@ -53,6 +54,8 @@ class RunReport:
     verdicts: Mapping[Verdict, int]
     #: Why this run's content cannot be compared (content diffs need enough evidence), or None.
     withheld: str | None
+    #: Cases held in quarantine: reported on their own, never counted as red.
+    quarantined: tuple[QuarantinedCase, ...] = ()
 
     def count(self, outcome: CaseOutcome) -> int:
         return sum(1 for c in self.cases if c.case.result is outcome)
@@ -88,7 +91,11 @@ def build_run_report(store: RunStore, run_id: str, baselines_dir: Path | None = 
     verdicts = add_counts(c.verdicts for c in cases)
     evaluated = sum(1 for c in cases if c.content_samples > 0)
     return RunReport(
-        run, tuple(reports), verdicts, content_comparison_withheld(evaluated, verdicts)
+        run,
+        tuple(reports),
+        verdicts,
+        content_comparison_withheld(evaluated, verdicts),
+        tuple(quarantined_cases(run, cases)),
     )
 
 

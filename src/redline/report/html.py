@@ -11,12 +11,13 @@ import html
 
 from redline.baseline import golden_diff
 from redline.manifest import MODEL_KEY, VERSION_KEY
+from redline.presentation import OUTCOME_ORDER
 from redline.records import CaseOutcome
 from redline.report import CaseReport, RunReport, failed_assertions
 from redline.textsafe import escape_output
 from redline.verdicts import VERDICT_ORDER, Verdict
 
-_OUTCOME_ORDER = {CaseOutcome.FAIL: 0, CaseOutcome.INCONCLUSIVE: 1, CaseOutcome.PASS: 2}
+_OUTCOME_ORDER = OUTCOME_ORDER
 
 _CSS = """
 :root { --ok:#2e7d32; --wrong:#c62828; --malformed:#ad1457; --refused:#6a1b9a;
@@ -215,6 +216,11 @@ def html_report(report: RunReport) -> str:
     rows = "".join(_case_row(c) for c in cases)
     details = "".join(_case_detail(c) for c in cases)
     title = f"redline run {report.run.id}: {report.run.result or report.run.status}"
+    held = "".join(
+        f"<li><code>{_e(q.case.suite)}/{_e(q.case.case_id)}</code>: {_e(q.label)}</li>"
+        for q in report.quarantined
+    )
+    quarantine = f"<h2>Quarantined (reported, not counted)</h2><ul>{held}</ul>" if held else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -222,5 +228,5 @@ def html_report(report: RunReport) -> str:
         f"{_header(report)}{_verdicts(report)}"
         "<h2>Cases</h2><table><tr><th>case</th><th>suite</th><th>tier</th><th>passes</th>"
         "<th>required</th><th>verdicts</th><th>result</th><th>history</th></tr>"
-        f"{rows}</table><h2>Samples</h2>{details}</body></html>\n"
+        f"{rows}</table>{quarantine}<h2>Samples</h2>{details}</body></html>\n"
     )

@@ -66,6 +66,7 @@ def junit_xml(report: RunReport) -> str:
     root = ET.Element("testsuites", name=f"redline run {run.id}")
     totals = {"tests": 0, "failures": 0, "errors": 0}
     suites = sorted({c.case.suite for c in report.cases})
+    held = {(q.case.suite, q.case.case_id): q for q in report.quarantined}
     for suite in suites:
         cases = [c for c in report.cases if c.case.suite == suite]
         element = ET.SubElement(root, "testsuite", name=suite, timestamp=run.started_at)
@@ -90,7 +91,10 @@ def junit_xml(report: RunReport) -> str:
                 time=f"{seconds:.3f}",
             )
             transport = c.verdicts.get(Verdict.TRANSPORT, 0)
-            if c.result is CaseOutcome.FAIL:
+            quarantine = held.get((c.suite, c.case_id))
+            if quarantine is not None and c.result is not CaseOutcome.PASS:
+                ET.SubElement(tc, "skipped", message=xml_safe(quarantine.label))
+            elif c.result is CaseOutcome.FAIL:
                 failures += 1
                 node = ET.SubElement(
                     tc, "failure", message=xml_safe(_message(case)), type="content"

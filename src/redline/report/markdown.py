@@ -53,7 +53,12 @@ def markdown_summary(report: RunReport) -> str:
     if report.withheld:
         reason = md_escape(report.withheld, 300)
         lines += ["", f"> Content comparison withheld (not enough evidence): {reason}"]
-    problems = [c for c in report.cases if c.case.result is not CaseOutcome.PASS]
+    held = {(q.case.suite, q.case.case_id) for q in report.quarantined}
+    problems = [
+        c
+        for c in report.cases
+        if c.case.result is not CaseOutcome.PASS and (c.case.suite, c.case.case_id) not in held
+    ]
     problems.sort(
         key=lambda c: (c.case.result is not CaseOutcome.FAIL, c.case.suite, c.case.case_id)
     )
@@ -80,4 +85,10 @@ def markdown_summary(report: RunReport) -> str:
             )
         if len(problems) > MAX_LISTED:
             lines.append(f"\n…and {len(problems) - MAX_LISTED} more not passing.")
+    if report.quarantined:
+        lines += ["", "Quarantined (reported, not counted):", ""]
+        lines += [
+            f"- {md_escape(q.case.suite)}/{md_escape(q.case.case_id)}: {md_escape(q.label, 300)}"
+            for q in report.quarantined
+        ]
     return "\n".join(lines) + "\n"

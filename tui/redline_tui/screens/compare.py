@@ -61,7 +61,11 @@ COMPARE_COLUMNS: list[CompareColumn] = [
         "Δ",
         lambda d: Text("—" if d.delta is None else f"{d.delta:+.0%}", style=_delta_style(d)),
     ),
-    CompareColumn("p", "p", lambda d: Text(f"{d.p_value:.3g}", style=_delta_style(d))),
+    CompareColumn(
+        "p",
+        "p",
+        lambda d: Text(f"{d.p_value:.3g}" if d.independent else d.p_text, style=_delta_style(d)),
+    ),
     CompareColumn(
         "verdicts",
         "Verdict Δ",

@@ -24,7 +24,8 @@ from redline.history import (
     find_marginal,
     sparkline,
 )
-from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord
+from redline.presentation import OUTCOME_STYLES
+from redline.records import CaseRecord, RunKind, RunRecord
 from redline.stats import wilson_interval
 from redline_tui.context import TriageContext
 from redline_tui.formatting import short_model_id
@@ -34,11 +35,7 @@ from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.row_table import RowTable
 
 _BAR = 20
-_RESULT_STYLES = {
-    CaseOutcome.PASS: "green",
-    CaseOutcome.FAIL: "bold red",
-    CaseOutcome.INCONCLUSIVE: "yellow",
-}
+_RESULT_STYLES = OUTCOME_STYLES
 #: What the chart's glyphs stand for, shown under it.
 CHART_LEGEND = (
     "█ pass rate (the part beyond its 95% interval's low end is ▓) · ─ rest of the "

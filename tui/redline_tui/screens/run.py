@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Input, Static
 
 from redline.history import case_history, find_marginal, sparkline
 from redline.outcome import add_counts, too_noisy
+from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
 from redline.records import CaseOutcome, CaseRecord, RunRecord
 from redline.verdicts import VERDICT_ORDER, Verdict
 from redline_tui.actions import start_case_action
@@ -37,9 +38,7 @@ from redline_tui.widgets.row_table import RowTable
 from redline_tui.widgets.verdict_bar import VerdictBar
 
 _OUTCOME_LABELS = {
-    CaseOutcome.FAIL: Text("FAIL", style="bold red"),
-    CaseOutcome.INCONCLUSIVE: Text("INCONC", style="bold yellow"),
-    CaseOutcome.PASS: Text("pass", style="green"),
+    outcome: Text(label, style=OUTCOME_STYLES[outcome]) for outcome, label in OUTCOME_LABELS.items()
 }
 #: What a triage needs first comes first: at 80-100 columns the last ones scroll.
 _COLUMNS = (

@@ -1,0 +1,258 @@
+"""Simulation: fixed N against sequential sampling, on a population of nightly cases.
+
+Pure Python, seeded, one command (`uv run python bench/sim_sequential.py`), under a minute.
+
+Population: quality cases with a bar of 80% (the 4-of-5 default). Most cases pass nearly
+always, some sit close to their bar, a few are poor. On a "regression night" a few cases lose
+20 points of pass rate. A *false alarm* is a case reported red on a night where its rate did
+not change and sits at or above its bar (a case that is truly below its bar and fails is
+right, not an alarm); *power* is the share of dropped cases reported red (and, second figure, red or
+marginal: both put the case in front of a person).
+
+Fixed N uses the same bar scaled to N (3 → 3 of 3, 5 → 4 of 5, 10 → 8 of 10). Sequential
+runs `redline.sequential.SequentialPlan` exactly as `redline run` does.
+
+The second table does the same for a triage rerun: given a red case, decide whether its
+rate really dropped against the reference, with a fixed 20 samples per arm or with
+sequential batches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from redline.outcome import scale_required
+from redline.sequential import Decision, SequentialPlan
+
+BAR = 0.8
+DROP = 0.20
+
+
+def population(rng: random.Random, n: int) -> list[float]:
+    """True pass rates: 70% near 1, 15% good, 10% near the bar, 5% poor."""
+    rates = []
+    for _ in range(n):
+        u = rng.random()
+        if u < 0.70:
+            rates.append(rng.uniform(0.97, 1.0))
+        elif u < 0.85:
+            rates.append(rng.uniform(0.90, 0.97))
+        elif u < 0.95:
+            rates.append(rng.uniform(BAR - 0.05, BAR + 0.10))
+        else:
+            rates.append(rng.uniform(0.3, 0.6))
+    return rates
+
+
+Policy = Callable[[random.Random, float], tuple[Decision, int]]
+
+
+def fixed_policy(n: int) -> Policy:
+    required = scale_required(4, 5, n)
+
+    def run(rng: random.Random, p: float) -> tuple[Decision, int]:
+        passes = sum(rng.random() < p for _ in range(n))
+        return (Decision.PASS if passes >= required else Decision.FAIL), n
+
+    return run
+
+
+def sequential_policy(plan: SequentialPlan) -> Policy:
+    table: dict[tuple[int, int], Decision | None] = {}
+
+    def run(rng: random.Random, p: float) -> tuple[Decision, int]:
+        passes = failures = 0
+        while True:
+            key = (passes, failures)
+            if key not in table:
+                table[key] = plan.decide(passes, failures)
+            decision = table[key]
+            if decision is not None:
+                return decision, passes + failures
+            if rng.random() < p:
+                passes += 1
+            else:
+                failures += 1
+
+    return run
+
+
+@dataclass
+class Tally:
+    false_alarms: int = 0
+    stable_cases: int = 0
+    dropped: int = 0
+    caught_red: int = 0
+    caught_flagged: int = 0
+    marginal_stable: int = 0
+
+    def __post_init__(self) -> None:
+        self.samples: list[int] = []
+
+
+def simulate(policy: Policy, seed: int, cases: int, nights: int) -> Tally:
+    rng = random.Random(seed)
+    rates = population(rng, cases)
+    tally = Tally()
+    for night in range(nights):
+        regression = night % 2 == 1
+        dropped = set(rng.sample(range(cases), k=max(1, cases // 20))) if regression else set()
+        for i, base in enumerate(rates):
+            p = max(0.0, base - DROP) if i in dropped else base
+            decision, used = policy(rng, p)
+            tally.samples.append(used)
+            if i in dropped:
+                tally.dropped += 1
+                tally.caught_red += decision is Decision.FAIL
+                tally.caught_flagged += decision in (Decision.FAIL, Decision.MARGINAL)
+            elif base >= BAR:
+                tally.stable_cases += 1
+                tally.false_alarms += decision is Decision.FAIL
+                tally.marginal_stable += decision is Decision.MARGINAL
+    return tally
+
+
+def p95(values: list[int]) -> float:
+    return statistics.quantiles(values, n=20)[-1]
+
+
+def nightly_table(cases: int, nights: int, seed: int) -> list[str]:
+    policies: list[tuple[str, Policy]] = [
+        ("fixed N=3", fixed_policy(3)),
+        ("fixed N=5", fixed_policy(5)),
+        ("fixed N=10", fixed_policy(10)),
+        ("sequential, default (3–10, margin 0.15)", sequential_policy(SequentialPlan(bar=BAR))),
+        (
+            "sequential, more power (3–20, margin 0.15, false pass 10%)",
+            sequential_policy(SequentialPlan(max=20, bar=BAR, false_pass=0.10)),
+        ),
+        (
+            "sequential, tight (3–15, margin 0.10, false pass 10%)",
+            sequential_policy(SequentialPlan(max=15, bar=BAR, margin=0.10, false_pass=0.10)),
+        ),
+    ]
+    lines = [
+        "| sampling | false alarms / case / night | power: red | power: red or marginal "
+        "| marginal (healthy cases) | mean samples | p95 samples |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, policy in policies:
+        t = simulate(policy, seed, cases, nights)
+        lines.append(
+            f"| {name} | {t.false_alarms / t.stable_cases:.2%} | "
+            f"{t.caught_red / t.dropped:.1%} | {t.caught_flagged / t.dropped:.1%} | "
+            f"{t.marginal_stable / t.stable_cases:.2%} | "
+            f"{statistics.fmean(t.samples):.2f} | {p95(t.samples):.0f} |"
+        )
+    return lines
+
+
+def floor_line() -> str:
+    """Why no rule reaches 90% power on a healthy case for 20 points at ~5 samples."""
+    p = 0.98 - DROP
+    n = math.ceil(math.log(0.10) / math.log(p))
+    return (
+        f"Bound: a case at 98% that drops to {p:.0%} passes n samples in a row with "
+        f"probability {p:.2f}^n, so any rule that can call a healthy case green after n "
+        f"samples misses such a drop at least that often: 90% power needs n ≥ {n} "
+        "on every healthy case."
+    )
+
+
+def _fisher_one_sided(a_pass: int, a_n: int, b_pass: int, b_n: int) -> float:
+    """P(arm A's passes ≤ observed | same rate) under the hypergeometric (a drop in A)."""
+    total_pass = a_pass + b_pass
+    total = a_n + b_n
+    denom = math.comb(total, total_pass)
+    return (
+        sum(
+            math.comb(a_n, k) * math.comb(b_n, total_pass - k)
+            for k in range(max(0, total_pass - b_n), a_pass + 1)
+        )
+        / denom
+    )
+
+
+def triage_table(seed: int, trials: int) -> list[str]:
+    """Triage rerun: did the red case really drop against its reference?"""
+    rng = random.Random(seed)
+    lines = [
+        "| rerun rule | drop of 20 points found | same rate called a drop | mean samples / arm |",
+        "|---|---|---|---|",
+    ]
+
+    def fixed(n: int) -> Callable[[float, float], tuple[bool, int]]:
+        def run(p_ref: float, p_red: float) -> tuple[bool, int]:
+            a = sum(rng.random() < p_red for _ in range(n))
+            b = sum(rng.random() < p_ref for _ in range(n))
+            return _fisher_one_sided(a, n, b, n) < 0.05, n
+
+        return run
+
+    def batched(step: int, budget: int) -> Callable[[float, float], tuple[bool, int]]:
+        # Pocock-style: each of the K looks at 0.05 / K, stop early on a clear answer.
+        looks = budget // step
+        alpha = 0.05 / looks
+
+        def run(p_ref: float, p_red: float) -> tuple[bool, int]:
+            a = b = n = 0
+            while n < budget:
+                a += sum(rng.random() < p_red for _ in range(step))
+                b += sum(rng.random() < p_ref for _ in range(step))
+                n += step
+                if _fisher_one_sided(a, n, b, n) < alpha:
+                    return True, n
+                if a >= b and n >= 2 * step:
+                    return False, n
+            return False, n
+
+        return run
+
+    rules = [("fixed 20 per arm", fixed(20)), ("fixed 40 per arm", fixed(40))]
+    rules.append(("batches of 10 up to 40 per arm", batched(10, 40)))
+    for name, rule in rules:
+        found = alarms = 0
+        used: list[int] = []
+        for _ in range(trials):
+            base = rng.uniform(0.85, 1.0)
+            hit, n1 = rule(base, base - DROP)
+            same, n2 = rule(base, base)
+            found += hit
+            alarms += same
+            used += [n1, n2]
+        lines.append(
+            f"| {name} | {found / trials:.1%} | {alarms / trials:.1%} | "
+            f"{statistics.fmean(used):.1f} |"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=400)
+    parser.add_argument("--nights", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=20261130)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    print(f"Nightly: {args.cases} cases × {args.nights} nights (every other night a regression:")
+    print(f"5% of cases lose {DROP:.0%} of pass rate), bar {BAR:.0%}, seed {args.seed}\n")
+    print("\n".join(nightly_table(args.cases, args.nights, args.seed)))
+    print()
+    print(floor_line())
+    print("\nTriage rerun (2,000 red cases with a real 20-point drop, 2,000 without):\n")
+    print("\n".join(triage_table(args.seed, 2000)))
+    print(f"\n({time.perf_counter() - started:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""A red night read by cause: failing cases grouped by how they fail, each marked by its past.
+
+Forty failing cases rarely have forty causes. Grouping by the first assertion that failed
+(and the verdict most of the case's bad samples got) turns a long red list into a handful of
+reasons to look at; the trend says which of them started tonight.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from itertools import pairwise
+
+from redline.history import HistoryPoint
+from redline.records import CaseOutcome, CaseRecord, SampleRecord
+from redline.verdicts import Verdict
+
+#: (suite, case id, assertion index) → the assertion as the case file says it, or None when
+#: the case file is not at hand (then the type and index stand for it).
+Describe = Callable[[str, str, int], str | None]
+
+#: Runs looked at to call a case flapping.
+FLAP_WINDOW = 6
+#: Changes between pass and fail within the window that make a case flapping.
+FLAP_CHANGES = 2
+
+
+@dataclass(frozen=True, order=True)
+class FailureSignature:
+    """How a case fails: the first assertion its bad samples failed, and their usual verdict."""
+
+    assertion: str
+    verdict: Verdict
+
+    @property
+    def label(self) -> str:
+        return f"{self.assertion} ({self.verdict})" if self.assertion else str(self.verdict)
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    signature: FailureSignature
+    cases: tuple[CaseRecord, ...]
+
+
+class Trend(StrEnum):
+    NEW = "new"
+    STILL_FAILING = "still failing"
+    FLAPPING = "flapping"
+
+
+@dataclass(frozen=True)
+class CaseTrend:
+    trend: Trend
+    #: For `still failing`: how many runs in a row, this one included.
+    runs: int = 1
+
+    @property
+    def label(self) -> str:
+        if self.trend is Trend.STILL_FAILING:
+            return f"still failing ({self.runs} runs)"
+        return str(self.trend)
+
+
+def failure_signature(
+    case: CaseRecord, samples: Sequence[SampleRecord], describe: Describe | None = None
+) -> FailureSignature:
+    """The signature of one case: its bad samples' usual verdict, and the assertion those
+    samples most often failed first."""
+    bad = [s for s in samples if s.verdict is not Verdict.OK]
+    verdicts = Counter(s.verdict for s in bad)
+    # The most frequent; ties broken by name so the answer never depends on sample order.
+    dominant = min(verdicts, key=lambda v: (-verdicts[v], v.value)) if verdicts else Verdict.WRONG
+    firsts: Counter[tuple[int, str]] = Counter()
+    for s in bad:
+        if s.verdict is not dominant:
+            continue
+        failed = [a for a in s.assertions if a.failed]
+        if failed:
+            first = min(failed, key=lambda a: a.index)
+            firsts[(first.index, first.type)] += 1
+    if not firsts:
+        return FailureSignature("", dominant)
+    index, type_name = min(firsts, key=lambda k: (-firsts[k], k))
+    shown = describe(case.suite, case.case_id, index) if describe is not None else None
+    return FailureSignature(shown or f"{type_name} (assertion {index + 1})", dominant)
+
+
+def group_failures(
+    cases: Iterable[CaseRecord],
+    samples: Mapping[tuple[str, str], Sequence[SampleRecord]],
+    describe: Describe | None = None,
+) -> list[FailureGroup]:
+    """Failing cases by signature, the largest group first."""
+    groups: dict[FailureSignature, list[CaseRecord]] = {}
+    for case in cases:
+        if case.result is not CaseOutcome.FAIL:
+            continue
+        signature = failure_signature(case, samples.get((case.suite, case.case_id), ()), describe)
+        groups.setdefault(signature, []).append(case)
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    return [FailureGroup(sig, tuple(members)) for sig, members in ordered]
+
+
+def case_trend(points: Sequence[HistoryPoint], run_id: str) -> CaseTrend:
+    """New, still failing or flapping, from the scheduled runs of the case on one model.
+
+    `points` are the case's scheduled runs, oldest first, up to and including `run_id`
+    (inconclusive runs are skipped: they say nothing about the content).
+    """
+    upto: list[HistoryPoint] = []
+    for p in points:
+        upto.append(p)
+        if p.run_id == run_id:
+            break
+    current = upto[-1] if upto else None
+    model = current.model_id if current is not None else None
+    decided = [
+        p for p in upto if p.model_id == model and p.result in (CaseOutcome.PASS, CaseOutcome.FAIL)
+    ]
+    window = decided[-FLAP_WINDOW:]
+    changes = sum(1 for a, b in pairwise(window) if a.result != b.result)
+    if changes >= FLAP_CHANGES:
+        return CaseTrend(Trend.FLAPPING)
+    streak = 0
+    for p in reversed(decided):
+        if p.result is not CaseOutcome.FAIL:
+            break
+        streak += 1
+    if streak >= 2:
+        return CaseTrend(Trend.STILL_FAILING, streak)
+    return CaseTrend(Trend.NEW)
+
+
+__all__ = [
+    "CaseTrend",
+    "FailureGroup",
+    "FailureSignature",
+    "Trend",
+    "case_trend",
+    "failure_signature",
+    "group_failures",
+]

@@ -1,0 +1,145 @@
+"""Sequential sampling: draw samples only while a case's result is still undecided.
+
+A fixed N spends the same samples on a case that passes every time as on one that sits on
+its bar, and then flips the second between green and red from night to night. Here a case
+starts with `min` samples and draws more only while Wald's sequential probability ratio
+test (SPRT) cannot tell "the pass rate is at least bar + margin" from "the pass rate is at
+most bar − margin". Rates inside that band are *marginal*: a case that reaches `max`
+undecided is reported as marginal, never red.
+
+Error rates are stated for the edges of the band: a case whose true rate is bar + margin is
+called a fail with probability at most `false_fail`; one at bar − margin is called a pass
+with probability at most `false_pass` (Wald's bounds; `bench/sim_sequential.py` measures
+the exact rates).
+
+Contract cases keep their meaning: every sample must pass, so the first broken sample
+decides a fail and no more are drawn; a contract case whose `min` samples all pass stops
+there. Samples that carry no content evidence (truncated, transport) never decide anything;
+they use up the budget, and a case that runs out of budget because of them is
+inconclusive, as with a fixed N.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+#: What `redline run --adaptive` and `samples: {}` fill in.
+DEFAULT_MIN = 3
+DEFAULT_MAX = 10
+DEFAULT_MARGIN = 0.15
+DEFAULT_QUALITY_BAR = 0.8
+FALSE_FAIL = 0.01
+FALSE_PASS = 0.30
+
+
+class Decision(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    MARGINAL = "marginal"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class SequentialPlan:
+    """How many samples a case may draw, and against which bar it is decided."""
+
+    min: int = DEFAULT_MIN
+    max: int = DEFAULT_MAX
+    bar: float = DEFAULT_QUALITY_BAR
+    margin: float = DEFAULT_MARGIN
+    contract: bool = False
+    false_fail: float = FALSE_FAIL
+    false_pass: float = FALSE_PASS
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min <= self.max:
+            raise ValueError(f"samples min ({self.min}) must be between 1 and max ({self.max})")
+        if not 0.0 < self.bar <= 1.0:
+            raise ValueError(f"bar must be a rate in (0, 1], got {self.bar}")
+        if not 0.0 < self.margin < 0.5:
+            raise ValueError(f"margin must be in (0, 0.5), got {self.margin}")
+
+    @property
+    def band(self) -> tuple[float, float]:
+        """The rates (low, high) the test tells apart; between them a case is marginal."""
+        low = max(self.bar - self.margin, 0.01)
+        high = min(self.bar + self.margin, 0.99)
+        if high <= low:
+            high = min(low + 0.02, 0.995)
+        return low, high
+
+    def decide(self, passes: int, failures: int, other: int = 0) -> Decision | None:
+        """The case's result after these samples, or None while more samples are needed.
+
+        `failures` are content failures (wrong, malformed, refused); `other` are samples that
+        say nothing about content (truncated, transport).
+        """
+        drawn = passes + failures + other
+        if self.contract:
+            if failures:
+                return Decision.FAIL
+            if passes >= self.min:
+                return Decision.PASS
+            return _exhausted(drawn, self.max, other)
+        if passes + failures >= self.min:
+            llr = self._llr(passes, failures)
+            if llr >= self._pass_bound:
+                return Decision.PASS
+            if llr <= self._fail_bound:
+                return Decision.FAIL
+        return _exhausted(drawn, self.max, other)
+
+    def _llr(self, passes: int, failures: int) -> float:
+        low, high = self.band
+        return passes * math.log(high / low) + failures * math.log((1 - high) / (1 - low))
+
+    @property
+    def _pass_bound(self) -> float:
+        return math.log((1 - self.false_fail) / self.false_pass)
+
+    @property
+    def _fail_bound(self) -> float:
+        return math.log(self.false_fail / (1 - self.false_pass))
+
+    def describe(self) -> str:
+        if self.contract:
+            return f"{self.min}–{self.max} samples, every one must pass"
+        low, high = self.band
+        return (
+            f"{self.min}–{self.max} samples, bar {self.bar:.0%} "
+            f"(marginal between {low:.0%} and {high:.0%})"
+        )
+
+
+@dataclass(frozen=True)
+class SamplingSpec:
+    """`samples: {min, max, margin, bar}` as written; the tier is resolved per case."""
+
+    min: int = DEFAULT_MIN
+    max: int = DEFAULT_MAX
+    margin: float = DEFAULT_MARGIN
+    bar: float | None = None
+
+    def plan(self, tier: str) -> SequentialPlan:
+        contract = tier == "contract"
+        bar = 1.0 if contract else (self.bar if self.bar is not None else DEFAULT_QUALITY_BAR)
+        return SequentialPlan(
+            min=self.min, max=self.max, bar=bar, margin=self.margin, contract=contract
+        )
+
+
+def adaptive_plan(tier: str, samples: int, required: int) -> SequentialPlan:
+    """`redline run --adaptive` for a case written with a fixed N: its own bar, as a rate."""
+    bar = required / samples
+    return SamplingSpec(bar=max(0.05, min(bar, 0.95))).plan(tier)
+
+
+def _exhausted(drawn: int, maximum: int, other: int) -> Decision | None:
+    if drawn < maximum:
+        return None
+    return Decision.INCONCLUSIVE if other else Decision.MARGINAL
+
+
+__all__ = ["Decision", "SamplingSpec", "SequentialPlan", "adaptive_plan"]

@@ -1,0 +1,85 @@
+"""`redline search` and the engine's run search: substring, any script, index kept current."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from redline.cli import main
+from redline.errors import UsageError
+from redline.search import search_run
+from redline.store import RunStore
+from runfactory import OK, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
+
+OUTPUTS = {
+    "en": ["Here is the JSON you asked for:\n{}", '{"total": 1}', "Sure! Here is the JSON"],
+    "zh": ["我们无法提供退款。", "退款将在三天内到账", "好的"],
+    "id": ["Mohon maaf, pengembalian dana tidak bisa.", "Baik", "Terima kasih"],
+}
+
+
+def _store(tmp_path: Path) -> RunStore:
+    store = open_store(tmp_path)
+    cases = [
+        CaseSpec(name, [WRONG, OK, WRONG], outputs=outputs) for name, outputs in OUTPUTS.items()
+    ]
+    write_run(store, RunSpec("night1", cases))
+    later = CaseSpec("en", [OK] * 3, outputs=["Here is the JSON"] * 3)
+    write_run(store, RunSpec("night2", [later]))
+    return store
+
+
+def test_finds_a_phrase_in_outputs_of_this_run_only_case_insensitively(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    hits = search_run(store, "night1", "here is THE json")
+    assert [(h.case_id, h.index) for h in hits] == [("en", 0), ("en", 2)]
+    first = hits[0]
+    assert first.found_in == "output"
+    assert first.snippet[first.start : first.end] == "Here is the JSON"
+    assert "\n" not in first.snippet
+
+
+def test_finds_chinese_words_even_shorter_than_a_trigram(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    assert [(h.case_id, h.index) for h in search_run(store, "night1", "退款")] == [
+        ("zh", 0),
+        ("zh", 1),
+    ]
+    assert [h.index for h in search_run(store, "night1", "无法提供退款")] == [0]
+    assert [h.case_id for h in search_run(store, "night1", "pengembalian")] == ["id"]
+
+
+def test_finds_failure_reasons_and_case_ids(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    reasons = search_run(store, "night1", "found 'Here is'")
+    assert {h.found_in for h in reasons} == {"reason"}
+    assert len(reasons) == 6  # every wrong sample carries that failure reason
+    assert {h.case_id for h in search_run(store, "night1", "zh")} == {"zh"}
+
+
+def test_samples_added_after_a_search_are_found_by_the_next(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    assert search_run(store, "night1", "lanjutan") == []
+    write_run(store, RunSpec("night3", [CaseSpec("id", [OK], outputs=["lanjutan"])]))
+    assert [h.case_id for h in search_run(store, "night3", "lanjutan")] == ["id"]
+    with pytest.raises(UsageError):
+        search_run(store, "night1", "   ")
+
+
+def test_cli_prints_hits_and_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    _store(tmp_path).close()
+    assert main(["search", "night1", "Here is the JSON"]) == 0
+    out = capsys.readouterr().out
+    assert "suite-a/en#0" in out and "2 sample(s) in 1 case(s)" in out
+    assert main(["search", "night1", "退款", "--format", "json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(d["case_id"], d["sample"], d["verdict"]) for d in lines] == [
+        ("zh", 0, "wrong"),
+        ("zh", 1, "ok"),
+    ]
