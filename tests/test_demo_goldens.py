@@ -83,3 +83,24 @@ def test_a_missing_golden_file_is_an_error_with_file_and_line(tmp_path: Path) ->
         load_suite(suite)
     assert "a.yaml:3:" in str(caught.value)
     assert "golden output" in str(caught.value) and "does not exist" in str(caught.value)
+
+
+def test_golden_reference_prefers_the_accepted_baseline_and_says_which() -> None:
+    from redline.baseline import Baseline, BaselineCase, Golden, golden_reference
+    from redline.records import CaseOutcome
+
+    def entry(golden: Golden | None, passes: int) -> Baseline:
+        case = BaselineCase(
+            "c", "run1", "quality", 3, passes, 2, CaseOutcome.PASS, "m", "h", golden=golden
+        )
+        return Baseline("s", {"c": case})
+
+    accepted = golden_reference(entry(Golden(1, "accepted"), 3), "c", "written")
+    assert accepted.text == "accepted"
+    assert accepted.source == "the accepted baseline's golden output (run run1, sample 1)"
+    fallback = golden_reference(entry(None, 0), "c", "written")
+    assert fallback.text == "written"
+    assert fallback.source.startswith("the case's own reference answer")
+    assert "(run run1, 0/3 passed) has no passing sample" in fallback.source
+    none = golden_reference(None, "c", None)
+    assert none.text is None and "golden: file://" in none.source
