@@ -98,3 +98,14 @@ class SampleRecord:
     attempts: int = 1
     assertions: tuple[AssertionResult, ...] = ()
     created_at: str = ""
+
+
+@dataclass(frozen=True)
+class SampleUsage:
+    """A sample's latency, tokens and cost, read without its output text."""
+
+    verdict: Verdict
+    latency_ms: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from redline.budget import Estimate, estimate_run
 from redline.cases import Case, Suite, load_suites
 from redline.config import Config
 from redline.errors import UsageError
@@ -28,7 +29,7 @@ from redline.store import RunStore
 from redline.yamlsource import FILE_REF
 
 if TYPE_CHECKING:
-    from redline.runner import ProgressCallback
+    from redline.runner import ProgressCallback, RunOptions
 
 #: A rerun takes at least this many samples (or 4× the red run's, if more).
 MIN_RERUN_SAMPLES = 20
@@ -157,6 +158,27 @@ def suite_at_revision(suite: Suite, root: Path, rev: str) -> Suite:
     return dataclasses.replace(suite, system_template=system, user_template=user)
 
 
+def rerun_options(parent: RunRecord, case: Case, samples: int, rev: str) -> RunOptions:
+    """The run options of a triage rerun of `case` from the run `parent`."""
+    from redline.runner import RunOptions
+
+    return RunOptions(
+        samples=samples,
+        case_ids=(case.id,),
+        kind=RunKind.RERUN,
+        parent_id=parent.id,
+        model_alias=parent.model_alias if parent.kind is not RunKind.REPLAY else None,
+        args={"triage": True, "revision": rev, "samples": samples, "case": case.id},
+    )
+
+
+def estimate_rerun(
+    store: RunStore, config: Config, suite: Suite, case: Case, parent: RunRecord, samples: int
+) -> Estimate:
+    """What a rerun will cost, before it starts (the CLI and the app print it)."""
+    return estimate_run([suite], config, store, rerun_options(parent, case, samples, "HEAD"))
+
+
 def run_rerun(
     store: RunStore,
     config: Config,
@@ -167,6 +189,7 @@ def run_rerun(
     rev: str,
     progress: ProgressCallback | None = None,
     cancelled: Callable[[], bool] = lambda: False,
+    budget: float | None = None,
 ) -> RunRecord:
     """Run the case `samples` times against `suite` (blocking; call from a worker thread).
 
@@ -174,16 +197,11 @@ def run_rerun(
     interrupted, and `asyncio.CancelledError` propagates. The runner (and with it every
     provider client) is imported here, so opening the triage app does not pay for it.
     """
-    from redline.runner import RunOptions, execute_run
+    from redline.runner import execute_run
 
-    options = RunOptions(
-        samples=samples,
-        case_ids=(case.id,),
-        kind=RunKind.RERUN,
-        parent_id=parent.id,
-        model_alias=parent.model_alias if parent.kind is not RunKind.REPLAY else None,
-        args={"triage": True, "revision": rev, "samples": samples, "case": case.id},
-    )
+    options = rerun_options(parent, case, samples, rev)
+    if budget is not None:
+        options = dataclasses.replace(options, budget=budget)
 
     async def _main() -> RunRecord:
         task = asyncio.ensure_future(execute_run([suite], config, store, options, progress))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from helpers import settle
+from textual.pilot import Pilot
 from textual.widgets import Input, Static
 from triage_repo import BASE_USER_PROMPT, make_repo, open_triage
 from triage_store import RED_RUN, build_store
@@ -14,6 +15,7 @@ from redline.records import RunKind, RunStatus
 from redline.rerun import Conclusion
 from redline_tui.app import TriageApp
 from redline_tui.screens.rerun import RerunScreen
+from redline_tui.widgets.dialogs import QuestionDialog
 from servers import LoopbackLLMServer
 
 pytestmark = pytest.mark.anyio
@@ -51,6 +53,8 @@ async def test_rerun_on_the_unchanged_prompt_concludes(
             assert isinstance(screen, RerunScreen)
             assert screen.query_one("#rerun-revision", Input).value == base_sha[:12]
             assert screen.query_one("#rerun-samples", Input).value == "20"
+            note = str(screen.query_one("#revision-note", Static).render())
+            assert "estimated cost $" in note and "for 20 sample(s)" in note, note
             screen.query_one("#rerun-samples", Input).value = samples
             await pilot.press("r")
             await settle(pilot)
@@ -137,3 +141,45 @@ async def test_leaving_the_rerun_screen_mid_rerun_stores_it_as_interrupted(
         reruns = store.runs(kind=RunKind.RERUN)
         assert len(reruns) == 1 and reruns[0].status is RunStatus.INTERRUPTED
         assert 0 < len(store.samples(reruns[0].id)) < 20
+
+
+async def test_rerun_over_the_cost_threshold_asks_first(
+    tmp_path: Path, llm_server: LoopbackLLMServer, loopback_key: str
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    toml = "confirm_cost_above = 0.0000001\n" + llm_server.redline_toml()
+    make_repo(root, toml, base_user_prompt=BASE_USER_PROMPT)
+    with build_store(tmp_path / "redline.db", with_rerun=False) as store:
+        app = TriageApp(open_triage(root, store))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("down", "enter")
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, RerunScreen)
+            screen.query_one("#rerun-samples", Input).value = "2"
+            await pilot.press("r")
+            await _question(pilot)
+            body = str(app.screen.query_one("#question-body", Static).render())
+            assert "estimated cost $" in body and "for 2 sample(s)" in body
+            assert "over confirm_cost_above" in body
+            await pilot.press("n")
+            await settle(pilot)
+            assert app.screen is screen and llm_server.count() == 0
+            assert "not started" in str(screen.query_one("#rerun-progress", Static).render())
+            await pilot.press("r")
+            await _question(pilot)
+            await pilot.press("y")
+            await settle(pilot)
+            assert screen.result is not None
+            assert llm_server.count() == 2
+
+
+async def _question(pilot: Pilot[None]) -> None:
+    """Wait for the question dialog (its worker waits for a key, so `settle` cannot)."""
+    for _ in range(200):
+        if isinstance(pilot.app.screen, QuestionDialog):
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"no question asked; the screen is {pilot.app.screen!r}")

@@ -9,12 +9,14 @@ not enough, 0 when the case fails on the unchanged prompt too (your change is cl
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from rich.text import Text
 
+from redline.budget import budget_note
 from redline.cli import ExitCode
 from redline.cli.output import make_console
-from redline.cli.run import PlainProgress
+from redline.cli.run import PlainProgress, check_cost, usd_amount
 from redline.config import load_config
 from redline.errors import UsageError
 from redline.records import CaseRecord, RunRecord
@@ -24,6 +26,7 @@ from redline.rerun import (
     default_revision,
     default_samples,
     find_case,
+    rerun_options,
     run_rerun,
     suite_at_revision,
 )
@@ -52,6 +55,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--samples", type=int, help="samples for the rerun (default: max(20, 4 × the run's))"
     )
+    parser.add_argument(
+        "--budget",
+        type=usd_amount,
+        metavar="USD",
+        help="stop once this many US dollars are spent (default: max_run_cost)",
+    )
+    parser.add_argument(
+        "--yes", action="store_true", help="do not ask before a rerun estimated over the threshold"
+    )
     parser.set_defaults(handler=_rerun)
 
 
@@ -67,18 +79,34 @@ def _rerun(args: argparse.Namespace) -> int:
         rev, why = (args.rev, "given with --rev") if args.rev else default_revision(config.root)
         samples = args.samples or default_samples(current.samples)
         unchanged = suite_at_revision(suite, config.root, rev)
+        options = replace(rerun_options(run, case, samples, rev), budget=args.budget)
+        options = check_cost(console, config, store, [unchanged], options, assume_yes=args.yes)
         console.print(
             Text(f"rerunning {current.suite}/{current.case_id}: {samples} samples, prompt at {rev}")
             + Text(f" ({why})", style="dim")
         )
         with PlainProgress() as progress:
-            record = run_rerun(store, config, unchanged, case, run, samples, rev, progress.update)
+            record = run_rerun(
+                store,
+                config,
+                unchanged,
+                case,
+                run,
+                samples,
+                rev,
+                progress.update,
+                budget=options.budget,
+            )
         rerun = _case_record(store.cases(record.id), current.case_id, current.suite, record)
     result = compare_rerun(current, rerun)
     console.print(Text(f"current prompt    (run {run.id}):   {result.current.describe()}"))
     console.print(Text(f"unchanged prompt  (rerun {record.id}): {result.unchanged.describe()}"))
     console.print(Text(f"one-sided Fisher p = {result.p_value:.4f}"))
     console.print(Text(result.conclusion.value, style="bold"))
+    note = budget_note(record.args)
+    if note is not None:
+        console.print(Text(note, style="bold yellow"))
+        return ExitCode.INCONCLUSIVE
     return _EXIT[result.conclusion]
 
 

@@ -17,6 +17,7 @@ from textual.worker import get_current_worker
 if TYPE_CHECKING:
     from redline.runner import RunProgress
 
+from redline.budget import budget_note
 from redline.errors import RedlineError
 from redline.records import CaseRecord, RunRecord, RunStatus
 from redline.rerun import (
@@ -25,13 +26,16 @@ from redline.rerun import (
     compare_rerun,
     default_revision,
     default_samples,
+    estimate_rerun,
     find_case,
     run_rerun,
     suite_at_revision,
 )
+from redline.usage import usd
 from redline_tui.context import TriageContext
 from redline_tui.messages import RerunStored, Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
+from redline_tui.widgets.dialogs import QuestionDialog
 from redline_tui.widgets.key_bar import KeyBar
 
 _CONCLUSION_STYLES = {
@@ -93,17 +97,48 @@ class RerunScreen(CaseStepScreen):
     def _prepare(self) -> None:
         revision, why = default_revision(self.ctx.root)
         previous = self.ctx.reruns_of(self.run.id, self.case)
-        self.app.call_from_thread(self._prepared, revision, why, previous[-1] if previous else None)
+        cost = self._cost_note(default_samples(self.case.samples))
+        self.app.call_from_thread(
+            self._prepared, revision, why, previous[-1] if previous else None, cost
+        )
+
+    def _cost_note(self, samples: int, over: float | None = None) -> str:
+        """The estimated cost of a rerun on a priced model ('' on the free local model, or
+        when the estimate is not above `over`)."""
+        config = self.ctx.config
+        if config is None:
+            return ""
+        try:
+            suite, case = find_case(config, self.case.suite, self.case.case_id)
+            estimate = estimate_rerun(self.ctx.store, config, suite, case, self.run, samples)
+        except RedlineError:
+            return ""
+        if estimate.price is None and estimate.model_id.startswith("local:"):
+            return ""
+        if over is not None and (estimate.cost is None or estimate.cost <= over):
+            return ""
+        each = estimate.cases[0].per_sample if estimate.cases else None
+        per = f" (about {usd(each)} a sample)" if each is not None else ""
+        budget = config.max_run_cost
+        limit = f"; stops at max_run_cost {usd(budget)}" if budget is not None else ""
+        return f"{estimate.describe()}{per}{limit}"
 
     def _prepared(
-        self, revision: str, why: str, previous: tuple[RunRecord, CaseRecord] | None
+        self,
+        revision: str,
+        why: str,
+        previous: tuple[RunRecord, CaseRecord] | None,
+        cost: str = "",
     ) -> None:
         if not self.is_attached:
             return
         box = self.query_one("#rerun-revision", Input)
         if not box.value:
             box.value = revision
-        self.query_one("#revision-note", Static).update(Text(f"{revision}: {why}"))
+        note = Text(f"{revision}: {why}")
+        if cost:
+            note.append(f"\n{cost}")
+        self.query_one("#revision-note", Static).update(note)
         if previous is not None and self.result is None:
             run, record = previous
             self._show_result(run, record, str(run.args.get("revision", "earlier rerun")))
@@ -148,12 +183,30 @@ class RerunScreen(CaseStepScreen):
             return
         self.running = True
         self.set_focus(None)
+        self._confirm_and_rerun(revision, int(samples_text))
+
+    @work(exclusive=True, group="rerun-confirm")
+    async def _confirm_and_rerun(self, revision: str, samples: int) -> None:
+        """Ask first when the estimate is over `confirm_cost_above`, then start the rerun."""
+        config = self.ctx.config
+        threshold = config.confirm_cost_above if config is not None else None
+        if threshold is not None:
+            note = self._cost_note(samples, over=threshold)
+            body = f"{note}\n\nThat is over confirm_cost_above ({usd(threshold)}). Rerun anyway?"
+            if note and not await self.app.push_screen_wait(
+                QuestionDialog("This rerun costs money", body, "Rerun")
+            ):
+                self.running = False
+                self.query_one("#rerun-progress", Static).update(
+                    Text("Rerun not started: nothing was sent.")
+                )
+                return
         self.query_one("#rerun-bar").display = True
-        self.query_one("#rerun-bar", ProgressBar).update(total=int(samples_text), progress=0)
+        self.query_one("#rerun-bar", ProgressBar).update(total=samples, progress=0)
         self.query_one("#rerun-progress", Static).update(
-            Text(f"Rerunning {self.case.case_id} × {samples_text} at {revision}…")
+            Text(f"Rerunning {self.case.case_id} × {samples} at {revision}…")
         )
-        self._rerun(revision, int(samples_text))
+        self._rerun(revision, samples)
 
     def action_cancel(self) -> None:
         if self.running:
@@ -187,6 +240,7 @@ class RerunScreen(CaseStepScreen):
                 revision,
                 progress,
                 lambda: worker.is_cancelled,
+                budget=config.max_run_cost,
             )
         except RedlineError as exc:
             app.call_from_thread(self._failed, str(exc))
@@ -226,8 +280,10 @@ class RerunScreen(CaseStepScreen):
         if record is None:
             self._failed(f"rerun {rerun.id} stored no result for {self.case.case_id}")
             return
-        self.query_one("#rerun-progress", Static).update(
-            Text(f"Rerun {rerun.id} stored, linked to run {self.run.id}.")
-        )
+        stored = Text(f"Rerun {rerun.id} stored, linked to run {self.run.id}.")
+        stopped = budget_note(rerun.args)
+        if stopped is not None:
+            stored.append(f" {stopped}.", style="bold yellow")
+        self.query_one("#rerun-progress", Static).update(stored)
         self._show_result(rerun, record, revision)
         self.post_message(RerunStored(rerun.id, self.run.id))
