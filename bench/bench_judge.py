@@ -5,7 +5,7 @@ Each call goes through the whole Layer 2 path a `--judge` run takes per sample:
 request, validates the answer with pydantic and decides the verdict again. The ideal
 wall time is ceil(800 / 16) x 50 ms = 2.5 s; everything above it is redline. The server
 runs in its own process so its CPU is not counted. Targets: wall <= 1.2 x ideal on an
-idle machine, and <= 1 ms CPU per judgement above a bare httpx client posting the same
+idle machine, and <= 1 ms CPU per judgement above a bare aiohttp client posting the same
 body (measured alongside, as the floor).
 
     uv run python bench/bench_judge.py [--calls 800] [--concurrency 16]
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from loopback import LATENCY_MS, bare_http_cpu, start_server
+from loopback import LATENCY_MS, bare_client, start_server
 from redline.assertions import evaluate_sample
 from redline.cases import Case, load_suite
 from redline.completion import Completion, FinishReason
@@ -141,7 +141,7 @@ def main() -> None:
             body = OpenAIProvider(
                 model, config.provider("loopback"), base_url=url, api_key=None, price=None
             ).payload(request)
-            floor = asyncio.run(bare_http_cpu(url, body, args.calls, args.concurrency))
+            floor = asyncio.run(bare_client(url, body, args.calls, args.concurrency))
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -155,8 +155,9 @@ def main() -> None:
     print(f"serial (concurrency 1) {serial_rate:.1f} judgements/s over {serial_calls} calls")
     print(f"speed-up vs serial     {rate / serial_rate:.1f}x (ideal {args.concurrency}x)")
     print(f"CPU per judgement      {cpu / args.calls * 1000:.2f} ms")
-    print(f"  of which httpx       {floor * 1000:.2f} ms per request (bare client, same load)")
-    print(f"  judge path + rest    {(cpu / args.calls - floor) * 1000:.2f} ms")
+    floor_ms = floor.cpu_per_request_s * 1000
+    print(f"  of which HTTP        {floor_ms:.2f} ms per request (bare aiohttp client, same load)")
+    print(f"  judge path + rest    {cpu / args.calls * 1000 - floor_ms:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from loopback import LATENCY_MS, bare_http_cpu, start_server
+from loopback import BARE_BODY, LATENCY_MS, bare_client, start_server
 from redline.cases import load_suites
 from redline.config import parse_config
 from redline.runner import RunOptions, run_suites
@@ -46,7 +46,7 @@ assert:
 """
 
 
-def _write_project(root: Path, url: str, cases: int, samples: int, concurrency: int) -> Path:
+def write_project(root: Path, url: str, cases: int, samples: int, concurrency: int) -> Path:
     (root / "redline.toml").write_text(
         f"concurrency = {concurrency}\n"
         '[models]\nfake = "loopback:fake-model-2025-01-01"\n'
@@ -67,16 +67,6 @@ def _write_project(root: Path, url: str, cases: int, samples: int, concurrency: 
     return suite
 
 
-_BARE_BODY: dict[str, object] = {
-    "model": "fake-model-2025-01-01",
-    "messages": [
-        {"role": "system", "content": "Extract the invoice as JSON."},
-        {"role": "user", "content": "MODE:json Invoice 1 from PT Sinar Jaya"},
-    ],
-    "seed": 1,
-}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=200)
@@ -89,7 +79,7 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="redline-bench-") as tmp:
             root = Path(tmp)
-            suite_dir = _write_project(root, url, args.cases, args.samples, args.concurrency)
+            suite_dir = write_project(root, url, args.cases, args.samples, args.concurrency)
             config = parse_config(root / "redline.toml")
             suites = load_suites([suite_dir], config)
             store = RunStore.open(config.store_path)
@@ -115,7 +105,7 @@ def main() -> None:
             stored = len(store.sample_keys(record.id))
             store.close()
 
-        bare = asyncio.run(bare_http_cpu(url, _BARE_BODY, total, args.concurrency))
+        bare = asyncio.run(bare_client(url, BARE_BODY, total, args.concurrency))
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -127,8 +117,8 @@ def main() -> None:
         f"CPU per sample     {cpu / total * 1000:.2f} ms  (target <= 1.50; "
         f"user {user / total * 1000:.2f} + system {system / total * 1000:.2f})"
     )
-    print(f"  of which httpx   {bare * 1000:.2f} ms per request (bare client, same load)")
-    print(f"  runner + rest    {(cpu / total - bare) * 1000:.2f} ms")
+    print(f"  bare client      {bare.cpu_per_request_s * 1000:.2f} ms per request (aiohttp)")
+    print(f"wall / bare        {wall / bare.wall_s:.2f}  (bare client {bare.wall_s:.2f} s)")
     print(f"peak RSS           {peak_mb:.0f} MB")
     if stored != total:
         raise SystemExit("not every sample was stored")

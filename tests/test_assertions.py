@@ -7,8 +7,16 @@ from pathlib import Path
 import pytest
 
 from casefiles import case_with, done
-from redline.assertions import Check, Sample, evaluate_sample
-from redline.assertions.base import _REGISTRY, COST_MODEL, LAYER_2, Assertion, Spec, register
+from redline.assertions import Check, Sample, evaluate_sample, load_optional_types
+from redline.assertions.base import (
+    _REGISTRY,
+    COST_MODEL,
+    LAYER_2,
+    TYPE_MODULES,
+    Assertion,
+    Spec,
+    register,
+)
 from redline.assertions.heuristic import compression_ratio, distinct_n
 from redline.assertions.refusal import detect_refusal
 from redline.cases import Case
@@ -458,7 +466,9 @@ class _Probe(Assertion):
 @pytest.fixture
 def probe(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_Probe]]:
     monkeypatch.setattr(_Probe, "calls", 0)
+    load_optional_types()  # registered now, so nothing registers it behind the test's back
     monkeypatch.delitem(_REGISTRY, "mentions", raising=False)
+    monkeypatch.delitem(TYPE_MODULES, "mentions")  # as if the semantic module were absent
     yield _Probe
     _REGISTRY.pop("mentions", None)
 

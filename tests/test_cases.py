@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from casefiles import CASE_HEAD, SUITE_YAML, write_suite
-from redline.assertions.base import _REGISTRY
+from redline.assertions import load_optional_types
+from redline.assertions.base import _REGISTRY, TYPE_MODULES
 from redline.cases import load_suite, load_suites
 from redline.config import load_config, parse_config
 from redline.errors import Problem, ProblemsError
@@ -229,7 +230,9 @@ def test_duplicate_case_ids_and_keys(tmp_path: Path) -> None:
 def test_all_problems_in_all_files_are_listed_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    load_optional_types()  # registered now, so nothing registers it behind the test's back
     monkeypatch.delitem(_REGISTRY, "judge", raising=False)
+    monkeypatch.delitem(TYPE_MODULES, "judge")  # as if the judge module were absent
     broken_suite = SUITE_YAML + "temprature: 0.2\n"
     write_suite(
         tmp_path / "one",

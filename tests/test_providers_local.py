@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -15,15 +16,15 @@ from redline.completion import ChatRequest, Completion, FinishReason
 from redline.config import Config, ModelRef, parse_config
 from redline.errors import ConfigError
 from redline.providers import Provider, make_provider
-from redline.providers.local import LocalProvider, locate_model
+from redline.providers.local import LocalProvider, default_slots, locate_model
 
 DEFAULT = "smollm2-135m-instruct-q4_1"
 
 
-def _local_config(tmp_path: Path, name: str = DEFAULT, threads: int = 2) -> Config:
+def _local_config(tmp_path: Path, name: str = DEFAULT, threads: int = 2, extra: str = "") -> Config:
     path = tmp_path / "redline.toml"
     path.write_text(
-        f'[models]\nlocal = "local:{name}"\n\n[providers.local]\nthreads = {threads}\n',
+        f'[models]\nlocal = "local:{name}"\n\n[providers.local]\nthreads = {threads}\n{extra}',
         encoding="utf-8",
     )
     return parse_config(path)
@@ -50,7 +51,6 @@ def test_identity_pins_the_gguf_sha256(tmp_path: Path) -> None:
     expected = hashlib.sha256(path.read_bytes()).hexdigest()
 
     assert isinstance(provider, Provider)
-    assert provider.max_parallel == 1
     assert provider.identity() == f"local:{DEFAULT}@sha256:{expected}"
 
 
@@ -124,3 +124,53 @@ def test_real_model_samples_differ_by_seed_and_report_length(tmp_path: Path) -> 
         assert sample.extra["seed"] == seed
         assert sample.text.strip()
     assert first.text != second.text
+
+
+def test_samples_in_flight_default_to_two_per_core_and_follow_the_config(
+    tmp_path: Path,
+) -> None:
+    default = make_provider(_local_config(tmp_path).model("local"), _local_config(tmp_path))
+    config = _local_config(tmp_path, extra="parallel = 3\n")
+    pinned = make_provider(config.model("local"), config)
+
+    assert default_slots() == 2 * (os.cpu_count() or 1)
+    assert default.max_parallel == default_slots()
+    assert pinned.max_parallel == 3
+
+
+@pytest.mark.parametrize("value", ["0", "'four'", "true"])
+def test_a_bad_parallel_setting_is_a_config_error(tmp_path: Path, value: str) -> None:
+    config = _local_config(tmp_path, extra=f"parallel = {value}\n")
+
+    with pytest.raises(ConfigError, match="parallel must be a positive integer"):
+        make_provider(config.model("local"), config)
+
+
+@pytest.mark.slow
+def test_real_model_decodes_several_samples_at_once(tmp_path: Path) -> None:
+    config = _local_config(tmp_path, threads=1, extra="parallel = 3\n")
+    provider = make_provider(config.model("local"), config)
+    request = ChatRequest(
+        model="local",
+        system="You are a helpful assistant.",
+        user="Name three colours.",
+        max_tokens=8,
+        temperature=1.0,
+    )
+
+    async def together() -> list[Completion]:
+        try:
+            return list(
+                await asyncio.gather(
+                    *(provider.complete(replace(request, seed=s)) for s in (1, 2, 3))
+                )
+            )
+        finally:
+            await provider.aclose()
+
+    samples = asyncio.run(together())
+
+    assert [s.error for s in samples] == [None, None, None]
+    assert [s.extra["seed"] for s in samples] == [1, 2, 3]
+    assert all(s.output_tokens is not None and 0 < s.output_tokens <= 8 for s in samples)
+    assert all(s.text.strip() for s in samples)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from github_server import LoopbackGitHub, zip_folder
 from redline.cases import load_suite
 from redline.cli import main
 from redline.config import load_config
@@ -179,7 +180,7 @@ def _run_job(
             assert uses.startswith(_RUNNER_ACTIONS) or uses.startswith("actions/download"), uses
             continue
         script = _expand(str(step["run"]), values)
-        step_env = env | {k: str(v) for k, v in (step.get("env") or {}).items()}
+        step_env = env | {k: _expand(str(v), values) for k, v in (step.get("env") or {}).items()}
         proc = subprocess.run(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
             cwd=cwd,
@@ -279,10 +280,23 @@ def test_the_generated_workflow_installs_redline_and_its_jobs_pass_in_a_clone(
         _run_job(wf, "quality", machine, env, values | {"matrix.shard": str(shard)})
         artifact = clone / "shards" / f"prompt-evals-quality-shard-{shard}"
         shutil.copytree(machine / "out" / f"shard-{shard}", artifact)
-    report = _run_job(wf, "quality-report", clone, env, values)
+    # The report job runs on a fresh machine: its history comes from earlier CI runs' artifacts,
+    # pulled from (a loopback) GitHub with the workflow's own token.
+    earlier = json.loads((clone / "out/contract/results.json").read_text(encoding="utf-8"))
+    shutil.rmtree(clone / ".redline")
+    with LoopbackGitHub("acme/app", "ghs_workflow_token") as github:
+        github.add_run(
+            41, "2026-01-01T03:17:00Z", {"prompt-evals-quality": zip_folder(clone / "out/contract")}
+        )
+        report_env = env | {"GITHUB_API_URL": github.api_url, "GITHUB_REPOSITORY": "acme/app"}
+        report_values = values | {"github.token": "ghs_workflow_token"}
+        report = _run_job(wf, "quality-report", clone, report_env, report_values)
     assert all(code == 0 for _, code in report)
+    assert any(command.startswith("redline pull") for command, _ in report)
     merged = json.loads((clone / "out/quality/results.json").read_text(encoding="utf-8"))
     assert sorted(c["id"] for c in merged["cases"]) == ["0001-refund-window", "0003-order-status"]
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert f"### Against the previous run `{earlier['run']['id']}`" in summary
 
 
 def _no_git(folder: Path) -> None:

@@ -1,5 +1,5 @@
 import sys
 
-from redline.cli import main
+from redline.cli import console
 
-sys.exit(main())
+sys.exit(console())

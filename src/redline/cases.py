@@ -20,7 +20,6 @@ from redline.assertions import (
     Spec,
     assertion_type,
     known_types,
-    load_optional_types,
 )
 from redline.casemodel import (
     CASE_KEYS,
@@ -230,7 +229,6 @@ class _SuiteLoader:
         self.problems = problems
         #: Case files read from these texts instead of the disk (None: left out).
         self.overrides = {p.resolve(): t for p, t in (overrides or {}).items()}
-        load_optional_types()
 
     def show(self, path: Path) -> str:
         return relpath(path)

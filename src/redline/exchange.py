@@ -1,4 +1,4 @@
-"""Move one run between stores: `results.json` + `samples.jsonl` in a folder (CI artifacts).
+"""Move runs between stores: `results.json` + `samples.jsonl` in a folder or a zip (CI artifacts).
 
 The export is complete (run, manifest, case results, every sample with its assertion
 results), so importing it back gives the same records, raw outputs byte for byte.
@@ -7,15 +7,19 @@ results), so importing it back gives the same records, raw outputs byte for byte
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import zipfile
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from redline.completion import FinishReason
 from redline.errors import UsageError
 from redline.records import (
     CaseOutcome,
     CaseRecord,
+    CiOrigin,
     RunKind,
     RunRecord,
     RunResult,
@@ -78,48 +82,146 @@ def export_run(store: RunStore, run_id: str, out: Path) -> Path:
     return out
 
 
+class RunAlreadyStored(UsageError):
+    """The export holds a run the store already has (imported or run before)."""
+
+    def __init__(self, run_id: str, store: Path) -> None:
+        self.run_id = run_id
+        super().__init__(
+            f"run {run_id} is already in the store {store}; it was imported or run before"
+        )
+
+
+class NoExport(UsageError):
+    """The file or folder holds no `redline export` at all (e.g. another CI artifact)."""
+
+
+@dataclass(frozen=True)
+class ExportedRun:
+    """One run as read from an export, not yet in any store; `where` names its source."""
+
+    run: RunRecord
+    cases: tuple[CaseRecord, ...]
+    samples: tuple[SampleRecord, ...]
+    where: str
+
+
 def import_run(store: RunStore, folder: Path) -> RunRecord:
     """Load an exported run into the store; refuses a run id the store already holds."""
+    return add_export(store, read_export(folder))
+
+
+def add_export(store: RunStore, exported: ExportedRun, origin: CiOrigin | None = None) -> RunRecord:
+    """Add a read export to the store in one transaction; RunAlreadyStored when it is there."""
+    if store.has_run(exported.run.id):
+        raise RunAlreadyStored(exported.run.id, store.path)
+    store.add_run(exported.run, exported.cases, exported.samples, origin=origin)
+    return store.run(exported.run.id)
+
+
+def read_export(folder: Path) -> ExportedRun:
+    """The run exported to `folder` (`results.json` + `samples.jsonl`)."""
     results_path = folder / RESULTS_FILE
     samples_path = folder / SAMPLES_FILE
     for path in (results_path, samples_path):
         if not path.is_file():
             raise UsageError(f"{path}: missing; `redline import` expects a `redline export` folder")
+    with samples_path.open("rb") as samples:
+        return parse_export(results_path.read_bytes(), samples, str(folder))
+
+
+def read_zip(file: Path | IO[bytes], where: str) -> list[ExportedRun]:
+    """Every export in a zip (a CI artifact): each folder of it holding both export files.
+
+    Read from the archive in memory, nothing unpacked to disk.
+    """
     try:
-        results = json.loads(results_path.read_text(encoding="utf-8"))
+        archive = zipfile.ZipFile(file)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise UsageError(f"{where}: not a readable zip file ({exc})") from None
+    with archive:
+        names = {
+            n for n in archive.namelist() if not n.endswith("/") and not n.startswith("__MACOSX/")
+        }
+        prefixes = sorted(
+            n[: -len(RESULTS_FILE)]
+            for n in names
+            if n == RESULTS_FILE or n.endswith("/" + RESULTS_FILE)
+        )
+        if not prefixes:
+            raise NoExport(
+                f"{where}: no {RESULTS_FILE} in the zip; it holds no `redline export` of a run"
+            )
+        found = []
+        for prefix in prefixes:
+            inside = f"{where}:{prefix}" if prefix else where
+            if prefix + SAMPLES_FILE not in names:
+                raise UsageError(f"{inside}: {RESULTS_FILE} without {SAMPLES_FILE} beside it")
+            try:
+                results = archive.read(prefix + RESULTS_FILE)
+                with archive.open(prefix + SAMPLES_FILE) as samples:
+                    found.append(parse_export(results, samples, inside))
+            except (zipfile.BadZipFile, zlib.error, OSError) as exc:
+                raise UsageError(f"{inside}: damaged zip entry ({exc})") from None
+        return found
+
+
+def export_paths(path: Path) -> list[Path]:
+    """The exports `path` names: an export folder, a zip, or a folder of several of them."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise UsageError(f"{path}: no such file or folder")
+    if (path / RESULTS_FILE).is_file():
+        return [path]
+    found = sorted(
+        {p.parent for p in path.rglob(RESULTS_FILE) if p.is_file()}
+        | {p for p in path.rglob("*.zip") if p.is_file()}
+    )
+    if not found:
+        raise NoExport(
+            f"{path}: no `redline export` in it (a folder with {RESULTS_FILE} and "
+            f"{SAMPLES_FILE}, or a zip of one)"
+        )
+    return found
+
+
+def read_exports(path: Path) -> list[ExportedRun]:
+    """The runs exported at `path`: an export folder, or a zip holding one or more."""
+    if path.is_dir():
+        return [read_export(path)]
+    return read_zip(path, str(path))
+
+
+def parse_export(results_bytes: bytes, samples: Iterable[bytes], where: str) -> ExportedRun:
+    """An export from the bytes of its `results.json` and the lines of its `samples.jsonl`."""
+    results_where = f"{where}/{RESULTS_FILE}"
+    samples_where = f"{where}/{SAMPLES_FILE}"
+    try:
+        results = json.loads(results_bytes.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{results_path}: not valid JSON: {exc}") from None
+        raise UsageError(f"{results_where}: not valid JSON: {exc}") from None
     if not isinstance(results, dict) or results.get("format") != FORMAT:
-        raise UsageError(f"{results_path}: not a redline run export (format {FORMAT!r})")
+        raise UsageError(f"{results_where}: not a redline run export (format {FORMAT!r})")
     if results.get("format_version") != FORMAT_VERSION:
         raise UsageError(
-            f"{results_path}: export format version {results.get('format_version')!r}; "
+            f"{results_where}: export format version {results.get('format_version')!r}; "
             f"this redline reads version {FORMAT_VERSION}"
         )
     try:
         run = _run_from_json(results["run"], results.get("manifest", {}))
-        cases = [_case_from_json(c, run.id) for c in results["cases"]]
+        cases = tuple(_case_from_json(c, run.id) for c in results["cases"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{results_path}: malformed export: {exc!r}") from None
-    try:
-        store.run(run.id)
-    except UsageError:
-        pass
-    else:
-        raise UsageError(
-            f"run {run.id} is already in the store {store.path}; it was imported or run before"
-        )
-    samples: list[SampleRecord] = []
-    with samples_path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                samples.append(_sample_from_json(json.loads(line), run.id))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise UsageError(f"{samples_path}:{lineno}: malformed sample: {exc!r}") from None
-    store.add_run(run, cases, samples)
-    return store.run(run.id)
+        raise UsageError(f"{results_where}: malformed export: {exc!r}") from None
+    parsed: list[SampleRecord] = []
+    for lineno, line in enumerate(samples, start=1):
+        if not line.strip():
+            continue
+        try:
+            parsed.append(_sample_from_json(json.loads(line.decode("utf-8")), run.id))
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"{samples_where}:{lineno}: malformed sample: {exc!r}") from None
+    return ExportedRun(run, cases, tuple(parsed), where)
 
 
 def _json_line(data: Mapping[str, Any]) -> str:

@@ -446,6 +446,12 @@ def merge_base_with_default(repo: Repo) -> str | None:
     return out.decode() if out else None
 
 
+def remote_url(repo: Repo, name: str = "origin") -> str | None:
+    """The fetch URL of a remote, None when the repository has no such remote."""
+    out = repo.run("remote", "get-url", name, check=False).strip()
+    return out.decode() if out else None
+
+
 def default_branch(repo: Repo) -> str | None:
     """origin/HEAD's target, else main or master (local first, then origin's)."""
     ref = repo.run("symbolic-ref", "--quiet", "refs/remotes/origin/HEAD", check=False).strip()

@@ -101,6 +101,28 @@ class SampleRecord:
 
 
 @dataclass(frozen=True)
+class CiOrigin:
+    """The CI run a pulled run came from: shown beside it, with a link back to CI."""
+
+    #: The CI system (`github`), and the repository as it names it (`owner/name`).
+    provider: str
+    repo: str
+    ci_run_id: str
+    #: The number CI shows for the run (`#128`), None when the CI system has none.
+    run_number: int | None
+    url: str
+    event: str | None = None
+    branch: str | None = None
+    #: The artifact the run was read from.
+    artifact: str = ""
+
+    @property
+    def label(self) -> str:
+        """`CI #128`, or the CI run id when CI gives no number."""
+        return f"CI #{self.run_number}" if self.run_number is not None else f"CI {self.ci_run_id}"
+
+
+@dataclass(frozen=True)
 class SampleUsage:
     """A sample's latency, tokens and cost, read without its output text."""
 

@@ -25,7 +25,6 @@ from redline.completion import ChatRequest
 from redline.config import Config, ModelRef
 from redline.errors import CredentialsRejected, UsageError
 from redline.gitio import repo_branch, repo_state
-from redline.judge import JudgeSession, judge_pending
 from redline.manifest import case_hash, suite_manifest
 from redline.outcome import add_counts, case_outcome, run_result
 from redline.providers import make_provider
@@ -49,6 +48,7 @@ from redline.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 if TYPE_CHECKING:
     from redline.cases import Case, Suite
+    from redline.judge import JudgeSession
     from redline.providers.base import Provider
 
 
@@ -362,6 +362,8 @@ async def _execute(
         budget = Budget(options.budget, estimate_cost(store, config, model.id, plan.cases))
     judges = None
     if options.judge:
+        from redline.judge import JudgeSession  # the judge stack loads only for --judge
+
         judges = JudgeSession.open(suites, config, blocks=options.judge_blocks)
     if judges is not None and options.resume is None:
         record = replace(record, args={**record.args, "judges": judges.record()})
@@ -515,6 +517,8 @@ async def _sample(
     else:
         evaluation = evaluate_sample(job.case, completion)
     if judges is not None:
+        from redline.judge import judge_pending
+
         evaluation = await judge_pending(judges, job.case, completion, evaluation, job.seed)
     return SampleRecord(
         run_id=state.run_id,

@@ -168,6 +168,8 @@ on:
 
 permissions:
   contents: read
+  # The nightly report pulls the previous nights' artifacts with the workflow's own token.
+  actions: read
 
 env:
   # Where every job installs redline from: @SOURCE@.
@@ -251,6 +253,13 @@ jobs:
     steps:
       - uses: actions/checkout@v4
 @INSTALL@
+      - name: Pull the previous nights (history, marginal cases, comparison)
+        # Each job starts with an empty store: without the earlier nights the report has no
+        # history. A failed pull leaves the report without history, never without a report.
+        continue-on-error: true
+        env:
+          GITHUB_TOKEN: ${{ github.token }}
+        run: redline pull --last @PULL_NIGHTS@ --artifact prompt-evals-quality
       - uses: actions/download-artifact@v4
         with:
           pattern: prompt-evals-quality-shard-*
@@ -271,6 +280,10 @@ jobs:
             out/quality/report.html
 """
 
+#: How many earlier nights the nightly report pulls for its history (bounded: each is a
+#: download, and artifacts expire after 90 days anyway).
+PULL_NIGHTS = 30
+
 #: The commits of a pull request, each checked on its own by `redline guard`.
 _GUARD_RANGE = (
     "${{ github.event.pull_request.base.sha }}..${{ github.event.pull_request.head.sha }}"
@@ -288,6 +301,7 @@ def workflow(install: InstallSpec) -> str:
         .replace("@INSTALL_SPEC@", json.dumps(install.spec))
         .replace("@SOURCE@", describe(install).replace("\n", " "))
         .replace("@GUARD_RANGE@", _GUARD_RANGE)
+        .replace("@PULL_NIGHTS@", str(PULL_NIGHTS))
     )
 
 

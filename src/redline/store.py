@@ -24,6 +24,7 @@ from redline.errors import UsageError
 from redline.records import (
     CaseOutcome,
     CaseRecord,
+    CiOrigin,
     RunKind,
     RunRecord,
     RunResult,
@@ -117,6 +118,26 @@ CREATE TABLE IF NOT EXISTS assertion_results (
     threshold REAL,
     structural INTEGER NOT NULL,
     PRIMARY KEY (sample_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ci_origins (
+    run_id TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    repo TEXT NOT NULL,
+    ci_run_id TEXT NOT NULL,
+    run_number INTEGER,
+    url TEXT NOT NULL,
+    event TEXT,
+    branch TEXT,
+    artifact TEXT NOT NULL,
+    pulled_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ci_artifacts (
+    provider TEXT NOT NULL,
+    repo TEXT NOT NULL,
+    artifact_id TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    seen_at TEXT NOT NULL,
+    PRIMARY KEY (provider, repo, artifact_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS superseded_samples (
     sample_id INTEGER PRIMARY KEY,
@@ -242,6 +263,7 @@ class RunStore:
         record: RunRecord,
         cases: Iterable[CaseRecord],
         samples: Iterable[SampleRecord],
+        origin: CiOrigin | None = None,
     ) -> None:
         """Store a complete run in one transaction (import, merge): all of it or nothing."""
         with self._transaction() as db:
@@ -249,6 +271,41 @@ class RunStore:
             self._insert_samples(db, samples)
             self._insert_cases(db, cases)
             self._index_for_search(db, record.id)
+            if origin is not None:
+                self._insert_origin(db, record.id, origin)
+
+    def set_ci_origin(self, run_id: str, origin: CiOrigin) -> None:
+        """Record (or replace) the CI run a stored run came from."""
+        with self._transaction() as db:
+            self._insert_origin(db, run_id, origin)
+
+    def mark_artifact_seen(self, provider: str, repo: str, artifact_id: str, outcome: str) -> None:
+        """Remember a CI artifact as read, so the next pull never downloads it again."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO ci_artifacts (provider, repo, artifact_id, outcome, "
+                "seen_at) VALUES (?, ?, ?, ?, ?)",
+                (provider, repo, artifact_id, outcome, now_iso()),
+            )
+
+    @staticmethod
+    def _insert_origin(db: sqlite3.Connection, run_id: str, o: CiOrigin) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO ci_origins (run_id, provider, repo, ci_run_id, run_number, "
+            "url, event, branch, artifact, pulled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                o.provider,
+                o.repo,
+                o.ci_run_id,
+                o.run_number,
+                o.url,
+                o.event,
+                o.branch,
+                o.artifact,
+                now_iso(),
+            ),
+        )
 
     def add_sample(self, sample: SampleRecord) -> None:
         """Store one finished sample with its assertion results; durable on return."""
@@ -494,6 +551,68 @@ class RunStore:
         with self._lock:
             rows = self._db.execute(sql, params).fetchall()
             return self._runs_from_rows(rows)
+
+    def has_run(self, run_id: str) -> bool:
+        """Whether a run with exactly this id is stored."""
+        with self._lock:
+            return (
+                self._db.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone()
+                is not None
+            )
+
+    def ci_origins(self, run_ids: Sequence[str] | None = None) -> dict[str, CiOrigin]:
+        """Run id → the CI run it was pulled from, for these runs (default: every pulled run)."""
+        sql = (
+            "SELECT run_id, provider, repo, ci_run_id, run_number, url, event, branch, artifact "
+            "FROM ci_origins"
+        )
+        with self._lock:
+            if run_ids is None:
+                rows = self._db.execute(sql).fetchall()
+            else:
+                rows = []
+                for chunk in _chunks(run_ids, 500):
+                    marks = ",".join("?" * len(chunk))
+                    rows += self._db.execute(
+                        f"{sql} WHERE run_id IN ({marks})", list(chunk)
+                    ).fetchall()
+        return {
+            str(r[0]): CiOrigin(
+                provider=r[1],
+                repo=r[2],
+                ci_run_id=r[3],
+                run_number=r[4],
+                url=r[5],
+                event=r[6],
+                branch=r[7],
+                artifact=r[8],
+            )
+            for r in rows
+        }
+
+    def seen_artifacts(self, provider: str, repo: str) -> set[str]:
+        """Ids of the CI artifacts of `repo` a pull already read."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT artifact_id FROM ci_artifacts WHERE provider = ? AND repo = ?",
+                (provider, repo),
+            ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def latest_pulled_run(self, event: str | None = None) -> RunRecord | None:
+        """The newest scheduled run pulled from CI (optionally from one CI event)."""
+        sql = (
+            f"SELECT {', '.join('r.' + c.strip() for c in _RUN_COLUMNS.split(','))} FROM runs r "
+            "JOIN ci_origins o ON o.run_id = r.id WHERE r.kind = ?"
+        )
+        params: list[Any] = [str(RunKind.RUN)]
+        if event is not None:
+            sql += " AND o.event = ?"
+            params.append(event)
+        sql += " ORDER BY r.started_at DESC, r.seq DESC LIMIT 1"
+        with self._lock:
+            rows = self._db.execute(sql, params).fetchall()
+            return self._runs_from_rows(rows)[0] if rows else None
 
     def run(self, run_id: str) -> RunRecord:
         """The run with this id or unique id prefix."""

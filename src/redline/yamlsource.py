@@ -115,6 +115,9 @@ def type_name(node: Node) -> str:
 
 def load_text(text: str, path: str) -> tuple[Node | None, list[Problem]]:
     """Parse one YAML document; duplicate keys and non-string keys are problems."""
+    parsed = _load_with_libyaml(text, path)
+    if parsed is not None:
+        return parsed
     loader = yaml.SafeLoader(text)
     problems: list[Problem] = []
     try:
@@ -128,6 +131,28 @@ def load_text(text: str, path: str) -> tuple[Node | None, list[Problem]]:
     except yaml.YAMLError as exc:
         problems.append(Problem(path, 1, 1, f"not valid YAML: {exc}", "check the file encoding"))
         return None, problems
+    finally:
+        loader.dispose()
+
+
+#: libyaml's loader: the same nodes and marks as the pure-Python one, ~20x faster.
+_CLoader: type[yaml.CSafeLoader] | None = getattr(yaml, "CSafeLoader", None)
+
+
+def _load_with_libyaml(text: str, path: str) -> tuple[Node | None, list[Problem]] | None:
+    """Parse valid YAML fast; None when it fails, and the pure-Python loader reports why
+    (its messages name the offending character; the line and column are the same)."""
+    if _CLoader is None:
+        return None
+    loader = _CLoader(text)
+    try:
+        root = loader.get_single_node()
+        problems: list[Problem] = []
+        if root is None:
+            return None, problems
+        return _convert(loader, root, path, None, problems), problems
+    except yaml.YAMLError:
+        return None
     finally:
         loader.dispose()
 
@@ -186,7 +211,7 @@ def _mark(path: str, node: yaml.Node) -> Mark:
 
 
 def _convert(
-    loader: yaml.SafeLoader,
+    loader: yaml.SafeLoader | yaml.CSafeLoader,
     node: yaml.Node,
     path: str,
     key_mark: Mark | None,

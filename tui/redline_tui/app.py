@@ -29,13 +29,18 @@ class TriageApp(App[None]):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, ctx: TriageContext, run_id: str | None = None) -> None:
+    def __init__(
+        self, ctx: TriageContext, run_id: str | None = None, *, notice: str | None = None
+    ) -> None:
         super().__init__()
         self.ctx = ctx
         self._run_id = run_id
+        self._notice = notice
 
     def on_mount(self) -> None:
         self.push_screen(RunScreen(self.ctx, self._run_id))
+        if self._notice:
+            self.notify(self._notice, severity="warning", timeout=15, markup=False)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -1,23 +1,24 @@
 """Assertions: parsed from case files, run on every sample, cheap → expensive.
 
 Importing this package registers the built-in Layer 1 types. `load_optional_types`
-imports the modules that add further types (semantic, judge) when they exist.
+imports every module that adds further types (semantic, judge); `assertion_type` imports
+one when a case first names one of its types.
 """
 
 from __future__ import annotations
-
-import importlib
 
 from redline.assertions import deterministic, heuristic, python_expr, refusal
 from redline.assertions.base import (
     LAYER_1,
     LAYER_2,
+    OPTIONAL_MODULES,
     PLANNED_TYPES,
     Assertion,
     Check,
     Sample,
     Spec,
     assertion_type,
+    import_optional,
     known_types,
     register,
     registered_types,
@@ -25,20 +26,13 @@ from redline.assertions.base import (
 from redline.assertions.evaluate import SampleEvaluation, evaluate_sample, evaluation_order
 from redline.assertions.refusal import REFUSAL_PHRASES, detect_refusal
 
-#: Modules that register more assertion types when present.
-OPTIONAL_MODULES = ("redline.assertions.semantic", "redline.assertions.judge")
-
 _BUILTIN_MODULES = (deterministic, heuristic, python_expr, refusal)
 
 
 def load_optional_types() -> None:
     """Import every optional assertion module that exists, so its types register."""
     for name in OPTIONAL_MODULES:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
+        import_optional(name)
 
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 An assertion type is a subclass of `Assertion` decorated with `@register("name")`.
 Modules outside this package (semantic assertions, the judge) add types the same
-way; the case loader imports them (see `redline.assertions.OPTIONAL_MODULES`) and
+way; `assertion_type` imports them at first use (see `TYPE_MODULES`) and
 from then on accepts their names. Until a planned type is registered the loader
 rejects it with "not available yet" rather than as unknown.
 
@@ -13,6 +13,7 @@ runs only on samples whose Layer 1 results all passed (DESIGN rule 3).
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from abc import ABC, abstractmethod
@@ -53,6 +54,17 @@ PLANNED_TYPES: Mapping[str, str] = {
     "grounded-in": "semantic assertions",
     "judge": "the calibrated judge",
 }
+
+#: The module that registers each planned type. It is imported when a case first names
+#: the type, so a suite without them never loads numpy, the embedding engine or pydantic.
+TYPE_MODULES: Mapping[str, str] = {
+    "mentions": "redline.assertions.semantic",
+    "not-mentions": "redline.assertions.semantic",
+    "tone": "redline.assertions.semantic",
+    "grounded-in": "redline.assertions.semantic",
+    "judge": "redline.assertions.judge",
+}
+OPTIONAL_MODULES = tuple(dict.fromkeys(TYPE_MODULES.values()))
 
 T = TypeVar("T")
 A = TypeVar("A", bound="Assertion")
@@ -450,11 +462,26 @@ def register(type_name: str) -> Callable[[type[A]], type[A]]:
 
 
 def assertion_type(type_name: str) -> type[Assertion] | None:
-    """The registered class for a type name, or None."""
-    return _REGISTRY.get(type_name)
+    """The registered class for a type name (importing its module if need be), or None."""
+    found = _REGISTRY.get(type_name)
+    if found is None and type_name in TYPE_MODULES:
+        import_optional(TYPE_MODULES[type_name])
+        found = _REGISTRY.get(type_name)
+    return found
+
+
+def import_optional(module: str) -> None:
+    """Import a module that registers assertion types, if it exists."""
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
 
 
 def registered_types() -> list[str]:
+    for module in OPTIONAL_MODULES:
+        import_optional(module)
     return sorted(_REGISTRY)
 
 

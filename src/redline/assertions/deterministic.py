@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 import re
 from abc import abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import SchemaError
-from jsonschema.exceptions import best_match
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 from redline.assertions.base import (
     COST_LENGTH,
@@ -63,6 +61,10 @@ class IsJson(Assertion):
         if not isinstance(schema, dict):
             spec.problem("the schema file must hold a JSON object", "", key)
             return None
+        # jsonschema loads only for a case that names a schema (it is slow to import).
+        from jsonschema import SchemaError
+        from jsonschema.validators import validator_for
+
         validator_class = validator_for(schema)
         try:
             validator_class.check_schema(schema)
@@ -86,6 +88,8 @@ class IsJson(Assertion):
             )
         if self.validator is None:
             return Check.ok("valid JSON")
+        from jsonschema.exceptions import best_match
+
         problem = best_match(self.validator.iter_errors(sample.json))
         if problem is not None:
             where = "/".join(str(p) for p in problem.absolute_path) or "(root)"

@@ -19,7 +19,21 @@ def compression_ratio(text: str) -> float:
     raw = text.encode("utf-8")
     if not raw:
         return 0.0
-    return len(zlib.compress(raw, 9)) / len(raw)
+    compressor = zlib.compressobj(9, zlib.DEFLATED, _window_bits(len(raw)))
+    return len(compressor.compress(raw) + compressor.flush()) / len(raw)
+
+
+def _window_bits(size: int) -> int:
+    """The smallest zlib window that still reaches every byte of `size` bytes.
+
+    zlib matches back at most (window - 262) bytes, so for such an input the
+    compressed length equals that of the default 32 KB window, while setting up
+    the small window costs a third of the time on a typical output.
+    """
+    bits = 9
+    while bits < 15 and (1 << bits) - 262 < size:
+        bits += 1
+    return bits
 
 
 def distinct_n(text: str, n: int = 3) -> float:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from enum import IntEnum
+from typing import TYPE_CHECKING, Any
 
 from redline import __version__
 from redline.errors import ProblemsError, RedlineError
@@ -23,26 +26,42 @@ class ExitCode(IntEnum):
 
 Handler = Callable[[argparse.Namespace], int]
 
-#: Each module defines `register(subparsers) -> None`, setting `handler` via set_defaults.
-_COMMAND_MODULES = (
-    "validate",
-    "run",
-    "runs",
-    "show",
-    "search",
-    "export",
-    "baseline",
-    "history",
-    "compare",
-    "report",
-    "init",
-    "merge",
-    "guard",
-    "triage",
-    "rerun",
-    "label",
-    "calibrate",
-)
+
+@dataclass(frozen=True)
+class _Command:
+    module: str
+    summary: str
+
+
+#: Every subcommand: the module under redline.cli that registers it and its line in
+#: `redline --help`. A module is imported only when its command runs (start-up stays
+#: fast), and defines `register(subparsers)`, which adds the parser (without `help=`,
+#: the summary is here) and sets `handler` via set_defaults.
+COMMANDS: dict[str, _Command] = {
+    "validate": _Command("validate", "check suites and cases without calling a model"),
+    "run": _Command("run", "run suites N samples per case and judge the rates"),
+    "runs": _Command("runs", "list stored runs, newest first"),
+    "show": _Command("show", "print a stored run, or one case's raw samples"),
+    "search": _Command("search", "find text in a run's raw outputs, failure reasons and case ids"),
+    "export": _Command("export", "write a run as results.json + samples.jsonl"),
+    "import": _Command(
+        "export", "load exported runs (CI artifacts: folders or zips) into the local store"
+    ),
+    "pull": _Command("pull", "import last nights' runs from CI artifacts (GitHub Actions)"),
+    "baseline": _Command("baseline", "save a run as the baseline, or compare with it"),
+    "history": _Command("history", "a case's pass counts across stored runs"),
+    "compare": _Command("compare", "compare two runs case by case (A → B)"),
+    "report": _Command("report", "write JUnit XML, an HTML report or a markdown summary"),
+    "init": _Command("init", "scaffold a starter suite and a GitHub Actions workflow"),
+    "merge": _Command("merge", "merge the exports of a sharded run into one run"),
+    "guard": _Command("guard", "refuse a loosened threshold in the same commit as a prompt change"),
+    "triage": _Command("triage", "walk a red run case by case: rerun, outputs, history"),
+    "rerun": _Command("rerun", "rerun a failing case against the unchanged prompt (triage step 1)"),
+    "label": _Command(
+        "label", "label a run's outputs pass/fail against a rubric, blind to the judge"
+    ),
+    "calibrate": _Command("calibrate", "measure a rubric judge against the labels (Cohen's kappa)"),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,30 +70,85 @@ class _Parser(argparse.ArgumentParser):
         self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole command line, or just command `only` (its module alone is imported: the
-    pre-commit hook's `redline guard` should not load the runner and the providers)."""
+if TYPE_CHECKING:
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:  # not subscriptable at run time
+    _SubParsers = argparse._SubParsersAction
+
+
+class _LazyCommands(_SubParsers):
+    """Subcommands listed from COMMANDS, each one's module imported when it is chosen."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: set[str] = set()
+        self._loading = False
+        for name, command in COMMANDS.items():
+            super().add_parser(name, help=command.summary, add_help=False)
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """A module's real parser, taking the place of the listed one."""
+        if name not in COMMANDS or not self._loading:
+            raise ValueError(f"subcommand {name!r} is not listed in redline.cli.COMMANDS")
+        kwargs.setdefault("prog", f"{self._prog_prefix} {name}")
+        parser = self._parser_class(**kwargs)
+        self._name_parser_map[name] = parser
+        return parser
+
+    def load(self, name: str) -> argparse.ArgumentParser:
+        """The full parser of subcommand `name` (importing its module once)."""
+        module = COMMANDS[name].module
+        if module not in self._loaded:
+            self._loaded.add(module)
+            self._loading = True
+            try:
+                importlib.import_module(f"redline.cli.{module}").register(self)
+            finally:
+                self._loading = False
+        return self._name_parser_map[name]
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if isinstance(values, Sequence) and values and values[0] in COMMANDS:
+            self.load(str(values[0]))
+        super().__call__(parser, namespace, values, option_string)
+
+
+def build_parser(*, every_command: bool = False) -> argparse.ArgumentParser:
+    """The `redline` parser; a subcommand's own options load when it is parsed, or all of
+    them now with `every_command` (for tools that walk the whole tree: tests, docs)."""
     parser = _Parser(
         prog="redline",
         description="Prompt-regression testing: rates, evidence, triage.",
     )
     parser.add_argument("--version", action="version", version=f"redline {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in (only,) if only in _COMMAND_MODULES else _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"redline.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"redline.cli.{name}":
-                continue
-            raise
-        module.register(sub)
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_Parser, action=_LazyCommands
+    )
+    if every_command:
+        assert isinstance(commands, _LazyCommands)
+        for name in COMMANDS:
+            commands.load(name)
     return parser
 
 
+def console() -> int:
+    """The `redline` executable: `main`, then an exit without a long shutdown."""
+    try:
+        return main()
+    finally:
+        # Everything is written and closed by now; without this, the cyclic collections
+        # of interpreter shutdown walk every object of the run (0.4-1 s after a run).
+        gc.freeze()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    words = list(sys.argv[1:] if argv is None else argv)
-    command = next((w for w in words if not w.startswith("-")), None)
-    parser = build_parser(command)
+    parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
@@ -115,4 +189,4 @@ def _reader_went_away() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

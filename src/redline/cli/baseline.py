@@ -40,7 +40,6 @@ _STYLE = {
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "baseline",
-        help="save a run as the baseline, or compare with it",
         description="Accepted baselines live in baselines/<suite>.json (commit them): per "
         "case the accepted pass count, mean scores, pinned model, case hash and a golden "
         "output. `save` accepts a finished run; `compare` holds a run against them.",

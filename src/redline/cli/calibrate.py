@@ -36,7 +36,6 @@ from redline.judge.rubric import load_rubric
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "calibrate",
-        help="measure a rubric judge against the labels (Cohen's kappa)",
         description="Run the rubric's judge on every labelled output, compute Cohen's kappa "
         "against the labels and write <rubric>.calibration.json beside the rubric. "
         "Exit 0 trusted, 1 advisory (below min_kappa, too few or one-sided labels), "

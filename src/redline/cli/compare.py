@@ -35,11 +35,12 @@ from redline.verdicts import VERDICT_ORDER
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "compare",
-        help="compare two runs case by case (A → B)",
-        description="Compare two runs case by case, e.g. the current model (A) and a "
-        "candidate (B): pass rates with a one-sided Fisher test, latency, tokens, cost and "
-        "the four-way split. Exit 0: no significant drop; 1: a case dropped (p < 0.05); "
-        "3: too little content evidence to compare.",
+        description="Compare two stored runs case by case, e.g. the current model (A) and a "
+        "candidate (B): pass rates with a one-sided Fisher test, latency, tokens, cost, verdict "
+        "deltas and the four-way split. A run that covered only some cases (a rerun, --case, "
+        "--tier, a shard) is compared on those cases only. Exit 0: no significant drop; 1: a "
+        "case dropped (p < 0.05); 3: too little content evidence to compare (fewer than 8 "
+        "cases, or over 20% truncated or transport samples).",
     )
     parser.add_argument("run_a", metavar="RUN_A", help="the reference run (e.g. current model)")
     parser.add_argument("run_b", metavar="RUN_B", help="the candidate run")

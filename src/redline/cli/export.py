@@ -1,20 +1,30 @@
-"""`redline export RUN_ID --out DIR` and `redline import DIR`: runs as CI artifacts."""
+"""`redline export RUN_ID --out DIR` and `redline import PATH...`: runs as CI artifacts."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from redline.cli import ExitCode
 from redline.cli.show import require_store
 from redline.config import load_config
-from redline.exchange import RESULTS_FILE, SAMPLES_FILE, export_run, import_run
+from redline.errors import UsageError
+from redline.exchange import (
+    RESULTS_FILE,
+    SAMPLES_FILE,
+    RunAlreadyStored,
+    add_export,
+    export_paths,
+    export_run,
+    read_exports,
+)
 from redline.store import RunStore
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     export = sub.add_parser(
         "export",
-        help=f"write a run as {RESULTS_FILE} + {SAMPLES_FILE}",
         description=f"Write a stored run to DIR as {RESULTS_FILE} (summary, cases, manifest) "
         f"and {SAMPLES_FILE} (every raw sample with its assertion results).",
     )
@@ -29,13 +39,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     export.set_defaults(handler=_export)
     load = sub.add_parser(
         "import",
-        help="load an exported run (e.g. a CI artifact) into the local store",
-        description="Load a `redline export` folder into the local store; a run id "
-        "already stored is refused.",
+        description="Load runs into the local store from `redline export` folders, zips of "
+        "them (a CI artifact as downloaded), or folders holding several of either. One "
+        "export whose run is already stored is refused; among several, stored runs are "
+        "skipped, so importing the same folder again adds nothing twice.",
     )
-    load.add_argument(
-        "folder", type=Path, metavar="DIR", help=f"a folder holding {RESULTS_FILE} + {SAMPLES_FILE}"
-    )
+    load.add_argument("paths", type=Path, nargs="+", metavar="PATH", help="folder or zip")
     load.set_defaults(handler=_import)
 
 
@@ -49,9 +58,40 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    """Every export found is read and imported on its own: one bad export loses no other."""
+    sources: list[Path] = []
+    problems: list[str] = []
+    for path in args.paths:
+        try:
+            sources += export_paths(path)
+        except UsageError as exc:
+            problems.append(str(exc))
     config = load_config()
+    imported = skipped = 0
     with RunStore.open(config.store_path) as store:
-        run = import_run(store, args.folder)
-        n = len(store.sample_keys(run.id))
-    print(f"imported run {run.id} ({run.kind}, {run.result or run.status}, {n} samples)")
-    return 0
+        for source in sources:
+            try:
+                exports = read_exports(source)
+            except UsageError as exc:
+                problems.append(str(exc))
+                continue
+            for exported in exports:
+                single = len(sources) == 1 and len(exports) == 1
+                try:
+                    run = add_export(store, exported)
+                except RunAlreadyStored as exc:
+                    if single:
+                        raise
+                    print(f"skipped run {exc.run_id} from {exported.where}: already in the store")
+                    skipped += 1
+                    continue
+                imported += 1
+                print(
+                    f"imported run {run.id} ({run.kind}, {run.result or run.status}, "
+                    f"{len(exported.samples)} samples) from {exported.where}"
+                )
+    if imported + skipped > 1:
+        print(f"{imported} run(s) imported, {skipped} already in the store")
+    for problem in problems:
+        print(f"redline: error: {problem}", file=sys.stderr)
+    return ExitCode.USAGE if problems else ExitCode.GREEN

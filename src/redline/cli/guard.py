@@ -28,7 +28,6 @@ _TAGS = {
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "guard",
-        help="refuse a loosened threshold in the same commit as a prompt change",
         description=(
             "Compares suite and case files (parsed, not as text) across a commit and names "
             "every loosened threshold and every prompt change. Exit 1 when one commit holds "

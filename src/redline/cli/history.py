@@ -33,7 +33,6 @@ _RESULT_STYLE = OUTCOME_STYLES
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "history",
-        help="a case's pass counts across stored runs",
         description="Print one case's pass counts across the stored runs, oldest first, with "
         "a sparkline; reruns and replays are listed apart, model and case-file changes are "
         "marked, and a case that sat within one sample of its bar is called marginal, with "

@@ -16,7 +16,6 @@ from redline.scaffold import GITIGNORE_FILE, describe, scaffold, starter_files
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "init",
-        help="scaffold a starter suite and a GitHub Actions workflow",
         description="Write a starter suite (cases/support-reply), redline.toml with the "
         "pinned models, .github/workflows/prompt-evals.yml (contract and guard jobs on pull "
         "requests, a sharded nightly quality run) and the .gitignore entries for the local "

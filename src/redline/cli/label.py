@@ -32,7 +32,6 @@ from redline.store import RunStore, now_iso
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "label",
-        help="label a run's outputs pass/fail against a rubric, blind to the judge",
         description="Show each output of RUN_ID from the cases that use the rubric, with the "
         "rubric and never the judge's score; record pass/fail (and an optional 1-5) into "
         "labels/<rubric>.yaml. Already labelled outputs are skipped.",

@@ -17,7 +17,6 @@ from redline.store import RunStore
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "merge",
-        help="merge the exports of a sharded run into one run",
         description="Join the exports of `redline run --shard K/N` (one folder per shard, "
         "e.g. CI artifacts) into one run. Refuses shards of different commits, models or "
         "inputs, a case in two shards, and a split with a shard missing (unless "

@@ -23,7 +23,6 @@ from redline.store import RunStore
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "report",
-        help="write JUnit XML, an HTML report or a markdown summary",
         description="Write a stored run as JUnit XML (a content failure is a <failure>, an "
         "infrastructure problem an <error>), one self-contained HTML file, and/or a markdown "
         "summary on stdout. Always exit 0 once written: the run's own exit code gates CI.",

@@ -42,7 +42,6 @@ _EXIT = {
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "rerun",
-        help="rerun a failing case against the unchanged prompt (triage step 1)",
         description="Rerun CASE of RUN_ID with more samples against the prompt files as they "
         "were at a base revision (default: the merge-base of HEAD with the default branch), "
         "then compare the two pass rates. Exit 1: your change regressed it; 0: it fails on "

@@ -66,7 +66,6 @@ _STOPPING = "stopping: finished samples are stored; cancelling the requests in f
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "run",
-        help="run suites N samples per case and judge the rates",
         description="Run every case of the given suites (default: the configured suites) "
         "N times against the pinned model. Exit 0 green, 1 red, 2 usage/config error "
         "(nothing called), 3 inconclusive.",

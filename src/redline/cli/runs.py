@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 from rich.text import Text
@@ -21,7 +22,6 @@ _RESULT_STYLES = {"green": "green", "red": "bold red", "inconclusive": "yellow"}
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "runs",
-        help="list stored runs, newest first",
         description="List the runs in the local store, newest first: id, start time, kind "
         "(run, rerun, replay; with its parent), status, result, case counts, model and git "
         "commit. Copy an id into `redline show`, `compare` or `triage`.",
@@ -48,22 +48,30 @@ def _runs(args: argparse.Namespace) -> int:
             limit=args.limit if args.limit > 0 else None,
             kind=RunKind(args.kind) if args.kind else None,
         )
+        origins = store.ci_origins([r.id for r in runs])
         if args.format == "json":
-            print_json({"runs": [_run_summary(run, store.cases(run.id)) for run in runs]})
+            print_json(
+                {
+                    "runs": [
+                        _run_summary(run, store.cases(run.id))
+                        | {"ci": asdict(origins[run.id]) if run.id in origins else None}
+                        for run in runs
+                    ]
+                }
+            )
             return 0
         if not runs:
             console.print(Text(f"no runs stored in {config.store_path}"))
             return 0
-        table = make_table(
-            ("run", "started", "kind", "status", "result", "cases", "model", "git"), whole=("run",)
-        )
+        columns = ("run", "started", "kind", "status", "result", "cases", "model", "git")
+        table = make_table(columns + (("ci",) if origins else ()), whole=("run",))
         for run in runs:
             cases = store.cases(run.id)
             counts = Counter(c.result for c in cases)
             kind = str(run.kind) + (f" of {run.parent_id}" if run.parent_id else "")
             commit = (run.git_commit or "-")[:10] + ("+dirty" if run.git_dirty else "")
             result = str(run.result) if run.result else "-"
-            table.add_row(
+            row = [
                 Text(run.id, style="cyan"),
                 Text(run.started_at[:19].replace("T", " ")),
                 Text(kind),
@@ -72,7 +80,12 @@ def _runs(args: argparse.Namespace) -> int:
                 Text(_case_counts(counts, len(cases))),
                 Text(run.model_id),
                 Text(commit),
-            )
+            ]
+            if origins:
+                origin = origins.get(run.id)
+                # The label links to the CI run where the terminal supports links.
+                row.append(Text(origin.label, style=f"link {origin.url}") if origin else Text("-"))
+            table.add_row(*row)
         console.print(table)
     return 0
 

@@ -19,7 +19,6 @@ from redline.textsafe import escape_output
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "search",
-        help="find text in a run's raw outputs, failure reasons and case ids",
         description="Substring search, case-insensitive, in any script, over every sample of "
         "a run. Prints suite/case#sample, verdict, where the text was found and the line.",
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
@@ -20,7 +21,7 @@ from redline.config import Config, load_config
 from redline.errors import RedlineError, UsageError
 from redline.exchange import case_json, run_json, sample_json
 from redline.presentation import OUTCOME_STYLES
-from redline.records import CaseRecord, RunRecord, SampleRecord
+from redline.records import CaseRecord, CiOrigin, RunRecord, SampleRecord
 from redline.store import RunStore
 from redline.textsafe import escape_output
 from redline.verdicts import VERDICT_ORDER, AssertionStatus, Verdict
@@ -45,7 +46,6 @@ STATUS_STYLES = {
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "show",
-        help="print a stored run, or one case's raw samples",
         description="Print a run's case results, or every sample of one case with its "
         "verdict, assertion results and raw output (escaped, never interpreted).",
     )
@@ -72,10 +72,17 @@ def _show(args: argparse.Namespace) -> int:
             if args.diff:
                 raise UsageError("--diff needs a CASE")
             cases = store.cases(run.id)
+            origin = store.ci_origins([run.id]).get(run.id)
             if args.format == "json":
-                print_json({"run": run_json(run), "cases": [case_json(c) for c in cases]})
+                print_json(
+                    {
+                        "run": run_json(run),
+                        "ci": None if origin is None else asdict(origin),
+                        "cases": [case_json(c) for c in cases],
+                    }
+                )
                 return 0
-            console.print(run_header(run))
+            console.print(run_header(run, origin))
             console.print(case_table(cases))
             return 0
         samples = store.samples(run.id, args.case, args.suite)
@@ -105,7 +112,7 @@ def _show(args: argparse.Namespace) -> int:
                 }
             )
             return 0
-        console.print(run_header(run))
+        console.print(run_header(run, store.ci_origins([run.id]).get(run.id)))
         if case is not None:
             console.print(case_line(case))
         baselines = config.root / "baselines" if args.diff else None
@@ -136,8 +143,8 @@ def require_store(path: Path) -> Path:
     return path
 
 
-def run_header(run: RunRecord) -> Text:
-    """One block naming the run: id, kind, status/result, model, git state, time."""
+def run_header(run: RunRecord, origin: CiOrigin | None = None) -> Text:
+    """One block naming the run: id, kind, status/result, model, git state, time, CI run."""
     text = Text()
     text.append("run ", style="bold")
     text.append(run.id, style="bold cyan")
@@ -160,6 +167,8 @@ def run_header(run: RunRecord) -> Text:
     stopped = budget_note(run.args)
     if stopped is not None:
         text.append(f"\n{stopped}", style="bold yellow")
+    if origin is not None:
+        text.append(f"\npulled from {origin.label} ({origin.repo}) {origin.url}")
     return text
 
 

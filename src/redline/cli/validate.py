@@ -13,7 +13,6 @@ from redline.config import load_config
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "validate",
-        help="check suites and cases without calling a model",
         description="Load every suite and case, report every problem with file:line:column "
         "(exit 2), or print a summary (exit 0).",
     )

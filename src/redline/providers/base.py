@@ -13,8 +13,8 @@ class Provider(Protocol):
 
     `complete` never raises for transport problems: after its retries it returns
     a `Completion` whose `error` is set (verdict `transport`). `max_parallel` caps
-    concurrent calls for providers that serialise on a resource (the local model:
-    1); None means the runner's own limit applies.
+    concurrent calls for providers bound by a resource (the local model: its
+    parallel slots); None means the runner's own limit applies.
     """
 
     max_parallel: int | None

@@ -39,9 +39,10 @@ def make_provider(
     ]
     price = config.price(model.id)
     if settings.type == "local":
-        n_ctx = settings.options.get("n_ctx", 1)
-        if not isinstance(n_ctx, int) or isinstance(n_ctx, bool) or n_ctx < 1:
-            problems.append(f"{where}: n_ctx must be a positive integer (context tokens)")
+        for option, meaning in (("n_ctx", "context tokens"), ("parallel", "samples at once")):
+            value = settings.options.get(option, 1)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                problems.append(f"{where}: {option} must be a positive integer ({meaning})")
         if problems:
             raise ConfigError("\n".join(problems))
         path = locate_model(model.name, config.root)

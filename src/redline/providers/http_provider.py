@@ -27,6 +27,7 @@ from redline import __version__
 from redline.completion import ChatRequest, Completion, FinishReason
 from redline.config import ModelRef, Price, ProviderConfig
 from redline.providers.retries import RetryPolicy
+from redline.providers.transport import AiohttpTransport
 
 USER_AGENT = f"redline/{__version__}"
 _BODY_SNIPPET = 300
@@ -71,8 +72,10 @@ class HttpProvider(ABC):
         self._price = price
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._transport = AiohttpTransport(connect_timeout_s=min(config.timeout_s, 10.0))
+        #: Built at the first request: the same for every request of this provider.
+        self._url: httpx.URL | None = None
+        self._headers: httpx.Headers | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model.id!r}, base_url={self.base_url!r})"
@@ -81,9 +84,7 @@ class HttpProvider(ABC):
         return self.model.id
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None and self._client_loop is asyncio.get_running_loop():
-            await client.aclose()
+        await self._transport.aclose()
 
     @property
     @abstractmethod
@@ -103,9 +104,15 @@ class HttpProvider(ABC):
         """Read a 2xx JSON body; raise MalformedResponse when it is not usable."""
 
     async def complete(self, request: ChatRequest) -> Completion:
-        body = self.payload(request)
-        headers = {"user-agent": USER_AGENT, **self.headers()}
-        client = self._http()
+        content = json.dumps(
+            self.payload(request), ensure_ascii=False, separators=(",", ":")
+        ).encode()
+        if self._url is None or self._headers is None:
+            self._url = httpx.URL(self.endpoint)
+            self._headers = httpx.Headers(
+                {"user-agent": USER_AGENT, "content-type": "application/json", **self.headers()}
+            )
+        url, headers = self._url, self._headers
         started = time.perf_counter()
         attempt = 0
         while True:
@@ -114,8 +121,10 @@ class HttpProvider(ABC):
             wait: float | None = None
             try:
                 async with asyncio.timeout(self.config.timeout_s):
-                    response = await client.post(self.endpoint, json=body, headers=headers)
-                    raw = await response.aread()
+                    response = await self._transport.handle_async_request(
+                        httpx.Request("POST", url, headers=headers, content=content)
+                    )
+                raw = response.content
             except TimeoutError:
                 error = f"timeout: no complete response within {self.config.timeout_s:g} s"
             except httpx.TimeoutException as exc:
@@ -147,19 +156,6 @@ class HttpProvider(ABC):
             if wait is None:
                 wait = self.policy.backoff_s(attempt, self._rng)
             await self._sleep(wait)
-
-    def _http(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        if self._client is not None and self._client_loop is not loop:
-            self._client = None  # its pooled connections belong to a loop that has ended
-        if self._client is None:
-            self._client_loop = loop
-            timeout = self.config.timeout_s
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
-            )
-        return self._client
 
     def _client_error(self, status: int, raw: bytes) -> str:
         if status in (401, 403):

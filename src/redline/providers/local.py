@@ -6,9 +6,14 @@ installed file list without importing the package (its `__init__` needs
 dependencies redline never installs). Any other GGUF file is accepted as
 `local:/path/to/model.gguf`.
 
-One model instance per (file, threads, context) is loaded lazily, once per
-process, and every generation holds its lock: two cores are better used by one
-generation with two threads than by two generations fighting over them.
+One model instance per (file, threads, context, slots) is loaded lazily, once
+per process. It decodes several samples at once: llama.cpp's parallel slots with
+continuous batching put every running sample's next token into one batch, so a
+decoding step serves several samples for little more than the cost of one (a
+135M model is bound by per-step overhead and memory, not arithmetic; tokens/s at
+1, 2 and 4 slots: bench/bench_speed.py). `parallel` slots (default: two per
+core) are as many samples as the runner keeps in flight; each slot has its own
+`n_ctx` tokens of context, so memory grows with the slots.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ import asyncio
 import hashlib
 import importlib.metadata
 import importlib.util
+import os
 import random
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,10 +35,11 @@ from typing import Any
 from redline.completion import ChatRequest, Completion
 from redline.config import ModelRef, Price, ProviderConfig
 from redline.errors import ConfigError
+from redline.openmp import prefer_passive_wait
 from redline.providers.http_provider import MalformedResponse
 from redline.providers.openai import parse_chat_completion
 
-DEFAULT_THREADS = 2
+DEFAULT_THREADS = os.cpu_count() or 1
 DEFAULT_CONTEXT = 4096
 DEFAULT_MAX_TOKENS = 512
 """Used when a suite sets no max_tokens, so a degenerate loop cannot fill the context."""
@@ -52,7 +60,12 @@ PACKAGED_MODELS: Mapping[str, _PackagedModel] = {
     ),
 }
 
-LOCAL_OPTIONS = frozenset({"n_ctx", "verbose"})
+LOCAL_OPTIONS = frozenset({"n_ctx", "verbose", "parallel"})
+
+
+def default_slots() -> int:
+    """Samples decoded at once when the config does not say: two per core."""
+    return 2 * (os.cpu_count() or 1)
 
 
 def locate_model(name: str, root: Path | None = None) -> Path:
@@ -119,45 +132,47 @@ def file_sha256(path: Path) -> str:
 
 
 class _LoadedModel:
-    """One xllamacpp server instance and the lock every generation holds."""
+    """One xllamacpp server instance and the threads that wait on its slots."""
 
-    def __init__(self, server: Any, load_ms: float) -> None:
+    def __init__(self, server: Any, load_ms: float, slots: int) -> None:
         self.server = server
         self.load_ms = load_ms
-        self.lock = threading.Lock()
+        # One waiting thread per slot: a blocked call occupies its thread until its
+        # sample is decoded, and more calls than slots would only queue inside llama.cpp.
+        self.callers = ThreadPoolExecutor(slots, thread_name_prefix="redline-local")
 
 
-_MODELS: dict[tuple[str, int, int], _LoadedModel] = {}
+_MODELS: dict[tuple[str, int, int, int], _LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def _load(path: Path, threads: int, n_ctx: int, verbose: bool) -> _LoadedModel:
-    key = (str(path), threads, n_ctx)
+def _load(path: Path, threads: int, n_ctx: int, slots: int, verbose: bool) -> _LoadedModel:
+    key = (str(path), threads, n_ctx, slots)
     with _MODELS_LOCK:
         loaded = _MODELS.get(key)
         if loaded is None:
+            prefer_passive_wait()
             import xllamacpp
 
             started = time.perf_counter()
             params = xllamacpp.CommonParams()
             params.model.path = str(path)
-            params.n_ctx = n_ctx
-            params.n_parallel = 1
+            params.n_ctx = n_ctx * slots  # llama.cpp divides the context among the slots
+            params.n_parallel = slots
+            params.cont_batching = True
             params.cpuparams.n_threads = threads
             params.cpuparams_batch.n_threads = threads
             params.warmup = False
             if not verbose:
                 params.verbosity = -1
             server = xllamacpp.Server(params)
-            loaded = _LoadedModel(server, (time.perf_counter() - started) * 1000)
+            loaded = _LoadedModel(server, (time.perf_counter() - started) * 1000, slots)
             _MODELS[key] = loaded
         return loaded
 
 
 class LocalProvider:
-    """Generates in-process; `complete` runs the blocking call in a worker thread."""
-
-    max_parallel: int | None = 1
+    """Generates in-process; `complete` runs the blocking call in a slot's thread."""
 
     def __init__(
         self,
@@ -174,6 +189,9 @@ class LocalProvider:
         self._threads = config.threads or DEFAULT_THREADS
         self._n_ctx = int(config.options.get("n_ctx", DEFAULT_CONTEXT))
         self._verbose = bool(config.options.get("verbose", False))
+        self._slots = int(config.options.get("parallel", default_slots()))
+        #: The runner keeps no more samples in flight than there are slots.
+        self.max_parallel: int | None = self._slots
         self._rng = random.Random()
 
     def __repr__(self) -> str:
@@ -187,13 +205,16 @@ class LocalProvider:
 
     async def complete(self, request: ChatRequest) -> Completion:
         seed = request.seed if request.seed is not None else self._rng.randrange(2**31)
-        return await asyncio.to_thread(self._generate, request, seed)
-
-    def _generate(self, request: ChatRequest, seed: int) -> Completion:
         try:
-            loaded = _load(self.path, self._threads, self._n_ctx, self._verbose)
+            loaded = await asyncio.to_thread(
+                _load, self.path, self._threads, self._n_ctx, self._slots, self._verbose
+            )
         except Exception as exc:  # a broken GGUF must become this sample's error, not a crash
             return self._failure(f"could not load {self.path.name}: {exc}", seed, 0.0)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(loaded.callers, self._generate, loaded, request, seed)
+
+    def _generate(self, loaded: _LoadedModel, request: ChatRequest, seed: int) -> Completion:
         body: dict[str, Any] = {
             "messages": [
                 {"role": "system", "content": request.system},
@@ -209,13 +230,12 @@ class LocalProvider:
                 "type": "json_schema",
                 "json_schema": {"schema": request.response_schema},
             }
-        with loaded.lock:
-            started = time.perf_counter()
-            try:
-                raw = loaded.server.handle_chat_completions(body)
-            except Exception as exc:  # llama.cpp reports bad requests as exceptions
-                return self._failure(f"local generation failed: {exc}", seed, started)
-            latency_ms = (time.perf_counter() - started) * 1000
+        started = time.perf_counter()
+        try:
+            raw = loaded.server.handle_chat_completions(body)
+        except Exception as exc:  # llama.cpp reports bad requests as exceptions
+            return self._failure(f"local generation failed: {exc}", seed, started)
+        latency_ms = (time.perf_counter() - started) * 1000
         if isinstance(raw, Mapping) and "error" in raw:
             return self._failure(f"local generation failed: {raw['error']}", seed, started)
         try:

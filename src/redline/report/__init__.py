@@ -12,9 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from redline.baseline import Baseline, load_baseline
+from redline.compare import Comparison, compare_cases
+from redline.history import Marginal, case_history, find_marginal
 from redline.outcome import add_counts, content_comparison_withheld
 from redline.quarantine import QuarantinedCase, quarantined_cases
-from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord, SampleRecord
+from redline.records import (
+    CaseOutcome,
+    CaseRecord,
+    CiOrigin,
+    RunKind,
+    RunRecord,
+    SampleRecord,
+)
 from redline.store import RunStore
 from redline.usage import Usage, usage_of_samples
 from redline.verdicts import AssertionResult, Verdict
@@ -33,6 +42,8 @@ class CaseReport:
     changed_since_baseline: bool
     #: Pass rates of recent scheduled runs, oldest first, ending with this run when scheduled.
     history: tuple[float | None, ...]
+    #: How long the case has sat at the edge up to this run, None when it does not.
+    marginal: Marginal | None = None
 
     @property
     def failing_samples(self) -> list[SampleRecord]:
@@ -57,6 +68,14 @@ class RunReport:
     withheld: str | None
     #: Cases held in quarantine: reported on their own, never counted as red.
     quarantined: tuple[QuarantinedCase, ...] = ()
+    #: This run against the scheduled run before it (last night), None when there is none.
+    previous: Comparison | None = None
+    #: The CI run that previous run was pulled from, for a link back to it.
+    previous_origin: CiOrigin | None = None
+
+    @property
+    def marginal(self) -> list[tuple[CaseRecord, Marginal]]:
+        return [(c.case, c.marginal) for c in self.cases if c.marginal is not None]
 
     def count(self, outcome: CaseOutcome) -> int:
         return sum(1 for c in self.cases if c.case.result is outcome)
@@ -65,6 +84,18 @@ class RunReport:
     def usage(self) -> Usage:
         """Latency, tokens and the cost recorded with the samples, over the whole run."""
         return usage_of_samples(s for c in self.cases for s in c.samples)
+
+
+def previous_run_sentence(comparison: Comparison) -> str:
+    """One sentence on a run against the scheduled run before it (both reports use it)."""
+    if comparison.withheld:
+        return "Content comparison withheld: " + "; ".join(comparison.withheld)
+    drops = comparison.significant_drops
+    rises = [d for d in comparison.deltas if d.significant and not d.significant_drop]
+    return (
+        f"{len(drops)} case(s) dropped significantly, {len(rises)} rose significantly "
+        f"(one-sided Fisher p < 0.05), {len(comparison.changed)} case file(s) changed."
+    )
 
 
 def failed_assertions(sample: SampleRecord) -> list[AssertionResult]:
@@ -92,17 +123,40 @@ def build_run_report(store: RunStore, run_id: str, baselines_dir: Path | None = 
                 golden=None if entry is None or entry.golden is None else entry.golden.output,
                 changed_since_baseline=entry is not None and entry.case_hash != c.case_hash,
                 history=tuple(history.get((c.suite, c.case_id), ())),
+                marginal=_marginal(store, run, c),
             )
         )
     verdicts = add_counts(c.verdicts for c in cases)
     evaluated = sum(1 for c in cases if c.content_samples > 0)
+    previous = _previous_scheduled(store, run)
     return RunReport(
         run,
         tuple(reports),
         verdicts,
         content_comparison_withheld(evaluated, verdicts),
-        tuple(quarantined_cases(run, cases)),
+        quarantined=tuple(quarantined_cases(run, cases)),
+        previous=None
+        if previous is None
+        else compare_cases(previous, store.cases(previous.id), run, cases),
+        previous_origin=None
+        if previous is None
+        else store.ci_origins([previous.id]).get(previous.id),
     )
+
+
+def _marginal(store: RunStore, run: RunRecord, case: CaseRecord) -> Marginal | None:
+    if run.kind is not RunKind.RUN:
+        return None
+    series = case_history(store, case.case_id, case.suite).scheduled
+    return find_marginal([p for p in series if p.started_at <= run.started_at])
+
+
+def _previous_scheduled(store: RunStore, run: RunRecord) -> RunRecord | None:
+    """The scheduled run that started last before `run` (in a nightly: the night before)."""
+    if run.kind is not RunKind.RUN:
+        return None
+    earlier = (r for r in store.runs(kind=RunKind.RUN) if r.started_at < run.started_at)
+    return next(earlier, None)
 
 
 def _recent_rates(store: RunStore, run: RunRecord) -> dict[tuple[str, str], list[float | None]]:

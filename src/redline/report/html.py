@@ -14,7 +14,7 @@ from redline.budget import budget_note
 from redline.manifest import MODEL_KEY, VERSION_KEY
 from redline.presentation import OUTCOME_ORDER
 from redline.records import CaseOutcome
-from redline.report import CaseReport, RunReport, failed_assertions
+from redline.report import CaseReport, RunReport, failed_assertions, previous_run_sentence
 from redline.textsafe import escape_output
 from redline.usage import usage_summary
 from redline.verdicts import VERDICT_ORDER, Verdict
@@ -156,10 +156,21 @@ def _verdicts(report: RunReport) -> str:
     stopped = budget_note(report.run.args)
     if stopped is not None:
         banner += f'<p class="banner">{_e(stopped.capitalize())}.</p>'
+    previous = "<p>No earlier scheduled run in the store to compare with.</p>"
+    if report.previous is not None:
+        before = report.previous.a.run
+        origin = report.previous_origin
+        # As text, not a link: the page references nothing outside itself.
+        link = "" if origin is None else f", {_e(origin.label)} <code>{_e(origin.url)}</code>"
+        previous = (
+            f"<p>Against the previous run <code>{_e(before.id)}</code> "
+            f"({_e(before.started_at[:16].replace('T', ' '))} UTC{link}): "
+            f"{_e(previous_run_sentence(report.previous))}</p>"
+        )
     return (
         f"<h2>Verdicts ({total} samples; cases: {_e(outcomes)})</h2>"
         f"{_bar(parts, total)}<table><tr>{cells}</tr></table>{banner}"
-        f"<p>{_e(usage_summary(report.usage).capitalize())}.</p>"
+        f"<p>{_e(usage_summary(report.usage).capitalize())}.</p>{previous}"
     )
 
 
@@ -168,6 +179,12 @@ def _case_row(case: CaseReport) -> str:
     parts = [(str(v), c.verdicts.get(v, 0)) for v in VERDICT_ORDER]
     breakdown = " ".join(f"{n} {name}" for name, n in parts if n)
     marks = ' <span class="mark">case changed since baseline</span>' * case.changed_since_baseline
+    if case.marginal is not None:
+        m = case.marginal
+        marks += (
+            f' <span class="mark">marginal for {m.runs} runs ({m.pooled_passes}/'
+            f"{m.pooled_samples}): raise samples or retire</span>"
+        )
     anchor = _e(f"{c.suite}/{c.case_id}")
     return (
         f'<tr><td><a href="#{anchor}">{_e(c.case_id)}</a>{marks}</td><td>{_e(c.suite)}</td>'

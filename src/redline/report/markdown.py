@@ -11,7 +11,7 @@ import re
 from redline.budget import budget_note
 from redline.history import sparkline
 from redline.records import CaseOutcome
-from redline.report import RunReport, failed_assertions
+from redline.report import RunReport, failed_assertions, previous_run_sentence
 from redline.textsafe import preview
 from redline.usage import usage_summary
 from redline.verdicts import VERDICT_ORDER
@@ -98,4 +98,57 @@ def markdown_summary(report: RunReport) -> str:
             f"- {md_escape(q.case.suite)}/{md_escape(q.case.case_id)}: {md_escape(q.label, 300)}"
             for q in report.quarantined
         ]
+    lines += _marginal_lines(report)
+    lines += _previous_lines(report)
     return "\n".join(lines) + "\n"
+
+
+def _marginal_lines(report: RunReport) -> list[str]:
+    """Cases at the edge for several nights: raise their samples or retire them."""
+    marginal = report.marginal
+    if not marginal:
+        return []
+    lines = [
+        "",
+        f"### Marginal cases ({len(marginal)}): raise their samples or retire them",
+        "",
+        "| case | nights at the edge | pooled passes | bar | samples needed |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for case, m in marginal[:MAX_LISTED]:
+        needed = "none separates" if m.samples_needed is None else str(m.samples_needed)
+        lines.append(
+            f"| {md_escape(case.suite)}/{md_escape(case.case_id)} | {m.runs} | "
+            f"{m.pooled_passes}/{m.pooled_samples} ({m.rate:.0%}) | {m.threshold:.0%} | "
+            f"{needed} |"
+        )
+    if len(marginal) > MAX_LISTED:
+        lines.append(f"\n…and {len(marginal) - MAX_LISTED} more marginal.")
+    return lines
+
+
+def _previous_lines(report: RunReport) -> list[str]:
+    """This run against the scheduled run before it: what changed since last night."""
+    comparison = report.previous
+    if comparison is None:
+        return ["", "No earlier scheduled run in the store to compare with."]
+    before = comparison.a.run
+    origin = report.previous_origin
+    link = ""
+    if origin is not None and origin.url.startswith(("https://", "http://")):
+        url = re.sub(r"[\s<>]", "", origin.url)
+        link = f", [{md_escape(origin.label)}](<{url}>)"
+    lines = [
+        "",
+        f"### Against the previous run {md_code(before.id)} "
+        f"({md_escape(before.started_at[:16].replace('T', ' '))} UTC{link})",
+        "",
+    ]
+    lines.append(md_escape(previous_run_sentence(comparison), 600))
+    drops = [] if comparison.withheld else comparison.significant_drops
+    for d in drops[:MAX_LISTED]:
+        lines.append(
+            f"- {md_escape(d.suite)}/{md_escape(d.case_id)}: {d.a.passes}/{d.a.samples} → "
+            f"{d.b.passes}/{d.b.samples} (p = {d.p_value:.3f})"
+        )
+    return lines

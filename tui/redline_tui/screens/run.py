@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Input, Static
 from redline.history import case_history, find_marginal, sparkline
 from redline.outcome import add_counts, too_noisy
 from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
-from redline.records import CaseOutcome, CaseRecord, RunRecord
+from redline.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord
 from redline.verdicts import VERDICT_ORDER, Verdict
 from redline_tui.actions import start_case_action
 from redline_tui.case_rows import (
@@ -73,7 +73,7 @@ class CaseMarks:
         return text
 
 
-def header_text(run: RunRecord) -> Text:
+def header_text(run: RunRecord, origin: CiOrigin | None = None) -> Text:
     result = run.result.value.upper() if run.result else run.status.value
     style = {"RED": "bold red", "GREEN": "bold green"}.get(result, "bold yellow")
     commit = (run.git_commit or "no commit")[:10] + (" (dirty)" if run.git_dirty else "")
@@ -86,6 +86,11 @@ def header_text(run: RunRecord) -> Text:
     text.append(f"\nmodel {short_model_id(run.model_id)}")
     text.append(f"\ncommit {commit}  ·  manifest: {len(run.manifest)} inputs hashed")
     text.append(f"\nstarted {_when(run.started_at)}  ·  finished {_when(run.finished_at)}")
+    if origin is not None:
+        # A pulled run: where CI ran it, the label a link where the terminal supports one.
+        text.append("\npulled from ")
+        text.append(origin.label, style=f"bold link {origin.url}")
+        text.append(f" {origin.url}")
     return text
 
 
@@ -224,9 +229,12 @@ class RunScreen(Screen[None]):
         store = self.ctx.store
         run = store.run(self._run_id) if self._run_id else self.ctx.default_run()
         cases = store.cases(run.id) if run else []
-        self.app.call_from_thread(self._show_run, run, cases)
+        origin = store.ci_origins([run.id]).get(run.id) if run else None
+        self.app.call_from_thread(self._show_run, run, cases, origin)
 
-    def _show_run(self, run: RunRecord | None, cases: list[CaseRecord]) -> None:
+    def _show_run(
+        self, run: RunRecord | None, cases: list[CaseRecord], origin: CiOrigin | None = None
+    ) -> None:
         if not self.is_attached:
             return
         if run is None:
@@ -237,7 +245,7 @@ class RunScreen(Screen[None]):
             return
         self.run = run
         self.all_cases = cases
-        self.query_one("#run-header", Static).update(header_text(run))
+        self.query_one("#run-header", Static).update(header_text(run, origin))
         counts = add_counts(c.verdicts for c in cases)
         self.query_one(VerdictBar).set_counts(counts)
         noisy = too_noisy(counts)

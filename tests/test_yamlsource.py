@@ -1,0 +1,89 @@
+"""Case files are parsed by libyaml when it is installed, with the pure-Python loader's marks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from redline import yamlsource
+from redline.yamlsource import Node, load_text
+
+ROOT = Path(__file__).resolve().parents[1]
+REPO_YAML = sorted((ROOT / "cases").rglob("*.yaml"))
+
+
+def _shape(node: Node | None) -> Any:
+    """Every value with where it was written, recursively."""
+    if node is None:
+        return None
+    here = (node.kind, node.mark, node.key_mark)
+    if node.is_map:
+        return (here, [(k, _shape(v)) for k, v in node.items()])
+    if node.is_seq:
+        return (here, [_shape(child) for child in node.children()])
+    return (here, node.value)
+
+
+def _pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(yamlsource, "_CLoader", None)
+
+
+def test_libyaml_is_what_parses_valid_files() -> None:
+    assert yaml.__with_libyaml__
+    assert yamlsource._CLoader is yaml.CSafeLoader
+
+
+@pytest.mark.parametrize("path", REPO_YAML, ids=lambda p: str(p.relative_to(ROOT)))
+def test_both_loaders_give_the_same_values_and_positions(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = path.read_text(encoding="utf-8")
+    fast = load_text(text, "case.yaml")
+    _pure_python(monkeypatch)
+    slow = load_text(text, "case.yaml")
+
+    assert (_shape(fast[0]), fast[1]) == (_shape(slow[0]), slow[1])
+
+
+SAMPLES = [
+    "id: a\nvars:\n  doc: 你好世界 é\n  list: [a, {b: 1}]\nassert:\n  - type: contains\n"
+    "    value: x\n",
+    "\ufeffid: a\nid: b\n",
+    "id: a\n1: x\n",
+    "",
+]
+BROKEN = [
+    ("a: [1, 2\nb: 3\n", 2, 2),
+    ("id: x\n  vars: 2\n", 2, 7),
+    ('k: "bad \\q escape"\n', 1, 10),
+    ("\tid: 1\n", 1, 1),
+    ("n: 你好\nbad: 你好: x\n", 2, 8),
+]
+
+
+@pytest.mark.parametrize("text", SAMPLES)
+def test_problems_in_valid_yaml_are_the_same_with_both_loaders(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = load_text(text, "case.yaml")
+    _pure_python(monkeypatch)
+    slow = load_text(text, "case.yaml")
+
+    assert (_shape(fast[0]), fast[1]) == (_shape(slow[0]), slow[1])
+
+
+@pytest.mark.parametrize(("text", "line", "column"), BROKEN)
+def test_invalid_yaml_is_reported_at_the_same_place_and_in_the_same_words(
+    text: str, line: int, column: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node, problems = load_text(text, "case.yaml")
+    _pure_python(monkeypatch)
+    _, slow = load_text(text, "case.yaml")
+
+    assert node is None
+    assert problems == slow
+    assert [(p.line, p.column) for p in problems] == [(line, column)]
+    assert problems[0].message.startswith("not valid YAML: ")
