@@ -514,6 +514,8 @@ def test_triage_pull_opens_last_nights_run_with_its_ci_link(
         run_app(app, headless=True, size=(100, 30), auto_pilot=read_header)
 
     monkeypatch.setattr(TriageApp, "run", run_headless)
+    # The app runs headless here; on the command line it needs a terminal.
+    monkeypatch.setattr("redline.cli.triage.require_terminal", lambda command, instead: None)
     assert not (project / ".redline").exists()
     assert main(["triage", "--pull", "--repo", REPO]) == 0
     assert seen["run"] == ids[3]  # the latest scheduled run, not the manual one after it

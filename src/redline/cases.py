@@ -49,6 +49,7 @@ from redline.yamlsource import (
     Node,
     did_you_mean,
     load_file,
+    load_text,
     read_verbatim,
     utf8_problem,
 )
@@ -216,10 +217,18 @@ def find_suite_dirs(paths: Sequence[Path], problems: list[Problem]) -> list[Path
 
 
 class _SuiteLoader:
-    def __init__(self, folder: Path, config: Config | None, problems: list[Problem]) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        config: Config | None,
+        problems: list[Problem],
+        overrides: Mapping[Path, str | None] | None = None,
+    ) -> None:
         self.folder = folder.resolve()
         self.config = config
         self.problems = problems
+        #: Case files read from these texts instead of the disk (None: left out).
+        self.overrides = {p.resolve(): t for p, t in (overrides or {}).items()}
 
     def show(self, path: Path) -> str:
         return relpath(path)
@@ -500,11 +509,15 @@ class _SuiteLoader:
     # -- cases ---------------------------------------------------------
 
     def case_files(self) -> list[Path]:
-        return sorted(
-            p
+        on_disk = {
+            p.resolve()
             for p in self.folder.iterdir()
             if p.is_file() and p.suffix in CASE_SUFFIXES and p.name != SUITE_FILE
-        )
+        }
+        planned = {
+            p for p in self.overrides if p.parent == self.folder and p.suffix in CASE_SUFFIXES
+        }
+        return sorted(p for p in on_disk | planned if self.overrides.get(p, "") is not None)
 
     def retired_files(self) -> tuple[Path, ...]:
         retired = self.folder / RETIRED_DIR
@@ -577,7 +590,8 @@ class _CaseLoader:
     def load(self) -> Case | None:
         suite = self.suite
         shown = suite.show(self.path)
-        root, more = load_file(self.path, shown)
+        text = suite.overrides.get(self.path.resolve())
+        root, more = load_file(self.path, shown) if text is None else load_text(text, shown)
         suite.problems.extend(more)
         if root is None:
             if not more:
@@ -873,6 +887,15 @@ class _CaseLoader:
         suite.problems.extend(spec.problems)
         self.files.extend(p.resolve() for p in spec.files)
         return None if spec.problems else assertion
+
+
+def check_suite_edit(folder: Path, edits: Mapping[Path, str | None], config: Config | None) -> None:
+    """Load the suite in `folder` as it would be after `edits` (new case-file texts; None
+    removes a file) without writing anything; raise ProblemsError listing every problem."""
+    problems: list[Problem] = []
+    suite = _SuiteLoader(folder, config, problems, edits).load()
+    if problems or suite is None:
+        raise ProblemsError(problems)
 
 
 def summary(suites: Sequence[Suite]) -> dict[str, int]:

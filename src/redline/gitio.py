@@ -187,6 +187,15 @@ def repo_state(root: Path) -> tuple[str | None, bool]:
     return sha, bool(out.strip(b"\0"))
 
 
+def repo_branch(root: Path) -> str | None:
+    """The branch checked out where `root` is; None when detached or outside git."""
+    found = _discover(root) if root.exists() else None
+    if found is None:
+        return None
+    top, git_dir, common, _ = found
+    return head_branch(Repo(top, git_dir, common))
+
+
 def open_repo(path: Path) -> Repo:
     """The repository whose working tree holds `path`."""
     if not path.exists():

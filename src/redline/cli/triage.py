@@ -1,4 +1,4 @@
-"""`redline triage [RUN_ID] [--pull]`: open the triage app on a run (default: the latest red run).
+"""`redline triage [RUN_ID] [--pull]`: open the triage app on a run (default: the latest run).
 
 With `--pull`, last nights' runs are imported from CI first and the latest nightly opens.
 
@@ -15,6 +15,7 @@ from rich.console import Console
 
 from redline.cli import ExitCode
 from redline.cli.pull import add_pull_arguments, latest_nightly, pull_from_ci
+from redline.cli.terminal import require_terminal
 from redline.config import load_config
 from redline.errors import UsageError
 from redline.records import RunKind
@@ -24,9 +25,10 @@ from redline.store import RunStore
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "triage",
-        description="Open the triage app on RUN_ID (default: the latest red run, else the "
-        "latest run). Per failing case: rerun on the unchanged prompt, read the raw outputs, "
-        "read the pass-count history; then raise samples, retire, loosen or accept a baseline.",
+        description="Open the triage app on RUN_ID (default: the latest run; the runs screen, "
+        "key R, switches between runs). Needs a terminal. Per failing case: rerun on the "
+        "unchanged prompt, read the raw outputs, read the pass-count history; then raise "
+        "samples, retire, loosen or accept a baseline.",
     )
     parser.add_argument("run_id", metavar="RUN_ID", nargs="?", help="run id or unique prefix")
     parser.add_argument(
@@ -41,6 +43,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pulling = parser.add_argument_group("what --pull imports (as for `redline pull`)")
     add_pull_arguments(pulling)
     parser.set_defaults(handler=_triage)
+
+
+def _require_terminal() -> None:
+    require_terminal(
+        "triage",
+        "`redline show RUN_ID CASE --diff` prints a case's outputs against its golden "
+        "answer, `redline compare A B` compares two runs, `redline history CASE` shows a "
+        "case's history.",
+    )
 
 
 def _triage(args: argparse.Namespace) -> int:
@@ -58,6 +69,7 @@ def _triage(args: argparse.Namespace) -> int:
         notice = None
         run_id: str | None = None
         if args.pull:
+            _require_terminal()  # before a pull from CI, not after it
             summary = pull_from_ci(
                 args, config, store, Console(stderr=True, soft_wrap=True, highlight=False)
             )
@@ -71,6 +83,7 @@ def _triage(args: argparse.Namespace) -> int:
             if args.pull and summary.stopped:
                 raise UsageError(summary.stopped)
             raise UsageError(f"no runs in {store_path}: run `redline run` first")
+        _require_terminal()
         context = TriageContext(store=store, root=config.root, config=config)
         TriageApp(context, run_id, notice=notice).run()
     return ExitCode.GREEN

@@ -58,7 +58,8 @@ def markdown_summary(report: RunReport) -> str:
     if stopped is not None:
         lines += ["", f"> {md_escape(stopped.capitalize(), 300)}."]
     if report.withheld:
-        lines += ["", f"> Content comparison withheld (rule 8): {md_escape(report.withheld, 300)}"]
+        reason = md_escape(report.withheld, 300)
+        lines += ["", f"> Content comparison withheld (not enough evidence): {reason}"]
     held = {(q.case.suite, q.case.case_id) for q in report.quarantined}
     problems = [
         c
