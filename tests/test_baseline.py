@@ -272,8 +272,9 @@ def test_golden_diff(repo: Path) -> None:
     assert main(["baseline", "save", "base1"]) == 0
     with open_store(repo) as store:
         sample = store.samples("next1", "breaks")[1]
-    diff_text = sample_golden_diff(repo / "baselines", sample)
+    diff_text, reference = sample_golden_diff(repo / "baselines", sample)
     assert diff_text is not None
+    assert reference.source.startswith("the accepted baseline's golden output (run base1")
     assert "-breaks answer 0" in diff_text and "+breaks answer 1" in diff_text
     assert "sample 1 [wrong]" in diff_text
 

@@ -70,9 +70,11 @@ class BaselineCase:
     case_hash: str
     scores: Mapping[str, float] = field(default_factory=dict)
     golden: Golden | None = None
+    #: Why a person accepted this entry although it lowers the bar or changes the model.
+    reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "run_id": self.run_id,
             "tier": self.tier,
             "samples": self.samples,
@@ -86,6 +88,9 @@ class BaselineCase:
             if self.golden is None
             else {"sample_index": self.golden.sample_index, "output": self.golden.output},
         }
+        if self.reason:
+            data["reason"] = self.reason
+        return data
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,7 @@ def parse_baseline(text: str, source: str) -> Baseline:
                 golden=None
                 if golden is None
                 else Golden(int(golden["sample_index"]), str(golden["output"])),
+                reason=str(c.get("reason", "")),
             )
         return Baseline(suite=str(data["suite"]), cases=cases)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -433,15 +439,63 @@ def golden_diff(
     return "\n".join(lines)
 
 
-def sample_golden_diff(directory: Path, sample: SampleRecord) -> str | None:
-    """The diff of one stored sample against its case's golden output, None without one."""
-    baseline = load_baseline(directory, sample.suite)
-    golden = None if baseline is None else baseline.golden(sample.case_id)
-    if golden is None:
-        return None
-    return golden_diff(
-        golden,
+@dataclass(frozen=True)
+class GoldenReference:
+    """The text a sample is diffed against, and where it came from, in words."""
+
+    text: str | None
+    source: str
+
+    @property
+    def found(self) -> bool:
+        return self.text is not None
+
+
+def golden_reference(
+    baseline: Baseline | None, case_id: str, case_golden: str | None
+) -> GoldenReference:
+    """The accepted baseline's golden output when it has one, else the case's own `golden:`.
+
+    Without either, `source` says why there is none and what to do.
+    """
+    accepted = None if baseline is None else baseline.cases.get(case_id)
+    if accepted is not None and accepted.golden is not None:
+        return GoldenReference(
+            accepted.golden.output,
+            f"the accepted baseline's golden output (run {accepted.run_id}, "
+            f"sample {accepted.golden.sample_index})",
+        )
+    own = "the case's own reference answer (`golden:` in its case file)"
+    if accepted is None:
+        why = "there is no accepted baseline for this case"
+    else:
+        why = (
+            f"the accepted baseline (run {accepted.run_id}, {accepted.passes}/"
+            f"{accepted.samples} passed) has no passing sample to keep"
+        )
+    if case_golden is not None:
+        return GoldenReference(case_golden, f"{own}: {why}")
+    return GoldenReference(
+        None,
+        f"No golden output: {why}, and the case has no `golden:` reference answer. "
+        "Accept a baseline with a passing sample, or write the expected answer into the "
+        "case file as `golden: file://fixtures/<name>.txt`.",
+    )
+
+
+def sample_golden_diff(
+    directory: Path, sample: SampleRecord, case_golden: str | None = None
+) -> tuple[str | None, GoldenReference]:
+    """The diff of one stored sample against its golden reference (None without one)."""
+    reference = golden_reference(
+        load_baseline(directory, sample.suite), sample.case_id, case_golden
+    )
+    if reference.text is None:
+        return None, reference
+    diff = golden_diff(
+        reference.text,
         sample.output,
         golden_label=f"golden ({sample.suite}/{sample.case_id})",
         output_label=f"run {sample.run_id} sample {sample.index} [{sample.verdict}]",
     )
+    return diff, reference

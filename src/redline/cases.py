@@ -33,6 +33,7 @@ from redline.yamlsource import (
     Node,
     did_you_mean,
     load_file,
+    load_text,
     read_verbatim,
     utf8_problem,
 )
@@ -75,6 +76,7 @@ CASE_KEYS = frozenset(
         "expect_refusal",
         "assert",
         "retired",
+        "golden",
         "quarantine",
     }
 )
@@ -122,6 +124,8 @@ class Case:
     assertions: tuple[Assertion, ...]
     #: Fixtures, schemas and other files the case reads (part of its hash).
     files: tuple[Path, ...] = ()
+    #: The reference answer whoever filed the incident wrote (`golden:`), verbatim.
+    golden: str | None = None
     #: Sequential sampling (`samples: {min, max}`): `samples` is then the most it may draw.
     sampling: SequentialPlan | None = None
     #: Runs and reports, but cannot turn a run red until `quarantine.until` has passed.
@@ -237,10 +241,18 @@ def find_suite_dirs(paths: Sequence[Path], problems: list[Problem]) -> list[Path
 
 
 class _SuiteLoader:
-    def __init__(self, folder: Path, config: Config | None, problems: list[Problem]) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        config: Config | None,
+        problems: list[Problem],
+        overrides: Mapping[Path, str | None] | None = None,
+    ) -> None:
         self.folder = folder.resolve()
         self.config = config
         self.problems = problems
+        #: Case files read from these texts instead of the disk (None: left out).
+        self.overrides = {p.resolve(): t for p, t in (overrides or {}).items()}
         load_optional_types()
 
     def show(self, path: Path) -> str:
@@ -522,11 +534,15 @@ class _SuiteLoader:
     # -- cases ---------------------------------------------------------
 
     def case_files(self) -> list[Path]:
-        return sorted(
-            p
+        on_disk = {
+            p.resolve()
             for p in self.folder.iterdir()
             if p.is_file() and p.suffix in CASE_SUFFIXES and p.name != SUITE_FILE
-        )
+        }
+        planned = {
+            p for p in self.overrides if p.parent == self.folder and p.suffix in CASE_SUFFIXES
+        }
+        return sorted(p for p in on_disk | planned if self.overrides.get(p, "") is not None)
 
     def retired_files(self) -> tuple[Path, ...]:
         retired = self.folder / RETIRED_DIR
@@ -599,7 +615,8 @@ class _CaseLoader:
     def load(self) -> Case | None:
         suite = self.suite
         shown = suite.show(self.path)
-        root, more = load_file(self.path, shown)
+        text = suite.overrides.get(self.path.resolve())
+        root, more = load_file(self.path, shown) if text is None else load_text(text, shown)
         suite.problems.extend(more)
         if root is None:
             if not more:
@@ -637,6 +654,7 @@ class _CaseLoader:
             else self.required(root, tier, samples)
         )
         expect_refusal = suite.boolean(root, "expect_refusal", default=False)
+        golden = self.golden(root)
         quarantine = self.quarantine(root)
         assertions = self.assertions(root, variables or {}, bool(expect_refusal))
         if variables is not None:
@@ -657,6 +675,7 @@ class _CaseLoader:
             expect_refusal=bool(expect_refusal),
             assertions=assertions,
             files=tuple(dict.fromkeys(self.files)),
+            golden=golden,
             sampling=sampling,
             quarantine=quarantine,
         )
@@ -755,6 +774,38 @@ class _CaseLoader:
             else:
                 values[key] = str(value)
         return values
+
+    def golden(self, root: Node) -> str | None:
+        """The reference answer: inline text, or a `file://` file read byte for byte."""
+        node = root.get("golden")
+        if node is None:
+            return None
+        value = node.value
+        if not node.is_scalar or not isinstance(value, str) or not value:
+            self.suite.wrong_type(
+                node,
+                "golden",
+                "the reference answer as text or a file:// reference",
+                "file://fixtures/0042-golden.txt",
+            )
+            return None
+        if not value.startswith(FILE_REF):
+            return value
+        path = self.path.parent / value[len(FILE_REF) :]
+        if not path.is_file():
+            self.suite.add(
+                node.mark,
+                f"golden output {self.suite.show(path)} does not exist",
+                "file:// paths are relative to the case file's folder",
+            )
+            return None
+        try:
+            text = read_verbatim(path)
+        except UnicodeDecodeError:
+            self.suite.add(node.mark, f"golden output {self.suite.show(path)} is not UTF-8 text")
+            return None
+        self.files.append(path.resolve())
+        return text
 
     def required(self, root: Node, tier: str | None, samples: int | None) -> int | None:
         node = root.get("required")
@@ -864,6 +915,15 @@ class _CaseLoader:
         suite.problems.extend(spec.problems)
         self.files.extend(p.resolve() for p in spec.files)
         return None if spec.problems else assertion
+
+
+def check_suite_edit(folder: Path, edits: Mapping[Path, str | None], config: Config | None) -> None:
+    """Load the suite in `folder` as it would be after `edits` (new case-file texts; None
+    removes a file) without writing anything; raise ProblemsError listing every problem."""
+    problems: list[Problem] = []
+    suite = _SuiteLoader(folder, config, problems, edits).load()
+    if problems or suite is None:
+        raise ProblemsError(problems)
 
 
 def summary(suites: Sequence[Suite]) -> dict[str, int]:

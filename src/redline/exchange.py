@@ -146,6 +146,7 @@ def run_json(run: RunRecord) -> dict[str, Any]:
         "parent_id": run.parent_id,
         "git_commit": run.git_commit,
         "git_dirty": run.git_dirty,
+        "git_branch": run.git_branch,
         "redline_version": run.redline_version,
         "args": dict(run.args),
     }
@@ -165,6 +166,7 @@ def _run_from_json(data: Mapping[str, Any], manifest: Mapping[str, Any]) -> RunR
         parent_id=data.get("parent_id"),
         git_commit=data.get("git_commit"),
         git_dirty=bool(data.get("git_dirty", False)),
+        git_branch=data.get("git_branch"),
         redline_version=str(data.get("redline_version", "")),
         args=dict(data.get("args", {})),
         manifest={str(k): str(v) for k, v in manifest.items()},

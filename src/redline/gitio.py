@@ -63,6 +63,19 @@ def repo_state(root: Path) -> tuple[str | None, bool]:
         return sha, dirty
 
 
+def repo_branch(root: Path) -> str | None:
+    """The branch checked out where `root` is; None when detached or outside git."""
+    try:
+        repo = git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    with repo:
+        try:
+            return head_branch(repo)
+        except (TypeError, ValueError):
+            return None
+
+
 def open_repo(path: Path) -> git.Repo:
     """The repository whose working tree holds `path`."""
     try:

@@ -57,7 +57,7 @@ def add_counts(counts: Iterable[Mapping[Verdict, int]]) -> dict[Verdict, int]:
 
 
 def run_result(outcomes: Iterable[CaseOutcome], verdicts: Mapping[Verdict, int]) -> RunResult:
-    """Inconclusive when infrastructure noise is over rule 8's limit; else red on any fail."""
+    """Inconclusive when infrastructure noise is over the evidence limit; else red on any fail."""
     outcomes = list(outcomes)
     if non_content_share(verdicts) > MAX_NON_CONTENT_SHARE:
         return RunResult.INCONCLUSIVE
@@ -68,19 +68,32 @@ def run_result(outcomes: Iterable[CaseOutcome], verdicts: Mapping[Verdict, int])
     return RunResult.GREEN
 
 
+def too_noisy(verdicts: Mapping[Verdict, int]) -> str | None:
+    """Why a run's samples say too little about the content to judge it, or None.
+
+    Truncated and transport samples never tested the content; over the limit, the run
+    is inconclusive whatever its cases show.
+    """
+    share = non_content_share(verdicts)
+    if share <= MAX_NON_CONTENT_SHARE:
+        return None
+    return (
+        f"{share:.0%} of samples are truncated or transport failures "
+        f"(limit {MAX_NON_CONTENT_SHARE:.0%}), so the content was barely tested"
+    )
+
+
 def content_comparison_withheld(
     cases_evaluated: int, verdicts: Mapping[Verdict, int]
 ) -> str | None:
-    """Why a run's content cannot be compared (rule 8), or None when it can."""
+    """Why a run's content cannot be compared (content diffs need enough evidence), or None."""
     reasons = []
     if cases_evaluated < MIN_CASES_FOR_CONTENT:
         reasons.append(
-            f"only {cases_evaluated} case(s) evaluated (at least {MIN_CASES_FOR_CONTENT} needed)"
+            f"only {cases_evaluated} case(s) evaluated: with fewer than {MIN_CASES_FOR_CONTENT}, "
+            "a content comparison would be noise"
         )
-    share = non_content_share(verdicts)
-    if share > MAX_NON_CONTENT_SHARE:
-        reasons.append(
-            f"{share:.0%} of samples are truncated or transport failures "
-            f"(limit {MAX_NON_CONTENT_SHARE:.0%})"
-        )
+    noisy = too_noisy(verdicts)
+    if noisy is not None:
+        reasons.append(noisy)
     return "; ".join(reasons) if reasons else None

@@ -51,6 +51,8 @@ class RunRecord:
     parent_id: str | None = None
     git_commit: str | None = None
     git_dirty: bool = False
+    #: The branch checked out when the run started; None when detached or outside git.
+    git_branch: str | None = None
     redline_version: str = ""
     args: Mapping[str, Any] = field(default_factory=dict)
     manifest: Mapping[str, str] = field(default_factory=dict)

@@ -23,7 +23,7 @@ from redline.assertions import LAYER_1, evaluate_sample
 from redline.completion import ChatRequest
 from redline.config import Config, ModelRef
 from redline.errors import CredentialsRejected, UsageError
-from redline.gitio import repo_state
+from redline.gitio import repo_branch, repo_state
 from redline.judge import JudgeSession, judge_pending
 from redline.manifest import case_hash, suite_manifest
 from redline.outcome import add_counts, case_outcome, run_result
@@ -525,6 +525,7 @@ def _new_record(
         parent_id=parent,
         git_commit=commit,
         git_dirty=dirty,
+        git_branch=repo_branch(config.root),
         redline_version=__version__,
         args=args,
         manifest=dict(manifest),

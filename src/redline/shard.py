@@ -283,6 +283,7 @@ def _merged(
         parent_id=first.parent_id,
         git_commit=first.git_commit,
         git_dirty=any(r.git_dirty for r in runs),
+        git_branch=first.git_branch,
         redline_version=first.redline_version,
         # The shards' shared arguments (e.g. `--tier quality`) still describe the merged run.
         args={

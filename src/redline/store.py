@@ -55,7 +55,8 @@ CREATE TABLE IF NOT EXISTS runs (
     git_commit TEXT,
     git_dirty INTEGER NOT NULL DEFAULT 0,
     redline_version TEXT NOT NULL,
-    args TEXT NOT NULL
+    args TEXT NOT NULL,
+    git_branch TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at, seq);
 CREATE INDEX IF NOT EXISTS runs_by_kind ON runs (kind, started_at, seq);
@@ -153,7 +154,7 @@ CREATE TABLE IF NOT EXISTS sample_search_runs (
 
 _RUN_COLUMNS = (
     "id, kind, status, result, started_at, finished_at, model_id, model_alias, suites, "
-    "parent_id, git_commit, git_dirty, redline_version, args"
+    "parent_id, git_commit, git_dirty, redline_version, args, git_branch"
 )
 _CASE_COLUMNS = (
     "run_id, suite, case_id, tier, model_id, samples, required, passes, result, "
@@ -206,6 +207,7 @@ class RunStore:
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=OFF")
         db.executescript(_SCHEMA)
+        _add_missing_columns(db)
         db.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
@@ -408,7 +410,7 @@ class RunStore:
         if db.execute("SELECT 1 FROM runs WHERE id = ?", (record.id,)).fetchone():
             raise UsageError(f"run {record.id} is already in the store {self.path}")
         db.execute(
-            f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * 14)})",
+            f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * 15)})",
             (
                 record.id,
                 str(record.kind),
@@ -424,6 +426,7 @@ class RunStore:
                 int(record.git_dirty),
                 record.redline_version,
                 json.dumps(dict(record.args), sort_keys=True, default=str),
+                record.git_branch,
             ),
         )
         db.executemany(
@@ -755,6 +758,13 @@ def _decode_text(value: str | bytes) -> str:
     return value
 
 
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """Columns added after a store was created: an older store gains them, empty."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    if "git_branch" not in have:
+        db.execute("ALTER TABLE runs ADD COLUMN git_branch TEXT")
+
+
 def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -775,6 +785,7 @@ def _run_from_row(row: Sequence[Any], manifest: Mapping[str, str]) -> RunRecord:
         git_dirty,
         version,
         args,
+        git_branch,
     ) = row
     return RunRecord(
         id=run_id,
@@ -789,6 +800,7 @@ def _run_from_row(row: Sequence[Any], manifest: Mapping[str, str]) -> RunRecord:
         parent_id=parent_id,
         git_commit=git_commit,
         git_dirty=bool(git_dirty),
+        git_branch=git_branch,
         redline_version=version,
         args=json.loads(args),
         manifest=dict(manifest),

@@ -9,21 +9,25 @@ from textual.widgets import Input
 
 from redline_tui.app import TriageApp
 
+#: Worker groups that wait for the user (a dialog or a picker), never for data.
+_WAITING = frozenset({"case-action", "compare-choose", "run-pick"})
+
 
 async def settle(pilot: Pilot[None]) -> None:
-    """Let every loading worker finish (not the action dialogs, which wait for keys)."""
+    """Let every loading worker finish (not those waiting on a dialog or a picker for keys)."""
     app = pilot.app
     for _ in range(3):
         await pilot.pause()
-        pending = [w for w in app.workers if w.group != "case-action" and not w.is_finished]
+        pending = [w for w in app.workers if w.group not in _WAITING and not w.is_finished]
         for worker in pending:
             await worker.wait()
     await pilot.pause()
 
 
 async def fill(pilot: Pilot[None], field: str, text: str) -> None:
-    """Replace the value of a dialog field (`#field-<key>`)."""
+    """Replace the value of a dialog field (`#field-<key>`), focused as a user would."""
     box = pilot.app.screen.query_one(f"#field-{field}", Input)
+    box.focus()
     box.value = text
     await pilot.pause()
 
@@ -43,3 +47,11 @@ def press_before(*keys: str) -> Callable[[Pilot[None]], object]:
             await settle(pilot)
 
     return run_before
+
+
+def screen_text(app: object) -> str:
+    """Every Static's text on the current screen, for asserting what a user can read."""
+    from textual.widgets import Static
+
+    assert isinstance(app, TriageApp)
+    return "\n".join(str(w.render()) for w in app.screen.query(Static))

@@ -208,3 +208,13 @@ def test_label_command_with_everything_labelled_says_so(
     code = main(["label", "run-a", "--rubric", "judged/rubrics/slop.yaml", "--who", "ana"])
     assert code == ExitCode.GREEN
     assert "nothing to label" in capsys.readouterr().out
+
+
+def test_label_command_needs_a_terminal_when_there_is_something_to_label(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["label", "run-a", "--rubric", "judged/rubrics/slop.yaml", "--who", "ana"])
+    assert code == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "`redline label` is a full-screen app and needs a terminal" in err
+    assert "output(s) to label" in err

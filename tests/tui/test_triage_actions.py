@@ -6,12 +6,13 @@ import json
 
 import pytest
 from helpers import fill, settle
-from textual.widgets import Static
+from textual.widgets import Input, Label, Static
 from triage_repo import CASE_TEXT, TriageRepo
-from triage_store import RERUN, add_interrupted_rerun
+from triage_store import EARLIER_RUNS, RED_RUN, RERUN, add_interrupted_rerun
 
+from redline.baseline import save_baselines
 from redline_tui.app import TriageApp
-from redline_tui.widgets.dialogs import ConfirmDialog, FormDialog, MessageDialog
+from redline_tui.widgets.dialogs import ConfirmDialog, FormDialog, MessageDialog, PickerDialog
 from redline_tui.widgets.lazy_text import LazyText
 
 pytestmark = pytest.mark.anyio
@@ -93,8 +94,9 @@ async def test_loosening_is_refused_while_the_index_holds_a_prompt_change(
         await _open_case_outputs(pilot, app)
         await pilot.press("l")
         await pilot.pause()
-        assert isinstance(app.screen, FormDialog)
-        assert app.screen.query_one("#field-index").value == "0"  # type: ignore[attr-defined]
+        assert isinstance(app.screen, PickerDialog)
+        assert app.screen.picked == 0  # the assertion that failed most
+        assert app.screen.query_one("#field-value", Input).value == "12,000"
         await fill(pilot, "value", "12")
         await fill(pilot, "reason", "the amount may be written 12.000 too")
         await pilot.press("enter")
@@ -102,7 +104,7 @@ async def test_loosening_is_refused_while_the_index_holds_a_prompt_change(
         message = _message(app)
         title = str(app.screen.query_one(".dialog-title", Static).render())
         assert title == "Refused: the index holds a prompt change"
-    assert "assert[0]" in message and "prompt" in message
+    assert "contains" in message and "prompt" in message
     assert "cases/support/prompts/user.md" in message
     assert triage_repo.case_path.read_text(encoding="utf-8") == CASE_TEXT
     assert triage_repo.staged() == ["cases/support/prompts/user.md"]
@@ -116,11 +118,22 @@ async def test_loosening_one_assertion_writes_the_reason_beside_it(
         await _open_case_outputs(pilot, app)
         await pilot.press("l")
         await pilot.pause()
-        await fill(pilot, "index", "1")
+        await pilot.press("down")  # the list shows each assertion with its current value
+        await pilot.pause()
+        assert isinstance(app.screen, PickerDialog)
+        assert app.screen.query_one("#field-value", Input).value == "400"
+        assert "a whole number" in str(app.screen.query_one("#label-value", Label).render())
+        await fill(pilot, "value", "eight hundred")
+        await fill(pilot, "reason", "refund answers list every fee")
+        await pilot.press("enter")  # not a number: refused in the dialog
+        await pilot.pause()
+        assert isinstance(app.screen, PickerDialog)
+        assert "not a whole number" in str(app.screen.query_one("#form-error", Static).render())
         await fill(pilot, "value", "800")
+        await fill(pilot, "reason", "")
         await pilot.press("enter")  # no reason yet: refused
         await pilot.pause()
-        assert isinstance(app.screen, FormDialog)
+        assert isinstance(app.screen, PickerDialog)
         await fill(pilot, "reason", "refund answers list every fee")
         await pilot.press("enter")
         await pilot.pause()
@@ -129,7 +142,9 @@ async def test_loosening_one_assertion_writes_the_reason_beside_it(
         assert "Loosens: case 0042-amount-suffix: assert[1] max-chars 400 → 800" in footer
         await pilot.press("y")
         await pilot.pause()
-        assert "max-chars 400 → 800: refund answers list every fee" in _message(app)
+        message = _message(app)
+        assert "value 400 → 800: refund answers list every fee" in message
+        assert "{" not in message and "None" not in message
     text = triage_repo.case_path.read_text(encoding="utf-8")
     assert text == CASE_TEXT.replace(
         "    value: 400\n",
@@ -186,3 +201,115 @@ async def test_cancelling_the_confirmation_writes_nothing(triage_repo: TriageRep
         assert not isinstance(app.screen, ConfirmDialog)
     assert triage_repo.case_path.read_text(encoding="utf-8") == CASE_TEXT
     assert triage_repo.staged() == []
+
+
+async def test_loosening_a_string_keeps_it_a_string_whatever_it_holds(
+    triage_repo: TriageRepo,
+) -> None:
+    """`Here is the JSON:` is text, never YAML's mapping `{Here is the JSON: null}`."""
+    triage_repo.case_path.write_text(
+        CASE_TEXT + "  - type: not-contains\n    value: Here is\n", encoding="utf-8"
+    )
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_case_outputs(pilot, app)
+        await pilot.press("l")
+        await pilot.pause()
+        assert isinstance(app.screen, PickerDialog)
+        await pilot.press("down", "down")
+        await pilot.pause()
+        assert app.screen.query_one("#field-value", Input).value == "Here is"
+        await fill(pilot, "value", "Here is the JSON:")
+        await fill(pilot, "reason", "only the full preamble is the bug")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        footer = str(app.screen.query_one("#confirm-footer", Static).render())
+        assert '"Here is" → "Here is the JSON:"' in footer
+        assert "{" not in footer and "None" not in footer
+        await pilot.press("y")
+        await pilot.pause()
+    from redline.cases import load_suite
+
+    suite = load_suite(triage_repo.case_path.parent, triage_repo.ctx.config)
+    case = suite.case("0042-amount-suffix")
+    assert "value: 'Here is the JSON:'" in triage_repo.case_path.read_text(encoding="utf-8")
+    assert len(case.assertions) == 3
+    assert triage_repo.staged() == [CASE_REL]
+
+
+async def test_an_edit_the_loader_rejects_is_never_written_or_staged(
+    triage_repo: TriageRepo,
+) -> None:
+    """A regex that does not compile is refused with the loader's own words."""
+    triage_repo.case_path.write_text(
+        CASE_TEXT + "  - type: regex\n    value: 'IDR [0-9]+'\n", encoding="utf-8"
+    )
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_case_outputs(pilot, app)
+        await pilot.press("l")
+        await pilot.pause()
+        await pilot.press("down", "down")
+        await fill(pilot, "value", "IDR ([0-9]+")
+        await fill(pilot, "reason", "amounts may have separators")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, MessageDialog)
+        title = str(app.screen.query_one(".dialog-title", Static).render())
+        assert title == "Refused: the edited case file would not load"
+        assert "0042-amount-suffix.yaml:" in _message(app)
+    assert "IDR [0-9]+" in triage_repo.case_path.read_text(encoding="utf-8")
+    assert triage_repo.staged() == []
+
+
+async def test_accepting_a_lower_baseline_warns_with_numbers_and_keeps_the_reason(
+    triage_repo: TriageRepo,
+) -> None:
+    save_baselines(triage_repo.ctx.store, EARLIER_RUNS[-1], triage_repo.ctx.baseline_dir)
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_case_outputs(pilot, app)
+        await pilot.press("a")
+        await pilot.pause()
+        await fill(pilot, "run", RED_RUN)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, FormDialog)
+        note = str(app.screen.query_one(".dialog-note", Static).render())
+        assert "lowers the accepted pass count: 5/5 (100%) → 3/5 (60%)" in note
+        await pilot.press("enter")  # a reason is required now
+        await pilot.pause()
+        assert isinstance(app.screen, FormDialog)
+        await fill(pilot, "reason", "the new wording is right, the bar moves")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        await pilot.press("y")
+        await pilot.pause()
+        assert "5/5 → 3/5" in _message(app)
+        assert "the new wording is right, the bar moves" in _message(app)
+    baseline = json.loads((triage_repo.root / "baselines/support.json").read_text("utf-8"))
+    assert baseline["cases"]["0042-amount-suffix"]["reason"] == (
+        "the new wording is right, the bar moves"
+    )
+
+
+async def test_accepting_a_run_of_another_model_warns(triage_repo: TriageRepo) -> None:
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_case_outputs(pilot, app)
+        await pilot.press("a")
+        await pilot.pause()
+        await fill(pilot, "run", EARLIER_RUNS[0])
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, FormDialog)
+        note = str(app.screen.query_one(".dialog-note", Static).render())
+        assert (
+            "comes from model openai:fake-model-2025-12, not the suite's pinned model "
+            "openai:fake-model-2026-01" in note
+        )
+        await pilot.press("escape")
+        await pilot.pause()
+    assert not (triage_repo.root / "baselines/support.json").exists()

@@ -62,7 +62,8 @@ def test_loosen_changes_one_value_and_notes_the_reason(tmp_path: Path) -> None:
         "  value: 80\n  note: 'loosened 2026-11-30 (value 40 → 80): ids grew to 5 digits'\n"
     )
     assert edit.commit_message == (
-        "redline: loosen case 0100-four-space assert[1] max-chars 40 → 80: ids grew to 5 digits"
+        "redline: loosen case 0100-four-space assertion 1 (max-chars) value 40 → 80: "
+        "ids grew to 5 digits"
     )
 
 
@@ -70,7 +71,7 @@ def test_loosen_needs_a_reason_and_an_existing_assertion(tmp_path: Path) -> None
     path = _write(tmp_path, FOUR_SPACE)
     with pytest.raises(UsageError, match="needs a reason"):
         plan_loosen(path, "c", 1, "80", "  ", dt.date(2026, 11, 30))
-    with pytest.raises(UsageError, match=r"no assert\[5\]"):
+    with pytest.raises(UsageError, match="no assertion number 5"):
         plan_loosen(path, "c", 5, "80", "why", dt.date(2026, 11, 30))
 
 
@@ -87,3 +88,20 @@ def test_retire_moves_into_retired_and_refuses_to_overwrite(tmp_path: Path) -> N
     _write(tmp_path, FOUR_SPACE)
     with pytest.raises(UsageError, match="already exists"):
         plan_retire(path, tmp_path, "0100-four-space", "noise", "ana", dt.date(2026, 11, 30))
+
+
+def test_typed_values_follow_the_current_value() -> None:
+    from redline.errors import UsageError
+    from redline_tui.edits import in_words, typed_value
+
+    assert typed_value("Here is", "Here is the JSON:") == "Here is the JSON:"
+    assert typed_value("x", "{a: 1}") == "{a: 1}"
+    assert typed_value(400, " 800 ") == 800
+    assert typed_value(0.5, "0.3") == 0.3
+    assert typed_value(True, "false") is False
+    assert typed_value(["a"], '["a", "b"]') == ["a", "b"]
+    for old, text in ((400, "8e2x"), (0.5, "nan"), (True, "yes please"), (["a"], "{a: 1}")):
+        with pytest.raises(UsageError):
+            typed_value(old, text)
+    assert in_words("Here is the JSON:") == '"Here is the JSON:"'
+    assert in_words(800) == "800"

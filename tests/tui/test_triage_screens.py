@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import fill, settle
+from helpers import screen_text, settle
 from textual.widgets import DataTable, Static
 from triage_repo import TriageRepo
 from triage_store import (
@@ -22,10 +22,11 @@ from redline.records import CaseOutcome, RunKind
 from redline_tui.app import TriageApp
 from redline_tui.screens.compare import CompareScreen
 from redline_tui.screens.help import HelpScreen
-from redline_tui.screens.history import HistoryScreen, point_line
+from redline_tui.screens.history import HistoryScreen, rate_chart
 from redline_tui.screens.outputs import OutputsScreen
 from redline_tui.screens.rerun import RerunScreen
 from redline_tui.screens.run import RunScreen, header_text
+from redline_tui.screens.runs import RunsScreen
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.lazy_text import LazyText
 from redline_tui.widgets.verdict_bar import VerdictBar
@@ -52,7 +53,7 @@ async def test_run_screen_shows_failing_cases_first_with_counts(triage_repo: Tri
         header = _static_text(app, "#run-header")
         assert "c0ffee000004" in header and "openai:fake-model-2026-01" in header
         assert "RED" in header
-        assert not screen.query_one("#rule8-banner").display
+        assert not screen.query_one("#noise-banner").display
         table = screen.query_one("#cases", DataTable)
         assert str(table.get_cell("support/0031-escalation", "marks")) == "changed"
         assert "changed" not in str(table.get_cell("support/0042-amount-suffix", "marks"))
@@ -85,13 +86,15 @@ async def test_filter_by_text_and_verdict_and_sort(triage_repo: TriageRepo) -> N
         assert [c.case_id for c in screen.shown][-1] == "0051-short-answer"
 
 
-async def test_rule8_banner_on_a_run_with_too_few_cases(triage_repo: TriageRepo) -> None:
+async def test_no_comparison_banner_on_a_single_run_with_few_cases(
+    triage_repo: TriageRepo,
+) -> None:
+    """Nothing is compared on a run's home screen: too few cases is no reason for a banner."""
     app = TriageApp(triage_repo.ctx, RERUN)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        banner = app.screen.query_one("#rule8-banner", Static)
-        assert banner.display
-        assert "only 1 case(s) evaluated" in str(banner.render())
+        assert not app.screen.query_one("#noise-banner", Static).display
+        assert "withheld" not in screen_text(app)
 
 
 async def test_steps_by_number_and_escape_returns_home(triage_repo: TriageRepo) -> None:
@@ -108,7 +111,8 @@ async def test_steps_by_number_and_escape_returns_home(triage_repo: TriageRepo) 
         await settle(pilot)
         assert isinstance(app.screen, OutputsScreen)
         footer = app.screen.query_one(KeyBar).render()
-        assert footer.plain.startswith(" o  Raw output  d  Diff  esc  Back ")
+        assert footer.plain.startswith(" o  Raw output  d  Diff  w  Wrap  esc  Back ")
+        assert "?  Help" in footer.plain and "q  Quit" in footer.plain
         await pilot.press("3")
         await settle(pilot)
         assert isinstance(app.screen, HistoryScreen)
@@ -116,9 +120,12 @@ async def test_steps_by_number_and_escape_returns_home(triage_repo: TriageRepo) 
         assert isinstance(app.screen, RunScreen)
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
-        assert ("c", "Compare") in app.screen.rows
-        assert ("/", "Filter") in app.screen.rows
+        assert ("c", "Compare this run with an earlier one") in app.screen.rows
+        assert ("/", "Filter the cases (language below)") in app.screen.rows
         assert ("?", "This help") in app.screen.rows
+        assert ("g  Home", "First row") in app.screen.rows
+        guide = app.screen.guide
+        assert "v:VERDICT" in guide and "/invoice v:malf" in guide
         assert [text for key, text in app.screen.rows if key == "escape"] == ["Clear filter"]
 
 
@@ -154,8 +161,9 @@ async def test_raw_output_with_ansi_markup_and_nul_displays_literally(
         raw = screen.query_one("#raw-output", LazyText)
         expected = "Total: \\x1b[31m12k\\x1b[0m [bold]not bold[/bold] NUL:\\x00 end"
         assert raw.lines == [expected]
-        shown = "".join(seg.text for seg in raw.render_line(0)).rstrip()
-        assert expected.startswith(shown)
+        rows = ["".join(seg.text for seg in raw.render_line(y)) for y in range(raw.row_count)]
+        shown = "".join(row.rstrip("\N{NO-BREAK SPACE} ") + " " for row in rows)
+        assert shown.split() == expected.split()  # wrapped at spaces, nothing lost
         assert "\\x1b[31m12k" in shown and "[bold]not bold" in shown
         assert "\x1b" not in shown and "\x00" not in shown
 
@@ -182,7 +190,8 @@ async def test_outputs_say_why_there_is_no_golden_output(triage_repo: TriageRepo
         await pilot.press("down", "2")
         await settle(pilot)
         text = " ".join(app.screen.query_one("#golden-diff", LazyText).lines)
-        assert text == "No golden output: no accepted baseline for this case yet (a accepts one)."
+        assert text.startswith("No golden output: there is no accepted baseline for this case")
+        assert "golden: file://fixtures/" in text
     save_baselines(triage_repo.ctx.store, EARLIER_RUNS[0], triage_repo.ctx.baseline_dir)
     path = triage_repo.ctx.baseline_dir / "support.json"
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -196,10 +205,92 @@ async def test_outputs_say_why_there_is_no_golden_output(triage_repo: TriageRepo
         await settle(pilot)
         text = " ".join(app.screen.query_one("#golden-diff", LazyText).lines)
         assert "no accepted baseline" not in text
-        assert text == (
+        assert text.startswith(
             f"No golden output: the accepted baseline (run {EARLIER_RUNS[0]}, 0/5 passed) "
-            "has no passing sample to keep (a accepts a newer run)."
+            "has no passing sample to keep, and the case has no `golden:` reference answer."
         )
+
+
+async def test_a_case_s_own_golden_answer_is_diffed_when_the_baseline_has_none(
+    triage_repo: TriageRepo,
+) -> None:
+    """`golden: file://…` written by whoever filed the incident, read byte for byte."""
+    fixtures = triage_repo.case_path.parent / "fixtures"
+    fixtures.mkdir()
+    (fixtures / "0042-golden.txt").write_bytes(
+        b"Your refund of 12,000 IDR was approved.\r\nIt arrives in 3 days."
+    )
+    text = triage_repo.case_path.read_text(encoding="utf-8")
+    triage_repo.case_path.write_text(
+        text.replace("tier: quality\n", "tier: quality\ngolden: file://fixtures/0042-golden.txt\n"),
+        encoding="utf-8",
+    )
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "2")
+        await settle(pilot)
+        diff = app.screen.query_one("#golden-diff", LazyText)
+        assert diff.lines[0].startswith("Golden: the case's own reference answer")
+        assert "there is no accepted baseline for this case" in diff.lines[0]
+        assert "-Your refund of 12,000 IDR was approved.\\r" in diff.lines
+        # The accepted baseline's golden output wins when there is one, and says so.
+        save_baselines(triage_repo.ctx.store, EARLIER_RUNS[0], triage_repo.ctx.baseline_dir)
+        triage_repo.ctx.forget_baselines()
+        await pilot.press("escape", "2")
+        await settle(pilot)
+        diff = app.screen.query_one("#golden-diff", LazyText)
+        assert diff.lines[0].startswith(
+            f"Golden: the accepted baseline's golden output (run {EARLIER_RUNS[0]}"
+        )
+
+
+async def test_changed_words_inside_a_changed_line_are_marked(triage_repo: TriageRepo) -> None:
+    save_baselines(triage_repo.ctx.store, EARLIER_RUNS[0], triage_repo.ctx.baseline_dir)
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "2")
+        await settle(pilot)
+        await pilot.press("j", "j", "j")  # sample 3: "12k" where the golden says "12,000 IDR"
+        diff = app.screen.query_one("#golden-diff", LazyText)
+        removed = diff.lines.index("-Your refund of 12,000 IDR was approved.")
+        added = diff.lines.index("+Your refund of 12k was approved.")
+        marked = [diff.lines[removed][a:b] for a, b in diff.spans[removed]]
+        assert "".join(marked).split() == ["12", ",", "000", "IDR"] or "IDR" in "".join(marked)
+        assert [diff.lines[added][a:b] for a, b in diff.spans[added]] == ["12k"]
+        assert "Your" not in "".join(marked) and "approved" not in "".join(marked)
+
+
+async def test_outputs_wrap_by_default_and_the_panes_scroll_together(
+    triage_repo: TriageRepo,
+) -> None:
+    save_baselines(triage_repo.ctx.store, EARLIER_RUNS[0], triage_repo.ctx.baseline_dir)
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "2")
+        await settle(pilot)
+        raw = app.screen.query_one("#raw-output", LazyText)
+        diff = app.screen.query_one("#golden-diff", LazyText)
+        prose = " ".join(f"word{i}" for i in range(400))
+        raw.set_lines([prose, *(f"line {i}" for i in range(200))])
+        diff.set_lines([f"-{prose}", *(f"+line {i}" for i in range(300))])
+        await pilot.pause()
+        assert raw.wrap and raw.row_count > 201  # wrapped: no sideways scrolling to read
+        assert raw.virtual_size.width <= raw.size.width
+        raw.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        assert raw.scroll_y == raw.max_scroll_y > 0
+        assert diff.scroll_y == diff.max_scroll_y  # followed at the same fraction
+        await pilot.press("home")
+        await pilot.pause()
+        assert diff.scroll_y == 0
+        await pilot.press("w")
+        await pilot.pause()
+        assert not raw.wrap and not diff.wrap
+        assert raw.row_count == 201 and raw.virtual_size.width == len(prose)
 
 
 async def test_one_megabyte_output_scrolls_in_the_lazy_viewer(triage_repo: TriageRepo) -> None:
@@ -211,7 +302,12 @@ async def test_one_megabyte_output_scrolls_in_the_lazy_viewer(triage_repo: Triag
         raw = app.screen.query_one("#raw-output", LazyText)
         raw.set_lines(["x" * 1_000_000, *(f"line {i}" for i in range(20_000))])
         raw.focus()
-        await pilot.press("end", "pagedown", "right")
+        await pilot.press("end", "pageup")
+        await pilot.pause()
+        width = raw.scrollable_content_region.width
+        assert raw.row_count == -(-1_000_000 // width) + 20_000  # wrapped to the pane
+        assert raw.scroll_y > 0
+        await pilot.press("w", "end", "pagedown", "right")
         await pilot.pause()
         assert raw.virtual_size.width == 1_000_000
         assert raw.virtual_size.height == 20_001
@@ -225,11 +321,16 @@ async def test_history_bars_reruns_and_marginal_analysis(triage_repo: TriageRepo
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, HistoryScreen)
-        bars = _static_text(app, "#history-bars").splitlines()
-        assert len(bars) == 5
-        assert "↳rerun" in bars[-1] and RERUN in bars[-1]
-        assert bars[3].startswith("▶") and "3/5" in bars[3] and "fail" in bars[3]
-        assert screen.history.reruns[0].run_id == RERUN
+        table = screen.query_one("#history-table", DataTable)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert len(rows) == 5
+        assert rows[-1][1] == f"↳{RERUN}"
+        assert rows[3][0].startswith("▶") and rows[3][3] == "3/5" and rows[3][4] == "fail"
+        assert rows[3][6] == "no branch@0123456"  # the store's runs recorded no branch
+        assert table.cursor_row == 3  # on the triaged run
+        assert screen.history is not None and screen.history.reruns[0].run_id == RERUN
+        trend = _static_text(app, "#history-trend")
+        assert trend.startswith("Trend ") and "95% interval" in trend
 
 
 async def test_history_marks_model_change_and_marginal_case(triage_repo: TriageRepo) -> None:
@@ -238,9 +339,10 @@ async def test_history_marks_model_change_and_marginal_case(triage_repo: TriageR
         await settle(pilot)
         await pilot.press("3")  # 0007-marginal-tone: 4,3,4,3 of 5 with 4 required
         await settle(pilot)
-        bars = _static_text(app, "#history-bars").splitlines()
-        assert bars[2].endswith("▲ model")
-        assert "▲" not in bars[1] and "▲" not in bars[3]
+        table = app.screen.query_one("#history-table", DataTable)
+        marks = [str(table.get_row_at(i)[5]) for i in range(table.row_count)]
+        assert marks[2] == "▲"
+        assert marks[1] == "" and marks[3] == ""
         notes = _static_text(app, "#marginal").splitlines()
         assert notes[0] == (
             "▲ c0ffee000003: model openai:fake-model-2025-12 → openai:fake-model-2026-01"
@@ -263,7 +365,18 @@ async def test_compare_screen_sorted_by_largest_drop_and_opens_both_outputs(
         ids = [d.case_id for d in screen.rows]
         assert ids[0] == "0042-amount-suffix"
         assert "0031-escalation" not in ids
-        assert "1 case(s) changed" in _static_text(app, "#compare-header")
+        header = _static_text(app, "#compare-header")
+        dropped = sum(1 for d in screen.rows if d.delta is not None and d.delta < 0)
+        drops = len(screen.comparison.significant_drops)
+        assert f"{dropped} dropped ({drops} significantly, p < 0.05)" in header
+        assert "1 case file(s) changed, not compared" in header
+        changed = screen.query_one("#changed-table", DataTable)
+        assert changed.row_count == 1
+        assert [str(c) for c in changed.get_row_at(0)] == [
+            "support/0031-escalation",
+            "5/5 100%",
+            "5/5 100%",
+        ]
         await pilot.press("enter")
         await settle(pilot)
         outputs = app.screen
@@ -303,17 +416,21 @@ async def test_compare_two_chosen_runs_across_a_model_change(triage_repo: Triage
         await settle(pilot)
         await pilot.press("c")
         await settle(pilot)
-        await pilot.press("e")
-        await pilot.pause()
-        await fill(pilot, "a", EARLIER_RUNS[0])
-        await pilot.press("enter")
+        await pilot.press("a")  # a run picker, not a typed id
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, RunsScreen)
+        assert [r.id for r in picker.shown] == [RED_RUN, *reversed(EARLIER_RUNS)]
+        row = [str(c) for c in picker.query_one(DataTable).get_row_at(1)]
+        assert row[0] == "▶ c0ffee000003" and row[3] == "GREEN" and row[5] == "0123456"
+        await pilot.press("G", "enter")
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, CompareScreen) and screen.comparison is not None
         assert screen.comparison.a.run.id == EARLIER_RUNS[0]
         header = _static_text(app, "#compare-header")
-        assert "A c0ffee000001  openai:fake-model-2025-12" in header
-        assert "B c0ffee000004  openai:fake-model-2026-01" in header
+        assert "A c0ffee000001" in header and "openai:fake-model-2025-12" in header
+        assert "B c0ffee000004" in header and "openai:fake-model-2026-01" in header
 
 
 def test_run_header_fits_80_columns_with_a_local_model_digest() -> None:
@@ -329,10 +446,11 @@ def test_run_header_fits_80_columns_with_a_local_model_digest() -> None:
 @pytest.mark.parametrize(
     ("passes", "samples", "required", "bar"),
     [
-        (3, 3, 3, "████████████████████│"),
-        (0, 3, 3, "░░░░░░░░░░░░░░░░░░░░│"),
-        (3, 5, 4, "████████████░░░░│░░░░"),
-        (5, 5, 4, "████████████████│████"),
+        # 95% Wilson intervals: 3/3 → 44–100%, 0/3 → 0–56%, 3/5 → 23–88%, 5/5 → 57–100%.
+        (3, 3, 3, "████████▓▓▓▓▓▓▓▓▓▓▓▓│"),
+        (0, 3, 3, "───────────░░░░░░░░░│"),
+        (3, 5, 4, "████▓▓▓▓▓▓▓▓────│──░░"),
+        (5, 5, 4, "███████████▓▓▓▓▓│▓▓▓▓"),
     ],
 )
 def test_history_bar_marks_the_required_count_even_when_every_sample_is_required(
@@ -351,4 +469,4 @@ def test_history_bar_marks_the_required_count_even_when_every_sample_is_required
         case_hash="h",
         content_samples=samples,
     )
-    assert f" {bar} " in point_line(point, RED_RUN).plain
+    assert str(rate_chart(point)) == bar

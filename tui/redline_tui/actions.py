@@ -2,35 +2,51 @@
 
 Nothing is committed: the user commits the staged change with the message shown, as
 its own reviewable commit. A loosening (as the guard sees it) is refused while the
-index holds a prompt change (DESIGN rule 12).
+index holds a prompt change (never loosen a threshold in the commit of a prompt change).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from textual.screen import Screen
 
-from redline.errors import RedlineError, UsageError
+from redline.errors import ProblemsError, RedlineError, UsageError
 from redline.gitio import stage_file
 from redline.guard import index_has_prompt_change, loosenings_between
 from redline.history import case_history, find_marginal
 from redline.records import CaseRecord, RunRecord, RunStatus, TriageRecord
 from redline.rerun import default_samples, find_case
+from redline.textsafe import preview
 from redline_tui.context import TriageContext
 from redline_tui.edits import (
     FileEdit,
+    accepted_entry,
     assertion_value_key,
+    baseline_warnings,
     case_assertions,
+    check_edit,
     plan_accept_baseline,
     plan_loosen,
     plan_raise_samples,
     plan_retire,
+    typed_value,
+    value_as_text,
+    value_kind,
 )
 from redline_tui.messages import FilesStaged, TriageMarked
-from redline_tui.widgets.dialogs import ConfirmDialog, Field, FormDialog, MessageDialog
+from redline_tui.widgets.dialogs import (
+    Choice,
+    ConfirmDialog,
+    Field,
+    FormDialog,
+    MessageDialog,
+    PickerDialog,
+    whole_number,
+)
 
 Flow = Callable[[Screen[None], TriageContext, RunRecord, CaseRecord], Awaitable[None]]
 
@@ -38,8 +54,17 @@ Flow = Callable[[Screen[None], TriageContext, RunRecord, CaseRecord], Awaitable[
 def start_case_action(
     screen: Screen[None], ctx: TriageContext, run: RunRecord, case: CaseRecord, name: str
 ) -> None:
-    """Run one action's dialogs in a worker so the app keeps drawing while the user decides."""
-    screen.run_worker(_FLOWS[name](screen, ctx, run, case), exclusive=True, group="case-action")
+    """Run one action's dialogs in a worker so the app keeps drawing while the user decides.
+
+    The worker gets a coroutine *function*: a coroutine object made up front would never be
+    awaited when the worker is cancelled before it starts (on quit, or by the next action).
+    """
+    flow = _FLOWS[name]
+
+    async def run_flow() -> None:
+        await flow(screen, ctx, run, case)
+
+    screen.run_worker(run_flow, exclusive=True, group="case-action")  # type: ignore[arg-type]
 
 
 def edit_loosenings(edit: FileEdit) -> list[str]:
@@ -138,14 +163,18 @@ async def _raise_samples(
     values = await screen.app.push_screen_wait(
         FormDialog(
             f"Raise samples of {case.case_id}",
-            [Field("samples", "New samples", str(suggested))],
+            [
+                Field(
+                    "samples",
+                    "New samples (a whole number)",
+                    str(suggested),
+                    check=whole_number(case.samples + 1),
+                )
+            ],
             note,
         )
     )
     if values is None:
-        return
-    if not values["samples"].isdigit():
-        await _tell(screen, "Not a number", f"{values['samples']!r} is not a whole number")
         return
     await _plan_and_stage(
         screen, ctx, lambda: plan_raise_samples(path, case.case_id, int(values["samples"]))
@@ -188,38 +217,73 @@ async def _loosen(
         return
     path, _ = found
     assertions = case_assertions(path)
+    if not assertions:
+        await _tell(screen, "Nothing to loosen", f"{case.case_id} has no assertions.")
+        return
     failing = Counter(a.index for s in ctx.samples(run.id, case) for a in s.assertions if a.failed)
     default = failing.most_common(1)[0][0] if failing else 0
-    listing = []
-    for i, item in enumerate(assertions):
+    choices = [_assertion_choice(i, item, failing.get(i, 0)) for i, item in enumerate(assertions)]
+
+    def current(choice: str) -> dict[str, tuple[str, str]]:
+        item = assertions[int(choice)]
         try:
-            value = f"{assertion_value_key(item)}: {item[assertion_value_key(item)]!r}"
+            key = assertion_value_key(item)
         except UsageError:
-            value = "(no value)"
-        listing.append(f"[{i}] {item.get('type')} {value}  (failed {failing.get(i, 0)}×)")
+            return {"value": ("This assertion has no value to change", "")}
+        return {
+            "value": (f"New {key}: {value_kind(item[key])}", value_as_text(item[key])),
+        }
+
+    def check(values: dict[str, str]) -> str | None:
+        item = assertions[int(values["choice"])]
+        try:
+            typed_value(item[assertion_value_key(item)], values["value"])
+        except UsageError as exc:
+            return str(exc)
+        return None
+
     values = await screen.app.push_screen_wait(
-        FormDialog(
+        PickerDialog(
             f"Loosen one assertion of {case.case_id}",
+            choices,
             [
-                Field("index", "Assertion number", str(default)),
-                Field("value", "New value"),
+                Field("value", "New value", strip=False),
                 Field("reason", "Reason (written next to it in the case file)"),
             ],
-            "\n".join(listing),
+            "Pick the assertion (↑ ↓), then type its new value: text is kept literally, "
+            "numbers are checked.",
+            initial=default,
+            on_pick=current,
+            check=check,
         )
     )
     if values is None:
-        return
-    if not values["index"].isdigit():
-        await _tell(screen, "Not a number", f"{values['index']!r} is not an assertion number")
         return
     await _plan_and_stage(
         screen,
         ctx,
         lambda: plan_loosen(
-            path, case.case_id, int(values["index"]), values["value"], values["reason"], ctx.today()
+            path,
+            case.case_id,
+            int(values["choice"]),
+            values["value"],
+            values["reason"],
+            ctx.today(),
         ),
     )
+
+
+def _assertion_choice(index: int, item: Mapping[str, Any], failed: int) -> Choice:
+    """`0  contains  value: 12,000  · failed 2×`, with the whole value as the detail."""
+    try:
+        key = assertion_value_key(item)
+        value = value_as_text(item[key])
+        shown = f"{key}: {preview(value, 50)}"
+        detail = f"current {key}: {preview(value, 300)}"
+    except UsageError:
+        shown, detail = "(no value)", "This assertion has no value to change."
+    label = f"{index}  {item.get('type')}  {shown}  · failed {failed}×"
+    return Choice(label, str(index), detail)
 
 
 async def _accept_baseline(
@@ -254,11 +318,41 @@ async def _accept_baseline(
         await _tell(screen, "No result", f"run {source.id} has no result for {case.case_id}")
         return
     samples = ctx.samples(source.id, record)
+    previous = accepted_entry(ctx.baseline_dir, case.suite, case.case_id)
+    warnings = baseline_warnings(previous, record, _pinned_model(ctx, case))
+    reason = ""
+    if warnings:
+        answer = await screen.app.push_screen_wait(
+            FormDialog(
+                f"Accept a lower or other-model baseline for {case.case_id}?",
+                [Field("reason", "Reason (kept in the baseline file and the commit message)")],
+                "\n".join(warnings) + "\nEvery later run is held to the accepted baseline; say "
+                "why this one should be.",
+            )
+        )
+        if answer is None:
+            screen.notify("Cancelled: nothing written")
+            return
+        reason = answer["reason"]
     staged = await _plan_and_stage(
-        screen, ctx, lambda: plan_accept_baseline(ctx.baseline_dir, source, record, samples)
+        screen,
+        ctx,
+        lambda: plan_accept_baseline(ctx.baseline_dir, source, record, samples, reason),
     )
     if staged:
         _mark_triage(screen, ctx, run, case, "accepted")
+
+
+def _pinned_model(ctx: TriageContext, case: CaseRecord) -> str | None:
+    """The model id the case's suite pins now, None when the suite cannot be read."""
+    if ctx.config is None:
+        return None
+    try:
+        suite, _ = find_case(ctx.config, case.suite, case.case_id)
+    except RedlineError:
+        return None
+    model = ctx.config.models.get(suite.model)
+    return None if model is None else model.id
 
 
 async def _plan_and_stage(
@@ -269,6 +363,16 @@ async def _plan_and_stage(
         edit = plan()
     except RedlineError as exc:
         await _tell(screen, "Cannot make this change", str(exc))
+        return False
+    try:
+        check_edit(edit, ctx.config)
+    except ProblemsError as exc:
+        await _tell(
+            screen,
+            "Refused: the edited case file would not load",
+            "Nothing was written. redline's own loader reports:\n"
+            + "\n".join(f"  {p}" for p in exc.problems),
+        )
         return False
     return await _confirm_and_stage(screen, ctx, edit)
 

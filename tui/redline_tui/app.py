@@ -1,4 +1,4 @@
-"""The triage app: a red run, walked case by case through rule 11's three steps."""
+"""The triage app: a red run, walked case by case through the three triage steps."""
 
 from __future__ import annotations
 

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from redline.baseline import Baseline, load_baseline
+from redline.baseline import Baseline, GoldenReference, golden_reference, load_baseline
 from redline.config import Config
-from redline.records import CaseRecord, RunKind, RunRecord, RunResult, SampleRecord
+from redline.errors import RedlineError
+from redline.records import CaseRecord, RunKind, RunRecord, SampleRecord
+from redline.rerun import find_case
 from redline.store import RunStore
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ class TriageContext:
     #: The app's background cause analyses (set by the app; survive every screen).
     jobs: CauseJobs | None = field(default=None, repr=False)
     _baselines: dict[str, Baseline | None] = field(default_factory=dict, repr=False)
+    _case_goldens: dict[tuple[str, str], str | None] = field(default_factory=dict, repr=False)
 
     @property
     def baseline_dir(self) -> Path:
@@ -56,28 +59,30 @@ class TriageContext:
         return self._baselines[suite]
 
     def forget_baselines(self) -> None:
+        """Baselines or case files changed on disk: read them again when next asked."""
         self._baselines.clear()
+        self._case_goldens.clear()
 
-    def golden(self, suite: str, case_id: str) -> str | None:
-        baseline = self.baseline(suite)
-        return None if baseline is None else baseline.golden(case_id)
+    def golden(self, suite: str, case_id: str) -> GoldenReference:
+        """What Step 2 diffs against: the accepted baseline's golden, else the case's own."""
+        return golden_reference(self.baseline(suite), case_id, self.case_golden(suite, case_id))
 
-    def no_golden_reason(self, suite: str, case_id: str) -> str:
-        """Why a case has no golden output to diff against."""
-        baseline = self.baseline(suite)
-        case = None if baseline is None else baseline.cases.get(case_id)
-        if case is None:
-            return "No golden output: no accepted baseline for this case yet (a accepts one)."
-        return (
-            f"No golden output: the accepted baseline (run {case.run_id}, "
-            f"{case.passes}/{case.samples} passed) has no passing sample to keep "
-            "(a accepts a newer run)."
-        )
+    def case_golden(self, suite: str, case_id: str) -> str | None:
+        """The case file's `golden:` answer as the files say now (None when it has none)."""
+        key = (suite, case_id)
+        if key not in self._case_goldens:
+            golden = None
+            if self.config is not None:
+                try:
+                    golden = find_case(self.config, suite, case_id)[1].golden
+                except RedlineError:
+                    golden = None
+            self._case_goldens[key] = golden
+        return self._case_goldens[key]
 
     def default_run(self) -> RunRecord | None:
-        """The latest red run, else the latest run of any result."""
-        red = self.store.latest_run(kind=RunKind.RUN, result=RunResult.RED)
-        return red or self.store.latest_run(kind=RunKind.RUN)
+        """The latest run (not a rerun): the one a morning's triage starts from."""
+        return self.store.latest_run(kind=RunKind.RUN)
 
     def samples(self, run_id: str, case: CaseRecord) -> list[SampleRecord]:
         return self.store.samples(run_id, case.case_id, case.suite)

@@ -10,16 +10,20 @@ import datetime as dt
 import difflib
 import io
 import itertools
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarstring import ScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
-from redline.baseline import Baseline, baseline_case, baseline_path, load_baseline
+from redline.baseline import Baseline, BaselineCase, baseline_case, baseline_path, load_baseline
+from redline.cases import CASE_SUFFIXES, SUITE_FILE, check_suite_edit
+from redline.config import Config
 from redline.errors import UsageError
 from redline.outcome import scale_required
 from redline.records import CaseRecord, RunRecord, RunStatus, SampleRecord
@@ -66,6 +70,23 @@ class FileEdit:
             path.write_text(text, encoding="utf-8")
         for path in self.removes:
             path.unlink()
+
+
+def check_edit(edit: FileEdit, config: Config | None) -> None:
+    """Load every suite the edit touches as it would be afterwards, with the engine's own
+    loader; raise ProblemsError (every problem, with file and line) before anything is written.
+    """
+    folders = {
+        path.parent
+        for path in edit.paths
+        if path.suffix in CASE_SUFFIXES and (path.parent / SUITE_FILE).is_file()
+    }
+    for folder in sorted(folders):
+        planned: dict[Path, str | None] = {
+            path: text for path, text in edit.writes.items() if path.parent == folder
+        }
+        planned.update({path: None for path in edit.removes if path.parent == folder})
+        check_suite_edit(folder, planned, config)
 
 
 def plan_raise_samples(case_path: Path, case_id: str, new_samples: int) -> FileEdit:
@@ -140,33 +161,110 @@ def case_assertions(case_path: Path) -> list[Mapping[str, Any]]:
     return [a for a in items if isinstance(a, Mapping)]
 
 
+def value_kind(value: object) -> str:
+    """What a value typed into the form must be, in words, judged by the current value."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return "a whole number"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "text (taken literally, whatever characters it holds)"
+    if isinstance(value, Mapping):
+        return "a mapping, written as JSON or YAML flow ({key: value})"
+    if isinstance(value, list):
+        return "a list, written as JSON or YAML flow ([a, b])"
+    return "a value like the current one"
+
+
+def value_as_text(value: object) -> str:
+    """The current value as the form shows it: text as it is, the rest as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def typed_value(old: object, text: str) -> object:
+    """`text` read as the same kind of value as `old`: a string stays a string whatever
+    characters it holds (`Here is the JSON:` is never a mapping), numbers are checked.
+
+    Raises UsageError saying what was expected.
+    """
+    if isinstance(old, bool):
+        lowered = text.strip().lower()
+        if lowered not in ("true", "false"):
+            raise UsageError(f"{text!s} is not true or false")
+        return lowered == "true"
+    if isinstance(old, int):
+        try:
+            return int(text.strip())
+        except ValueError:
+            raise UsageError(f'"{text}" is not a whole number') from None
+    if isinstance(old, float):
+        try:
+            number = float(text.strip())
+        except ValueError:
+            raise UsageError(f'"{text}" is not a number') from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise UsageError(f'"{text}" is not a finite number')
+        return number
+    if isinstance(old, str):
+        if not text:
+            raise UsageError("the new text is empty")
+        return type(old)(text) if isinstance(old, ScalarString) else text
+    if isinstance(old, Mapping | list):
+        try:
+            parsed = YAML(typ="safe").load(text)
+        except Exception as exc:
+            raise UsageError(f"cannot read the new value: {exc}") from None
+        if isinstance(old, Mapping) != isinstance(parsed, Mapping) or isinstance(
+            old, list
+        ) != isinstance(parsed, list):
+            raise UsageError(f"the new value must be {value_kind(old)}")
+        return parsed
+    raise UsageError(f"the current value {in_words(old)} cannot be edited here")
+
+
+def in_words(value: object) -> str:
+    """A value as a commit message or note shows it: text in double quotes, else JSON."""
+    return json.dumps(
+        value if not isinstance(value, ScalarString) else str(value),
+        ensure_ascii=False,
+        default=str,
+    )
+
+
 def plan_loosen(
     case_path: Path, case_id: str, index: int, new_value: str, reason: str, day: dt.date
 ) -> FileEdit:
-    """Change one assertion's value; the reason goes in its `note:` beside the new value."""
+    """Change one assertion's value; the reason goes in its `note:` beside the new value.
+
+    The new value is read as the same kind as the current one (see `typed_value`).
+    """
     if not reason.strip():
         raise UsageError("loosening an assertion needs a reason")
     text = case_path.read_text(encoding="utf-8")
     yaml, data = _load(text, case_path)
     items = data.get("assert")
     if not isinstance(items, CommentedSeq) or not 0 <= index < len(items):
-        raise UsageError(f"{case_path}: there is no assert[{index}]")
+        raise UsageError(f"{case_path}: there is no assertion number {index}")
     assertion = items[index]
     if not isinstance(assertion, CommentedMap):
-        raise UsageError(f"{case_path}: assert[{index}] is not a mapping")
+        raise UsageError(f"{case_path}: assertion number {index} is not a mapping")
     key = assertion_value_key(assertion)
     old = assertion[key]
-    parsed = YAML(typ="safe").load(new_value) if new_value.strip() else ""
+    parsed = typed_value(old, new_value)
     if parsed == old:
-        raise UsageError(f"assert[{index}] {key} is already {old!r}")
+        raise UsageError(f"assertion {index}'s {key} is already {in_words(old)}")
     assertion[key] = parsed
     note = (
-        f"loosened {day.isoformat()} ({key} {_scalar(old)} → {_scalar(parsed)}): {reason.strip()}"
+        f"loosened {day.isoformat()} ({key} {in_words(old)} → {in_words(parsed)}): {reason.strip()}"
     )
     earlier = assertion.get("note")
     assertion["note"] = f"{earlier} | {note}" if earlier else note
     kind = assertion.get("type", "?")
-    change = f"assert[{index}] {kind} {_scalar(old)} → {_scalar(parsed)}"
+    change = f"assertion {index} ({kind}) {key} {in_words(old)} → {in_words(parsed)}"
     return FileEdit(
         title=f"Loosen one assertion of case {case_id}",
         commit_message=f"redline: loosen case {case_id} {change}: {reason.strip()}",
@@ -176,10 +274,49 @@ def plan_loosen(
     )
 
 
+def accepted_entry(directory: Path, suite: str, case_id: str) -> BaselineCase | None:
+    existing = load_baseline(directory, suite)
+    return None if existing is None else existing.cases.get(case_id)
+
+
+def baseline_warnings(
+    previous: BaselineCase | None, case: CaseRecord, pinned_model: str | None
+) -> list[str]:
+    """Why accepting `case` as the new baseline needs a reason, in numbers; empty when not.
+
+    A lower pass rate than the accepted one lowers the bar every later run is held to; a
+    run on another model than the suite's pinned one is not evidence about that model.
+    """
+    warnings: list[str] = []
+    if previous is not None and previous.samples and case.samples:
+        old_rate = previous.passes / previous.samples
+        new_rate = case.passes / case.samples
+        if new_rate < old_rate:
+            warnings.append(
+                f"It lowers the accepted pass count: {previous.passes}/{previous.samples} "
+                f"({old_rate:.0%}) → {case.passes}/{case.samples} ({new_rate:.0%})."
+            )
+    if pinned_model is not None and not _same_model(case.model_id, pinned_model):
+        warnings.append(
+            f"It comes from model {case.model_id}, not the suite's pinned model {pinned_model}."
+        )
+    return warnings
+
+
+def _same_model(run_model: str, pinned: str) -> bool:
+    """A run's model identity may add the weights' digest to the pinned id (`id@sha256:…`)."""
+    return run_model == pinned or run_model.startswith(pinned + "@")
+
+
 def plan_accept_baseline(
-    directory: Path, run: RunRecord, case: CaseRecord, samples: Sequence[SampleRecord]
+    directory: Path,
+    run: RunRecord,
+    case: CaseRecord,
+    samples: Sequence[SampleRecord],
+    reason: str = "",
 ) -> FileEdit:
-    """Replace one case's entry in `baselines/<suite>.json` with this run's result."""
+    """Replace one case's entry in `baselines/<suite>.json` with this run's result; a
+    reason (required by the caller when `baseline_warnings` found any) is kept in it."""
     if run.status is not RunStatus.FINISHED:
         raise UsageError(f"run {run.id} is {run.status}: only a finished run can be accepted")
     path = baseline_path(directory, case.suite)
@@ -187,13 +324,16 @@ def plan_accept_baseline(
     existing = load_baseline(directory, case.suite)
     entries = dict(existing.cases) if existing is not None else {}
     previous = entries.get(case.case_id)
-    entries[case.case_id] = baseline_case(case, samples)
+    entries[case.case_id] = replace(baseline_case(case, samples), reason=reason.strip())
     text = Baseline(suite=case.suite, cases=dict(sorted(entries.items()))).to_json()
     was = f"{previous.passes}/{previous.samples}" if previous is not None else "none"
     change = f"{was} → {case.passes}/{case.samples} from {run.kind.value} {run.id}"
+    message = f"redline: accept baseline for case {case.case_id} ({change})"
+    if reason.strip():
+        message += f": {reason.strip()}"
     return FileEdit(
         title=f"Accept a new baseline for case {case.case_id}",
-        commit_message=f"redline: accept baseline for case {case.case_id} ({change})",
+        commit_message=message,
         writes={path: text},
         before={} if before is None else {path: before},
         summary=change,
@@ -246,10 +386,6 @@ def _insert_position(data: CommentedMap, after: tuple[str, ...]) -> int:
         if key in keys:
             return keys.index(key) + 1
     return len(keys)
-
-
-def _scalar(value: object) -> str:
-    return str(value) if not isinstance(value, str) else repr(value)
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -16,7 +16,8 @@ CaseKey = tuple[str, str, str]
 
 
 class Step(IntEnum):
-    """Rule 11's order: rerun on the unchanged prompt, read the outputs, read the history."""
+    """Red is a question, answered in order: rerun on the unchanged prompt, read the
+    outputs, read the history."""
 
     RERUN = 1
     OUTPUTS = 2

@@ -1,6 +1,6 @@
 """`redline compare RUN_A RUN_B`: per-case deltas for a model migration or a prompt change.
 
-Exit codes: 3 when rule 8 withholds the content comparison, 1 when at least one case
+Exit codes: 3 when the content comparison is withheld for lack of evidence, 1 when at least one case
 dropped significantly from A to B (one-sided Fisher p < 0.05), 0 otherwise.
 """
 
@@ -149,7 +149,9 @@ def print_comparison(console: Console, c: Comparison) -> None:
     console.print(totals)
 
     if c.withheld:
-        console.print(Text("content comparison withheld (rule 8):", style="bold yellow"))
+        console.print(
+            Text("content comparison withheld (not enough evidence):", style="bold yellow")
+        )
         for reason in c.withheld:
             console.print(Text(f"  {reason}", style="yellow"))
     else:

@@ -86,8 +86,9 @@ def _run(args: argparse.Namespace) -> int:
         reasons = []
         if any(r.prompt_changes and r.loosenings for r in blocked):
             reasons.append(
-                "a prompt change and a loosened threshold cannot be reviewed together "
-                "(DESIGN rule 12). Commit the loosening on its own, with its reason in the "
+                "a prompt change and a loosened threshold cannot be reviewed together: "
+                "never loosen a threshold in the same commit as a prompt change. Commit the "
+                "loosening on its own, with its reason in the "
                 "commit message."
             )
         if any(r.broken for r in blocked):

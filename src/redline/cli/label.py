@@ -13,6 +13,7 @@ from pathlib import Path
 
 from redline.cases import Case, load_suites
 from redline.cli import ExitCode
+from redline.cli.terminal import require_terminal
 from redline.config import load_config
 from redline.errors import UsageError, relpath
 from redline.judge.labels import (
@@ -89,6 +90,10 @@ def _label(args: argparse.Namespace) -> int:
         )
         write_labels(path, rubric, labels)
 
+    require_terminal(
+        "label",
+        f"there are {len(items)} output(s) to label; open a terminal and run this command again.",
+    )
     from redline_tui.label import LabelApp
 
     made = LabelApp(items, rubric_card(rubric), record).run() or 0

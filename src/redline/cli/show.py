@@ -15,8 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from redline.cli.output import add_format_option, make_console, make_table, print_json
-from redline.config import load_config
-from redline.errors import UsageError
+from redline.config import Config, load_config
+from redline.errors import RedlineError, UsageError
 from redline.exchange import case_json, run_json, sample_json
 from redline.presentation import OUTCOME_STYLES
 from redline.records import CaseRecord, RunRecord, SampleRecord
@@ -108,9 +108,21 @@ def _show(args: argparse.Namespace) -> int:
         if case is not None:
             console.print(case_line(case))
         baselines = config.root / "baselines" if args.diff else None
+        case_golden = _case_golden(config, suites[0], args.case) if args.diff else None
         for sample in samples:
-            print_sample(console, sample, baselines)
+            print_sample(console, sample, baselines, case_golden)
     return 0
+
+
+def _case_golden(config: Config, suite: str, case_id: str) -> str | None:
+    """The case file's own `golden:` answer as the files say now; None when it has none or
+    the case cannot be loaded (retired, renamed, or the suite does not validate)."""
+    from redline.rerun import find_case
+
+    try:
+        return find_case(config, suite, case_id)[1].golden
+    except RedlineError:
+        return None
 
 
 def require_store(path: Path) -> Path:
@@ -187,7 +199,12 @@ def case_line(case: CaseRecord) -> Text:
     return text
 
 
-def print_sample(console: Console, sample: SampleRecord, baselines: Path | None = None) -> None:
+def print_sample(
+    console: Console,
+    sample: SampleRecord,
+    baselines: Path | None = None,
+    case_golden: str | None = None,
+) -> None:
     """One sample as evidence: metadata, assertion results, then the escaped raw output."""
     head = Text()
     head.append(f"\n── sample {sample.index} ", style="bold")
@@ -222,12 +239,13 @@ def print_sample(console: Console, sample: SampleRecord, baselines: Path | None 
     if baselines is not None:
         from redline.baseline import sample_golden_diff
 
-        diff = sample_golden_diff(baselines, sample)
+        diff, reference = sample_golden_diff(baselines, sample, case_golden)
         if diff is None:
-            console.print(Text(f"  no golden output for {sample.suite}/{sample.case_id}", "dim"))
+            console.print(Text(f"  {reference.source}", "dim"))
         elif not diff:
-            console.print(Text("  identical to the golden output", "green"))
+            console.print(Text(f"  identical to {reference.source}", "green"))
         else:
+            console.print(Text(f"  diff against {reference.source}", "dim"))
             for line_text in diff.split("\n"):
                 style = ""
                 if line_text.startswith("+") and not line_text.startswith("+++"):

@@ -1,4 +1,4 @@
-"""`redline triage [RUN_ID]`: open the triage app on a run (default: the latest red run).
+"""`redline triage [RUN_ID]`: open the triage app on a run (default: the latest run).
 
 Textual is imported only when the command runs, so the engine and every other command
 stay free of it.
@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from redline.cli import ExitCode
+from redline.cli.terminal import require_terminal
 from redline.config import load_config
 from redline.errors import UsageError
 from redline.records import RunKind
@@ -20,9 +21,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "triage",
         help="walk a red run case by case: rerun, outputs, history",
-        description="Open the triage app on RUN_ID (default: the latest red run, else the "
-        "latest run). Per failing case: rerun on the unchanged prompt, read the raw outputs, "
-        "read the pass-count history; then raise samples, retire, loosen or accept a baseline.",
+        description="Open the triage app on RUN_ID (default: the latest run; the runs screen, "
+        "key R, switches between runs). Needs a terminal. Per failing case: rerun on the "
+        "unchanged prompt, read the raw outputs, read the pass-count history; then raise "
+        "samples, retire, loosen or accept a baseline.",
     )
     parser.add_argument("run_id", metavar="RUN_ID", nargs="?", help="run id or unique prefix")
     parser.add_argument(
@@ -46,5 +48,11 @@ def _triage(args: argparse.Namespace) -> int:
             raise UsageError(f"no runs in {store_path}: run `redline run` first")
         else:
             run_id = None
+        require_terminal(
+            "triage",
+            "`redline show RUN_ID CASE --diff` prints a case's outputs against its golden "
+            "answer, `redline compare A B` compares two runs, `redline history CASE` shows a "
+            "case's history.",
+        )
         TriageApp(TriageContext(store=store, root=config.root, config=config), run_id).run()
     return ExitCode.GREEN

@@ -52,7 +52,7 @@ class RunReport:
     run: RunRecord
     cases: tuple[CaseReport, ...]
     verdicts: Mapping[Verdict, int]
-    #: Rule 8: why this run's content cannot be compared, None when it can.
+    #: Why this run's content cannot be compared (content diffs need enough evidence), or None.
     withheld: str | None
     #: Cases held in quarantine: reported on their own, never counted as red.
     quarantined: tuple[QuarantinedCase, ...] = ()

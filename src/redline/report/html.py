@@ -147,7 +147,8 @@ def _verdicts(report: RunReport) -> str:
     banner = ""
     if report.withheld:
         banner = (
-            f'<p class="banner">Content comparison withheld (rule 8): {_e(report.withheld)}</p>'
+            '<p class="banner">Content comparison withheld (not enough evidence): '
+            f"{_e(report.withheld)}</p>"
         )
     outcomes = ", ".join(f"{report.count(o)} {o}" for o in CaseOutcome)
     return (

@@ -51,7 +51,8 @@ def markdown_summary(report: RunReport) -> str:
         "Cases: " + ", ".join(f"{report.count(o)} {o}" for o in CaseOutcome) + ".",
     ]
     if report.withheld:
-        lines += ["", f"> Content comparison withheld (rule 8): {md_escape(report.withheld, 300)}"]
+        reason = md_escape(report.withheld, 300)
+        lines += ["", f"> Content comparison withheld (not enough evidence): {reason}"]
     held = {(q.case.suite, q.case.case_id) for q in report.quarantined}
     problems = [
         c

@@ -18,6 +18,14 @@ _GENERAL = (
     ("escape", "Back to the previous screen"),
     ("q", "Quit"),
 )
+#: Keys every list answers to, whichever screen it is on.
+_LIST_KEYS = (
+    ("↑ ↓  j k", "Move one row"),
+    ("g  Home", "First row"),
+    ("G  End", "Last row"),
+    ("PgUp PgDn", "One page up or down"),
+    ("enter", "Open the highlighted row"),
+)
 
 
 def _key_display(binding: Binding) -> str:
@@ -37,12 +45,14 @@ class HelpScreen(ModalScreen[None]):
         self._under = under
         # Keys as the user types them (`/`, not Textual's name `slash`).
         self.rows: list[tuple[str, str]] = [
-            (_key_display(b), b.description or b.action)
+            (_key_display(b), b.tooltip or b.description or b.action)
             for b in under.BINDINGS
             if isinstance(b, Binding)
         ]
         own = {key for key, _ in self.rows}
-        self.rows.extend((key, text) for key, text in _GENERAL if key not in own)
+        self.rows.extend((key, text) for key, text in (*_GENERAL, *_LIST_KEYS) if key not in own)
+        #: The screen's own explanation (its filter language, what its chart shows…).
+        self.guide: str = getattr(under, "HELP", "")
 
     def compose(self) -> ComposeResult:
         table = Table(
@@ -56,6 +66,8 @@ class HelpScreen(ModalScreen[None]):
             table.add_row(Text(key), Text(text))
         with VerticalScroll(classes="dialog help"):
             yield Static(table)
+            if self.guide:
+                yield Static(Text(self.guide), id="help-guide")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,57 +1,101 @@
-"""Step 3: the case's pass counts across runs; is it marginal, and what would decide it."""
+"""Step 3: the case's pass counts across runs; is it marginal, and what would decide it.
+
+One row per run: when, which run, its branch and commit, and a chart of its pass rate
+with the 95% interval around it, beside the sparkline of the series. Runs of other
+branches than the triaged run's are dimmed (b hides them): a branch's experiments
+say nothing about this branch's history.
+"""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Static
 
-from redline.history import CaseHistory, HistoryPoint, Marginal, case_history, find_marginal
+from redline.history import (
+    CaseHistory,
+    HistoryPoint,
+    Marginal,
+    case_history,
+    find_marginal,
+    sparkline,
+)
 from redline.presentation import OUTCOME_STYLES
-from redline.records import RunKind
+from redline.records import CaseRecord, RunKind, RunRecord
+from redline.stats import wilson_interval
+from redline_tui.context import TriageContext
 from redline_tui.formatting import short_model_id
 from redline_tui.messages import Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
 from redline_tui.widgets.key_bar import KeyBar
+from redline_tui.widgets.row_table import RowTable
 
 _BAR = 20
 _RESULT_STYLES = OUTCOME_STYLES
+#: What the chart's glyphs stand for, shown under it.
+CHART_LEGEND = (
+    "█ pass rate (the part beyond its 95% interval's low end is ▓) · ─ rest of the "
+    "interval · │ required"
+)
+_COLUMNS = (
+    ("when", "When (UTC)"),
+    ("run", "Run"),
+    ("chart", "Pass rate, 95% interval"),
+    ("passes", "Passes"),
+    ("result", "Result"),
+    ("marks", "▲◆"),
+    ("branch", "Branch@commit"),
+)
 
 
-def point_line(point: HistoryPoint, current_run: str) -> Text:
-    """One bar: filled to the pass rate, `│` at the required count.
-
-    The mark sits between cells, so it shows at the end of the bar too, where a
-    contract case (every sample required) has it.
-    """
+def rate_chart(point: HistoryPoint) -> Text:
+    """A bar of `_BAR` cells: filled to the pass rate, the rate's 95% Wilson interval drawn
+    over it, `│` between the cells where the required count sits (at the end too, where a
+    contract case, every sample required, has it)."""
     rerun = point.kind is not RunKind.RUN
-    text = Text()
-    text.append("▶ " if point.run_id == current_run else "  ", style="bold")
-    text.append(f"{point.started_at[:16].replace('T', ' ')} ")
-    kind = f"↳{point.kind.value}" if rerun else point.kind.value
-    text.append(f"{kind:<7}", style="italic cyan" if rerun else "")
-    text.append(f" {point.run_id[:12]:<12} ")
-    filled = round(_BAR * point.passes / point.samples) if point.samples else 0
+    colour = "cyan" if rerun else _RESULT_STYLES[point.result].replace("bold ", "")
+    content = point.content_samples or point.samples
+    filled = round(_BAR * point.passes / content) if content else 0
+    low, high = wilson_interval(point.passes, content) if content else (0.0, 0.0)
+    low_cell, high_cell = int(low * _BAR), round(high * _BAR)
     bar_at = round(_BAR * point.required / point.samples) if point.samples else 0
-    colour = _RESULT_STYLES[point.result].replace("bold ", "")
+    text = Text()
     for i in range(_BAR):
         if i == bar_at:
             text.append("│", style="bold")
         if i < filled:
-            text.append("█", style=("cyan" if rerun else colour))
+            text.append("▓" if i >= low_cell else "█", style=colour)
+        elif i < high_cell:
+            text.append("─", style=colour)
         else:
             text.append("░", style="dim")
     if bar_at >= _BAR:
         text.append("│", style="bold")
-    text.append(f" {point.passes:>3}/{point.samples:<3} req {point.required:<3} ")
-    text.append(point.result.value, style=_RESULT_STYLES[point.result])
-    if point.model_changed:
-        text.append("  ▲ model", style="bold magenta")
-    if point.case_changed:
-        text.append("  ◆ case file", style="bold yellow")
     return text
+
+
+def point_cells(point: HistoryPoint, current_run: str, run: RunRecord | None) -> list[Text]:
+    rerun = point.kind is not RunKind.RUN
+    marker = "▶ " if point.run_id == current_run else "  "
+    kind = "↳" if rerun else ""
+    marks = ("▲" if point.model_changed else "") + ("◆" if point.case_changed else "")
+    branch = "—"
+    if run is not None:
+        branch = f"{run.git_branch or 'no branch'}@{(run.git_commit or '—')[:7]}"
+    content = point.content_samples or point.samples
+    return [
+        Text(marker + point.started_at[5:16].replace("T", " "), style="bold" if marker else ""),
+        Text(kind + point.run_id, style="italic cyan" if rerun else ""),
+        rate_chart(point),
+        Text(f"{point.passes}/{content}"),
+        Text(point.result.value, style=_RESULT_STYLES[point.result]),
+        Text(marks, style="bold magenta"),
+        Text(branch),
+    ]
 
 
 def changes_text(history: CaseHistory) -> Text:
@@ -102,37 +146,100 @@ def marginal_text(history: CaseHistory, marginal: Marginal | None) -> Text:
 
 
 class HistoryScreen(CaseStepScreen):
-    """Pass counts as bars, scheduled runs and reruns apart, model and case changes marked."""
+    """Pass rates per run with intervals, scheduled runs and reruns apart, model and case
+    changes marked, other branches dimmed or hidden."""
 
     STEP = Step.HISTORY
-    BINDINGS = STEP_BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("b", "toggle_branches", "Other branches"),
+        *STEP_BINDINGS,
+    ]
+
+    HELP: ClassVar[str] = (
+        "One row per run of this case, oldest first, ▶ on the run being triaged; ↳ marks a "
+        "rerun. The chart: " + CHART_LEGEND + ". ▲ = the model changed at that run, "
+        "◆ = the case file changed (a new case from there).\n"
+        "Runs of other branches than this run's are dimmed; b hides or shows them. "
+        "A marginal case gets more samples (m) or is retired (t): noise is not a regression."
+    )
+
+    def __init__(self, ctx: TriageContext, run: RunRecord, case: CaseRecord) -> None:
+        super().__init__(ctx, run, case)
+        self.history: CaseHistory | None = None
+        self.marginal: Marginal | None = None
+        self.runs: dict[str, RunRecord] = {}
+        self.hide_other_branches = False
+        self.shown: list[HistoryPoint] = []
 
     def compose(self) -> ComposeResult:
         yield Static(step_title(self.STEP, self.run, self.case), classes="step-title")
-        with VerticalScroll(id="history-chart"):
-            yield Static("Loading history…", id="history-bars")
+        yield Static("Loading history…", id="history-trend")
+        table: RowTable[Text] = RowTable(id="history-table", zebra_stripes=False)
+        for key, label in _COLUMNS:
+            table.add_column(label, key=key)
+        yield table
         yield Static("", id="marginal")
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#history-chart").border_title = "pass counts per run (│ = required)"
+        self.query_one("#history-table").focus()
         self._load()
 
     @work(thread=True, exclusive=True, group="history-load")
     def _load(self) -> None:
         history = case_history(self.ctx.store, self.case.case_id, self.case.suite)
-        self.app.call_from_thread(self._show, history)
+        ids = {p.run_id for p in (*history.scheduled, *history.reruns)}
+        runs = {r.id: r for r in self.ctx.store.runs() if r.id in ids}
+        self.app.call_from_thread(self._show, history, runs)
 
-    def _show(self, history: CaseHistory) -> None:
+    def _show(self, history: CaseHistory, runs: dict[str, RunRecord]) -> None:
         if not self.is_attached:
             return
         self.history = history
-        points = sorted(
-            (*history.scheduled, *history.reruns), key=lambda p: (p.started_at, p.run_id)
-        )
-        lines = Text("\n").join(point_line(p, self.run.id) for p in points)
-        self.query_one("#history-bars", Static).update(lines)
+        self.runs = runs
+        self._fill()
         self.marginal = find_marginal(history.scheduled)
         text = changes_text(history)
         text.append_text(marginal_text(history, self.marginal))
         self.query_one("#marginal", Static).update(text)
+
+    def _other_branch(self, point: HistoryPoint) -> bool:
+        run = self.runs.get(point.run_id)
+        mine = self.run.git_branch
+        return run is not None and mine is not None and run.git_branch not in (None, mine)
+
+    def _fill(self) -> None:
+        assert self.history is not None
+        points = sorted(
+            (*self.history.scheduled, *self.history.reruns),
+            key=lambda p: (p.started_at, p.run_id),
+        )
+        others = sum(1 for p in points if self._other_branch(p))
+        self.shown = [p for p in points if not (self.hide_other_branches and self._other_branch(p))]
+        table = self.query_one("#history-table", DataTable)
+        table.clear()
+        for point in self.shown:
+            cells = point_cells(point, self.run.id, self.runs.get(point.run_id))
+            if self._other_branch(point):
+                for cell in cells:
+                    cell.stylize("dim")
+            table.add_row(*cells, key=point.run_id)
+        current = next((i for i, p in enumerate(self.shown) if p.run_id == self.run.id), None)
+        if current is not None:
+            table.move_cursor(row=current, animate=False)
+        rates = [p.rate for p in self.history.scheduled if not self._other_branch(p)]
+        trend = Text("Trend ", style="bold")
+        trend.append(sparkline(rates[-30:]) or "—")
+        branch = self.run.git_branch or "no branch"
+        if others:
+            state = "hidden" if self.hide_other_branches else "dimmed"
+            trend.append(f"  ({branch}; {others} run(s) of other branches {state}, b toggles)")
+        else:
+            trend.append(f"  ({branch})")
+        trend.append("\n" + CHART_LEGEND, style="dim")
+        self.query_one("#history-trend", Static).update(trend)
+
+    def action_toggle_branches(self) -> None:
+        self.hide_other_branches = not self.hide_other_branches
+        if self.history is not None:
+            self._fill()

@@ -12,6 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
+from redline.baseline import GoldenReference
 from redline.records import CaseRecord, RunRecord, SampleRecord
 from redline.textsafe import preview
 from redline_tui.context import TriageContext, rerun_label
@@ -39,10 +40,21 @@ class OutputsScreen(CaseStepScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "focus_raw", "Raw output"),
         Binding("d", "focus_diff", "Diff"),
+        Binding("w", "toggle_wrap", "Wrap"),
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
         *STEP_BINDINGS,
     ]
+
+    HELP: ClassVar[str] = (
+        "Every sample of the case, from the red run and its reruns. Left: the raw output "
+        "exactly as stored, control characters shown escaped. Right: its diff to the golden "
+        "output (the accepted baseline's, else the case's own `golden:` answer; the first "
+        "line says which); words that changed inside a changed line are highlighted.\n"
+        "Both panes wrap (w turns wrapping off, ← → then scroll) and scroll together. "
+        "o / d focus a pane; in a pane, g/G or Home/End go to the top/bottom. "
+        "Click a step tab (1 Rerun, 2 Outputs, 3 History) at the top to switch steps."
+    )
 
     def __init__(
         self,
@@ -54,8 +66,8 @@ class OutputsScreen(CaseStepScreen):
         super().__init__(ctx, run, case)
         self.sources = tuple(sources)
         self.samples: list[tuple[str, SampleRecord]] = []
-        self._golden: str | None = None
-        self._no_golden = ""
+        self._golden = GoldenReference(None, "Loading the golden output…")
+        self._syncing = False
 
     def compose(self) -> ComposeResult:
         yield Static(step_title(self.STEP, self.run, self.case), classes="step-title")
@@ -82,6 +94,7 @@ class OutputsScreen(CaseStepScreen):
     def on_mount(self) -> None:
         self.query_one("#raw-output").border_title = "raw output (escaped)"
         self.query_one("#golden-diff").border_title = "diff to golden output"
+        self._show_wrap_state()
         self._load()
 
     @work(thread=True, exclusive=True, group="outputs-load")
@@ -99,15 +112,13 @@ class OutputsScreen(CaseStepScreen):
                     for s in self.ctx.store.samples(rerun.id, self.case.case_id, self.case.suite)
                 )
         golden = self.ctx.golden(self.case.suite, self.case.case_id)
-        missing = self.ctx.no_golden_reason(self.case.suite, self.case.case_id)
-        self.app.call_from_thread(self._show, rows, golden, missing)
+        self.app.call_from_thread(self._show, rows, golden)
 
-    def _show(self, rows: list[tuple[str, SampleRecord]], golden: str | None, missing: str) -> None:
+    def _show(self, rows: list[tuple[str, SampleRecord]], golden: GoldenReference) -> None:
         if not self.is_attached:
             return
         self.samples = rows
         self._golden = golden
-        self._no_golden = missing
         table = self.query_one("#samples", DataTable)
         table.clear()
         for i, (label, sample) in enumerate(rows):
@@ -140,13 +151,10 @@ class OutputsScreen(CaseStepScreen):
             head.append("\n  " + preview(reason, 400))
         self.query_one("#sample-reasons", Static).update(head)
         self.query_one("#raw-output", LazyText).set_lines(safe_lines(sample.output))
-        lines, kinds = diff_lines(
-            self._golden,
-            sample.output,
-            f"{label} sample {sample.index} [{sample.verdict}]",
-            self._no_golden,
+        lines, kinds, spans = diff_lines(
+            self._golden, sample.output, f"{label} sample {sample.index} [{sample.verdict}]"
         )
-        self.query_one("#golden-diff", LazyText).set_lines(lines, kinds)
+        self.query_one("#golden-diff", LazyText).set_lines(lines, kinds, spans)
 
     @on(DataTable.RowHighlighted, "#samples")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -162,6 +170,30 @@ class OutputsScreen(CaseStepScreen):
 
     def action_cursor_up(self) -> None:
         self.query_one("#samples", DataTable).action_cursor_up()
+
+    @on(LazyText.Scrolled)
+    def _pane_scrolled(self, event: LazyText.Scrolled) -> None:
+        """The raw output and the diff scroll together, at the same fraction of their length."""
+        if self._syncing:
+            return
+        other_id = "golden-diff" if event.view.id == "raw-output" else "raw-output"
+        other = self.query_one(f"#{other_id}", LazyText)
+        self._syncing = True
+        try:
+            other.scroll_to_fraction(event.view.scroll_fraction())
+        finally:
+            self._syncing = False
+
+    def action_toggle_wrap(self) -> None:
+        for view in self.query(LazyText):
+            view.wrap = not view.wrap
+        self._show_wrap_state()
+
+    def _show_wrap_state(self) -> None:
+        wrapped = self.query_one("#raw-output", LazyText).wrap
+        state = "wrapped" if wrapped else "not wrapped: ← → scroll"
+        self.query_one("#raw-output").border_subtitle = f"{state} · w toggles"
+        self.query_one("#golden-diff").border_subtitle = "scrolls with the raw output"
 
     def action_focus_raw(self) -> None:
         self.query_one("#raw-output").focus()

@@ -1,4 +1,5 @@
-"""Home: the run's header, verdict bar, rule-8 banner and its cases, failing first."""
+"""Home: the run's header, verdict bar, a banner when the run is too noisy to judge, and
+its cases, failing first."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -15,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from redline.history import case_history, find_marginal, sparkline
-from redline.outcome import add_counts, content_comparison_withheld
+from redline.outcome import add_counts, too_noisy
 from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
 from redline.records import CaseOutcome, CaseRecord, RunRecord, TriageRecord
 from redline.verdicts import VERDICT_ORDER, Verdict
@@ -33,23 +34,28 @@ from redline_tui.context import TriageContext
 from redline_tui.formatting import short_model_id
 from redline_tui.messages import CaseKey, CauseProgressed, OpenStep, Step
 from redline_tui.screens.compare import CompareScreen
+from redline_tui.screens.runs import RunsScreen
 from redline_tui.widgets.key_bar import KeyBar
+from redline_tui.widgets.row_table import RowTable
 from redline_tui.widgets.verdict_bar import VerdictBar
 
 _OUTCOME_LABELS = {
     outcome: Text(label, style=OUTCOME_STYLES[outcome]) for outcome, label in OUTCOME_LABELS.items()
 }
+#: What a triage needs first comes first: at 80-100 columns the last ones scroll.
 _COLUMNS = (
     ("outcome", "Result"),
     ("triage", "Triage"),
     ("case", "Case"),
-    ("tier", "Tier"),
     ("passes", "Passes"),
     ("required", "Req"),
+    ("marks", "Marks"),
     ("verdicts", "Verdicts"),
     ("history", "History"),
-    ("marks", "Marks"),
+    ("tier", "Tier"),
 )
+#: Longer case names are cut with an ellipsis (the full name is in every step's title).
+_CASE_WIDTH = 34
 _HISTORY_WIDTH = 10
 #: Rows added before the first paint; more follow after each refresh.
 _FIRST_ROWS = 100
@@ -91,25 +97,84 @@ def _when(stamp: str | None) -> str:
 
 
 class RunScreen(Screen[None]):
-    """The latest red run: which cases failed, how, and since when."""
+    """The latest run: which cases failed, how, and since when."""
+
+    AUTO_FOCUS = "#cases"
+    #: Keys that act at once even while the run loads (the app's own).
+    _IMMEDIATE_KEYS = frozenset({"q", "question_mark", "ctrl+p", "ctrl+c", "ctrl+q"})
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open_step(1)", "Rerun", show=True),
-        Binding("1", "open_step(1)", "Step 1 rerun", show=False),
-        Binding("2", "open_step(2)", "Outputs"),
-        Binding("3", "open_step(3)", "History"),
+        Binding(
+            "enter",
+            "open_step(1)",
+            "Rerun",
+            tooltip="Step 1 for the highlighted case: rerun it on the unchanged prompt",
+        ),
+        Binding("1", "open_step(1)", "Step 1 rerun", show=False, tooltip="Step 1: rerun"),
+        Binding("2", "open_step(2)", "Outputs", tooltip="Step 2: read the raw outputs"),
+        Binding("3", "open_step(3)", "History", tooltip="Step 3: the case's pass-rate history"),
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
-        Binding("slash", "filter", "Filter"),
-        Binding("v", "cycle_verdict", "Verdict"),
-        Binding("s", "cycle_sort", "Sort"),
-        Binding("c", "compare", "Compare"),
-        Binding("m", "case_action('raise_samples')", "More samples", show=False),
-        Binding("t", "case_action('retire')", "Retire", show=False),
-        Binding("l", "case_action('loosen')", "Loosen", show=False),
-        Binding("a", "case_action('accept_baseline')", "Accept baseline", show=False),
+        Binding("slash", "filter", "Filter", tooltip="Filter the cases (language below)"),
+        Binding(
+            "v",
+            "cycle_verdict",
+            "Verdict",
+            tooltip="Show only cases with a verdict: all → ok → wrong → malformed → … → all",
+        ),
+        Binding(
+            "s",
+            "cycle_sort",
+            "Sort",
+            tooltip="Sort by the next column (result, case, tier, passes, required); "
+            "click a header to sort by it, again to reverse",
+        ),
+        Binding("c", "compare", "Compare", tooltip="Compare this run with an earlier one"),
+        Binding("R", "runs", "Runs", tooltip="Open another run from the list of recent runs"),
+        Binding(
+            "m",
+            "case_action('raise_samples')",
+            "More samples",
+            show=False,
+            tooltip="Raise the case's samples (staged alone, with the diff shown first)",
+        ),
+        Binding(
+            "t",
+            "case_action('retire')",
+            "Retire",
+            show=False,
+            tooltip="Retire the case, with a reason",
+        ),
+        Binding(
+            "l",
+            "case_action('loosen')",
+            "Loosen",
+            show=False,
+            tooltip="Loosen one assertion, with a reason (never with a prompt change)",
+        ),
+        Binding(
+            "a",
+            "case_action('accept_baseline')",
+            "Accept baseline",
+            show=False,
+            tooltip="Accept this run (or a rerun) as the case's new baseline",
+        ),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
+    HELP: ClassVar[str] = (
+        "Filter (/): words match the case's suite/id, case-insensitive; "
+        "v:VERDICT (or verdict:VERDICT) keeps cases with at least one sample of that verdict. "
+        "A verdict may be shortened to any unambiguous start (v:malf, v:trunc, v:w).\n"
+        "Examples:\n"
+        "  /refund            cases whose id or suite holds 'refund'\n"
+        "  /v:wrong           cases with a wrong sample\n"
+        "  /invoice v:malf    malformed samples in the invoice suite\n"
+        "  /0042              one case by its number\n"
+        "Enter keeps the filter and returns to the table; Esc clears it. "
+        "The status line under the table always shows the filter in force.\n"
+        "Marks: changed = the case file differs from the accepted baseline's (a new case, "
+        "not a regression); marginal = it has sat within one sample of its bar for runs."
+    )
 
     def __init__(self, ctx: TriageContext, run_id: str | None = None) -> None:
         super().__init__()
@@ -124,22 +189,39 @@ class RunScreen(Screen[None]):
         self.sort_column = "outcome"
         self.sort_reverse = False
         self._generation = 0
+        #: Keys typed before the run's rows were on screen, replayed once they are.
+        self._early_keys: list[tuple[str, str | None]] = []
+        self._loaded = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="run-top"):
             yield Static("Loading run…", id="run-header")
             yield VerdictBar(id="verdict-bar")
-            yield Static("", id="rule8-banner")
+            yield Static("", id="noise-banner")
             yield Input(placeholder="filter: text, or v:wrong …", id="case-filter")
-        yield DataTable[Text](id="cases", cursor_type="row", zebra_stripes=True)
+        yield RowTable[Text](id="cases")
         yield Static("", id="run-status")
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#rule8-banner").display = False
-        self.query_one("#case-filter").display = False
+        self.query_one("#noise-banner").display = False
         self.query_one("#cases").focus()
         self._load()
+
+    def on_key(self, event: events.Key) -> None:
+        """Keys typed while the run loads wait for its rows: none is lost or lands in a
+        hidden filter box."""
+        if self._loaded or event.key in self._IMMEDIATE_KEYS:
+            return
+        self._early_keys.append((event.key, event.character))
+        event.prevent_default()
+        event.stop()
+
+    def _replay_early_keys(self) -> None:
+        self._loaded = True
+        keys, self._early_keys = self._early_keys, []
+        for key, character in keys:
+            self.app.post_message(events.Key(key, character))
 
     @work(thread=True, exclusive=True, group="run-load")
     def _load(self) -> None:
@@ -162,19 +244,20 @@ class RunScreen(Screen[None]):
             self.query_one("#run-header", Static).update(
                 Text("No runs in the store yet: start with `redline run`.")
             )
+            self._replay_early_keys()
             return
         self.run = run
         self.all_cases = cases
         self.query_one("#run-header", Static).update(header_text(run))
         counts = add_counts(c.verdicts for c in cases)
         self.query_one(VerdictBar).set_counts(counts)
-        evaluated = sum(1 for c in cases if c.content_samples)
-        withheld = content_comparison_withheld(evaluated, counts)
-        banner = self.query_one("#rule8-banner", Static)
-        if withheld:
-            banner.update(Text(f"Content comparison withheld (rule 8): {withheld}"))
-        banner.display = withheld is not None
+        noisy = too_noisy(counts)
+        banner = self.query_one("#noise-banner", Static)
+        if noisy:
+            banner.update(Text(f"Inconclusive: {noisy}. Rerun once the infrastructure is sound."))
+        banner.display = noisy is not None
         self.refresh_table()
+        self.call_after_refresh(self._replay_early_keys)
         self.call_after_refresh(self._load_marks, run, cases)
 
     @work(thread=True, exclusive=True, group="run-marks")
@@ -214,7 +297,7 @@ class RunScreen(Screen[None]):
         """Fixed widths from the data: a thousand rows must not be measured cell by cell."""
         widths = {
             "outcome": 6,
-            "case": max((len(case_key(c)) for c in self.all_cases), default=4),
+            "case": min(_CASE_WIDTH, max((len(case_key(c)) for c in self.all_cases), default=4)),
             "tier": 8,
             "passes": max((len(f"{c.passes}/{c.samples}") for c in self.all_cases), default=6),
             "required": 3,
@@ -258,13 +341,13 @@ class RunScreen(Screen[None]):
             table.add_row(
                 _OUTCOME_LABELS[case.result],
                 self._triage_cell(case),
-                Text(case_key(case)),
-                Text(case.tier),
+                Text(case_key(case), overflow="ellipsis", no_wrap=True),
                 Text(f"{case.passes}/{case.samples}"),
                 Text(str(case.required)),
+                mark.text() if mark else Text(""),
                 Text(breakdown(case)),
                 Text(sparkline(mark.history[-_HISTORY_WIDTH:]) if mark else "…"),
-                mark.text() if mark else Text(""),
+                Text(case.tier),
                 key=case_key(case),
             )
         if target is not None and start <= target < end:
@@ -353,13 +436,13 @@ class RunScreen(Screen[None]):
 
     def action_filter(self) -> None:
         box = self.query_one("#case-filter", Input)
-        box.display = True
+        box.add_class("shown")
         box.focus()
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#case-filter", Input)
         box.value = ""
-        box.display = False
+        box.remove_class("shown")
         self.case_filter = CaseFilter()
         self.refresh_table()
         self.query_one("#cases").focus()
@@ -388,6 +471,23 @@ class RunScreen(Screen[None]):
     def action_compare(self) -> None:
         if self.run is not None:
             self.app.push_screen(CompareScreen(self.ctx, self.run))
+
+    @work(exclusive=True, group="run-pick")
+    async def action_runs(self) -> None:
+        current = self.run.id if self.run is not None else None
+        picked = await self.app.push_screen_wait(
+            RunsScreen(self.ctx, "Open a run (newest first)", current)
+        )
+        if picked is not None and picked != current:
+            self.open_run(picked)
+
+    def open_run(self, run_id: str) -> None:
+        """Show another run on this screen: its header, verdicts and cases."""
+        self._run_id = run_id
+        self.run = None
+        self.marks.clear()
+        self.query_one("#cases", DataTable).clear(columns=True)
+        self._load()
 
     def reload(self) -> None:
         """Read the run again (after an action changed baselines or case files)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -26,11 +27,15 @@ STEP_BINDINGS: list[BindingType] = [
 
 
 def step_title(step: Step, run: RunRecord, case: CaseRecord) -> Text:
+    """The three step tabs (clickable: each opens its step) and the case they are about."""
     names = {Step.RERUN: "Rerun", Step.OUTPUTS: "Outputs", Step.HISTORY: "History"}
     text = Text()
     for s in Step:
-        style = "bold reverse" if s is step else "dim"
-        text.append(f" {s.value} {names[s]} ", style=style)
+        look = Style(bold=True, reverse=True) if s is step else Style(underline=True)
+        text.append(
+            f" {s.value} {names[s]} ",
+            style=look + Style(meta={"@click": f"screen.step({s.value})"}),
+        )
         text.append(" ")
     text.append(f"  {case.suite}/{case.case_id}", style="bold")
     text.append(

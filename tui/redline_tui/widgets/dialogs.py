@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
 
 from redline_tui.widgets.lazy_text import LazyText
 
@@ -22,6 +24,33 @@ class Field:
     label: str
     default: str = ""
     required: bool = True
+    #: Says what is wrong with a typed value (None when it is fine); the dialog stays open.
+    check: Callable[[str], str | None] | None = None
+    #: Whether leading and trailing spaces are dropped (not for literal text values).
+    strip: bool = True
+
+
+def whole_number(minimum: int) -> Callable[[str], str | None]:
+    """A check for a whole number of at least `minimum`."""
+
+    def check(text: str) -> str | None:
+        if not text.strip().isdigit():
+            return f'"{text}" is not a whole number'
+        if int(text) < minimum:
+            return f"must be at least {minimum}"
+        return None
+
+    return check
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One entry of a picker: what the list shows, and the value it stands for."""
+
+    label: str
+    value: str
+    #: Shown under the list while this entry is highlighted.
+    detail: str = ""
 
 
 class FormDialog(ModalScreen[dict[str, str] | None]):
@@ -63,12 +92,115 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
         self.dismiss(None)
 
     def _submit(self) -> None:
-        values = {
-            f.key: self.query_one(f"#field-{f.key}", Input).value.strip() for f in self._fields
-        }
-        missing = [f.label for f in self._fields if f.required and not values[f.key]]
-        if missing:
-            self.query_one("#form-error", Static).update(Text("Required: " + ", ".join(missing)))
+        values = _read_fields(self, self._fields)
+        if values is not None:
+            self.dismiss(values)
+
+
+def _read_fields(screen: ModalScreen[Any], fields: Sequence[Field]) -> dict[str, str] | None:
+    """The fields' values, or None after showing in `#form-error` what is missing or wrong."""
+    values = {}
+    for f in fields:
+        value = screen.query_one(f"#field-{f.key}", Input).value
+        values[f.key] = value.strip() if f.strip else value
+    error = screen.query_one("#form-error", Static)
+    missing = [f.label for f in fields if f.required and not values[f.key].strip()]
+    if missing:
+        error.update(Text("Required: " + ", ".join(missing)))
+        return None
+    for f in fields:
+        problem = f.check(values[f.key]) if f.check is not None else None
+        if problem is not None:
+            error.update(Text(f"{f.label}: {problem}"))
+            screen.query_one(f"#field-{f.key}", Input).focus()
+            return None
+    return values
+
+
+class PickerDialog(FormDialog):
+    """Pick one entry from a list (its detail shown below it), then fill in a few fields.
+
+    `on_pick(value)` returns per-field defaults and labels for the highlighted entry, so a
+    form can show the current value of what was picked. The result holds `choice` too.
+    """
+
+    def __init__(
+        self,
+        title: str,
+        choices: Sequence[Choice],
+        fields: Sequence[Field],
+        note: str = "",
+        initial: int = 0,
+        on_pick: Callable[[str], Mapping[str, tuple[str, str]]] | None = None,
+        check: Callable[[dict[str, str]], str | None] | None = None,
+    ) -> None:
+        super().__init__(title, fields, note)
+        self._choices = tuple(choices)
+        self._initial = initial
+        self._on_pick = on_pick
+        self._check = check
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog picker"):
+            yield Label(Text(self._title), classes="dialog-title")
+            if self._note:
+                yield Static(Text(self._note), classes="dialog-note")
+            yield OptionList(
+                *(Option(Text(c.label), id=str(i)) for i, c in enumerate(self._choices)),
+                id="choices",
+            )
+            yield Static("", id="choice-detail", classes="dialog-note")
+            for field in self._fields:
+                yield Label(
+                    Text(field.label + (" (required)" if field.required else "")),
+                    id=f"label-{field.key}",
+                )
+                yield Input(value=field.default, id=f"field-{field.key}")
+            yield Static("", id="form-error", classes="dialog-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("OK", variant="primary", id="ok")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        options = self.query_one("#choices", OptionList)
+        if self._choices:
+            options.highlighted = min(self._initial, len(self._choices) - 1)
+        options.focus()
+
+    @property
+    def picked(self) -> int | None:
+        return self.query_one("#choices", OptionList).highlighted
+
+    @on(OptionList.OptionHighlighted, "#choices")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        choice = self._choices[event.option_index]
+        self.query_one("#choice-detail", Static).update(Text(choice.detail))
+        if self._on_pick is None:
+            return
+        for key, (label, default) in self._on_pick(choice.value).items():
+            self.query_one(f"#label-{key}", Label).update(Text(label))
+            self.query_one(f"#field-{key}", Input).value = default
+
+    @on(OptionList.OptionSelected, "#choices")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        if self._fields:
+            self.query_one(f"#field-{self._fields[0].key}", Input).focus()
+        else:
+            self._submit()
+
+    def _submit(self) -> None:
+        error = self.query_one("#form-error", Static)
+        index = self.picked
+        if index is None:
+            error.update(Text("Pick an entry from the list first"))
+            return
+        values = _read_fields(self, self._fields)
+        if values is None:
+            return
+        values["choice"] = self._choices[index].value
+        problem = self._check(values) if self._check is not None else None
+        if problem is not None:
+            error.update(Text(problem))
             return
         self.dismiss(values)
 

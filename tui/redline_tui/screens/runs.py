@@ -1,0 +1,141 @@
+"""The runs screen: recent runs with branch, commit, model and result; pick one.
+
+It opens a run on the home screen, and picks either side of a comparison, so nobody
+types a run id.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+
+from redline.records import RunKind, RunRecord
+from redline_tui.context import TriageContext
+from redline_tui.formatting import short_model_id
+from redline_tui.widgets.key_bar import KeyBar
+from redline_tui.widgets.row_table import RowTable
+
+#: How many recent runs the screen lists.
+RECENT_RUNS = 500
+_RESULT_STYLES = {"red": "bold red", "green": "green", "inconclusive": "yellow"}
+_COLUMNS = (
+    ("id", "Run", 12),
+    ("started", "Started (UTC)", 16),
+    ("kind", "Kind", 7),
+    ("result", "Result", 12),
+    ("branch", "Branch", 14),
+    ("commit", "Commit", 8),
+    ("model", "Model", 24),
+    ("suites", "Suites", 20),
+)
+
+
+def run_result_text(run: RunRecord) -> Text:
+    """`RED`, `GREEN`, `INCONCLUSIVE`, or the status of a run that did not finish."""
+    if run.result is None:
+        return Text(run.status.value, style="dim")
+    return Text(run.result.value.upper(), style=_RESULT_STYLES.get(run.result.value, ""))
+
+
+def run_cells(run: RunRecord, current: str | None = None) -> list[Text]:
+    marker = "▶ " if run.id == current else ""
+    kind = run.kind.value if run.kind is RunKind.RUN else f"↳{run.kind.value}"
+    commit = (run.git_commit or "—")[:7] + ("*" if run.git_dirty else "")
+    return [
+        Text(marker + run.id, style="bold" if marker else ""),
+        Text(run.started_at[:16].replace("T", " ")),
+        Text(kind, style="" if run.kind is RunKind.RUN else "italic cyan"),
+        run_result_text(run),
+        Text(run.git_branch or "—"),
+        Text(commit),
+        Text(short_model_id(run.model_id)),
+        Text(", ".join(run.suites)),
+    ]
+
+
+class RunsScreen(Screen[str | None]):
+    """Recent runs, newest first; enter picks one, escape goes back without choosing."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "pick", "Pick"),
+        Binding("escape", "back", "Back"),
+        Binding("f", "toggle_reruns", "Reruns shown/hidden"),
+    ]
+
+    HELP: ClassVar[str] = (
+        "Recent runs, newest first, ▶ on the current one: when it started, its result, the "
+        "branch and commit it ran on (* = uncommitted changes), the model and suites. "
+        "Reruns are hidden unless f shows them. Enter picks the highlighted run."
+    )
+
+    def __init__(self, ctx: TriageContext, title: str, current: str | None = None) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.title_text = title
+        self.current = current
+        self.all_runs: list[RunRecord] = []
+        self.shown: list[RunRecord] = []
+        self.show_reruns = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(self.title_text, style="bold"), id="runs-title", classes="step-title")
+        table: RowTable[Text] = RowTable(id="runs-table")
+        for key, label, width in _COLUMNS:
+            table.add_column(label, key=key, width=width)
+        yield table
+        yield Static("Loading runs…", id="runs-status")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.query_one("#runs-table").focus()
+        self._load()
+
+    @work(thread=True, exclusive=True, group="runs-load")
+    def _load(self) -> None:
+        runs = self.ctx.store.runs(limit=RECENT_RUNS)
+        self.app.call_from_thread(self._show, runs)
+
+    def _show(self, runs: list[RunRecord]) -> None:
+        if not self.is_attached:
+            return
+        self.all_runs = runs
+        self._fill()
+
+    def _fill(self) -> None:
+        table: DataTable[Text] = self.query_one("#runs-table", DataTable)
+        table.clear()
+        self.shown = [r for r in self.all_runs if self.show_reruns or r.kind is RunKind.RUN]
+        if self.current is not None and all(r.id != self.current for r in self.shown):
+            self.shown += [r for r in self.all_runs if r.id == self.current]
+        for run in self.shown:
+            table.add_row(*run_cells(run, self.current), key=run.id)
+        target = next((i for i, r in enumerate(self.shown) if r.id == self.current), 0)
+        if self.shown:
+            table.move_cursor(row=target, animate=False)
+        reruns = "shown" if self.show_reruns else "hidden (f shows them)"
+        self.query_one("#runs-status", Static).update(
+            Text(f"{len(self.shown)} runs, newest first · reruns {reruns} · enter picks")
+        )
+
+    def action_toggle_reruns(self) -> None:
+        self.show_reruns = not self.show_reruns
+        self._fill()
+
+    @on(DataTable.RowSelected, "#runs-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_pick()
+
+    def action_pick(self) -> None:
+        row = self.query_one("#runs-table", DataTable).cursor_row
+        if 0 <= row < len(self.shown):
+            self.dismiss(self.shown[row].id)
+
+    def action_back(self) -> None:
+        self.dismiss(None)
