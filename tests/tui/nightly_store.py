@@ -9,6 +9,7 @@ between pass and fail (flapping), the rest are new tonight.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import git
 
 from redline.completion import FinishReason
+from redline.config import parse_config
 from redline.outcome import add_counts, case_outcome, run_result
 from redline.quarantine import QUARANTINED_ARG
 from redline.records import (
@@ -27,6 +29,7 @@ from redline.records import (
 )
 from redline.store import RunStore
 from redline.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline_tui.context import TriageContext
 
 SUITE = "invoices"
 MODEL = "openai:fake-model-2026-01"
@@ -278,6 +281,19 @@ def build_nightly(path: Path) -> RunStore:
     held = {f"{SUITE}/{QUARANTINED}": "quarantined until 2026-12-10 (INV-150): upstream flaky"}
     _store_night(store, NIGHTLY, 4, {"suites": [f"cases/{SUITE}"], QUARANTINED_ARG: held})
     return store
+
+
+def nightly_context(root: Path) -> TriageContext:
+    """The suite's repository at `root` and its store, as `redline triage` opens them."""
+    root.mkdir()
+    write_suite(root)
+    return TriageContext(
+        store=build_nightly(root / ".redline" / "redline.db"),
+        root=root,
+        config=parse_config(root / "redline.toml"),
+        today=lambda: dt.date(2026, 11, 30),
+        user="ana",
+    )
 
 
 def failing_ids(reason: Reason) -> Sequence[str]:

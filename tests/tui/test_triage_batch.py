@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import settle
-from textual.pilot import Pilot
+from helpers import settle, wait_until
 from textual.widgets import DataTable, Static
 from triage_repo import open_triage
 
@@ -16,7 +15,7 @@ from cause_repo import BROKEN_PROMPT, CASE, CASE_YAML, SUITE, History
 from redline import runner
 from redline.records import RunKind, RunRecord
 from redline_tui.app import TriageApp
-from redline_tui.batch import batch_width
+from redline_tui.batch import arm_concurrency, batch_width
 from redline_tui.screens.run import RunScreen
 from servers import LoopbackLLMServer
 
@@ -65,14 +64,6 @@ def _batch(app: TriageApp) -> str:
     return str(_home(app).query_one("#batch-status", Static).render())
 
 
-async def _wait(pilot: Pilot[None], condition: object, tries: int = 1500) -> None:
-    for _ in range(tries):
-        if callable(condition) and condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("condition never held")
-
-
 async def test_one_key_queues_step_1_for_a_group_and_ends_with_a_summary(
     red_group: tuple[History, RunRecord],
 ) -> None:
@@ -93,10 +84,12 @@ async def test_one_key_queues_step_1_for_a_group_and_ends_with_a_summary(
 
         home._show_batch = record  # type: ignore[method-assign]
         await pilot.press("B")
-        await _wait(pilot, lambda: _batch(app).startswith("Batch done"))
+        await wait_until(pilot, lambda: _batch(app).startswith("Batch done"))
         assert _batch(app) == "Batch done: 3 of 3 analysed — 3 prompt"
         # A bounded queue: two analyses at once (concurrency 8), the third waits its turn.
         assert batch_width(8) == 2
+        # and their arms, drawn side by side, keep within the run's 8 requests in flight.
+        assert arm_concurrency(8, 2) * 3 * 2 <= 8
         assert seen[0] == "Batch: 0 of 3 analysed, 2 running, 1 queued (x stops it) — no conclusion"
         assert seen[1].startswith("Batch: 1 of 3 analysed, 2 running, 0 queued")
         assert set(_cells(app).values()) == {"prompt"}
@@ -115,9 +108,9 @@ async def test_stopping_a_batch_starts_nothing_more_and_says_so(
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         await pilot.press("B")
-        await _wait(pilot, lambda: "running " in "".join(_cells(app).values()))
+        await wait_until(pilot, lambda: "running " in "".join(_cells(app).values()))
         await pilot.press("x")
-        await _wait(pilot, lambda: _batch(app).startswith("Batch stopped"))
+        await wait_until(pilot, lambda: _batch(app).startswith("Batch stopped"))
         assert _batch(app).startswith("Batch stopped: 2 of 3 analysed — ")
         assert "queued" not in _batch(app)
     # The third case was never started: no triage state, no arm of it.

@@ -16,14 +16,12 @@ from nightly_store import (
     QUARANTINED,
     REASONS,
     SUITE,
-    build_nightly,
     failing_ids,
-    write_suite,
+    nightly_context,
 )
 from textual.widgets import DataTable, OptionList, Static
 
 from redline.cases import load_suites
-from redline.config import parse_config
 from redline.store import RunStore
 from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
@@ -38,18 +36,9 @@ SIZE = (140, 40)
 
 @pytest.fixture
 def nightly(tmp_path: Path) -> Iterator[TriageContext]:
-    root = tmp_path / "repo"
-    root.mkdir()
-    write_suite(root)
-    store = build_nightly(root / ".redline" / "redline.db")
-    yield TriageContext(
-        store=store,
-        root=root,
-        config=parse_config(root / "redline.toml"),
-        today=lambda: dt.date(2026, 11, 30),
-        user="ana",
-    )
-    store.close()
+    ctx = nightly_context(tmp_path / "repo")
+    yield ctx
+    ctx.store.close()
 
 
 def _home(app: TriageApp) -> RunScreen:

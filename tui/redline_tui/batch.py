@@ -12,7 +12,7 @@ from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from redline.cause import Cause, Settings
+from redline.cause import ArmKind, Cause, Settings
 from redline.config import Config
 from redline.records import CaseRecord, RunRecord
 from redline_tui.cause_jobs import CauseJobs, case_key
@@ -25,6 +25,12 @@ MIN_SHARE = 4
 def batch_width(concurrency: int) -> int:
     """How many analyses run at once: each keeps at least MIN_SHARE requests in flight."""
     return max(1, concurrency // MIN_SHARE)
+
+
+def arm_concurrency(concurrency: int, width: int) -> int:
+    """Requests in flight per arm, so all arms of all running analyses stay within the run's
+    concurrency (an analysis draws its arms side by side)."""
+    return max(1, concurrency // (width * len(ArmKind)))
 
 
 @dataclass
@@ -47,7 +53,7 @@ class CauseBatch:
         cls, jobs: CauseJobs, config: Config, run: RunRecord, cases: Sequence[CaseRecord]
     ) -> CauseBatch:
         width = batch_width(config.concurrency)
-        shared = replace(config, concurrency=max(1, config.concurrency // width))
+        shared = replace(config, concurrency=arm_concurrency(config.concurrency, width))
         batch = cls(jobs, shared, run, width, pending=deque(cases), total=len(cases))
         batch._fill()
         return batch
@@ -104,4 +110,4 @@ class CauseBatch:
                 self.active.add(key)
 
 
-__all__ = ["MIN_SHARE", "CauseBatch", "batch_width"]
+__all__ = ["MIN_SHARE", "CauseBatch", "arm_concurrency", "batch_width"]
