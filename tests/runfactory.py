@@ -6,8 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from redline.casemodel.effective import default_required
 from redline.completion import FinishReason
-from redline.outcome import add_counts, case_outcome, default_required, run_result
+from redline.outcome import add_counts, case_outcome, run_result
 from redline.records import (
     CaseRecord,
     RunKind,

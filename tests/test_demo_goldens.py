@@ -82,7 +82,7 @@ def test_a_missing_golden_file_is_an_error_with_file_and_line(tmp_path: Path) ->
     with pytest.raises(ProblemsError) as caught:
         load_suite(suite)
     assert "a.yaml:3:" in str(caught.value)
-    assert "golden output" in str(caught.value) and "does not exist" in str(caught.value)
+    assert "golden answer" in str(caught.value) and "does not exist" in str(caught.value)
 
 
 def test_golden_reference_prefers_the_accepted_baseline_and_says_which() -> None:

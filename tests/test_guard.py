@@ -52,7 +52,7 @@ BASE_CASE: dict[str, Any] = {
         {"type": "is-json", "schema": "file://schemas/invoice.json"},
         {"type": "contains", "value": "refund"},
         {"type": "max-chars", "value": 400},
-        {"type": "not-contains", "value": ["lawsuit", "guarantee"]},
+        {"type": "not-contains", "value": "lawsuit"},
         {"type": "compression-ratio", "value": 0.35},
         {"type": "distinct-n", "value": 0.7, "n": 3},
         {"type": "mentions", "value": "refund", "threshold": 0.8},
@@ -187,7 +187,6 @@ def _both(*mutations: Mutation) -> Mutation:
 # (test id, mutation of the case, expected text, loosens?)
 CASE_CHANGES: list[tuple[str, Mutation, str, bool]] = [
     ("required-lowered", _top("required", 4), "required 5 → 4 (of 5 samples)", True),
-    ("required-fraction-lowered", _top("required", 0.6), "required 5 → 0.6", True),
     ("tier-loosened", _top("tier", "quality"), 'tier "contract" → "quality"', True),
     (
         "samples-lowered-same-rate",
@@ -227,8 +226,14 @@ CASE_CHANGES: list[tuple[str, Mutation, str, bool]] = [
     ("assertion-removed", _pop_assert(2), "assert[2] max-chars 400 removed", True),
     (
         "not-contains-removed",
-        _set(3, "value", ["lawsuit"]),
-        'assert[3] not-contains "guarantee" removed',
+        _pop_assert(3),
+        'assert[3] not-contains "lawsuit" removed',
+        True,
+    ),
+    (
+        "not-contains-longer",
+        _set(3, "value", "lawsuit filed"),
+        'assert[3] not-contains "lawsuit" → "lawsuit filed"',
         True,
     ),
     (
@@ -276,9 +281,9 @@ CASE_CHANGES: list[tuple[str, Mutation, str, bool]] = [
         False,
     ),
     (
-        "not-contains-added",
-        _set(3, "value", ["lawsuit", "guarantee", "promise"]),
-        'assert[3] not-contains "promise" added',
+        "not-contains-shorter",
+        _set(3, "value", "laws"),
+        'assert[3] not-contains "lawsuit" → "laws"',
         False,
     ),
     ("expect-refusal-on", _top("expect_refusal", True), "expect_refusal false → true", False),
@@ -323,14 +328,14 @@ def test_expect_refusal_turned_off_is_a_loosening(tmp_path: Path) -> None:
 
 def test_quality_to_contract_and_lower_required_fraction(tmp_path: Path) -> None:
     case = copy.deepcopy(BASE_CASE)
-    case.update(tier="quality", required=0.8)
+    case.update(tier="quality", required=4)
     repo = base_repo(tmp_path, case)
-    case.update(tier="contract", required=1.0)
+    case.update(tier="contract", required=5)
     repo.write(CASE, case)
     repo.change_prompt()
     report = check_commit(tmp_path, repo.commit("tighten"))
     find(report, Kind.TIGHTENING, 'tier "quality" → "contract"')
-    find(report, Kind.TIGHTENING, "required 0.8 → 1 (of 5 samples)")
+    find(report, Kind.TIGHTENING, "required 4 → 5 (of 5 samples)")
     assert not report.blocked
 
 
@@ -378,7 +383,7 @@ def test_reordered_assertions_are_not_changes(tmp_path: Path) -> None:
     repo = base_repo(tmp_path)
     case = copy.deepcopy(BASE_CASE)
     case["assert"].reverse()
-    case["assert"][0]["reason"] = "annotation only"
+    case["assert"][0]["note"] = "annotation only"
     repo.write(CASE, case)
     repo.change_prompt()
     report = check_commit(tmp_path, repo.commit("reorder"))
@@ -606,6 +611,7 @@ def test_rewritten_and_moved_case_matched_by_id(tmp_path: Path) -> None:
     repo.remove(CASE)
     case = {
         "id": "0042-amount-suffix",
+        "provenance": {"ticket": "T-42"},
         "vars": {"amount": "twelve thousand"},
         "assert": [{"type": "max-chars", "value": 999}],
     }
@@ -673,21 +679,16 @@ def test_rubric_threshold_vs_rubric_text(tmp_path: Path) -> None:
     assert report.blocked
 
 
-@pytest.mark.parametrize("side", ["old", "new"])
-def test_broken_yaml_on_one_side_needs_review(tmp_path: Path, side: str) -> None:
+def test_broken_yaml_on_the_new_side_needs_review(tmp_path: Path) -> None:
     broken = "id: 0042-amount-suffix\nassert:\n  - {type: max-chars, value: 400\n"
     repo = base_repo(tmp_path)
-    if side == "old":
-        repo.write(CASE, broken)
-        repo.commit("break it")
-        repo.write(CASE, BASE_CASE)
-    else:
-        repo.write(CASE, broken)
+    repo.write(CASE, broken)
     report = check_commit(tmp_path, repo.commit("touch the case"))
     # Where the unclosed `{` opened, and where YAML gave up (the end of the file).
-    finding = find(report, Kind.BROKEN, f"{side} side does not parse: line 3, column 5")
+    finding = find(report, Kind.BROKEN, "new side does not parse: line 3, column 5")
     assert "line 4, column 1 (the end of the file)" in finding.detail
     assert finding.path == CASE
+    assert finding.line == 3
     assert report.blocked
 
 
@@ -761,20 +762,31 @@ def test_schema_given_as_is_json_value(tmp_path: Path) -> None:
 
 
 def test_refusal_and_icontains_assertions() -> None:
-    old = {"id": "c", "assert": [{"type": "refusal"}, {"type": "icontains", "value": "refund"}]}
+    prov = {"ticket": "T-1"}
+    old = {
+        "id": "c",
+        "provenance": prov,
+        "assert": [{"type": "refusal"}, {"type": "icontains", "value": "refund"}],
+    }
     new = {
         "id": "c",
+        "provenance": prov,
         "assert": [{"type": "refusal", "value": False}, {"type": "icontains", "value": "money"}],
     }
     found = loosenings_between(yaml.safe_dump(old), yaml.safe_dump(new))
     assert [f.detail for f in found] == [
-        "assert[0] refusal true → false",
+        "assert[0] refusal true (default) → false",
         'assert[1] icontains "refund" → "money" (changed)',
     ]
-    same = {"id": "c", "assert": [{"type": "refusal", "value": True}]}
-    assert (
-        loosenings_between(
-            yaml.safe_dump({"id": "c", "assert": [{"type": "refusal"}]}), yaml.safe_dump(same)
-        )
-        == []
-    )
+    same = {"id": "c", "provenance": prov, "assert": [{"type": "refusal", "value": True}]}
+    written = {"id": "c", "provenance": prov, "assert": [{"type": "refusal"}]}
+    assert loosenings_between(yaml.safe_dump(written), yaml.safe_dump(same)) == []
+
+
+def test_a_suite_dropped_from_the_configured_folders_is_a_loosening(tmp_path: Path) -> None:
+    repo = base_repo(tmp_path)
+    repo.write("pyproject.toml", PYPROJECT + '\n[tool.redline]\nsuites = ["evals"]\n')
+    repo.change_prompt()
+    report = check_commit(tmp_path, repo.commit("point the config elsewhere"))
+    find(report, Kind.LOOSENING, "suite cases/support: no longer under the configured suites")
+    assert report.blocked

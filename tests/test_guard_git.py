@@ -7,7 +7,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import git
 import pytest
 
 from redline.cli import main
@@ -71,7 +70,7 @@ def test_cli_names_an_unparseable_file_as_the_reason_not_a_prompt_change(
     assert main(["guard", "--commit", "HEAD"]) == 1
     out = capsys.readouterr().out
     assert f"{CASE}: new side does not parse" in out
-    assert "refused 1 of 1 commit: a file the guard compares does not parse" in out
+    assert "refused 1 of 1 commit: a file the guard compares does not load" in out
     assert "prompt change and a loosened threshold" not in out
 
 
@@ -262,12 +261,19 @@ def test_binary_fixture_is_not_a_problem(tmp_path: Path) -> None:
 def test_project_in_a_subfolder(tmp_path: Path) -> None:
     repo = TempRepo(tmp_path)
     repo.write("app/pyproject.toml", '[tool.redline]\nsuites = ["evals"]\n')
-    repo.write("app/evals/s/suite.yaml", {"name": "s", "prompt": {"system": "p.md"}})
+    suite = {"name": "s", "prompt": {"system": "p.md", "user": "Hi"}, "model": "local"}
+    repo.write("app/evals/s/suite.yaml", suite)
     repo.write("app/evals/s/p.md", "Hi.")
-    repo.write("app/evals/s/c.yaml", {"id": "c", "assert": [{"type": "max-chars", "value": 5}]})
+    case = {
+        "id": "c",
+        "provenance": {"ticket": "T-1"},
+        "assert": [{"type": "max-chars", "value": 5}],
+    }
+    repo.write("app/evals/s/c.yaml", case)
     repo.commit("init")
     repo.write("app/evals/s/p.md", "Hello.")
-    repo.write("app/evals/s/c.yaml", {"id": "c", "assert": [{"type": "max-chars", "value": 9}]})
+    case["assert"][0]["value"] = 9
+    repo.write("app/evals/s/c.yaml", case)
     sha = repo.commit("both")
     report = check_commit(tmp_path / "app", sha)
     assert [str(f) for f in report.findings] == [
@@ -342,8 +348,70 @@ def test_merge_base_prefers_origin_head(tmp_path: Path) -> None:
     upstream = base_repo(tmp_path / "up")
     upstream.repo.git.branch("trunk")
     run_git(tmp_path, "clone", "-q", "--branch", "trunk", str(tmp_path / "up"), "down")
-    down = git.Repo(tmp_path / "down")
-    down.git.checkout("-q", "-b", "topic")
-    assert merge_base_with_default(down) == upstream.repo.head.commit.hexsha
-    down.git.remote("set-head", "origin", "trunk")
-    assert merge_base_with_default(down) == upstream.repo.head.commit.hexsha
+    run_git(tmp_path / "down", "checkout", "-q", "-b", "topic")
+    with open_repo(tmp_path / "down") as down:
+        assert merge_base_with_default(down) == upstream.repo.head.commit.hexsha
+    run_git(tmp_path / "down", "remote", "set-head", "origin", "trunk")
+    with open_repo(tmp_path / "down") as down:
+        assert merge_base_with_default(down) == upstream.repo.head.commit.hexsha
+
+
+# --------------------------------------------------------------------------- clones
+
+
+def _two_commits(origin: Path) -> TempRepo:
+    repo = base_repo(origin)
+    repo.change_prompt()
+    loosen(repo)
+    repo.commit("prompt and loosening")
+    repo.write("README.md", "docs\n")
+    repo.commit("docs only")
+    return repo
+
+
+def test_guard_in_an_ordinary_clone_and_after_gc(tmp_path: Path) -> None:
+    _two_commits(tmp_path / "origin")
+    clone = tmp_path / "clone"
+    done = run_git(tmp_path, "clone", "-q", f"file://{tmp_path / 'origin'}", str(clone))
+    assert done.returncode == 0, done.stderr
+    assert not list((clone / ".git" / "objects").glob("??/*")), "objects should be packed"
+    assert check_commit(clone, "HEAD~1").blocked
+    assert not check_commit(clone, "HEAD").blocked
+    reports = check_range(clone, "HEAD~2..HEAD")
+    assert [r.blocked for r in reports] == [True, False]
+
+    origin = tmp_path / "origin"
+    assert run_git(origin, "gc", "-q", "--aggressive", "--prune=now").returncode == 0
+    assert check_commit(origin, "HEAD~1").blocked
+    assert not check_commit(origin, "HEAD").blocked
+
+
+def test_guard_in_a_shallow_clone_with_enough_depth(tmp_path: Path) -> None:
+    _two_commits(tmp_path / "origin")
+    clone = tmp_path / "clone"
+    url = f"file://{tmp_path / 'origin'}"
+    assert run_git(tmp_path, "clone", "-q", "--depth", "2", url, str(clone)).returncode == 0
+    assert check_commit(clone, "HEAD").findings == ()
+    with pytest.raises(GitError, match="boundary of a shallow clone"):
+        check_commit(clone, "HEAD~1")
+
+
+def test_guard_in_a_partial_clone(tmp_path: Path) -> None:
+    origin = tmp_path / "origin"
+    _two_commits(origin)
+    run_git(origin, "config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "clone"
+    done = run_git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{origin}", str(clone))
+    assert done.returncode == 0, done.stderr
+    report = check_commit(clone, "HEAD~1")
+    assert report.blocked
+    assert report.loosenings[0].detail == "assert[2] max-chars 400 → 800"
+
+
+def test_guard_on_a_grafted_commit(tmp_path: Path) -> None:
+    repo = _two_commits(tmp_path)
+    base = repo.repo.git.rev_list("--max-parents=0", "HEAD")
+    # Graft the last commit straight onto the first: its parent is now the base suite.
+    assert run_git(tmp_path, "replace", "--graft", "HEAD", base).returncode == 0
+    report = check_commit(tmp_path, "HEAD")
+    assert report.blocked  # prompt change and loosening, seen through the graft

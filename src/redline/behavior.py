@@ -32,9 +32,9 @@ from jsonschema.validators import validator_for
 from redline.assertions import deterministic
 from redline.assertions import semantic as semantic_types
 from redline.assertions.base import Assertion, Check, Sample, Spec, assertion_type
+from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
 from redline.completion import Completion, FinishReason
 from redline.config import Config, load_config
-from redline.semantic.scorer import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
 from redline.semantic.settings import SemanticSettings, semantic_settings
 from redline.verdicts import AssertionStatus
 from redline.yamlsource import load_text

@@ -22,9 +22,26 @@ from redline.assertions import (
     known_types,
     load_optional_types,
 )
-from redline.assertions.base import COMMON_KEYS
+from redline.casemodel import (
+    CASE_KEYS,
+    CASE_SUFFIXES,
+    COMMON_KEYS,
+    DEFAULT_SAMPLES,
+    DEFAULT_TIER,
+    FROZEN_SEED,
+    PROMPT_KEYS,
+    PROVENANCE_KEYS,
+    QUARANTINE_KEYS,
+    RETIRED_DIR,
+    SAMPLES_KEYS,
+    SUITE_FILE,
+    SUITE_KEYS,
+    TIERS,
+    assertion_model,
+)
+from redline.casemodel.effective import default_required
 from redline.errors import Problem, ProblemsError, relpath
-from redline.outcome import TIERS, default_required, scale_required
+from redline.outcome import scale_required
 from redline.sequential import SamplingSpec, SequentialPlan
 from redline.templates import fill, placeholders
 from redline.yamlsource import (
@@ -41,47 +58,6 @@ from redline.yamlsource import type_name as yaml_type
 
 if TYPE_CHECKING:
     from redline.config import Config
-
-SUITE_FILE = "suite.yaml"
-RETIRED_DIR = "retired"
-CASE_SUFFIXES = (".yaml", ".yml")
-DEFAULT_SAMPLES = 5
-DEFAULT_TIER = "contract"
-
-SUITE_KEYS = frozenset(
-    {
-        "name",
-        "prompt",
-        "model",
-        "samples",
-        "tier",
-        "max_tokens",
-        "temperature",
-        "description",
-        "seed",
-    }
-)
-SAMPLES_KEYS = frozenset({"min", "max", "margin", "bar"})
-#: `seed: frozen` sends the same seed for the same case and sample index in every run.
-FROZEN_SEED = "frozen"
-PROMPT_KEYS = frozenset({"system", "user"})
-CASE_KEYS = frozenset(
-    {
-        "id",
-        "provenance",
-        "vars",
-        "tier",
-        "samples",
-        "required",
-        "expect_refusal",
-        "assert",
-        "retired",
-        "golden",
-        "quarantine",
-    }
-)
-QUARANTINE_KEYS = frozenset({"reason", "ticket", "until"})
-PROVENANCE_KEYS = frozenset({"ticket", "reported", "closed", "note", "source", "author"})
 
 _TYPE_HINTS = {
     "javascript": "redline evaluates Python: use `type: python` with an expression over "
@@ -124,10 +100,11 @@ class Case:
     assertions: tuple[Assertion, ...]
     #: Fixtures, schemas and other files the case reads (part of its hash).
     files: tuple[Path, ...] = ()
-    #: The reference answer whoever filed the incident wrote (`golden:`), verbatim.
-    golden: str | None = None
     #: Sequential sampling (`samples: {min, max}`): `samples` is then the most it may draw.
     sampling: SequentialPlan | None = None
+    #: A reference answer written by whoever filed the incident (`golden:` inline text or
+    #: the exact content of a file:// reference), shown beside the outputs; checks nothing.
+    golden: str | None = None
     #: Runs and reports, but cannot turn a run red until `quarantine.until` has passed.
     quarantine: Quarantine | None = None
 
@@ -675,10 +652,37 @@ class _CaseLoader:
             expect_refusal=bool(expect_refusal),
             assertions=assertions,
             files=tuple(dict.fromkeys(self.files)),
-            golden=golden,
             sampling=sampling,
+            golden=golden,
             quarantine=quarantine,
         )
+
+    def golden(self, root: Node) -> str | None:
+        """The reference answer, verbatim: inline text as written, or a file's exact text."""
+        node = root.get("golden")
+        if node is None or (node.is_scalar and node.value is None):
+            return None
+        if not node.is_scalar or not isinstance(node.value, str) or not node.value:
+            self.suite.wrong_type(node, "golden", "text or a file:// reference", "file://x.txt")
+            return None
+        value = node.value
+        if not value.startswith(FILE_REF):
+            return value
+        path = self.path.parent / value[len(FILE_REF) :]
+        if not path.is_file():
+            self.suite.add(
+                node.mark,
+                f"golden answer {self.suite.show(path)} does not exist",
+                "file:// paths are relative to the case file's folder",
+            )
+            return None
+        try:
+            text = read_verbatim(path)
+        except UnicodeDecodeError:
+            self.suite.add(node.mark, f"golden answer {self.suite.show(path)} is not UTF-8 text")
+            return None
+        self.files.append(path.resolve())
+        return text
 
     def quarantine(self, root: Node) -> Quarantine | None:
         suite = self.suite
@@ -775,38 +779,6 @@ class _CaseLoader:
                 values[key] = str(value)
         return values
 
-    def golden(self, root: Node) -> str | None:
-        """The reference answer: inline text, or a `file://` file read byte for byte."""
-        node = root.get("golden")
-        if node is None:
-            return None
-        value = node.value
-        if not node.is_scalar or not isinstance(value, str) or not value:
-            self.suite.wrong_type(
-                node,
-                "golden",
-                "the reference answer as text or a file:// reference",
-                "file://fixtures/0042-golden.txt",
-            )
-            return None
-        if not value.startswith(FILE_REF):
-            return value
-        path = self.path.parent / value[len(FILE_REF) :]
-        if not path.is_file():
-            self.suite.add(
-                node.mark,
-                f"golden output {self.suite.show(path)} does not exist",
-                "file:// paths are relative to the case file's folder",
-            )
-            return None
-        try:
-            text = read_verbatim(path)
-        except UnicodeDecodeError:
-            self.suite.add(node.mark, f"golden output {self.suite.show(path)} is not UTF-8 text")
-            return None
-        self.files.append(path.resolve())
-        return text
-
     def required(self, root: Node, tier: str | None, samples: int | None) -> int | None:
         node = root.get("required")
         if tier is None or samples is None:
@@ -894,7 +866,9 @@ class _CaseLoader:
                     hint,
                 )
             return None
-        allowed = cls.keys | COMMON_KEYS
+        model = assertion_model(name)
+        assert model is not None  # a registered type is always declared
+        allowed = model.keys | COMMON_KEYS
         for key, child in entry.items():
             if key not in allowed:
                 suite.add(

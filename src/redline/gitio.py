@@ -1,4 +1,4 @@
-"""Every git read redline makes, through gitpython, without touching the working tree.
+"""Every git read redline makes, through the `git` command, without touching the working tree.
 
 The guard compares files between commits and the index; the runner records which
 commit a run saw; the TUI reruns against a base revision and stages one file. None of
@@ -7,12 +7,13 @@ them may check anything out, so files are read as blobs straight from the object
 
 from __future__ import annotations
 
+import os
+import posixpath
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-
-import git
+from types import TracebackType
 
 from redline.errors import UsageError
 
@@ -25,6 +26,93 @@ _NULL_MODES = {"000000"}
 
 class GitError(UsageError):
     """A git state redline cannot work with, said in words the user can act on."""
+
+
+class GitCommandError(GitError):
+    """A git command failed; `stderr` says why."""
+
+    def __init__(self, args: Sequence[str], stderr: str) -> None:
+        self.stderr = stderr.strip()
+        super().__init__(f"git {' '.join(args)} failed: {self.stderr}")
+
+
+class Repo:
+    """A repository with a working tree, driven through the `git` command.
+
+    Every read goes through git itself, so packed objects, shallow and partial clones,
+    grafts and alternates are seen exactly as git sees them.
+    """
+
+    def __init__(self, top: Path, git_dir: Path, common_dir: Path) -> None:
+        self.top = top
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self._batch: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Repo:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def run(self, *args: str, stdin: bytes | None = None, check: bool = True) -> bytes:
+        """stdout of `git ARGS` run at the top of the working tree."""
+        done = subprocess.run(
+            ["git", *args],
+            cwd=self.top,
+            input=stdin,
+            capture_output=True,
+            check=False,
+            env=_GIT_ENV,
+        )
+        if check and done.returncode != 0:
+            raise GitCommandError(args, done.stderr.decode(errors="replace"))
+        return done.stdout
+
+    def text(self, *args: str) -> str:
+        return self.run(*args).decode("utf-8", errors="surrogateescape")
+
+    def object(self, name: str) -> tuple[str, bytes] | None:
+        """(type, content) of one object named the way git names it (`REV:path`, `:path`),
+        or None when there is none, through one long-lived `git cat-file --batch`."""
+        if "\n" in name:
+            return None
+        if self._batch is None or self._batch.poll() is not None:
+            self._batch = subprocess.Popen(
+                ["git", "cat-file", "--batch"],
+                cwd=self.top,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=_GIT_ENV,
+            )
+        assert self._batch.stdin is not None and self._batch.stdout is not None
+        self._batch.stdin.write(name.encode("utf-8", errors="surrogateescape") + b"\n")
+        self._batch.stdin.flush()
+        header = self._batch.stdout.readline().split()
+        if len(header) < 3 or header[-1] in (b"missing", b"ambiguous"):
+            return None
+        size = int(header[2])
+        content = self._batch.stdout.read(size + 1)[:size]
+        return header[1].decode(), content
+
+    def close(self) -> None:
+        if self._batch is not None:
+            if self._batch.stdin is not None:
+                self._batch.stdin.close()
+            self._batch.wait()
+            if self._batch.stdout is not None:
+                self._batch.stdout.close()
+            self._batch = None
+
+
+#: Never open a pager or an editor, never prompt; keep GIT_INDEX_FILE (hooks rely on it).
+_GIT_ENV = {**os.environ, "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
 
 
 @dataclass(frozen=True)
@@ -41,63 +129,93 @@ class FileChange:
         return self.new_path or self.old_path or ""
 
 
+def _discover(path: Path) -> tuple[Path, Path, Path, bool] | None:
+    """(top, git dir, common dir, bare) of the repository holding `path`, or None."""
+    start = path if path.is_dir() else path.parent
+    done = subprocess.run(
+        [
+            "git",
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-dir",
+            "--git-common-dir",
+            "--is-bare-repository",
+        ],
+        cwd=start,
+        capture_output=True,
+        check=False,
+        env=_GIT_ENV,
+    )
+    lines = done.stdout.decode(errors="surrogateescape").splitlines()
+    if done.returncode != 0:
+        if b"--show-toplevel" in done.stderr or b"bare" in done.stderr:
+            return _discover_bare(start)
+        return None
+    top, git_dir, common, bare = lines[0], lines[1], lines[2], lines[3]
+    return Path(top), Path(git_dir), Path(common), bare == "true"
+
+
+def _discover_bare(start: Path) -> tuple[Path, Path, Path, bool] | None:
+    done = subprocess.run(
+        ["git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
+        cwd=start,
+        capture_output=True,
+        check=False,
+        env=_GIT_ENV,
+    )
+    if done.returncode != 0:
+        return None
+    git_dir, common = done.stdout.decode(errors="surrogateescape").splitlines()[:2]
+    return Path(git_dir), Path(git_dir), Path(common), True
+
+
 def repo_state(root: Path) -> tuple[str | None, bool]:
     """(HEAD commit sha, dirty) of the repository holding `root`; (None, False) outside git.
 
     Dirty means tracked files differ from HEAD (staged or not); untracked files do not count.
     """
-    try:
-        repo = git.Repo(root, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+    found = _discover(root) if root.exists() else None
+    if found is None:
         return None, False
-    with repo:
-        sha = head_commit(repo)
-        if repo.bare:
-            return sha, False
-        try:
-            dirty = repo.is_dirty(index=sha is not None, working_tree=True, untracked_files=False)
-            if sha is None:
-                dirty = dirty or bool(_git(repo, "ls-files", "-z").strip("\0"))
-        except git.GitCommandError:
-            dirty = False
-        return sha, dirty
+    top, git_dir, common, bare = found
+    repo = Repo(top, git_dir, common)
+    sha = head_commit(repo)
+    if bare:
+        return sha, False
+    out = repo.run("status", "--porcelain", "-z", "--untracked-files=no", check=False)
+    return sha, bool(out.strip(b"\0"))
 
 
 def repo_branch(root: Path) -> str | None:
     """The branch checked out where `root` is; None when detached or outside git."""
-    try:
-        repo = git.Repo(root, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+    found = _discover(root) if root.exists() else None
+    if found is None:
         return None
-    with repo:
-        try:
-            return head_branch(repo)
-        except (TypeError, ValueError):
-            return None
+    top, git_dir, common, _ = found
+    return head_branch(Repo(top, git_dir, common))
 
 
-def open_repo(path: Path) -> git.Repo:
+def open_repo(path: Path) -> Repo:
     """The repository whose working tree holds `path`."""
-    try:
-        repo = git.Repo(path, search_parent_directories=True)
-    except git.NoSuchPathError:
-        raise GitError(f"{path}: no such file or directory") from None
-    except git.InvalidGitRepositoryError:
+    if not path.exists():
+        raise GitError(f"{path}: no such file or directory")
+    found = _discover(path)
+    if found is None:
         raise GitError(
             f"{path} is not inside a git repository (run `git init` or change directory)"
-        ) from None
-    if repo.bare:
-        raise GitError(f"{repo.git_dir} is a bare repository; run redline in a working tree")
-    return repo
+        )
+    top, git_dir, common, bare = found
+    if bare:
+        raise GitError(f"{git_dir} is a bare repository; run redline in a working tree")
+    return Repo(top, git_dir, common)
 
 
-def work_tree(repo: git.Repo) -> Path:
-    if repo.working_tree_dir is None:
-        raise GitError(f"{repo.git_dir} has no working tree")
-    return Path(repo.working_tree_dir)
+def work_tree(repo: Repo) -> Path:
+    return repo.top
 
 
-def repo_path(repo: git.Repo, path: Path) -> str:
+def repo_path(repo: Repo, path: Path) -> str:
     """`path` relative to the top of the working tree, POSIX style, as git names it."""
     top = work_tree(repo).resolve()
     try:
@@ -107,24 +225,24 @@ def repo_path(repo: git.Repo, path: Path) -> str:
     return rel.as_posix() if str(rel) != "." else ""
 
 
-def head_commit(repo: git.Repo) -> str | None:
+def head_commit(repo: Repo) -> str | None:
     """The sha HEAD points at, or None when the repository has no commits yet."""
-    try:
-        return repo.head.commit.hexsha
-    except ValueError:
-        return None
+    out = repo.run("rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False).strip()
+    return out.decode() if out else None
 
 
-def head_branch(repo: git.Repo) -> str | None:
+def head_branch(repo: Repo) -> str | None:
     """The checked-out branch name, or None for a detached HEAD."""
-    return None if repo.head.is_detached else repo.head.ref.name
+    out = repo.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False).strip()
+    return out.decode() if out else None
 
 
-def is_shallow(repo: git.Repo) -> bool:
-    return (Path(repo.common_dir) / "shallow").is_file()
+def is_shallow(repo: Repo) -> bool:
+    out = repo.run("rev-parse", "--is-shallow-repository", check=False).strip()
+    return out == b"true" or (repo.common_dir / "shallow").is_file()
 
 
-def require_commits(repo: git.Repo) -> str:
+def require_commits(repo: Repo) -> str:
     sha = head_commit(repo)
     if sha is None:
         raise GitError(
@@ -134,14 +252,13 @@ def require_commits(repo: git.Repo) -> str:
     return sha
 
 
-def resolve_commit(repo: git.Repo, rev: str) -> str:
+def resolve_commit(repo: Repo, rev: str) -> str:
     """The full sha of `rev`, with a clear message for unknown names and shallow clones."""
     if not rev or rev.startswith("-"):
         raise GitError(f"{rev!r} is not a revision")
-    try:
-        return str(repo.commit(rev).hexsha)
-    except (git.BadName, ValueError, git.GitCommandError):
-        pass
+    out = repo.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False).strip()
+    if out:
+        return out.decode()
     if rev in ("HEAD", "@") and head_commit(repo) is None:
         require_commits(repo)
     hint = ""
@@ -153,13 +270,17 @@ def resolve_commit(repo: git.Repo, rev: str) -> str:
     raise GitError(f"unknown revision {rev!r}{hint}")
 
 
-def parents(repo: git.Repo, sha: str) -> list[str]:
-    """Parents of a commit; a commit at a shallow boundary raises (its parent is not here)."""
-    commit = repo.commit(sha)
-    shas = [p.hexsha for p in commit.parents]
-    boundary = Path(repo.common_dir) / "shallow"
-    missing = [p for p in commit.parents if not repo.odb.has_object(p.binsha)]
-    if missing or (boundary.is_file() and sha in boundary.read_text().split()):
+def parents(repo: Repo, sha: str) -> list[str]:
+    """Parents of a commit; a commit at a shallow boundary raises (its parent is not here).
+
+    Asks git itself (`rev-list --parents`, `cat-file -e`), which sees packed objects,
+    grafts and replacements; a parent git knows of but cannot read is "not fetched".
+    """
+    line = repo.text("rev-list", "--parents", "-n", "1", sha).split()
+    shas = line[1:]
+    boundary = sha in _shallow_commits(repo)
+    missing = [p for p in shas if not _has_commit(repo, p)]
+    if missing or (boundary and not shas):
         raise GitError(
             f"commit {sha[:12]} is at the boundary of a shallow clone and its parent is "
             "not fetched; deepen the clone (`git fetch --deepen=50`, or `fetch-depth: 0` "
@@ -168,51 +289,79 @@ def parents(repo: git.Repo, sha: str) -> list[str]:
     return shas
 
 
+def _shallow_commits(repo: Repo) -> set[str]:
+    if not is_shallow(repo):
+        return set()
+    boundary = repo.common_dir / "shallow"
+    return set(boundary.read_text().split()) if boundary.is_file() else set()
+
+
+def _has_commit(repo: Repo, sha: str) -> bool:
+    done = subprocess.run(
+        ["git", "cat-file", "-e", f"{sha}^{{commit}}"],
+        cwd=repo.top,
+        capture_output=True,
+        check=False,
+        env={**_GIT_ENV, "GIT_NO_LAZY_FETCH": "1"},
+    )
+    return done.returncode == 0
+
+
+def path_history(repo: Repo, rev: str, path: str, limit: int = 30) -> list[str]:
+    """Commits up to `rev` that changed `path`, newest first (at most `limit`)."""
+    out = repo.run("rev-list", f"--max-count={limit}", rev, "--", path, check=False)
+    return out.decode().split()
+
+
 class Snapshot:
     """The files of one side of a comparison: a commit, the index, or nothing (rev None).
 
-    Reads blobs from the object store, many at once through one `git cat-file --batch`
-    (`prefetch`). The index is read through git itself, so GIT_INDEX_FILE (set for hooks
-    run by `git commit -a` or `git commit PATH`) is honoured.
+    Reads blobs through git (`prefetch` reads many in one `git cat-file --batch`). The
+    index is read through git itself, so GIT_INDEX_FILE (set for hooks run by
+    `git commit -a` or `git commit PATH`) is honoured.
     """
 
-    def __init__(self, repo: git.Repo, rev: str | None) -> None:
+    def __init__(self, repo: Repo, rev: str | None) -> None:
         self.repo = repo
         self.rev = rev
-        self._tree: git.Tree | None = None
         self._ids: dict[str, tuple[str, str]] = {}  # path → (mode, blob sha)
         self._listed: set[str] = set()  # folders listed so far ("" = everything)
-        self._cache: dict[str, bytes] = {}
+        self._cache: dict[str, bytes | None] = {}
         if rev is not None and rev != INDEX:
-            try:
-                self._tree = repo.commit(rev).tree
-            except (git.BadName, ValueError):
-                raise GitError(f"unknown revision {rev!r}") from None
+            found = repo.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+            if not found.strip():
+                raise GitError(f"unknown revision {rev!r}")
+            self.rev = found.strip().decode()
         elif rev == INDEX:
             self._list(())
 
+    @property
+    def head(self) -> str | None:
+        """The commit this side builds on: itself, or HEAD for the index."""
+        if self.rev == INDEX:
+            return head_commit(self.repo)
+        return self.rev
+
     def read(self, path: str) -> bytes | None:
         """Bytes of a file, or None when absent (a folder or a submodule is not a file)."""
-        path = PurePosixPath(path).as_posix()
-        if self.rev is None:
+        path = (
+            posixpath.normpath(path)
+            if ("//" in path or "/." in path or path.startswith("."))
+            else path
+        )
+        if self.rev is None or not path or path == ".":
             return None
         if path in self._cache:
             return self._cache[path]
         entry = self._ids.get(path)
+        data: bytes | None = None
         if entry is not None:
-            if entry[0] == _GITLINK_MODE:
-                return None
-            data = bytes(self.repo.odb.stream(bytes.fromhex(entry[1])).read())
-        elif self._tree is None:
-            return None  # the index was listed whole: not there
-        else:
-            try:
-                item = self._tree / path
-            except KeyError:
-                return None
-            if not isinstance(item, git.Blob):
-                return None
-            data = bytes(item.data_stream.read())
+            if entry[0] != _GITLINK_MODE:
+                found = self.repo.object(entry[1])
+                data = found[1] if found is not None and found[0] == "blob" else None
+        elif self.rev != INDEX and "" not in self._listed:
+            found = self.repo.object(f"{self.rev}:{path}")
+            data = found[1] if found is not None and found[0] == "blob" else None
         self._cache[path] = data
         return data
 
@@ -236,7 +385,7 @@ class Snapshot:
         specs = tuple(sorted(u.strip("/") for u in under))
         if not all(specs):
             specs = ()
-        if self._tree is not None and not self._covered(specs):
+        if self.rev != INDEX and not self._covered(specs):
             self._list(specs)
         if not specs:
             return sorted(self._ids)
@@ -244,10 +393,10 @@ class Snapshot:
 
     def _list(self, specs: tuple[str, ...]) -> None:
         if self.rev == INDEX:
-            out = _git(self.repo, "ls-files", "-z", "--stage")
+            out = self.repo.text("ls-files", "-z", "--stage")
         else:
             assert self.rev is not None
-            out = _git(self.repo, "ls-tree", "-r", "-z", "--full-tree", self.rev, "--", *specs)
+            out = self.repo.text("ls-tree", "-r", "-z", "--full-tree", self.rev, "--", *specs)
         for record in out.split("\0"):
             meta, _, path = record.partition("\t")
             fields = meta.split()
@@ -266,7 +415,7 @@ class Snapshot:
         return all(any(s == d or s.startswith(d + "/") for d in self._listed) for s in specs)
 
 
-def file_at(repo: git.Repo, rev: str, path: str) -> bytes | None:
+def file_at(repo: Repo, rev: str, path: str) -> bytes | None:
     """Bytes of `path` at commit `rev` (or in the index when rev is INDEX); None if absent.
 
     A directory or a submodule entry is not a file and also gives None.
@@ -274,50 +423,41 @@ def file_at(repo: git.Repo, rev: str, path: str) -> bytes | None:
     return Snapshot(repo, rev).read(path)
 
 
-def list_files(repo: git.Repo, rev: str, under: Sequence[str] = ()) -> list[str]:
+def list_files(repo: Repo, rev: str, under: Sequence[str] = ()) -> list[str]:
     """Paths of every file at `rev` (or in the index) below the given folders, sorted."""
     specs = [u.strip("/") for u in under]
     if not all(specs):
         specs = []
     if rev == INDEX:
-        out = _git(repo, "ls-files", "-z", "--cached", "--", *specs)
+        out = repo.text("ls-files", "-z", "--cached", "--", *specs)
     else:
-        out = _git(repo, "ls-tree", "-r", "-z", "--name-only", rev, "--", *specs)
+        out = repo.text("ls-tree", "-r", "-z", "--name-only", rev, "--", *specs)
     return sorted(p for p in out.split("\0") if p)
 
 
-def merge_base_with_default(repo: git.Repo) -> str | None:
+def merge_base_with_default(repo: Repo) -> str | None:
     """Where HEAD left the default branch: the natural "before my change" revision."""
     if head_commit(repo) is None:
         return None
     branch = default_branch(repo)
     if branch is None:
         return None
-    try:
-        bases = repo.merge_base(branch, "HEAD")
-    except git.GitCommandError:
-        return None
-    return bases[0].hexsha if bases and bases[0] is not None else None
+    out = repo.run("merge-base", branch, "HEAD", check=False).strip()
+    return out.decode() if out else None
 
 
-def default_branch(repo: git.Repo) -> str | None:
+def default_branch(repo: Repo) -> str | None:
     """origin/HEAD's target, else main or master (local first, then origin's)."""
-    try:
-        ref = _git(repo, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD").strip()
-        if ref:
-            return ref.removeprefix("refs/remotes/")
-    except git.GitCommandError:
-        pass
+    ref = repo.run("symbolic-ref", "--quiet", "refs/remotes/origin/HEAD", check=False).strip()
+    if ref:
+        return ref.decode().removeprefix("refs/remotes/")
     for name in ("main", "master", "origin/main", "origin/master"):
-        try:
-            repo.commit(name)
-        except (git.BadName, ValueError, git.GitCommandError):
-            continue
-        return name
+        if repo.run("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}", check=False).strip():
+            return name
     return None
 
 
-def changed_files(repo: git.Repo, old: str | None, new: str) -> list[FileChange]:
+def changed_files(repo: Repo, old: str | None, new: str) -> list[FileChange]:
     """Files that differ from `old` (a commit; None = empty tree) to `new` (a commit or INDEX).
 
     Renames are followed; a submodule is reported as one change flagged `submodule`.
@@ -325,24 +465,24 @@ def changed_files(repo: git.Repo, old: str | None, new: str) -> list[FileChange]
     flags = ["--raw", "-z", "--no-abbrev", "-M", "--no-ext-diff", "--no-textconv", "-r"]
     if new == INDEX:
         if old is None:
-            out = _git(repo, "diff", "--cached", *flags)
+            out = repo.text("diff", "--cached", *flags)
         else:
-            out = _git(repo, "diff", "--cached", *flags, old)
+            out = repo.text("diff", "--cached", *flags, old)
     elif old is None:
-        out = _git(repo, "diff-tree", "--root", *flags, new)
+        out = repo.text("diff-tree", "--root", *flags, new)
     else:
-        out = _git(repo, "diff-tree", *flags, old, new)
+        out = repo.text("diff-tree", *flags, old, new)
     return _parse_raw(out)
 
 
-def commits_in_range(repo: git.Repo, spec: str) -> tuple[list[str], list[str]]:
+def commits_in_range(repo: Repo, spec: str) -> tuple[list[str], list[str]]:
     """(non-merge commits, merge commits) of `A..B`, oldest first."""
     if spec.count("..") != 1 or "..." in spec:
         raise GitError(f"{spec!r} is not a range; write it as BASE..HEAD")
     base, _, head = spec.partition("..")
     base_sha = resolve_commit(repo, base or "HEAD")
     head_sha = resolve_commit(repo, head or "HEAD")
-    out = _git(repo, "rev-list", "--reverse", "--parents", f"{base_sha}..{head_sha}")
+    out = repo.text("rev-list", "--reverse", "--parents", f"{base_sha}..{head_sha}")
     plain: list[str] = []
     merges: list[str] = []
     for line in out.splitlines():
@@ -353,10 +493,8 @@ def commits_in_range(repo: git.Repo, spec: str) -> tuple[list[str], list[str]]:
     return plain, merges
 
 
-def commit_subject(repo: git.Repo, sha: str) -> str:
-    message = repo.commit(sha).message
-    text = message.decode(errors="replace") if isinstance(message, bytes) else message
-    return text.strip().splitlines()[0] if text.strip() else ""
+def commit_subject(repo: Repo, sha: str) -> str:
+    return repo.text("log", "-1", "--format=%s", sha).strip()
 
 
 def stage_file(root: Path, path: Path) -> None:
@@ -368,27 +506,30 @@ def stage_file(root: Path, path: Path) -> None:
         if (work_tree(repo) / rel).is_dir():
             raise GitError(f"{path} is a directory; stage one file at a time")
         try:
-            _git(repo, "add", "--", rel)
-        except git.GitCommandError as exc:
-            raise GitError(f"git add {rel} failed: {_stderr(exc)}") from None
+            repo.run("add", "--", rel)
+        except GitCommandError as exc:
+            raise GitError(f"git add {rel} failed: {exc.stderr}") from None
 
 
-def hooks_dir(repo: git.Repo) -> Path:
+def hooks_dir(repo: Repo) -> Path:
     """Where git looks for hooks (honours core.hooksPath)."""
-    rel = _git(repo, "rev-parse", "--git-path", "hooks").strip()
+    rel = repo.text("rev-parse", "--git-path", "hooks").strip()
     path = Path(rel)
     return path if path.is_absolute() else work_tree(repo) / path
 
 
-def export_tree(repo: git.Repo, rev: str, under: str, dest: Path) -> list[Path]:
+def export_tree(repo: Repo, rev: str, under: str, dest: Path) -> list[Path]:
     """Write every file below folder `under` at `rev` into `dest` (same relative layout).
 
     Lets a suite be loaded exactly as it was at a base revision without a checkout.
     """
     written: list[Path] = []
     prefix = under.strip("/")
-    for rel in list_files(repo, rev, [prefix] if prefix else []):
-        data = file_at(repo, rev, rel)
+    snapshot = Snapshot(repo, rev)
+    files = snapshot.files([prefix] if prefix else [])
+    snapshot.prefetch(files)
+    for rel in files:
+        data = snapshot.read(rel)
         if data is None:
             continue
         target = dest / PurePosixPath(rel).relative_to(prefix) if prefix else dest / rel
@@ -403,32 +544,21 @@ def is_binary(data: bytes) -> bool:
     return b"\0" in data[:8000]
 
 
-def _git(repo: git.Repo, command: str, *args: str) -> str:
-    runner = getattr(repo.git, command.replace("-", "_"))
-    return str(runner(*args, strip_newline_in_stdout=False))
-
-
-def _cat_blobs(repo: git.Repo, shas: Sequence[str]) -> dict[str, bytes]:
+def _cat_blobs(repo: Repo, shas: Sequence[str]) -> dict[str, bytes]:
     """sha → content for many blobs through one `git cat-file --batch` process."""
-    command = repo.git.cat_file("--batch", as_process=True, istream=subprocess.PIPE)
-    out, _err = command.proc.communicate(("\n".join(shas) + "\n").encode())
+    out = repo.run("cat-file", "--batch", stdin=("\n".join(shas) + "\n").encode())
     blobs: dict[str, bytes] = {}
     at = 0
     while at < len(out):
         end = out.index(b"\n", at)
         header = out[at:end].split()
         at = end + 1
-        if len(header) < 3 or header[1] == b"missing":
+        if len(header) < 3 or header[-1] == b"missing":
             continue
         size = int(header[2])
         blobs[header[0].decode()] = out[at : at + size]
         at += size + 1
     return blobs
-
-
-def _stderr(exc: git.GitCommandError) -> str:
-    text = exc.stderr if isinstance(exc.stderr, str) else str(exc.stderr or "")
-    return text.strip().removeprefix("stderr:").strip(" '\n") or str(exc)
 
 
 def _parse_raw(out: str) -> list[FileChange]:

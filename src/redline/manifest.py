@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 
 from redline import __version__
-from redline.cases import SUITE_FILE, Case, Suite
+from redline.casemodel import SUITE_FILE
+from redline.cases import Case, Suite
 
 MODEL_KEY = "@model"
 VERSION_KEY = "@redline"

@@ -13,15 +13,6 @@ MIN_CASES_FOR_CONTENT = 8
 #: ...and at most this share of non-content (truncated, transport) samples.
 MAX_NON_CONTENT_SHARE = 0.20
 
-TIERS = ("contract", "quality")
-
-
-def default_required(tier: str, samples: int) -> int:
-    """Contract: every sample must pass. Quality: one may miss."""
-    if tier == "contract":
-        return samples
-    return max(1, samples - 1)
-
 
 def scale_required(required: int, samples: int, new_samples: int) -> int:
     """The same pass-rate bar at another sample count (a rerun with more samples)."""

@@ -14,7 +14,19 @@ from typing import Any
 
 import yaml
 
+from redline.casemodel import FILE_REF
 from redline.errors import Problem
+
+__all__ = [
+    "FILE_REF",
+    "Mark",
+    "Node",
+    "did_you_mean",
+    "load_file",
+    "load_text",
+    "read_verbatim",
+    "type_name",
+]
 
 
 @dataclass(frozen=True)
@@ -209,10 +221,6 @@ def _convert(
         items = [_convert(loader, child, path, None, problems) for child in node.value]
         return Node(items, mark, key_mark, "seq")
     return Node(loader.construct_object(node, deep=True), mark, key_mark, "scalar")
-
-
-#: A value starting with this refers to a file relative to the file that names it.
-FILE_REF = "file://"
 
 
 def read_verbatim(path: Path) -> str:

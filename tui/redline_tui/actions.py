@@ -78,7 +78,7 @@ def edit_loosenings(edit: FileEdit) -> list[str]:
     found: list[str] = []
     for path, old in edit.before.items():
         new = edit.writes.get(path)
-        found.extend(str(f) for f in loosenings_between(old, new, path=path.name))
+        found.extend(str(f) for f in loosenings_between(old, new, path=path))
     return found
 
 

@@ -22,7 +22,8 @@ from ruamel.yaml.scalarstring import ScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from redline.baseline import Baseline, BaselineCase, baseline_case, baseline_path, load_baseline
-from redline.cases import CASE_SUFFIXES, SUITE_FILE, check_suite_edit
+from redline.casemodel import CASE_SUFFIXES, SUITE_FILE
+from redline.cases import check_suite_edit
 from redline.config import Config
 from redline.errors import UsageError
 from redline.outcome import scale_required

@@ -19,8 +19,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from redline.casemodel import assertion_model, declared_types
 from redline.completion import Completion
 from redline.errors import Problem
 from redline.templates import fill
@@ -43,9 +44,6 @@ COST_HEURISTIC = 60
 COST_PYTHON = 70
 COST_MODEL = 100
 COST_JUDGE = 200
-
-#: Keys every assertion accepts besides its own: `note` records why it is as it is.
-COMMON_KEYS: frozenset[str] = frozenset({"type", "note"})
 
 #: Known types that a later module provides; the loader says "not available yet".
 PLANNED_TYPES: Mapping[str, str] = {
@@ -393,15 +391,11 @@ class Assertion(ABC):
     cost: ClassVar[int] = COST_STRING
     #: A failure means the output has the wrong shape (verdict `malformed`, not `wrong`).
     structural: ClassVar[bool] = False
-    #: Parameter keys besides COMMON_KEYS.
-    keys: ClassVar[frozenset[str]] = frozenset({"value"})
     #: A failure of this type on a cut-off output stays a failure however the output would
     #: have continued (a banned phrase already written, a budget already spent), so the
     #: sample is judged on content rather than as `truncated`. A type whose finality
     #: depends on the output sets `Check.final` itself instead.
     final: ClassVar[bool] = False
-    #: Which direction of `threshold` makes the assertion easier to pass (for the guard).
-    looser_when: ClassVar[Literal["higher", "lower"] | None] = None
 
     def __init__(self, spec: Spec) -> None:
         self.index = spec.index
@@ -437,6 +431,11 @@ def register(type_name: str) -> Callable[[type[A]], type[A]]:
     """Class decorator adding an assertion type under `type_name`."""
 
     def decorate(cls: type[A]) -> type[A]:
+        if assertion_model(type_name) is None:
+            raise ValueError(
+                f"assertion type {type_name!r} is not declared in the case-file model: "
+                "declare its parameters with redline.casemodel.declare first"
+            )
         existing = _REGISTRY.get(type_name)
         if existing is not None and existing is not cls:
             raise ValueError(
@@ -460,5 +459,5 @@ def registered_types() -> list[str]:
 
 
 def known_types() -> list[str]:
-    """Every name a case may use: registered plus planned."""
-    return sorted(set(_REGISTRY) | set(PLANNED_TYPES))
+    """Every name a case may use: the types the case-file model declares."""
+    return declared_types()

@@ -42,7 +42,6 @@ class IsJson(Assertion):
 
     cost = COST_PARSE
     structural = True
-    keys = frozenset({"value", "schema"})
 
     def __init__(self, spec: Spec, validator: Validator | None, schema_name: str) -> None:
         super().__init__(spec)
@@ -194,7 +193,6 @@ class Regex(Assertion):
     """
 
     cost = COST_REGEX
-    keys = frozenset({"value", "flags"})
 
     def __init__(self, spec: Spec, pattern: re.Pattern[str]) -> None:
         super().__init__(spec)
@@ -233,7 +231,6 @@ class Regex(Assertion):
 class _Budget(Assertion):
     """A maximum on one measured quantity; an unknown quantity fails, never passes."""
 
-    looser_when = "higher"
     final = True
     unit = ""
 

@@ -10,6 +10,7 @@ import itertools
 import zlib
 
 from redline.assertions.base import COST_HEURISTIC, Assertion, Check, Sample, Spec, register
+from redline.casemodel import assertion_model
 from redline.verdicts import AssertionStatus
 
 
@@ -43,7 +44,6 @@ class CompressionRatio(Assertion):
     """Minimum zlib compression ratio; seed 000 uses 0.35 (loops fall below 0.25)."""
 
     cost = COST_HEURISTIC
-    looser_when = "lower"
 
     def __init__(self, spec: Spec, minimum: float) -> None:
         super().__init__(spec)
@@ -76,9 +76,7 @@ class DistinctN(Assertion):
     """Minimum share of unique word n-grams (`n`, default 3); seed 000 uses 0.70."""
 
     cost = COST_HEURISTIC
-    looser_when = "lower"
     final = True
-    keys = frozenset({"value", "n"})
 
     def __init__(self, spec: Spec, minimum: float, n: int) -> None:
         super().__init__(spec)
@@ -88,7 +86,11 @@ class DistinctN(Assertion):
     @classmethod
     def parse(cls, spec: Spec) -> DistinctN | None:
         minimum = spec.number("value", minimum=0, maximum=1)
-        n = spec.integer("n", required=False, minimum=1) if spec.has("n") else 3
+        n = (
+            spec.integer("n", required=False, minimum=1)
+            if spec.has("n")
+            else assertion_model("distinct-n").default("n")  # type: ignore[union-attr]
+        )
         if minimum is None or n is None:
             return None
         return cls(spec, minimum, n)

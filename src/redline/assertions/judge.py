@@ -26,7 +26,6 @@ class Judge(Assertion):
 
     layer = LAYER_2
     cost = COST_JUDGE
-    keys = frozenset({"rubric"})
 
     def __init__(self, spec: Spec, rubric: Rubric) -> None:
         super().__init__(spec)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 
 from redline.assertions.base import COST_STRING, Assertion, Check, Sample, Spec, register
+from redline.casemodel import assertion_model
 from redline.completion import FinishReason
 
 REFUSAL_WINDOW = 400
@@ -117,7 +118,7 @@ class Refusal(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> Refusal | None:
-        expected = spec.boolean("value", default=True)
+        expected = spec.boolean("value", default=assertion_model("refusal").default("value"))  # type: ignore[union-attr]
         return None if expected is None else cls(spec, expected)
 
     def check(self, sample: Sample) -> Check:

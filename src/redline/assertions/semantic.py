@@ -12,13 +12,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from redline.assertions.base import COST_MODEL, LAYER_2, Assertion, Check, Sample, Spec, register
+from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN, assertion_model
 from redline.errors import ConfigError
 from redline.semantic.embeddings import BackendUnavailable
 from redline.semantic.grounding import ENTAILMENT_THRESHOLD, Grounding, check_grounding
 from redline.semantic.nli import NLIBackend, load_nli
 from redline.semantic.scorer import (
-    DEFAULT_MENTION_THRESHOLD,
-    DEFAULT_TONE_MARGIN,
     SemanticScorer,
     semantic_scorer,
 )
@@ -53,7 +52,6 @@ class _Semantic(Assertion):
 
 
 class _Concept(_Semantic):
-    keys = frozenset({"value", "threshold"})
     negated = False
 
     def __init__(self, spec: Spec, settings: SemanticSettings, concept: str, threshold: float):
@@ -96,23 +94,17 @@ class _Concept(_Semantic):
 class Mentions(_Concept):
     """The output talks about CONCEPT: its best sentence scores at least `threshold` (0-1)."""
 
-    looser_when = "lower"
-
 
 @register("not-mentions")
 class NotMentions(_Concept):
     """No sentence of the output is about CONCEPT (calibrated score below `threshold`)."""
 
-    looser_when = "higher"
     negated = True
 
 
 @register("tone")
 class Tone(_Semantic):
     """The output's tone is TONE, leading the runner-up tone by `margin` (backend-scaled)."""
-
-    keys = frozenset({"value", "margin"})
-    looser_when = "lower"
 
     def __init__(self, spec: Spec, settings: SemanticSettings, tone: str, margin: float) -> None:
         super().__init__(spec, settings)
@@ -165,9 +157,6 @@ class GroundedIn(_Semantic):
     source (NLI). `nli: false` keeps only the literal check.
     """
 
-    keys = frozenset({"value", "nli"})
-    looser_when = None
-
     def __init__(self, spec: Spec, settings: SemanticSettings, source: str, use_nli: bool) -> None:
         super().__init__(spec, settings)
         self.source = source
@@ -176,7 +165,7 @@ class GroundedIn(_Semantic):
     @classmethod
     def parse(cls, spec: Spec) -> GroundedIn | None:
         source = spec.text("value")
-        use_nli = spec.boolean("nli", default=True)
+        use_nli = spec.boolean("nli", default=assertion_model("grounded-in").default("nli"))  # type: ignore[union-attr]
         settings = _settings(spec)
         if source is not None and not source.strip():
             spec.problem("the source is empty", "give the text the output must stick to")

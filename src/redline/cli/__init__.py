@@ -51,14 +51,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or just command `only` (its module alone is imported: the
+    pre-commit hook's `redline guard` should not load the runner and the providers)."""
     parser = _Parser(
         prog="redline",
         description="Prompt-regression testing: rates, evidence, triage.",
     )
     parser.add_argument("--version", action="version", version=f"redline {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in _COMMAND_MODULES:
+    for name in (only,) if only in _COMMAND_MODULES else _COMMAND_MODULES:
         try:
             module = importlib.import_module(f"redline.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -70,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = next((w for w in words if not w.startswith("-")), None)
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:

@@ -86,15 +86,15 @@ def _run(args: argparse.Namespace) -> int:
         reasons = []
         if any(r.prompt_changes and r.loosenings for r in blocked):
             reasons.append(
-                "a prompt change and a loosened threshold cannot be reviewed together: "
-                "never loosen a threshold in the same commit as a prompt change. Commit the "
-                "loosening on its own, with its reason in the "
-                "commit message."
+                "a prompt change and a loosened threshold cannot be reviewed together: the "
+                "loosening would let the new prompt pass the bar it lowered. Commit the "
+                "loosening on its own, with its reason in the commit message."
             )
         if any(r.broken for r in blocked):
             reasons.append(
-                "a file the guard compares does not parse, so what it changes cannot be seen. "
-                "Fix it, or commit it alone for review."
+                "a file the guard compares does not load, so what it enforces cannot be "
+                "judged. Fix it (`redline validate` lists every problem with its line), then "
+                "commit again."
             )
         print(
             f"redline guard: refused {len(blocked)} of {len(reports)} "
@@ -113,9 +113,10 @@ def _render(report: GuardReport) -> str:
         tag = _TAGS[finding.kind]
         if finding.kind is Kind.REWRITE and report.allow_rewrite:
             tag = "rewrite"
-        lines.append(f"  {tag:<9}{finding}")
-    if report.blocked and report.broken:
-        lines.append("  a file that cannot be compared needs a reviewer: fix it or split it out")
+        where = (
+            f"  ({finding.where})" if finding.where and finding.where not in str(finding) else ""
+        )
+        lines.append(f"  {tag:<9}{finding}{where}")
     return "\n".join(lines)
 
 

@@ -1,15 +1,21 @@
-"""The guard: never a loosened threshold in the same commit as a prompt change (DESIGN rule 12).
+"""The guard: never a loosened threshold in the same commit as a prompt change.
 
 A commit that changes the prompt and also lowers the bar the prompt must clear carries
-its own permission to pass, and nobody can review that. The guard compares the parsed
-suite and case files on both sides of a commit (never their text), names every
-loosening as `old → new`, names every prompt change, and refuses the combination.
+its own permission to pass, and nobody can review that. The guard compares what each
+case enforces on both sides of a commit (its effective bar, from `redline.casemodel`:
+defaults applied, suite settings resolved, vars filled, files read at that revision),
+names every loosening as `old → new`, names every prompt change, and refuses the
+combination.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+from redline.casemodel import RETIRED_DIR, SUITE_FILE
+from redline.casemodel.diff import diff_cases
+from redline.casemodel.effective import SuiteBar, case_id, effective_case, suite_bar
 from redline.gitio import (
     INDEX,
     commits_in_range,
@@ -19,7 +25,7 @@ from redline.gitio import (
     resolve_commit,
 )
 from redline.guard._commits import check_one_commit, commit_label, compare_revisions, project_prefix
-from redline.guard._documents import Context, compare_case, compare_suite, name_of, parse_yaml
+from redline.guard._documents import bar_finding, compare_suite, name_of, parse_yaml
 from redline.guard._findings import Finding, GuardReport, Kind
 from redline.guard._hook import install_hook
 
@@ -41,7 +47,7 @@ def check_staged(root: Path, *, allow_rewrite: bool = False) -> GuardReport:
     with open_repo(root) as repo:
         head = head_commit(repo)
         label = f"index (against HEAD {head[:12]})" if head else "index (no commits yet)"
-        findings = compare_revisions(repo, head, INDEX, project_prefix(repo, root), allow_rewrite)
+        findings = compare_revisions(repo, head, INDEX, project_prefix(repo, root))
         return GuardReport(label, tuple(findings), allow_rewrite)
 
 
@@ -80,25 +86,59 @@ def loosenings_between(
     old_text: str | None,
     new_text: str | None,
     *,
-    path: str = "case.yaml",
+    path: str | Path = "case.yaml",
     suite: bool = False,
     allow_rewrite: bool = False,
 ) -> list[Finding]:
     """Loosenings from one version of a case (or suite.yaml, `suite=True`) to another.
 
-    Compares the parsed YAML only; referenced schemas are not read (the full guard does).
-    A side that does not parse gives a BROKEN finding. None means the file is absent.
+    A case is compared alone (the suite's defaults apply to both sides alike). When `path`
+    names a file on disk, the files its `file://` values name are read beside it; otherwise
+    they are compared by name. A side that does not parse gives a BROKEN finding; None
+    means the file is absent.
     """
-    old = parse_yaml(old_text.encode() if old_text is not None else None, path, "old")
-    new = parse_yaml(new_text.encode() if new_text is not None else None, path, "new")
+    shown = str(path)
+    old = parse_yaml(old_text.encode() if old_text is not None else None, shown, "old")
+    new = parse_yaml(new_text.encode() if new_text is not None else None, shown, "new")
     findings: list[Finding] = [p.problem for p in (old, new) if p.problem is not None]
     if old.problem is None and new.problem is None:
-        ctx = Context(allow_rewrite=allow_rewrite)
         if suite:
-            findings += compare_suite(ctx, name_of(old.data, path), old.data, new.data)
+            findings += compare_suite(name_of(old.data, shown), shown, old.data, new.data)
         elif old.data is not None and new.data is None:
-            findings.append(Finding(Kind.LOOSENING, f"case {name_of(old.data, path)}", "deleted"))
+            findings.append(Finding(Kind.LOOSENING, f"case {case_id(old.data, shown)}", "deleted"))
         elif old.data is not None and new.data is not None:
-            findings += compare_case(ctx, name_of(new.data, path), old.data, new.data, {}, {})
+            folder = Path(path).parent
+            read = _disk_reader() if Path(path).is_absolute() and folder.is_dir() else None
+            bar = _suite_beside(Path(path)) if read is not None else None
+            before = effective_case(old.data, Path(path).as_posix(), bar, read)
+            after = effective_case(new.data, Path(path).as_posix(), bar, read)
+            subject = f"case {after.id}"
+            broken = [
+                Finding(Kind.BROKEN, subject, f"{side} side does not load: {issue.message}", shown)
+                for side, case in (("old", before), ("new", after))
+                for issue in case.issues
+            ]
+            findings += broken or [
+                bar_finding(subject, c, shown, None) for c in diff_cases(before, after).changes
+            ]
     kinds = {Kind.LOOSENING, Kind.BROKEN} | (set() if allow_rewrite else {Kind.REWRITE})
     return [f for f in findings if f.kind in kinds]
+
+
+def _suite_beside(case_file: Path) -> SuiteBar | None:
+    """The bar of the suite a case file on disk belongs to (its folder's suite.yaml)."""
+    folder = case_file.parent
+    if folder.name == RETIRED_DIR:
+        folder = folder.parent
+    parsed = parse_yaml(_disk_reader()(str(folder / SUITE_FILE)), SUITE_FILE, "new")
+    return suite_bar(parsed.data) if parsed.data is not None else None
+
+
+def _disk_reader() -> Callable[[str], bytes | None]:
+    def read(path: str) -> bytes | None:
+        try:
+            return Path(path).read_bytes()
+        except OSError:
+            return None
+
+    return read

@@ -4,46 +4,55 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import git
-
+from redline.casemodel import RETIRED_DIR, SUITE_FILE
+from redline.casemodel.diff import BarChange, diff_cases
+from redline.casemodel.effective import EffectiveCase, case_id
 from redline.config import pinned_models
 from redline.gitio import (
+    INDEX,
     FileChange,
     GitError,
+    Repo,
     Snapshot,
     changed_files,
     commit_subject,
     parents,
+    path_history,
     repo_path,
 )
 from redline.guard._documents import (
-    Context,
     Parsed,
     Side,
+    bar_finding,
     compare_bars_in,
-    compare_case,
     compare_suite,
+    issue_findings,
     join_path,
     name_of,
-    schema_refs,
-    suite_defaults,
+    suite_problems,
     without_bars,
 )
 from redline.guard._findings import Finding, GuardReport, Kind, unique
-from redline.guard._schema import schema_diff
 
-SUITE_FILE = "suite.yaml"
-RETIRED_DIR = "retired"
 CONFIG_NAMES = ("redline.toml", "pyproject.toml")
 
 
-def project_prefix(repo: git.Repo, root: Path) -> str:
+@dataclass
+class Context:
+    """The two sides of one comparison."""
+
+    old: Side
+    new: Side
+
+
+def project_prefix(repo: Repo, root: Path) -> str:
     """The folder of the project inside the repository: where its config file lives."""
     here = root.resolve()
     for folder in (here, *here.parents):
@@ -55,27 +64,25 @@ def project_prefix(repo: git.Repo, root: Path) -> str:
     return repo_path(repo, here)
 
 
-def commit_label(repo: git.Repo, sha: str) -> str:
+def commit_label(repo: Repo, sha: str) -> str:
     return f"{sha[:12]} {commit_subject(repo, sha)}".rstrip()
 
 
-def check_one_commit(repo: git.Repo, sha: str, prefix: str, allow_rewrite: bool) -> GuardReport:
+def check_one_commit(repo: Repo, sha: str, prefix: str, allow_rewrite: bool) -> GuardReport:
     ups = parents(repo, sha)
-    findings = compare_revisions(repo, ups[0] if ups else None, sha, prefix, allow_rewrite)
+    findings = compare_revisions(repo, ups[0] if ups else None, sha, prefix)
     if len(ups) > 1:
         findings.append(Finding(Kind.NOTE, "merge commit", "compared with its first parent"))
     return GuardReport(commit_label(repo, sha), tuple(findings), allow_rewrite)
 
 
-def compare_revisions(
-    repo: git.Repo, old_rev: str | None, new_rev: str, prefix: str, allow_rewrite: bool
-) -> list[Finding]:
+def compare_revisions(repo: Repo, old_rev: str | None, new_rev: str, prefix: str) -> list[Finding]:
     old = Side(Snapshot(repo, old_rev), "old")
     new = Side(Snapshot(repo, new_rev), "new")
     changes = changed_files(repo, old_rev, new_rev)
     if not changes:
         return []
-    ctx = Context(allow_rewrite=allow_rewrite, old=old, new=new)
+    ctx = Context(old, new)
     findings: list[Finding] = []
 
     old_cfg = _project_config(old, prefix)
@@ -86,6 +93,7 @@ def compare_revisions(
     roots = sorted(set(old_cfg.suite_roots) | set(new_cfg.suite_roots))
     old_suites = _suite_dirs(old, roots)
     new_suites = _suite_dirs(new, roots)
+    findings += _suites_dropped_from_config(old_suites, old_cfg, new_cfg)
     changed = _ChangeSet(changes)
     others = [
         p
@@ -96,11 +104,12 @@ def compare_revisions(
     ]
     old_refs = _references(old, old_suites, with_cases=bool(others))
     new_refs = _references(new, new_suites, with_cases=bool(others))
+    suite_pairs = _pair_suites(ctx, changed, old_suites, new_suites)
 
     findings += _prompt_file_changes(ctx, changed, old_refs, new_refs)
-    findings += _suite_changes(ctx, changed, old_suites, new_suites, old_refs, new_refs)
-    findings += _case_changes(ctx, changed, old_suites, new_suites)
-    findings += _referenced_file_changes(ctx, changed, old_refs, new_refs)
+    findings += _suite_changes(ctx, changed, suite_pairs, old_refs, new_refs)
+    findings += _case_changes(ctx, changed, old_suites, new_suites, old_refs, new_refs, suite_pairs)
+    findings += _rubric_changes(ctx, changed, old_refs, new_refs)
     findings += _submodule_notes(changed, roots)
     return unique(findings)
 
@@ -175,6 +184,24 @@ def _suite_dirs(side: Side, roots: Sequence[str]) -> dict[str, str]:
     }
 
 
+def _suites_dropped_from_config(
+    suites: Mapping[str, str], old: _ProjectConfig, new: _ProjectConfig
+) -> list[Finding]:
+    """A suite the old config ran that the new `suites` setting no longer reaches."""
+    where = new.path or old.path or "config"
+    return [
+        Finding(
+            Kind.LOOSENING,
+            f"suite {folder}",
+            f"no longer under the configured suites ({', '.join(new.suite_roots)}): "
+            "its cases stop running",
+            where,
+        )
+        for folder in sorted(suites)
+        if _under_any(folder, old.suite_roots) and not _under_any(folder, new.suite_roots)
+    ]
+
+
 def _under_any(path: str, roots: Sequence[str]) -> bool:
     return any(not r or path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
@@ -184,20 +211,19 @@ class _References:
     """Files that suites and cases at one side point to, with who points to them."""
 
     prompts: dict[str, list[str]] = field(default_factory=dict)
-    schemas: dict[str, list[str]] = field(default_factory=dict)
     rubrics: dict[str, list[str]] = field(default_factory=dict)
+    #: Every file a case reads (fixtures, schemas, golden answers, rubrics) → case paths.
+    files: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _references(side: Side, suites: Mapping[str, str], *, with_cases: bool) -> _References:
-    """Prompt and rubric files of suites; schemas and rubrics of cases when `with_cases`."""
+    """Prompt files of suites; with `with_cases`, every file each case reads."""
     refs = _References()
     for folder, suite_path in suites.items():
         parsed = side.yaml(suite_path)
         name = name_of(parsed.data, folder)
         for _role, target in _prompt_files(side, folder, parsed.data):
             refs.prompts.setdefault(target, []).append(f"suite {name}")
-        for rubric in _refs_in(parsed.data, "rubric", folder):
-            refs.rubrics.setdefault(rubric, []).append(f"suite {name}")
     if not with_cases or not suites:
         return refs
     cases = [
@@ -207,14 +233,27 @@ def _references(side: Side, suites: Mapping[str, str], *, with_cases: bool) -> _
     ]
     side.snap.prefetch(cases)
     for path in cases:
+        raw = side.read(path) or b""
+        if b"file://" not in raw and b"rubric" not in raw:
+            continue  # reads no file
         folder = posixpath.dirname(path)
-        data = side.yaml(path).data
-        label = f"case {name_of(data, path)}"
-        for schema in schema_refs(data, folder):
-            refs.schemas.setdefault(schema, []).append(label)
-        for rubric in _refs_in(data, "rubric", folder):
-            refs.rubrics.setdefault(rubric, []).append(label)
+        text = raw.decode("utf-8", errors="replace")
+        # Found in the text, not the parsed YAML: cheap on every case, and a stray match
+        # only makes the guard look at one more case.
+        for ref in _FILE_REF.findall(text):
+            refs.files.setdefault(join_path(folder, ref), []).append(path)
+        rubrics = _RUBRIC_REF.findall(text)
+        if rubrics:
+            label = f"case {case_id(side.yaml(path).data, path)}"
+            for ref in rubrics:
+                target = join_path(folder, ref.removeprefix("file://"))
+                refs.files.setdefault(target, []).append(path)
+                refs.rubrics.setdefault(target, []).append(label)
     return refs
+
+
+_FILE_REF = re.compile(r"file://([^\s'\",\]}#]+)")
+_RUBRIC_REF = re.compile(r"\brubric:\s*['\"]?([^\s'\",\]}#]+)")
 
 
 def _prompt_files(side: Side, folder: str, suite: Any) -> list[tuple[str, str]]:
@@ -291,7 +330,6 @@ def _suite_of(path: str) -> str:
 def _prompt_file_changes(
     ctx: Context, changed: _ChangeSet, old_refs: _References, new_refs: _References
 ) -> list[Finding]:
-    assert ctx.old is not None and ctx.new is not None
     findings = []
     for change in changed.changes:
         names = [p for p in (change.old_path, change.new_path) if p]
@@ -318,23 +356,26 @@ def _prompt_file_changes(
 def _suite_changes(
     ctx: Context,
     changed: _ChangeSet,
-    old_suites: Mapping[str, str],
-    new_suites: Mapping[str, str],
+    suite_pairs: Sequence[tuple[str | None, str | None]],
     old_refs: _References,
     new_refs: _References,
 ) -> list[Finding]:
-    assert ctx.old is not None and ctx.new is not None
     findings: list[Finding] = []
     prompt_paths = set(old_refs.prompts) | set(new_refs.prompts)
-    for old_path, new_path in _pair_suites(ctx, changed, old_suites, new_suites):
+    for old_path, new_path in suite_pairs:
         old_p = ctx.old.yaml(old_path) if old_path else Parsed(None)
         new_p = ctx.new.yaml(new_path) if new_path else Parsed(None)
         old_folder = posixpath.dirname(old_path) if old_path else ""
         new_folder = posixpath.dirname(new_path) if new_path else ""
         name = name_of(new_p.data if new_path else old_p.data, new_folder or old_folder)
-        problems = [p.problem for p in (old_p, new_p) if p.problem is not None]
-        if problems:
-            findings += problems
+        if new_path is not None:
+            broken = suite_problems(ctx.new, new_path, name)
+            if broken:
+                findings += broken
+                continue
+        if old_path is not None and suite_problems(ctx.old, old_path, name):
+            detail = f"repairs {old_path}, which did not load before"
+            findings.append(Finding(Kind.NOTE, f"suite {name}", detail, new_path or old_path))
             continue
         if old_path is None:
             findings.append(Finding(Kind.TIGHTENING, f"suite {name}", "new suite", new_path or ""))
@@ -355,7 +396,7 @@ def _suite_changes(
                 continue  # already named as a changed prompt file
             detail = f"prompt.{role} {b[0] if b else '(none)'} → {a[0] if a else '(none)'}"
             findings.append(Finding(Kind.PROMPT, f"suite {name}", detail, new_path))
-        findings += compare_suite(ctx, name, old_p.data, new_p.data)
+        findings += compare_suite(name, new_path, old_p.data, new_p.data, new_p.raw)
     return findings
 
 
@@ -366,7 +407,6 @@ def _pair_suites(
     new_suites: Mapping[str, str],
 ) -> list[tuple[str | None, str | None]]:
     """(old, new) suite.yaml pairs worth comparing: renames followed, then same name."""
-    assert ctx.old is not None and ctx.new is not None
     old_side, new_side = ctx.old, ctx.new
     renamed = {c.old_path: c.new_path for c in changed.changes if c.status == "R"}
     new_paths = set(new_suites.values())
@@ -403,16 +443,20 @@ def _case_changes(
     changed: _ChangeSet,
     old_suites: Mapping[str, str],
     new_suites: Mapping[str, str],
+    old_refs: _References,
+    new_refs: _References,
+    suite_pairs: Sequence[tuple[str | None, str | None]],
 ) -> list[Finding]:
-    assert ctx.old is not None and ctx.new is not None
-    pairs: list[tuple[str | None, str | None]] = []
+    """Every case whose effective bar may have moved: its file, its suite's settings or a
+    file it reads changed. Each is judged by what it enforces on both sides."""
+    pairs: dict[tuple[str | None, str | None], None] = {}  # ordered, without repeats
     gone: list[str] = []
     born: list[str] = []
     for c in changed.changes:
         old_case = c.old_path if c.old_path and _is_case_path(c.old_path, old_suites) else None
         new_case = c.new_path if c.new_path and _is_case_path(c.new_path, new_suites) else None
         if old_case and new_case:
-            pairs.append((old_case, new_case))
+            pairs[old_case, new_case] = None
         elif old_case:
             gone.append(old_case)
         elif new_case:
@@ -422,13 +466,45 @@ def _case_changes(
     for path in born:
         parsed = ctx.new.yaml(path)
         if parsed.problem is None:
-            born_by_id.setdefault(name_of(parsed.data, path), path)
+            born_by_id.setdefault(case_id(parsed.data, path), path)
     for path in gone:
         parsed = ctx.old.yaml(path)
-        match = born_by_id.pop(name_of(parsed.data, path), None) if parsed.problem is None else None
-        pairs.append((path, match))
+        match = born_by_id.pop(case_id(parsed.data, path), None) if parsed.problem is None else None
+        pairs[path, match] = None
     matched = {n for _o, n in pairs if n}
-    pairs += [(None, p) for p in born if p not in matched]
+    for path in born:
+        if path not in matched:
+            pairs[None, path] = None
+    seen_new = {n for _o, n in pairs if n}
+    seen_old = {o for o, _n in pairs if o}
+
+    def add(old_path: str | None, new_path: str | None) -> None:
+        if (old_path and old_path in seen_old) or (new_path and new_path in seen_new):
+            return
+        seen_old.add(old_path or "")
+        seen_new.add(new_path or "")
+        pairs[old_path, new_path] = None
+
+    renamed = {c.old_path: c.new_path for c in changed.changes if c.old_path and c.new_path}
+    back = {n: o for o, n in renamed.items()}
+    for old_suite, new_suite in suite_pairs:
+        if old_suite is None or new_suite is None:
+            continue
+        if ctx.old.suite(old_suite) == ctx.new.suite(new_suite):
+            continue
+        old_folder, new_folder = posixpath.dirname(old_suite), posixpath.dirname(new_suite)
+        for path in ctx.new.snap.files([new_folder]):
+            if posixpath.dirname(path) == new_folder and _is_case_path(path, new_suites):
+                before = back.get(path, join_path(old_folder, posixpath.basename(path)))
+                add(before if ctx.old.read(before) is not None else None, path)
+    for target in sorted(changed.paths):
+        users = sorted(set(old_refs.files.get(target, [])) | set(new_refs.files.get(target, [])))
+        for user in users:
+            before, after = back.get(user, user), renamed.get(user, user)
+            add(
+                before if before and _is_case_path(before, old_suites) else None,
+                after if after and _is_case_path(after, new_suites) else None,
+            )
 
     findings: list[Finding] = []
     for old_path, new_path in pairs:
@@ -443,10 +519,9 @@ def _case_pair(
     old_suites: Mapping[str, str],
     new_suites: Mapping[str, str],
 ) -> list[Finding]:
-    assert ctx.old is not None and ctx.new is not None
     old_p = ctx.old.yaml(old_path) if old_path else Parsed(None)
     new_p = ctx.new.yaml(new_path) if new_path else Parsed(None)
-    name = name_of(
+    name = case_id(
         new_p.data if new_path and new_p.problem is None else old_p.data, new_path or old_path or ""
     )
     subject = f"case {name}"
@@ -460,95 +535,116 @@ def _case_pair(
         if old_active:
             return [Finding(Kind.LOOSENING, subject, f"retired (moved to {new_path})", new_path)]
         return []
-    problems = [p.problem for p in (old_p, new_p) if p.problem is not None]
-    if problems:
-        return problems
+    if new_p.problem is not None:
+        return [new_p.problem]
+    new_case = ctx.new.case(new_path, new_suites.get(_suite_of(new_path)))
+    if not new_case.valid:
+        return issue_findings(ctx.new, new_case, new_p)
     if not old_active:
         what = "restored from retired/" if old_path else "new case"
         return [Finding(Kind.TIGHTENING, subject, what, new_path)]
     assert old_path is not None
-    old_suite = ctx.old.yaml(old_suites[_suite_of(old_path)]).data
-    new_suite = ctx.new.yaml(new_suites[_suite_of(new_path)]).data
-    findings = []
+    findings: list[Finding] = []
     if old_path != new_path:
         findings.append(Finding(Kind.NOTE, subject, f"moved {old_path} → {new_path}", new_path))
-    findings += compare_case(
-        ctx,
-        name,
-        old_p.data,
-        new_p.data,
-        suite_defaults(old_suite) if isinstance(old_suite, dict) else {},
-        suite_defaults(new_suite) if isinstance(new_suite, dict) else {},
-        old_folder=posixpath.dirname(old_path),
-        new_folder=posixpath.dirname(new_path),
-    )
-    return [Finding(f.kind, f.subject, f.detail, f.path or new_path) for f in findings]
+    old_suite = old_suites.get(_suite_of(old_path))
+    old_case = ctx.old.case(old_path, old_suite) if old_p.problem is None else None
+    old_raw = old_p.raw
+    if old_case is None or not old_case.valid:
+        repaired = last_valid_version(ctx.old, old_path, old_suite)
+        if repaired is None:
+            detail = (
+                f"repairs {old_path}, which never loaded before: judged as a new case "
+                "(nothing was enforced before, so nothing is loosened)"
+            )
+            findings.append(Finding(Kind.NOTE, subject, detail, new_path))
+            return findings
+        sha, old_case, old_raw = repaired
+        detail = (
+            f"repairs {old_path}, which did not load: compared with its last version "
+            f"that loaded (commit {sha[:12]})"
+        )
+        findings.append(Finding(Kind.NOTE, subject, detail, new_path))
+    diff = diff_cases(old_case, new_case)
+    for change in diff.changes:
+        if (
+            _suite_of(old_path) == _suite_of(new_path)
+            and change.label in _BAR_LABELS
+            and not (_own_bar(old_case) or _own_bar(new_case))
+        ):
+            continue  # the suite's own finding says it once for all its cases
+        path, raw = (old_path, old_raw) if change.in_old_file else (new_path, new_p.raw)
+        if any(change.files):
+            findings += _schema_findings(subject, change, path, raw)
+        else:
+            findings.append(bar_finding(subject, change, path, raw))
+    findings += [bar_finding(subject, note, new_path, new_p.raw) for note in diff.notes]
+    return findings
 
 
-def _referenced_file_changes(
+_BAR_LABELS = frozenset({"tier", "samples", "required"})
+
+
+def _own_bar(case: EffectiveCase) -> bool:
+    return not (case.samples.default and case.tier.default and case.required.default)
+
+
+def _schema_findings(
+    subject: str, change: BarChange, path: str, raw: bytes | None
+) -> list[Finding]:
+    """A schema file read by a case: named as the file, with the case that uses it."""
+    old, new = change.files
+    shown = old if old == new or not new else (new if not old else f"{old} → {new}")
+    kind = bar_finding(subject, change, path, raw)
+    where = new or old
+    return [
+        Finding(kind.kind, f"schema {shown}", change.detail, where),
+        Finding(Kind.NOTE, f"schema {shown}", f"used by {subject}", kind.path, kind.line),
+    ]
+
+
+def last_valid_version(
+    side: Side, path: str, suite_path: str | None
+) -> tuple[str, EffectiveCase, bytes | None] | None:
+    """The newest earlier version of a case file (up to the side's revision) that loaded."""
+    rev = side.snap.rev
+    if rev is None:
+        return None
+    base = side.snap.head if rev == INDEX else rev
+    if base is None:
+        return None
+    for sha in path_history(side.snap.repo, base, path):
+        earlier = Side(Snapshot(side.snap.repo, sha), side.name)
+        parsed = earlier.yaml(path)
+        if parsed.problem is not None or parsed.data is None:
+            continue
+        suite = suite_path if suite_path and earlier.read(suite_path) is not None else None
+        case = earlier.case(path, suite)
+        if case.valid:
+            return sha, case, parsed.raw
+    return None
+
+
+def _rubric_changes(
     ctx: Context, changed: _ChangeSet, old_refs: _References, new_refs: _References
 ) -> list[Finding]:
-    """Schemas and rubrics that changed under their users, and re-pointed schema refs."""
-    assert ctx.old is not None and ctx.new is not None
-    schema_pairs = dict(ctx.schema_pairs)
+    """Judge rubrics that changed under the cases using them."""
     rubric_pairs: dict[tuple[str, str], list[str]] = {}
     for c in changed.changes:
         old_path = c.old_path or c.new_path or ""
         new_path = c.new_path or ""
-        users_s = old_refs.schemas.get(old_path, []) + new_refs.schemas.get(new_path, [])
-        users_r = old_refs.rubrics.get(old_path, []) + new_refs.rubrics.get(new_path, [])
-        if users_s:
-            schema_pairs.setdefault((old_path, new_path), []).extend(users_s)
-        if users_r:
-            rubric_pairs.setdefault((old_path, new_path), []).extend(users_r)
+        users = old_refs.rubrics.get(old_path, []) + new_refs.rubrics.get(new_path, [])
+        if users:
+            rubric_pairs.setdefault((old_path, new_path), []).extend(users)
     findings: list[Finding] = []
-    for (old_path, new_path), users in sorted(schema_pairs.items()):
-        findings += _schema_file_change(ctx, old_path, new_path, sorted(set(users)))
     for (old_path, new_path), users in sorted(rubric_pairs.items()):
         findings += _rubric_file_change(ctx, old_path, new_path, sorted(set(users)))
-    return findings
-
-
-def _load_schema(side: Side, path: str) -> Parsed:
-    raw = side.read(path)
-    if raw is None:
-        return Parsed(None)
-    try:
-        return Parsed(json.loads(raw.decode("utf-8")))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return side.yaml(path)
-
-
-def _schema_file_change(
-    ctx: Context, old_path: str, new_path: str, users: Sequence[str]
-) -> list[Finding]:
-    assert ctx.old is not None and ctx.new is not None
-    shown = old_path if old_path == new_path or not new_path else f"{old_path} → {new_path}"
-    subject = f"schema {shown}"
-    old = _load_schema(ctx.old, old_path)
-    new = _load_schema(ctx.new, new_path) if new_path else Parsed(None)
-    problems = [p.problem for p in (old, new) if p.problem is not None]
-    if problems:
-        return problems
-    if old.data is None and new.data is None:
-        return []
-    if new.data is None:
-        return [Finding(Kind.LOOSENING, subject, "schema file removed", old_path)]
-    if old.data is None:
-        return [Finding(Kind.TIGHTENING, subject, "schema file added", new_path)]
-    findings = [
-        Finding(kind, subject, detail, new_path)
-        for kind, detail in schema_diff(old.data, new.data, "$")
-    ]
-    if findings:
-        findings.append(Finding(Kind.NOTE, subject, f"used by {_listing(users)}", new_path))
     return findings
 
 
 def _rubric_file_change(
     ctx: Context, old_path: str, new_path: str, users: Sequence[str]
 ) -> list[Finding]:
-    assert ctx.old is not None and ctx.new is not None
     subject = f"rubric {new_path or old_path} (used by {_listing(users)})"
     old = ctx.old.yaml(old_path)
     new = ctx.new.yaml(new_path) if new_path else Parsed(None)
@@ -557,7 +653,7 @@ def _rubric_file_change(
         return [*problems, Finding(Kind.PROMPT, subject, "judge rubric changed")]
     if new.data is None:
         return [Finding(Kind.LOOSENING, subject, "rubric removed", old_path)]
-    findings = compare_bars_in(ctx, subject, old.data, new.data)
+    findings = compare_bars_in(subject, old.data, new.data)
     if without_bars(old.data) != without_bars(new.data):
         findings.append(Finding(Kind.PROMPT, subject, "judge rubric changed", new_path))
     return findings

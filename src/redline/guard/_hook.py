@@ -48,14 +48,15 @@ def _hook_script(python: str, prefix: str) -> str:
     project = shlex.quote(prefix) if prefix else "."
     return f"""#!/bin/sh
 {HOOK_MARKER} (written by `redline guard install`)
-# Refuses a commit that holds a prompt change and a loosened threshold together
-# (DESIGN rule 12). Bypass once, knowingly: git commit --no-verify
+# Refuses a commit that holds a prompt change and a loosened threshold together.
+# Bypass once, knowingly: git commit --no-verify
 hooks=$(dirname "$0")
 if [ -x "$hooks/{CHAINED_HOOK}" ]; then
     "$hooks/{CHAINED_HOOK}" "$@" || exit $?
 fi
 cd "$(git rev-parse --show-toplevel)" && cd {project} || exit 1
-if [ -x {py} ] && {py} -c 'import redline.guard' 2>/dev/null; then
+found='import importlib.util as u, sys; sys.exit(u.find_spec("redline") is None)'
+if [ -x {py} ] && {py} -c "$found" 2>/dev/null; then
     exec {py} -m redline.guard --staged
 fi
 if command -v redline >/dev/null 2>&1; then

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from redline.casemodel import DEFAULT_TONE_MARGIN
 from redline.semantic.calibration import Calibration, concept_floors, load_calibration, shipped_set
 from redline.semantic.embeddings import Embeddings, Role, Vectors, load_embeddings
 from redline.semantic.sentences import split_sentences
@@ -31,10 +32,8 @@ from redline.semantic.tones import (
     requestable_tones,
 )
 
-#: Default calibrated score a mention needs (0.5 = the backend's calibrated threshold).
-DEFAULT_MENTION_THRESHOLD = 0.5
-#: Default lead of the requested tone over the runner-up, in units of the backend's spread.
-DEFAULT_TONE_MARGIN = 0.2
+# The default bars (a mention's calibrated score, a tone's lead over the runner-up in units
+# of the backend's spread) are declared with the assertion types in the case-file model.
 _TOP_TEMPLATES = 2
 _SENTENCE_CACHE = 512
 

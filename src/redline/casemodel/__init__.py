@@ -1,0 +1,329 @@
+"""The case-file model: what a suite and a case may say, and what each setting enforces.
+
+One declaration, read by the loader (which keys exist, their defaults), the guard
+(which direction of a value lowers the bar, and how two values compare) and the
+rerun. Each assertion type declares its parameters: the kind of value it takes,
+its default, and how two values compare (`Compare`). A new assertion type is
+declared here (or with `declare` from its own module) before a class implementing
+it may register.
+
+This package imports nothing heavy: the pre-commit hook reads it on every commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+SUITE_FILE = "suite.yaml"
+RETIRED_DIR = "retired"
+CASE_SUFFIXES = (".yaml", ".yml")
+#: A value starting with this names a file relative to the file that holds the value.
+FILE_REF = "file://"
+
+TIERS = ("contract", "quality")
+DEFAULT_SAMPLES = 5
+DEFAULT_TIER = "contract"
+
+#: Suite keys that change what the model is asked or how it samples (a prompt change when
+#: edited: a new seed draws new outputs as surely as a new prompt does).
+GENERATION_KEYS = ("model", "temperature", "max_tokens", "seed")
+#: `samples:` as a mapping asks for sequential sampling (see redline.sequential).
+SAMPLES_KEYS = frozenset({"min", "max", "margin", "bar"})
+#: `seed: frozen` sends the same seed for the same case and sample index in every run.
+FROZEN_SEED = "frozen"
+SUITE_KEYS = frozenset({"name", "prompt", "samples", "tier", "description", *GENERATION_KEYS})
+PROMPT_KEYS = frozenset({"system", "user"})
+CASE_KEYS = frozenset(
+    {
+        "id",
+        "provenance",
+        "vars",
+        "tier",
+        "samples",
+        "required",
+        "expect_refusal",
+        "assert",
+        "retired",
+        "golden",
+        "quarantine",
+    }
+)
+#: `quarantine: {reason, ticket, until}`: the case runs but cannot fail a run until then.
+QUARANTINE_KEYS = frozenset({"reason", "ticket", "until"})
+PROVENANCE_KEYS = frozenset({"ticket", "reported", "closed", "note", "source", "author"})
+#: Keys every assertion accepts besides its own: `note` records why it is as it is.
+COMMON_KEYS = frozenset({"type", "note"})
+
+#: Default bars of the semantic assertions (scaled by each backend's calibration).
+DEFAULT_MENTION_THRESHOLD = 0.5
+DEFAULT_TONE_MARGIN = 0.2
+DEFAULT_DISTINCT_N = 3
+
+
+class Compare(StrEnum):
+    """How two values of one parameter compare: which change lets more outputs pass."""
+
+    CEILING = "ceiling"  # a number the output must stay under: higher lets more through
+    FLOOR = "floor"  # a number the output must reach: lower lets more through
+    REQUIRED_TEXT = "required-text"  # text the output must contain
+    FORBIDDEN_TEXT = "forbidden-text"  # text the output must not contain
+    SOURCE = "source"  # text the output must stick to: more source text allows more claims
+    PATTERN = "pattern"  # a regular expression: narrower only when provably so
+    SCHEMA = "schema"  # a JSON Schema, compared keyword by keyword
+    EXPECT = "expect"  # true/false where true asks more
+    EXACT = "exact"  # the exact expected value: any edit needs a reviewer
+    CODE = "code"  # code: any edit needs a reviewer
+    IDENTITY = "identity"  # what is checked (a concept, a tone, n): an edit needs a reviewer
+
+
+class Value(StrEnum):
+    """The YAML shape a parameter takes."""
+
+    NUMBER = "number"
+    INTEGER = "integer"
+    STRING = "string"  # inline text; `{{var}}` placeholders filled from the case's vars
+    TEXT = "text"  # inline text (vars filled) or the verbatim content of a file:// reference
+    RAW = "raw"  # inline text used as written (a regex, an expression)
+    FLAGS = "flags"  # regex flag letters
+    BOOLEAN = "boolean"
+    JSON_FILE = "json-file"  # a file:// reference to a JSON document
+    PATH = "path"  # a file relative to the case file (file:// optional)
+    ANY = "any"  # a string is TEXT; any other YAML value is compared as data
+
+
+_REQUIRED: Any = object()
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of an assertion type."""
+
+    key: str
+    value: Value
+    compare: Compare
+    default: Any = _REQUIRED
+    minimum: float | None = None
+    maximum: float | None = None
+    #: Read as if written under this other key (is-json takes its schema as `value` or `schema`).
+    alias_of: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED and not self.optional
+
+    @property
+    def optional(self) -> bool:
+        return self.default is None
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not _REQUIRED and self.default is not None
+
+
+@dataclass(frozen=True)
+class AssertionModel:
+    """An assertion type as case files write it."""
+
+    name: str
+    params: tuple[Param, ...]
+    #: Types whose values compare with each other (contains / icontains).
+    family: str = ""
+    ignore_case: bool = False
+    summary: str = ""
+    _by_key: dict[str, Param] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_key.update({p.key: p for p in self.params})
+
+    @property
+    def keys(self) -> frozenset[str]:
+        """Parameter keys besides COMMON_KEYS."""
+        return frozenset(self._by_key)
+
+    def param(self, key: str) -> Param | None:
+        return self._by_key.get(key)
+
+    def default(self, key: str) -> Any:
+        param = self._by_key[key]
+        return param.default if param.has_default else None
+
+
+def _budget(name: str, summary: str) -> AssertionModel:
+    return AssertionModel(
+        name, (Param("value", Value.NUMBER, Compare.CEILING, minimum=0),), summary=summary
+    )
+
+
+def _text(
+    name: str, compare: Compare, summary: str, *, ignore_case: bool = False
+) -> AssertionModel:
+    family = "contains" if compare is Compare.REQUIRED_TEXT else name
+    return AssertionModel(
+        name,
+        (Param("value", Value.TEXT, compare),),
+        family=family,
+        ignore_case=ignore_case,
+        summary=summary,
+    )
+
+
+def _semantic(
+    name: str, key: str, compare: Compare, default: float, maximum: float, summary: str
+) -> AssertionModel:
+    """A concept or tone (`value`) and the bar a score must clear to count."""
+    bar = Param(key, Value.NUMBER, compare, default=default, minimum=0, maximum=maximum)
+    return AssertionModel(
+        name, (Param("value", Value.STRING, Compare.IDENTITY), bar), summary=summary
+    )
+
+
+_MODELS: dict[str, AssertionModel] = {}
+
+
+def declare(model: AssertionModel) -> AssertionModel:
+    """Add an assertion type to the model (a module adding a type calls this once)."""
+    existing = _MODELS.get(model.name)
+    if existing is not None and existing != model:
+        raise ValueError(f"assertion type {model.name!r} is already declared differently")
+    _MODELS[model.name] = model
+    return model
+
+
+def assertion_model(name: str) -> AssertionModel | None:
+    """The declaration of an assertion type, or None for a name no case may use."""
+    return _MODELS.get(name)
+
+
+def declared_types() -> list[str]:
+    return sorted(_MODELS)
+
+
+for _model in (
+    AssertionModel(
+        "is-json",
+        (
+            Param("schema", Value.JSON_FILE, Compare.SCHEMA, default=None),
+            Param("value", Value.JSON_FILE, Compare.SCHEMA, default=None, alias_of="schema"),
+        ),
+        summary="the whole output is JSON, valid against a schema when one is given",
+    ),
+    _text("contains", Compare.REQUIRED_TEXT, "the output contains the text (case-sensitive)"),
+    _text(
+        "icontains",
+        Compare.REQUIRED_TEXT,
+        "the output contains the text, ignoring case",
+        ignore_case=True,
+    ),
+    _text("not-contains", Compare.FORBIDDEN_TEXT, "the output does not contain the text"),
+    AssertionModel(
+        "equals",
+        (Param("value", Value.ANY, Compare.EXACT),),
+        summary="the output is exactly the text (or, parsed as JSON, equals the value)",
+    ),
+    AssertionModel(
+        "regex",
+        (
+            Param("value", Value.RAW, Compare.PATTERN),
+            Param("flags", Value.FLAGS, Compare.PATTERN, default=""),
+        ),
+        summary="the output matches the regular expression somewhere",
+    ),
+    AssertionModel(
+        "python",
+        (Param("value", Value.RAW, Compare.CODE),),
+        summary="a Python expression over output, json and vars is true",
+    ),
+    AssertionModel(
+        "refusal",
+        (Param("value", Value.BOOLEAN, Compare.EXPECT, default=True),),
+        summary="the output is (value: true) or is not (false) a refusal",
+    ),
+    _budget("max-chars", "at most this many characters"),
+    _budget("max-words", "at most this many words"),
+    _budget("max-tokens", "at most this many output tokens"),
+    _budget("max-latency-ms", "answered within this many milliseconds"),
+    _budget("max-cost", "cost at most this much"),
+    AssertionModel(
+        "compression-ratio",
+        (Param("value", Value.NUMBER, Compare.FLOOR, minimum=0, maximum=1),),
+        summary="zlib compression ratio at least this (token loops compress well)",
+    ),
+    AssertionModel(
+        "distinct-n",
+        (
+            Param("value", Value.NUMBER, Compare.FLOOR, minimum=0, maximum=1),
+            Param("n", Value.INTEGER, Compare.IDENTITY, default=DEFAULT_DISTINCT_N, minimum=1),
+        ),
+        summary="share of distinct word n-grams at least this",
+    ),
+    _semantic(
+        "mentions",
+        "threshold",
+        Compare.FLOOR,
+        DEFAULT_MENTION_THRESHOLD,
+        1,
+        "a sentence of the output is about the concept",
+    ),
+    _semantic(
+        "not-mentions",
+        "threshold",
+        Compare.CEILING,
+        DEFAULT_MENTION_THRESHOLD,
+        1,
+        "no sentence of the output is about the concept",
+    ),
+    _semantic(
+        "tone",
+        "margin",
+        Compare.FLOOR,
+        DEFAULT_TONE_MARGIN,
+        5,
+        "the output's tone leads the runner-up by the margin",
+    ),
+    AssertionModel(
+        "grounded-in",
+        (
+            Param("value", Value.TEXT, Compare.SOURCE),
+            Param("nli", Value.BOOLEAN, Compare.EXPECT, default=True),
+        ),
+        summary="every claim of the output is supported by the source",
+    ),
+    AssertionModel(
+        "judge",
+        (Param("rubric", Value.PATH, Compare.IDENTITY),),
+        summary="a rubric scored by the pinned judge model",
+    ),
+):
+    declare(_model)
+
+
+__all__ = [
+    "CASE_KEYS",
+    "CASE_SUFFIXES",
+    "COMMON_KEYS",
+    "DEFAULT_DISTINCT_N",
+    "DEFAULT_MENTION_THRESHOLD",
+    "DEFAULT_SAMPLES",
+    "DEFAULT_TIER",
+    "DEFAULT_TONE_MARGIN",
+    "FILE_REF",
+    "FROZEN_SEED",
+    "GENERATION_KEYS",
+    "PROMPT_KEYS",
+    "PROVENANCE_KEYS",
+    "QUARANTINE_KEYS",
+    "RETIRED_DIR",
+    "SAMPLES_KEYS",
+    "SUITE_FILE",
+    "SUITE_KEYS",
+    "TIERS",
+    "AssertionModel",
+    "Compare",
+    "Param",
+    "Value",
+    "assertion_model",
+    "declare",
+    "declared_types",
+]
