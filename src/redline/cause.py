@@ -28,13 +28,22 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-import git
 import yaml
 
-from redline.cases import SUITE_FILE, Case, Suite, find_suite_dirs, load_suite
+from redline.casemodel import SUITE_FILE
+from redline.cases import Case, Suite, find_suite_dirs, load_suite
 from redline.config import PROVIDER_TYPES, Config, ModelRef, pinned_models
 from redline.errors import ProblemsError, RedlineError, UsageError
-from redline.gitio import GitError, export_tree, file_at, list_files, open_repo, repo_path
+from redline.gitio import (
+    GitError,
+    Repo,
+    export_tree,
+    file_at,
+    list_files,
+    open_repo,
+    repo_path,
+    work_tree,
+)
 from redline.manifest import prompt_key, suite_manifest
 from redline.records import CaseRecord, RunKind, RunRecord, TriageRecord
 from redline.reference import Reference, find_reference, red_run_commit
@@ -587,7 +596,7 @@ class CauseAnalysis:
         self.bar = Bar(self.red_case.samples, self.red_case.required)
         self.arms, self.skipped = self._plan_arms()
 
-    def _suite_dir(self, repo: git.Repo, red_commit: str) -> str:
+    def _suite_dir(self, repo: Repo, red_commit: str) -> str:
         """The suite's folder, relative to the top of the repository."""
         for folder in find_suite_dirs(self.config.suites, []):
             if _suite_name(folder / SUITE_FILE) == self.case.suite:
@@ -604,7 +613,7 @@ class CauseAnalysis:
             f"commit {red_commit[:12]}"
         )
 
-    def _red_suite(self, repo: git.Repo, suite_dir: str, red_commit: str) -> _SuiteAt:
+    def _red_suite(self, repo: Repo, suite_dir: str, red_commit: str) -> _SuiteAt:
         run = self.run_record
         at_commit = self._suite_at(repo, suite_dir, red_commit, "red")
         if at_commit is None:
@@ -631,7 +640,7 @@ class CauseAnalysis:
         mine = suite_manifest(suite, self.run_record.model_id)
         return all(manifest.get(k) == mine.get(k) for k in keys)
 
-    def _suite_at(self, repo: git.Repo, suite_dir: str, rev: str, side: str) -> _SuiteAt | None:
+    def _suite_at(self, repo: Repo, suite_dir: str, rev: str, side: str) -> _SuiteAt | None:
         """The suite as committed at `rev`, exported to a temporary folder; None if absent."""
         spec_bytes = file_at(repo, rev, f"{suite_dir}/{SUITE_FILE}".lstrip("/"))
         if spec_bytes is None:
@@ -664,13 +673,13 @@ class CauseAnalysis:
             ) from None
         return _SuiteAt(suite, model_id, rev)
 
-    def _config_path(self, repo: git.Repo) -> list[str]:
+    def _config_path(self, repo: Repo) -> list[str]:
         try:
             return [repo_path(repo, self.config.source)]
         except GitError:
             return []
 
-    def _pinned_at(self, repo: git.Repo, rev: str, alias: str) -> str | None:
+    def _pinned_at(self, repo: Repo, rev: str, alias: str) -> str | None:
         try:
             rel = repo_path(repo, self.config.source)
         except GitError:
@@ -1100,8 +1109,8 @@ def analyse(
         return analysis.run(progress, cancelled)
 
 
-def work_tree_suite(repo: git.Repo, suite_dir: str, config: Config) -> Suite | None:
-    path = Path(repo.working_tree_dir or ".") / suite_dir
+def work_tree_suite(repo: Repo, suite_dir: str, config: Config) -> Suite | None:
+    path = work_tree(repo) / suite_dir
     try:
         return load_suite(path, config)
     except RedlineError:

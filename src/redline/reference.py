@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import git
-
-from redline.gitio import GitError, resolve_commit
+from redline.gitio import GitCommandError, GitError, Repo, resolve_commit
 from redline.records import CaseOutcome, RunKind, RunRecord, RunStatus
 from redline.store import RunStore
 
@@ -40,7 +38,7 @@ class Reference:
 
 
 def find_reference(
-    repo: git.Repo,
+    repo: Repo,
     store: RunStore,
     red: RunRecord,
     suite: str,
@@ -77,18 +75,14 @@ def find_reference(
         return _before_last_change(
             repo, red_commit, inputs, "no earlier passing run of this case and no default branch"
         )
-    try:
-        bases = repo.merge_base(branch, red_commit)
-    except git.GitCommandError:
-        bases = []
-    if not bases or bases[0] is None:
+    base = repo.run("merge-base", branch, red_commit, check=False).decode().strip()
+    if not base:
         return _before_last_change(
             repo,
             red_commit,
             inputs,
             f"no earlier passing run of this case, and no history shared with {branch}",
         )
-    base = bases[0].hexsha
     if base == red_commit and uncommitted:
         return _reference(
             repo,
@@ -110,7 +104,7 @@ def find_reference(
 
 
 def _before_last_change(
-    repo: git.Repo,
+    repo: Repo,
     red_commit: str,
     inputs: Sequence[str],
     lead: str,
@@ -123,15 +117,13 @@ def _before_last_change(
     nothing earlier, and the red run's own commit is its reference.
     """
     paths = [p for p in inputs if p]
-    try:
-        last = str(repo.git.log("-n", "1", "--format=%H", red_commit, "--", *paths)).strip()
-    except git.GitCommandError:
-        last = ""
-    commit = repo.commit(last) if last else None
-    if commit is None or not commit.parents:
+    log = ("log", "-n", "1", "--format=%H", red_commit, "--", *paths)
+    last = repo.run(*log, check=False).decode().strip()
+    parents = repo.text("rev-list", "--parents", "-n", "1", last).split()[1:] if last else []
+    if not parents:
         return _reference(repo, red_commit, f"{lead}: the red run's own commit", branch=branch)
-    parent = commit.parents[0].hexsha
-    subject = commit.summary if isinstance(commit.summary, str) else str(commit.summary)
+    parent = parents[0]
+    subject = repo.text("log", "-n", "1", "--format=%s", last).strip()
     suite_file = inputs[0].rstrip("/") + "/suite.yaml" if inputs and inputs[0] else "suite.yaml"
     if not _has_file(repo, parent, suite_file):
         return _reference(
@@ -150,15 +142,12 @@ def _before_last_change(
     )
 
 
-def _has_file(repo: git.Repo, rev: str, path: str) -> bool:
-    try:
-        repo.commit(rev).tree / path
-    except KeyError:
-        return False
-    return True
+def _has_file(repo: Repo, rev: str, path: str) -> bool:
+    found = repo.object(f"{rev}:{path}")
+    return found is not None and found[0] == "blob"
 
 
-def red_run_commit(repo: git.Repo, red: RunRecord) -> str:
+def red_run_commit(repo: Repo, red: RunRecord) -> str:
     """The commit the red run saw, checked to be in this repository."""
     if red.git_commit is None:
         raise GitError(
@@ -176,7 +165,7 @@ def red_run_commit(repo: git.Repo, red: RunRecord) -> str:
 
 
 def last_passing_run(
-    repo: git.Repo, store: RunStore, red: RunRecord, suite: str, case_id: str, red_commit: str
+    repo: Repo, store: RunStore, red: RunRecord, suite: str, case_id: str, red_commit: str
 ) -> tuple[RunRecord, int, int] | None:
     """(run, passes, samples) of the latest finished run before `red` that passed the case
     on a clean commit that is an ancestor of (or equal to) the red run's commit."""
@@ -197,14 +186,10 @@ def last_passing_run(
     return found
 
 
-def default_branch(repo: git.Repo) -> tuple[str | None, str]:
+def default_branch(repo: Repo) -> tuple[str | None, str]:
     """(branch, note): origin's default branch, unless origin is missing or behind the local one."""
-    remote = None
-    try:
-        ref = str(repo.git.symbolic_ref("--quiet", "refs/remotes/origin/HEAD")).strip()
-        remote = ref.removeprefix("refs/remotes/") or None
-    except git.GitCommandError:
-        pass
+    ref = repo.run("symbolic-ref", "--quiet", "refs/remotes/origin/HEAD", check=False)
+    remote = ref.decode().strip().removeprefix("refs/remotes/") or None
     if remote is None:
         remote = next((n for n in ("origin/main", "origin/master") if _exists(repo, n)), None)
     local_name = remote.removeprefix("origin/") if remote else None
@@ -215,15 +200,15 @@ def default_branch(repo: git.Repo) -> tuple[str | None, str]:
         return local, " (no remote default branch: the local one)"
     if local is None:
         return remote, ""
-    remote_sha = repo.commit(remote).hexsha
-    local_sha = repo.commit(local).hexsha
+    remote_sha = resolve_commit(repo, remote)
+    local_sha = resolve_commit(repo, local)
     if remote_sha != local_sha and _is_ancestor(repo, remote_sha, local_sha):
         return local, f" (the local {local}, which is ahead of {remote})"
     return remote, ""
 
 
 def _reference(
-    repo: git.Repo,
+    repo: Repo,
     sha: str,
     reason: str,
     *,
@@ -231,27 +216,22 @@ def _reference(
     branch: str | None = None,
     user: bool = False,
 ) -> Reference:
-    commit = repo.commit(sha)
+    full = resolve_commit(repo, sha)
     return Reference(
-        revision=commit.hexsha,
-        branch=branch or _branch_holding(repo, commit.hexsha),
-        date=commit.committed_datetime.isoformat(),
+        revision=full,
+        branch=branch or _branch_holding(repo, full),
+        date=repo.text("log", "-n", "1", "--format=%cI", full).strip(),
         reason=reason,
         run=run,
         chosen_by_user=user,
     )
 
 
-def _branch_holding(repo: git.Repo, sha: str) -> str | None:
+def _branch_holding(repo: Repo, sha: str) -> str | None:
     """A branch that contains the commit: the default branch when it does, else the first."""
-    try:
-        out = str(
-            repo.git.for_each_ref(
-                "--contains", sha, "--format=%(refname:short)", "refs/heads", "refs/remotes"
-            )
-        )
-    except git.GitCommandError:
-        return None
+    refs = ("refs/heads", "refs/remotes")
+    args = ("for-each-ref", "--contains", sha, "--format=%(refname:short)", *refs)
+    out = repo.run(*args, check=False).decode()
     names = [n for n in out.split() if n and not n.endswith("/HEAD") and n != "origin"]
     preferred, _ = default_branch(repo)
     for name in (preferred, "main", "master", "origin/main", "origin/master"):
@@ -260,19 +240,18 @@ def _branch_holding(repo: git.Repo, sha: str) -> str | None:
     return names[0] if names else None
 
 
-def _exists(repo: git.Repo, name: str) -> bool:
+def _exists(repo: Repo, name: str) -> bool:
+    return bool(repo.run("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}", check=False))
+
+
+def _is_ancestor(repo: Repo, older: str, newer: str) -> bool:
+    if older.startswith("-") or newer.startswith("-"):
+        return False
     try:
-        repo.commit(name)
-    except (git.BadName, ValueError, git.GitCommandError):
+        repo.run("merge-base", "--is-ancestor", older, newer)
+    except GitCommandError:
         return False
     return True
-
-
-def _is_ancestor(repo: git.Repo, older: str, newer: str) -> bool:
-    try:
-        return bool(repo.is_ancestor(repo.commit(older), repo.commit(newer)))
-    except (git.GitCommandError, git.BadName, ValueError):
-        return False
 
 
 __all__ = ["Reference", "default_branch", "find_reference", "red_run_commit"]

@@ -689,6 +689,9 @@ class RunScreen(Screen[None]):
         self._run_id = run_id
         self.run = None
         self.marks.clear()
+        self.group = None
+        self.groups = []
+        self.query_one("#groups", OptionList).display = False
         self.query_one("#cases", DataTable).clear(columns=True)
         self._load()
 
