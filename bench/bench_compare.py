@@ -17,8 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from redline.compare import compare_runs
+from redline.budget import HISTORY_RUNS
+from redline.compare import compare_cases, compare_runs
 from redline.completion import FinishReason
+from redline.config import Price
 from redline.history import case_history, find_marginal
 from redline.outcome import case_outcome
 from redline.records import CaseRecord, RunKind, RunRecord, RunResult, RunStatus, SampleRecord
@@ -26,9 +28,14 @@ from redline.report import build_run_report
 from redline.report.html import html_report
 from redline.report.junit import junit_xml
 from redline.store import RunStore
+from redline.usage import usd
 from redline.verdicts import Verdict
 
 T = TypeVar("T")
+_PRICES = {
+    "openai:model-2025-01-01": Price(2.0, 8.0),
+    "openai:model-2025-06-01": Price(3.0, 15.0),
+}
 _VERDICTS = [Verdict.OK] * 16 + [
     Verdict.WRONG,
     Verdict.MALFORMED,
@@ -79,7 +86,9 @@ def _populate(store: RunStore, runs: int, cases: int, samples: int) -> list[str]
                         verdict=v,
                         finish_reason=FinishReason.STOP,
                         model=record.model_id,
-                        latency_ms=120.0,
+                        latency_ms=rng.uniform(80.0, 400.0),
+                        input_tokens=300 + c,
+                        output_tokens=rng.randint(40, 200),
                         created_at=started,
                     )
                 )
@@ -104,6 +113,10 @@ def _populate(store: RunStore, runs: int, cases: int, samples: int) -> list[str]
     return ids
 
 
+#: Seconds of the last `_timed` call, for ratios between two timings of one run.
+_seconds: list[float] = []
+
+
 def _timed(label: str, fn: Callable[[], T], repeat: int = 3) -> T:
     best = float("inf")
     result: T
@@ -112,6 +125,7 @@ def _timed(label: str, fn: Callable[[], T], repeat: int = 3) -> T:
         result = fn()
         best = min(best, time.perf_counter() - start)
     print(f"{label:<48} {best * 1000:9.1f} ms")
+    _seconds.append(best)
     return result
 
 
@@ -135,11 +149,27 @@ def main() -> None:
         )
         with RunStore.open(path) as store:
             a, b = ids[len(ids) // 2 - 2], ids[-1]
-            comparison = _timed(f"compare_runs({a}, {b})", lambda: compare_runs(store, a, b))
+            quality = _timed(
+                "compare, pass rates only (no usage read)",
+                lambda: compare_cases(store.run(a), store.cases(a), store.run(b), store.cases(b)),
+            )
+            comparison = _timed(
+                f"compare_runs({a}, {b}) priced", lambda: compare_runs(store, a, b, _PRICES.get)
+            )
+            ratio = _seconds[-1] / _seconds[-2]
+            print(f"  with latency, tokens and cost: {ratio:.2f}× the pass-rate-only compare")
+            assert len(quality.rows) == len(comparison.rows)
             print(
                 f"  {len(comparison.deltas)} case deltas, "
-                f"{len(comparison.significant_drops)} significant drops"
+                f"{len(comparison.significant_drops)} significant drops, cost per 1k calls "
+                f"{usd(comparison.total.usage_a.cost_per_1k)} → "
+                f"{usd(comparison.total.usage_b.cost_per_1k)}"
             )
+            history_tokens = _timed(
+                f"token_history (cost estimate, last {HISTORY_RUNS} runs)",
+                lambda: store.token_history("openai:model-2025-06-01", HISTORY_RUNS),
+            )
+            print(f"  {len(history_tokens)} cases with a token history")
             history = _timed(
                 "case_history(0100-case) + find_marginal",
                 lambda: (h := case_history(store, "0100-case"), find_marginal(h.scheduled)),
@@ -148,7 +178,7 @@ def main() -> None:
             report = _timed(f"build_run_report({b})", lambda: build_run_report(store, b), 1)
             _timed("junit_xml", lambda: junit_xml(report), 1)
             _timed("html_report", lambda: html_report(report), 1)
-    print("targets: compare < 1000 ms, history < 1000 ms")
+    print("targets: compare < 1000 ms, history < 1000 ms, token history < 1000 ms")
 
 
 if __name__ == "__main__":

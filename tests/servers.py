@@ -31,6 +31,10 @@ case var, and every sample of that case behaves the same):
         missing       200 whose JSON body lacks the answer fields
         flaky         4 of 5 requests answer `json`, every 5th answers like `preamble`
                       (counted per (api, user text), so 5 samples of a case: exactly one bad)
+        words         200, a reply of WORDS:<lo>-<hi> words (default 10-30), the count drawn
+                      from the request's seed: usage tokens that vary like a real model's
+    MODE_FOR:<model>=<mode>  this mode instead of MODE when the request names <model>
+                      (so one suite behaves differently on two pinned models)
     RATE:<percent>    in any content mode: answer VALID_JSON for that share of seeds and like
                       `preamble` for the rest, decided by a hash of the request's seed (so a
                       case with frozen seeds gets the same answers in every run)
@@ -98,12 +102,13 @@ MODES = (
     "invalid",
     "missing",
     "flaky",
+    "words",
 )
 FAULT_MODES = frozenset({"reset", "500", "401", "429", "slow", "invalid", "missing"})
 DEFAULT_SLOW_MS = 2000
 EMBEDDING_DIM = 16
 
-_TOKEN = re.compile(r"\b(MODE|FAILS|RETRY_AFTER|DELAY_MS|RATE):(\S+)")
+_TOKEN = re.compile(r"\b(MODE|MODE_FOR|FAILS|RETRY_AFTER|DELAY_MS|WORDS|RATE):(\S+)")
 
 
 @dataclass(frozen=True)
@@ -214,10 +219,12 @@ class LoopbackLLMServer:
         backoff_max_s: float = 0.05,
         concurrency: int = 4,
         extra: str = "",
+        models: str = "",
     ) -> str:
         """A redline.toml pinning `fake` (OpenAI-compatible) and `fake-anthropic` to this server.
 
-        Also prices `fake` so cost is known. `extra` is appended verbatim.
+        Also prices `fake` so cost is known. `extra` is appended verbatim; `models` adds
+        lines to the [models] table (e.g. a second pinned model on this server).
         """
         common = (
             f'api_key_env = "{key_env}"\ntimeout_s = {timeout_s}\nmax_retries = {max_retries}\n'
@@ -227,7 +234,8 @@ class LoopbackLLMServer:
             f"concurrency = {concurrency}\n\n"
             "[models]\n"
             'fake = "loopback:fake-model-2025-01-01"\n'
-            'fake-anthropic = "loopback-anthropic:claude-fake-2025-01-01"\n\n'
+            'fake-anthropic = "loopback-anthropic:claude-fake-2025-01-01"\n'
+            f"{models}\n"
             "[providers.loopback]\n"
             'type = "openai"\n'
             f'base_url = "{self.openai_base_url}"\n{common}\n'
@@ -244,6 +252,9 @@ class LoopbackLLMServer:
     ) -> tuple[str, int, int, dict[str, str]]:
         tokens = _tokens(text)
         mode = tokens.get("MODE", "json")
+        model, _, model_mode = tokens.get("MODE_FOR", "").partition("=")
+        if model and isinstance(body, dict) and body.get("model") == model:
+            mode = model_mode
         with self._lock:
             key = (api, text, seed)
             self._attempts[key] += 1
@@ -434,6 +445,10 @@ def _reply(
         content, finish = TRUNCATED_JSON, "length"
     elif mode == "refusal":
         content = REFUSAL_TEXT
+    elif mode == "words":
+        content = _words(
+            tokens.get("WORDS", "10-30"), body.get("seed") if isinstance(body, dict) else None
+        )
     elif mode == "refusal-stop":
         content, refusal = "", REFUSAL_TEXT
     else:
@@ -450,6 +465,14 @@ def _reply(
             )
         )
     return _ok(_openai_body(model, content, finish, refusal, prompt_tokens, completion_tokens))
+
+
+def _words(spec: str, seed: object) -> str:
+    low, _, high = spec.partition("-")
+    lo, hi = int(low), int(high or low)
+    digest = hashlib.sha256(str(seed).encode()).digest()
+    n = lo + int.from_bytes(digest[:4], "big") % (hi - lo + 1)
+    return " ".join(f"word{i}" for i in range(n))
 
 
 def _openai_body(

@@ -133,6 +133,48 @@ def test_rule8_non_content_share(
         assert "transport" in out  # verdict counts are still shown
 
 
+def test_usage_keeps_transport_out_and_never_guesses_an_unknown_cost() -> None:
+    from redline.config import Price
+    from redline.records import SampleUsage
+    from redline.usage import percentile, usage_of
+
+    samples = [
+        SampleUsage(OK, 100.0, 1000, 200, None),
+        SampleUsage(Verdict.WRONG, 300.0, 1000, 400, None),
+        SampleUsage(TRANSPORT, 30000.0, None, None, None),
+    ]
+    priced = usage_of(samples, Price(2.0, 8.0))
+    assert (priced.samples, priced.answered) == (3, 2)
+    assert priced.mean_latency_ms == 200.0 and priced.p95_latency_ms == 300.0
+    assert priced.cost == pytest.approx((2000 * 2.0 + 600 * 8.0) / 1e6)
+    assert priced.cost_per_1k == pytest.approx(priced.cost / 2 * 1000)
+    assert usage_of(samples, None).cost is None, "no price and no recorded cost: unknown"
+    recorded = [SampleUsage(OK, 5.0, 10, 10, 0.0)]
+    assert usage_of(recorded, None).cost == 0.0, "the local model records its cost as 0"
+    assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 95) == 5.0
+    assert percentile([], 95) is None
+
+
+def test_sorting_by_a_column_puts_rows_without_a_value_last(tmp_path: Path) -> None:
+    from redline.report.comparison import sort_rows
+
+    a = RunSpec("A", [CaseSpec("x", [OK] * 4), CaseSpec("y", [TRUNCATED] * 4), *ok_cases(8)])
+    b = RunSpec(
+        "B",
+        [CaseSpec("x", [OK, OK, WRONG, WRONG]), CaseSpec("y", [OK] * 4), *ok_cases(8)],
+        started_at="2026-01-02T00:00:00.000+00:00",
+    )
+    with open_store(tmp_path) as store:
+        write_run(store, a)
+        write_run(store, b)
+        c = compare_runs(store, "A", "B")
+    rows = sort_rows(list(c.rows), "delta")
+    assert rows[0].case_id == "x" and rows[-1].case_id == "y"
+    rows = sort_rows(list(c.rows), "delta", descending=True)
+    assert rows[0].delta == 0 and rows[-1].case_id == "y"
+    assert [d.case_id for d in sort_rows(list(c.rows), "case")][:2] == ["c00", "c01"]
+
+
 def test_a_rerun_is_compared_with_its_parent_only_on_the_cases_it_ran(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

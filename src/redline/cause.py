@@ -898,6 +898,7 @@ class CauseAnalysis:
                 model_alias=arm.alias,
                 resume=arm.run_id,
                 extend=arm.run_id is not None,
+                budget=self.config.max_run_cost,
                 args={
                     "triage": True,
                     "arm": arm.kind.value,

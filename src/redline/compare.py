@@ -7,6 +7,11 @@ Rule 8 withholds the per-case content comparison when either run evaluated fewer
 than 8 cases or has more than 20% non-content samples. Cases whose file changed
 between the runs are listed apart, never compared as regressions.
 
+Beside quality, each case and the total carry latency, tokens and cost (`redline.usage`),
+which rule 8 does not withhold: they measure the model's price and speed, not its content.
+Cases are split four ways by their pass/fail result: both pass, only A fails, only B
+fails, both fail — a case both models fail is more likely a problem of the case than an
+effect of the migration.
 A run that covered only part of its suites (a rerun of one case, `--case`, `--tier`,
 a shard) is compared on what it ran: the other run is narrowed to the same cases and
 inputs, so the cases it left out are neither "only in A" nor "removed" inputs.
@@ -14,16 +19,22 @@ inputs, so the cases it left out are neither "only in A" nor "removed" inputs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
 
 from redline.baseline import is_partial_run
+from redline.config import Price
 from redline.outcome import add_counts, content_comparison_withheld
-from redline.records import CaseRecord, RunRecord
+from redline.records import CaseOutcome, CaseRecord, RunRecord, SampleUsage
 from redline.seeds import frozen_together
-from redline.stats import Alternative, fisher_one_sided
+from redline.stats import fisher_one_sided
 from redline.store import RunStore
+from redline.usage import EMPTY, Usage, usage_of
 from redline.verdicts import VERDICT_ORDER, Verdict
+
+#: Looks up a run's model id in the price table (`Config.price`).
+PriceLookup = Callable[[str], Price | None]
 
 SIGNIFICANCE = 0.05
 
@@ -62,6 +73,8 @@ class CaseDelta:
     #: False when both runs froze their seeds on the same model: their samples are the same
     #: draws, so a significance test between them would mean nothing.
     independent: bool = True
+    usage_a: Usage = EMPTY
+    usage_b: Usage = EMPTY
 
     @property
     def p_text(self) -> str:
@@ -100,21 +113,89 @@ class CaseDelta:
         return {v: self.b.verdicts.get(v, 0) - self.a.verdicts.get(v, 0) for v in VERDICT_ORDER}
 
 
+class Split(StrEnum):
+    """Where a case lands when both runs' pass/fail results are put side by side."""
+
+    BOTH_PASS = "both pass"
+    ONLY_A_FAILS = "only A fails"
+    ONLY_B_FAILS = "only B fails"
+    BOTH_FAIL = "both fail"
+    UNDECIDED = "undecided"
+
+
+def split_of(delta: CaseDelta) -> Split:
+    a, b = delta.a.result, delta.b.result
+    decided = (CaseOutcome.PASS, CaseOutcome.FAIL)
+    if a not in decided or b not in decided:
+        return Split.UNDECIDED
+    if a is CaseOutcome.PASS:
+        return Split.BOTH_PASS if b is CaseOutcome.PASS else Split.ONLY_B_FAILS
+    return Split.ONLY_A_FAILS if b is CaseOutcome.PASS else Split.BOTH_FAIL
+
+
+@dataclass(frozen=True)
+class Total:
+    """Every compared case together: pooled pass rate, usage and verdict counts per side."""
+
+    passes_a: int
+    content_a: int
+    passes_b: int
+    content_b: int
+    #: One-sided Fisher p of the pooled rates, in the direction they moved.
+    p_value: float
+    usage_a: Usage
+    usage_b: Usage
+    verdicts_a: Mapping[Verdict, int]
+    verdicts_b: Mapping[Verdict, int]
+
+    @property
+    def rate_a(self) -> float | None:
+        return self.passes_a / self.content_a if self.content_a else None
+
+    @property
+    def rate_b(self) -> float | None:
+        return self.passes_b / self.content_b if self.content_b else None
+
+    @property
+    def delta(self) -> float | None:
+        ra, rb = self.rate_a, self.rate_b
+        return None if ra is None or rb is None else rb - ra
+
+    @property
+    def verdict_delta(self) -> dict[Verdict, int]:
+        return {v: self.verdicts_b.get(v, 0) - self.verdicts_a.get(v, 0) for v in VERDICT_ORDER}
+
+
 @dataclass(frozen=True)
 class Comparison:
     a: RunSide
     b: RunSide
     manifest_changes: tuple[ManifestChange, ...]
-    #: Per-case content deltas, largest drop first; empty when withheld.
-    deltas: tuple[CaseDelta, ...]
+    #: Every case in both runs with an unchanged case file, largest drop first.
+    rows: tuple[CaseDelta, ...]
     #: Cases whose case hash differs between the runs: (A's record, B's record).
     changed: tuple[tuple[CaseRecord, CaseRecord], ...]
     only_a: tuple[CaseRecord, ...]
     only_b: tuple[CaseRecord, ...]
+    total: Total = field(default_factory=lambda: Total(0, 0, 0, 0, 1.0, EMPTY, EMPTY, {}, {}))
     #: Both runs froze their seeds on the same model (see `CaseDelta.independent`).
     same_draws: bool = False
     #: Set when one run covered only part of its suites: the comparison covers just that part.
     narrowed_to: str | None = None
+
+    @property
+    def deltas(self) -> tuple[CaseDelta, ...]:
+        """The per-case content deltas: the rows, or none when rule 8 withholds them."""
+        return () if self.withheld else self.rows
+
+    def split(self, which: Split) -> list[CaseDelta]:
+        """The compared cases that land in `which` (empty while content is withheld)."""
+        return [d for d in self.deltas if split_of(d) is which]
+
+    @property
+    def likely_case_problems(self) -> list[CaseDelta]:
+        """Cases both models fail: suspect the case or its assertion before the migration."""
+        return self.split(Split.BOTH_FAIL)
 
     @property
     def withheld(self) -> list[str]:
@@ -134,6 +215,15 @@ class Comparison:
         return {v: self.b.verdicts.get(v, 0) - self.a.verdicts.get(v, 0) for v in VERDICT_ORDER}
 
 
+def manifest_changes(a: Mapping[str, str], b: Mapping[str, str]) -> list[ManifestChange]:
+    """Every input whose hash differs between two manifests, by path."""
+    return [
+        ManifestChange(p, a.get(p), b.get(p))
+        for p in sorted(set(a) | set(b))
+        if a.get(p) != b.get(p)
+    ]
+
+
 def _rate(case: CaseRecord) -> float | None:
     content = case.content_samples
     return case.passes / content if content else None
@@ -145,20 +235,49 @@ def _side(run: RunRecord, cases: Sequence[CaseRecord]) -> RunSide:
     return RunSide(run, evaluated, verdicts, content_comparison_withheld(evaluated, verdicts))
 
 
-def case_delta(a: CaseRecord, b: CaseRecord, *, independent: bool = True) -> CaseDelta:
+def _p_value(passes_a: int, n_a: int, passes_b: int, n_b: int) -> float:
+    """One-sided Fisher p in the direction the rate moved (1.0 when it did not)."""
+    if not n_a or not n_b or passes_a * n_b == passes_b * n_a:
+        return 1.0
+    falling = passes_b * n_a < passes_a * n_b
+    return fisher_one_sided(passes_a, n_a, passes_b, n_b, "greater" if falling else "less")
+
+
+def case_delta(
+    a: CaseRecord,
+    b: CaseRecord,
+    usage_a: Usage = EMPTY,
+    usage_b: Usage = EMPTY,
+    *,
+    independent: bool = True,
+) -> CaseDelta:
     """One case's change from A to B, with the one-sided p-value in its direction."""
-    ra, rb = _rate(a), _rate(b)
-    if ra is None or rb is None or ra == rb:
-        p = 1.0
-    else:
-        p = fisher_one_sided(
-            a.passes,
-            a.content_samples,
-            b.passes,
-            b.content_samples,
-            "greater" if rb < ra else "less",
-        )
-    return CaseDelta(a.suite, a.case_id, a, b, p, independent)
+    p = _p_value(a.passes, a.content_samples, b.passes, b.content_samples)
+    return CaseDelta(a.suite, a.case_id, a, b, p, independent, usage_a, usage_b)
+
+
+def _total(
+    rows: Sequence[CaseDelta],
+    samples_a: list[SampleUsage],
+    samples_b: list[SampleUsage],
+    price_a: Price | None,
+    price_b: Price | None,
+) -> Total:
+    pa = sum(d.a.passes for d in rows)
+    na = sum(d.a.content_samples for d in rows)
+    pb = sum(d.b.passes for d in rows)
+    nb = sum(d.b.content_samples for d in rows)
+    return Total(
+        passes_a=pa,
+        content_a=na,
+        passes_b=pb,
+        content_b=nb,
+        p_value=_p_value(pa, na, pb, nb),
+        usage_a=usage_of(samples_a, price_a),
+        usage_b=usage_of(samples_b, price_b),
+        verdicts_a=add_counts(d.a.verdicts for d in rows),
+        verdicts_b=add_counts(d.b.verdicts for d in rows),
+    )
 
 
 def compare_cases(
@@ -166,7 +285,11 @@ def compare_cases(
     cases_a: Sequence[CaseRecord],
     run_b: RunRecord,
     cases_b: Sequence[CaseRecord],
+    usage_a: Mapping[tuple[str, str], list[SampleUsage]] | None = None,
+    usage_b: Mapping[tuple[str, str], list[SampleUsage]] | None = None,
+    price: PriceLookup | None = None,
 ) -> Comparison:
+    """Compare two runs' case results; with the samples' usage, latency, tokens and cost too."""
     manifest_a, manifest_b = dict(run_a.manifest), dict(run_b.manifest)
     narrowed_to = None
     partial_a, partial_b = is_partial_run(run_a), is_partial_run(run_b)
@@ -185,98 +308,57 @@ def compare_cases(
     by_b = {(c.suite, c.case_id): c for c in cases_b}
     both = sorted(set(by_a) & set(by_b))
     changed = tuple((by_a[k], by_b[k]) for k in both if by_a[k].case_hash != by_b[k].case_hash)
-    withheld = side_a.withheld is not None or side_b.withheld is not None
+    price_a = price(run_a.model_id) if price is not None else None
+    price_b = price(run_b.model_id) if price is not None else None
+    ua, ub = usage_a or {}, usage_b or {}
     same_draws = frozen_together(run_a, run_b)
-    deltas: list[CaseDelta] = []
-    if not withheld:
-        deltas = [
-            case_delta(by_a[k], by_b[k], independent=not same_draws)
-            for k in both
-            if by_a[k].case_hash == by_b[k].case_hash
-        ]
-        deltas.sort(
-            key=lambda d: (
-                d.delta is None,
-                d.delta if d.delta is not None else 0.0,
-                d.p_value,
-                d.suite,
-                d.case_id,
-            )
+    same = [k for k in both if by_a[k].case_hash == by_b[k].case_hash]
+    deltas = [
+        case_delta(
+            by_a[k],
+            by_b[k],
+            usage_of(ua.get(k, ()), price_a) if usage_a is not None else EMPTY,
+            usage_of(ub.get(k, ()), price_b) if usage_b is not None else EMPTY,
+            independent=not same_draws,
         )
-    manifest = tuple(
-        ManifestChange(p, manifest_a.get(p), manifest_b.get(p))
-        for p in sorted(set(manifest_a) | set(manifest_b))
-        if manifest_a.get(p) != manifest_b.get(p)
+        for k in same
+    ]
+    deltas.sort(
+        key=lambda d: (
+            d.delta is None,
+            d.delta if d.delta is not None else 0.0,
+            d.p_value,
+            d.suite,
+            d.case_id,
+        )
     )
+    manifest = tuple(manifest_changes(manifest_a, manifest_b))
     return Comparison(
         a=side_a,
         b=side_b,
         manifest_changes=manifest,
-        deltas=tuple(deltas),
+        rows=tuple(deltas),
         changed=changed,
         only_a=tuple(by_a[k] for k in sorted(set(by_a) - set(by_b))),
         only_b=tuple(by_b[k] for k in sorted(set(by_b) - set(by_a))),
+        total=_total(
+            deltas,
+            [s for k in same for s in ua.get(k, ())],
+            [s for k in same for s in ub.get(k, ())],
+            price_a,
+            price_b,
+        ),
         same_draws=same_draws,
         narrowed_to=narrowed_to,
     )
 
 
-def compare_runs(store: RunStore, run_a: str, run_b: str) -> Comparison:
-    """Compare two stored runs (ids or unique prefixes)."""
+def compare_runs(
+    store: RunStore, run_a: str, run_b: str, price: PriceLookup | None = None
+) -> Comparison:
+    """Compare two stored runs (ids or unique prefixes); `price` prices their tokens
+    (`Config.price`), else the costs recorded with the samples are used."""
     a, b = store.run(run_a), store.run(run_b)
-    return compare_cases(a, store.cases(a.id), b, store.cases(b.id))
-
-
-@dataclass(frozen=True)
-class PooledSummary:
-    """The comparison in a few numbers: how many compared cases moved which way, and the
-    pass rate pooled over every compared case's content samples."""
-
-    dropped: int
-    rose: int
-    unchanged: int
-    significant_drops: int
-    significant_rises: int
-    #: Cases whose file changed between the runs: listed apart, not compared.
-    changed: int
-    passes_a: int
-    content_a: int
-    passes_b: int
-    content_b: int
-    #: One-sided Fisher p of the pooled rates, in the direction they moved.
-    p_value: float
-
-    @property
-    def rate_a(self) -> float | None:
-        return self.passes_a / self.content_a if self.content_a else None
-
-    @property
-    def rate_b(self) -> float | None:
-        return self.passes_b / self.content_b if self.content_b else None
-
-
-def pooled_summary(comparison: Comparison) -> PooledSummary:
-    deltas = comparison.deltas
-    passes_a = sum(d.a.passes for d in deltas)
-    content_a = sum(d.a.content_samples for d in deltas)
-    passes_b = sum(d.b.passes for d in deltas)
-    content_b = sum(d.b.content_samples for d in deltas)
-    p = 1.0
-    if content_a and content_b and passes_a * content_b != passes_b * content_a:
-        direction: Alternative = (
-            "greater" if passes_b * content_a < passes_a * content_b else "less"
-        )
-        p = fisher_one_sided(passes_a, content_a, passes_b, content_b, direction)
-    return PooledSummary(
-        dropped=sum(1 for d in deltas if d.delta is not None and d.delta < 0),
-        rose=sum(1 for d in deltas if d.delta is not None and d.delta > 0),
-        unchanged=sum(1 for d in deltas if not d.delta),
-        significant_drops=sum(1 for d in deltas if d.significant_drop),
-        significant_rises=sum(1 for d in deltas if d.significant and not d.significant_drop),
-        changed=len(comparison.changed),
-        passes_a=passes_a,
-        content_a=content_a,
-        passes_b=passes_b,
-        content_b=content_b,
-        p_value=p,
+    return compare_cases(
+        a, store.cases(a.id), b, store.cases(b.id), store.usage(a.id), store.usage(b.id), price
     )

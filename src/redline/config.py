@@ -62,7 +62,7 @@ class ProviderConfig:
 
 @dataclass(frozen=True)
 class Price:
-    """Price of a pinned model in currency units per million tokens."""
+    """What a pinned model costs: US dollars per million input and per million output tokens."""
 
     input_per_mtok: float
     output_per_mtok: float
@@ -70,6 +70,10 @@ class Price:
     def cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
         if input_tokens is None or output_tokens is None:
             return None
+        return self.cost_of(input_tokens, output_tokens)
+
+    def cost_of(self, input_tokens: float, output_tokens: float) -> float:
+        """US dollars for these token counts (fractional: a per-sample mean)."""
         return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
 
 
@@ -84,6 +88,10 @@ class Config:
     concurrency: int
     suites: tuple[Path, ...]
     score_drop: float = 0.10
+    #: Stop scheduling samples once a run has spent this many US dollars (None: no limit).
+    max_run_cost: float | None = None
+    #: Ask on a terminal before a run whose estimated cost exceeds this (None: never ask).
+    confirm_cost_above: float | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     def table(self, *parts: str) -> str:
@@ -108,7 +116,12 @@ class Config:
         raise ConfigError(f"provider {name!r} is not configured in {self.source.name}")
 
     def price(self, model_id: str) -> Price | None:
-        return self.prices.get(model_id)
+        """The price of a pinned model id as a run records it (the local model's
+        `@sha256:` file suffix is ignored), None when the price table has no entry."""
+        found = self.prices.get(model_id)
+        if found is None and "@" in model_id:
+            found = self.prices.get(model_id.split("@", 1)[0])
+        return found
 
     def key_variables(self) -> list[str]:
         """Every environment variable this config reads an API key from."""
@@ -217,6 +230,8 @@ def _build(root: Path, source: Path, table: Mapping[str, Any]) -> Config:
         "suites",
         "score_drop",
         "semantic",
+        "max_run_cost",
+        "confirm_cost_above",
     }
     for key in table:
         if key not in known_keys:
@@ -254,19 +269,12 @@ def _build(root: Path, source: Path, table: Mapping[str, Any]) -> Config:
             continue
         models[alias] = ModelRef(alias=alias, provider=provider, name=name.strip())
 
-    prices: dict[str, Price] = {}
-    raw_prices = table.get("prices", {})
-    for model_id, spec in raw_prices.items() if isinstance(raw_prices, dict) else []:
-        try:
-            prices[model_id] = Price(
-                input_per_mtok=float(spec["input_per_mtok"]),
-                output_per_mtok=float(spec["output_per_mtok"]),
-            )
-        except (KeyError, TypeError, ValueError):
-            problems.append(
-                f"{src}: {table_name(src, 'prices', repr(model_id))} needs numbers "
-                "input_per_mtok and output_per_mtok"
-            )
+    prices, more = _prices(table.get("prices", {}), models, src)
+    problems.extend(more)
+    max_run_cost, more = _usd(table, "max_run_cost", src)
+    problems.extend(more)
+    confirm_cost_above, more = _usd(table, "confirm_cost_above", src)
+    problems.extend(more)
 
     concurrency = table.get("concurrency", 4)
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
@@ -294,8 +302,68 @@ def _build(root: Path, source: Path, table: Mapping[str, Any]) -> Config:
         concurrency=concurrency,
         suites=suites,
         score_drop=float(score_drop),
+        max_run_cost=max_run_cost,
+        confirm_cost_above=confirm_cost_above,
         raw=dict(table),
     )
+
+
+def _prices(
+    raw: object, models: Mapping[str, ModelRef], src: str
+) -> tuple[dict[str, Price], list[str]]:
+    """The price table, keyed by pinned model id; a key may also be an alias of [models]."""
+    where = table_name(src, "prices")
+    if not isinstance(raw, dict):
+        return {}, [f"{src}: {where} must be a table of models"]
+    prices: dict[str, Price] = {}
+    problems: list[str] = []
+    for key, spec in raw.items():
+        entry = f"{src}: {table_name(src, 'prices', _toml_key(key))}"
+        model_id = models[key].id if key in models else key
+        if key not in models and ":" not in key:
+            known = ", ".join(sorted(models)) or "none"
+            problems.append(
+                f"{entry}: {key!r} is neither a pinned alias (known: {known}) nor a model id "
+                "written as 'provider:model-id'"
+            )
+            continue
+        if not isinstance(spec, dict):
+            problems.append(f"{entry} must be a table with input_per_mtok and output_per_mtok")
+            continue
+        unknown = sorted(set(spec) - {"input_per_mtok", "output_per_mtok"})
+        if unknown:
+            problems.append(
+                f"{entry}: unknown key(s) {', '.join(unknown)}; a price has input_per_mtok and "
+                "output_per_mtok (US dollars per million tokens)"
+            )
+        values = [spec.get(k) for k in ("input_per_mtok", "output_per_mtok")]
+        if not all(_is_amount(v) for v in values):
+            problems.append(
+                f"{entry} needs input_per_mtok and output_per_mtok: US dollars per million "
+                "tokens, numbers of at least 0"
+            )
+            continue
+        if model_id in prices:
+            problems.append(f"{entry}: {model_id} is priced twice (by alias and by id)")
+        prices[model_id] = Price(float(values[0]), float(values[1]))  # type: ignore[arg-type]
+    return prices, problems
+
+
+def _usd(table: Mapping[str, Any], key: str, src: str) -> tuple[float | None, list[str]]:
+    value = table.get(key)
+    if value is None:
+        return None, []
+    if not _is_amount(value) or value == 0:
+        return None, [f"{src}: {key} must be a positive amount in US dollars, e.g. {key} = 5.0"]
+    return float(value), []
+
+
+def _is_amount(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else f'"{key}"'
 
 
 def _provider(name: str, spec: Mapping[str, Any], src: str) -> tuple[ProviderConfig, list[str]]:

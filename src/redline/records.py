@@ -115,3 +115,14 @@ class TriageRecord:
     progress: float = 0.0
     detail: Mapping[str, Any] = field(default_factory=dict)
     updated_at: str = ""
+
+
+@dataclass(frozen=True)
+class SampleUsage:
+    """A sample's latency, tokens and cost, read without its output text."""
+
+    verdict: Verdict
+    latency_ms: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None

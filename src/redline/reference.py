@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from redline.gitio import GitCommandError, GitError, Repo, resolve_commit
+from redline.gitio import GitCommandError, GitError, Repo, commit_subject, file_at, resolve_commit
 from redline.records import CaseOutcome, RunKind, RunRecord, RunStatus
 from redline.store import RunStore
 
@@ -117,13 +117,15 @@ def _before_last_change(
     nothing earlier, and the red run's own commit is its reference.
     """
     paths = [p for p in inputs if p]
-    log = ("log", "-n", "1", "--format=%H", red_commit, "--", *paths)
-    last = repo.run(*log, check=False).decode().strip()
-    parents = repo.text("rev-list", "--parents", "-n", "1", last).split()[1:] if last else []
-    if not parents:
+    try:
+        last = repo.text("log", "-n", "1", "--format=%H", red_commit, "--", *paths).strip()
+    except GitCommandError:
+        last = ""
+    found = repo.text("rev-list", "--parents", "-n", "1", last).split() if last else []
+    if len(found) < 2:
         return _reference(repo, red_commit, f"{lead}: the red run's own commit", branch=branch)
-    parent = parents[0]
-    subject = repo.text("log", "-n", "1", "--format=%s", last).strip()
+    parent = found[1]
+    subject = commit_subject(repo, last)
     suite_file = inputs[0].rstrip("/") + "/suite.yaml" if inputs and inputs[0] else "suite.yaml"
     if not _has_file(repo, parent, suite_file):
         return _reference(
@@ -143,8 +145,7 @@ def _before_last_change(
 
 
 def _has_file(repo: Repo, rev: str, path: str) -> bool:
-    found = repo.object(f"{rev}:{path}")
-    return found is not None and found[0] == "blob"
+    return file_at(repo, rev, path) is not None
 
 
 def red_run_commit(repo: Repo, red: RunRecord) -> str:
@@ -220,7 +221,7 @@ def _reference(
     return Reference(
         revision=full,
         branch=branch or _branch_holding(repo, full),
-        date=repo.text("log", "-n", "1", "--format=%cI", full).strip(),
+        date=repo.text("log", "-1", "--format=%cI", full).strip(),
         reason=reason,
         run=run,
         chosen_by_user=user,
@@ -229,9 +230,17 @@ def _reference(
 
 def _branch_holding(repo: Repo, sha: str) -> str | None:
     """A branch that contains the commit: the default branch when it does, else the first."""
-    refs = ("refs/heads", "refs/remotes")
-    args = ("for-each-ref", "--contains", sha, "--format=%(refname:short)", *refs)
-    out = repo.run(*args, check=False).decode()
+    try:
+        out = repo.text(
+            "for-each-ref",
+            "--contains",
+            sha,
+            "--format=%(refname:short)",
+            "refs/heads",
+            "refs/remotes",
+        )
+    except GitCommandError:
+        return None
     names = [n for n in out.split() if n and not n.endswith("/HEAD") and n != "origin"]
     preferred, _ = default_branch(repo)
     for name in (preferred, "main", "master", "origin/main", "origin/master"):
@@ -241,15 +250,17 @@ def _branch_holding(repo: Repo, sha: str) -> str | None:
 
 
 def _exists(repo: Repo, name: str) -> bool:
-    return bool(repo.run("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}", check=False))
+    try:
+        resolve_commit(repo, name)
+    except GitError:
+        return False
+    return True
 
 
 def _is_ancestor(repo: Repo, older: str, newer: str) -> bool:
-    if older.startswith("-") or newer.startswith("-"):
-        return False
     try:
         repo.run("merge-base", "--is-ancestor", older, newer)
-    except GitCommandError:
+    except GitError:
         return False
     return True
 

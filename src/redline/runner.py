@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from redline import __version__
 from redline.assertions import LAYER_1, evaluate_sample
+from redline.budget import Budget, estimate_cost
 from redline.completion import ChatRequest
 from redline.config import Config, ModelRef
 from redline.errors import CredentialsRejected, UsageError
@@ -78,6 +79,10 @@ class RunOptions:
     #: With `resume`: draw the slots of a finished run whose samples had these verdicts
     #: again (`--retry-transport`); the first attempts are kept as superseded evidence.
     retry: tuple[Verdict, ...] = ()
+    #: Samples per case as `suite/case` → n (`--against`: the reference run's counts).
+    case_samples: Mapping[str, int] = field(default_factory=dict)
+    #: Stop scheduling once this many US dollars are spent (`--budget`, `max_run_cost`).
+    budget: float | None = None
 
 
 @dataclass(frozen=True)
@@ -237,6 +242,41 @@ def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Sui
     return chosen
 
 
+def samples_for(options: RunOptions, case: Case) -> int:
+    """How many samples a case gets in this run (a sequentially sampled case: its most)."""
+    fixed = options.samples or options.case_samples.get(f"{case.suite}/{case.id}")
+    if fixed:
+        return fixed
+    sequential = sampling_plan(case, options.adaptive)
+    return sequential.max if sequential is not None else case.samples
+
+
+def planned_samples(
+    suites: Sequence[Suite], store: RunStore | None, options: RunOptions
+) -> list[tuple[Suite, Case, int]]:
+    """(suite, case, samples still to request) for each selected case: what a cost
+    estimate is made of. A resume counts only the missing samples, `--retry-transport`
+    the samples it draws again, a sequentially sampled case its most."""
+    done: set[tuple[str, str, int]] = set()
+    redraw: dict[tuple[str, str], dict[Verdict, int]] = {}
+    if options.resume is not None and store is not None:
+        done = store.sample_keys(options.resume)
+        if options.retry:
+            redraw = store.verdict_counts(options.resume)
+    planned = []
+    for suite, case in select_cases(suites, options):
+        if options.retry:
+            counts = redraw.get((case.suite, case.id), {})
+            n = sum(counts.get(v, 0) for v in options.retry)
+        else:
+            n = sum(
+                1 for i in range(samples_for(options, case)) if (case.suite, case.id, i) not in done
+            )
+        if n:
+            planned.append((suite, case, n))
+    return planned
+
+
 def run_model(suites: Sequence[Suite], config: Config, options: RunOptions) -> ModelRef:
     """The one pinned model a run uses: `--model`, else the suites' common alias."""
     if options.model_alias is not None:
@@ -294,6 +334,8 @@ def resume_options(
     config: Config,
     retry: tuple[Verdict, ...] = (),
     concurrency: int | None = None,
+    *,
+    budget: float | None = None,
 ) -> tuple[RunOptions, list[Path]]:
     """Options and suite folders that continue `run` with its own settings (`--resume`,
     `--retry-transport`, the triage app's retry)."""
@@ -317,6 +359,8 @@ def resume_options(
         adaptive=bool(saved.get("adaptive")),
         retry=retry,
         shard=None if shard is None else (int(shard[0]), int(shard[1])),
+        case_samples=dict(saved.get("case_samples") or {}),
+        budget=budget,
         args=saved,
     )
     return options, paths
@@ -360,6 +404,9 @@ async def _execute(
     else:
         record = _new_record(config, options, suites, identity, model, manifest, provider)
     plan = _plan(chosen, options, store, record.id, provider)
+    budget = None
+    if options.budget is not None and model is not None:
+        budget = Budget(options.budget, estimate_cost(store, config, model.id, plan.cases))
     judges = None
     if options.judge:
         judges = JudgeSession.open(suites, config, blocks=options.judge_blocks)
@@ -379,7 +426,7 @@ async def _execute(
     jobs = _Schedule(plan)
     state.report()
     workers = [
-        asyncio.ensure_future(_worker(jobs, provider, model, store, state, judges))
+        asyncio.ensure_future(_worker(jobs, provider, model, store, state, judges, budget))
         for _ in range(limit)
     ]
     try:
@@ -389,12 +436,12 @@ async def _execute(
         for w in workers:
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
-        _finish(store, record.id, identity, plan, interrupted=True)
+        _finish(store, record.id, identity, plan, interrupted=True, budget=budget)
         raise
     finally:
         if judges is not None:
             await judges.aclose()
-    return _finish(store, record.id, identity, plan, interrupted=False)
+    return _finish(store, record.id, identity, plan, interrupted=False, budget=budget)
 
 
 class _State:
@@ -452,8 +499,17 @@ async def _worker(
     store: RunStore,
     state: _State,
     judges: JudgeSession | None = None,
+    budget: Budget | None = None,
 ) -> None:
     while (job := await jobs.next()) is not None:
+        reserved = 0.0
+        if budget is not None:
+            admitted = budget.admit(job.case.suite, job.case.id)
+            if admitted is None:
+                jobs.in_flight -= 1
+                jobs.changed.set()
+                return
+            reserved = admitted
         try:
             state.start(job)
             sample = state.redact.sample(await _sample(job, provider, model, state, judges))
@@ -461,6 +517,8 @@ async def _worker(
             jobs.in_flight -= 1
             raise
         store.add_sample(sample)
+        if budget is not None:
+            budget.settle(sample.suite, sample.case_id, sample.cost, reserved)
         jobs.done(job, sample.verdict)
         state.record(sample)
 
@@ -576,7 +634,8 @@ def _reopen(
     extend: bool = False,
 ) -> RunRecord:
     record = store.run(run_id)
-    if record.status is RunStatus.FINISHED and not retry and not extend:
+    stopped = bool((record.args.get("budget") or {}).get("stopped"))
+    if record.status is RunStatus.FINISHED and not retry and not stopped and not extend:
         raise UsageError(f"run {record.id} finished already; nothing to resume")
     if record.kind is RunKind.REPLAY:
         raise UsageError(
@@ -630,7 +689,8 @@ def _plan(
     plan = _Plan([], [])
     for suite, case in chosen:
         costly = any(a.layer > LAYER_1 for a in case.assertions)
-        sequential = None if options.samples else sampling_plan(case, options.adaptive)
+        fixed = options.samples or options.case_samples.get(f"{case.suite}/{case.id}")
+        sequential = None if fixed else sampling_plan(case, options.adaptive)
         if isinstance(provider, ReplayProvider):
             stored = provider.seeds(case.suite, case.id)
             if not stored:
@@ -647,7 +707,7 @@ def _plan(
             return sample_seed(run_id, case.suite, case.id, i, frozen=suite.seed)
 
         if sequential is None:
-            n = options.samples or case.samples
+            n = fixed or case.samples
             plan.cases.append((suite, case, n))
             plan.todo.extend(
                 _Job(suite, case, i, seeds(i), costly)
@@ -690,16 +750,25 @@ _SEQUENTIAL_OUTCOME = {
 
 
 def _finish(
-    store: RunStore, run_id: str, model_id: str, plan: _Plan, *, interrupted: bool
+    store: RunStore,
+    run_id: str,
+    model_id: str,
+    plan: _Plan,
+    *,
+    interrupted: bool,
+    budget: Budget | None = None,
 ) -> RunRecord:
     counts = store.verdict_counts(run_id)
     records: list[CaseRecord] = []
+    not_run: dict[str, int] = {}
     for _suite, case, samples in plan.cases:
         verdicts = counts.get((case.suite, case.id))
+        stored = sum(verdicts.values()) if verdicts is not None else 0
+        seq = plan.sequential.get((case.suite, case.id))
+        if stored < samples and (seq is None or seq.decision() is None):
+            not_run[f"{case.suite}/{case.id}"] = samples - stored
         if verdicts is None:
             continue
-        stored = sum(verdicts.values())
-        seq = plan.sequential.get((case.suite, case.id))
         if seq is not None:
             required = math.ceil(seq.plan.bar * stored - 1e-9) if stored else 1
             outcome = _SEQUENTIAL_OUTCOME[seq.decision() or Decision.INCONCLUSIVE]
@@ -730,6 +799,15 @@ def _finish(
         held = quarantined(store.run(run_id))
         counted = [r for r in records if f"{r.suite}/{r.case_id}" not in held]
         result = run_result((r.result for r in counted), add_counts(r.verdicts for r in records))
+    recorded = store.run(run_id).args
+    if budget is not None or "budget" in recorded:
+        args = {k: v for k, v in recorded.items() if k != "budget"}
+        if budget is not None:
+            args["budget"] = budget.record(not_run if budget.stopped else {})
+        store.update_args(run_id, args)
+    if budget is not None and budget.stopped and not interrupted:
+        # Money ran out, not evidence: the samples not run could have gone either way.
+        result = RunResult.INCONCLUSIVE
     status = RunStatus.INTERRUPTED if interrupted else RunStatus.FINISHED
     store.finish_run(run_id, status, result, now_iso())
     return store.run(run_id)
@@ -741,8 +819,10 @@ __all__ = [
     "RunOptions",
     "RunProgress",
     "execute_run",
+    "planned_samples",
     "run_suites",
     "sample_seed",
+    "samples_for",
     "sampling_plan",
     "select_cases",
 ]

@@ -29,6 +29,7 @@ from redline.records import (
     RunResult,
     RunStatus,
     SampleRecord,
+    SampleUsage,
     TriageRecord,
 )
 from redline.verdicts import VERDICT_ORDER, AssertionResult, AssertionStatus, Verdict
@@ -278,7 +279,11 @@ class RunStore:
             self._insert_cases(db, records)
 
     def finish_run(
-        self, run_id: str, status: RunStatus, result: RunResult | None, finished_at: str
+        self,
+        run_id: str,
+        status: RunStatus,
+        result: RunResult | None,
+        finished_at: str,
     ) -> None:
         self._finished.pop(run_id, None)
         with self._transaction() as db:
@@ -624,6 +629,48 @@ class RunStore:
             per = counts.setdefault((suite, case_id), dict.fromkeys(VERDICT_ORDER, 0))
             per[Verdict(verdict)] = int(n)
         return counts
+
+    def usage(self, run_id: str) -> dict[tuple[str, str], list[SampleUsage]]:
+        """(suite, case id) → each sample's latency, tokens and cost, without the outputs."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT suite, case_id, verdict, latency_ms, input_tokens, output_tokens, cost "
+                "FROM samples WHERE run_id = ? ORDER BY suite, case_id, idx",
+                (run_id,),
+            ).fetchall()
+        usage: dict[tuple[str, str], list[SampleUsage]] = {}
+        for suite, case_id, verdict, latency, tokens_in, tokens_out, cost in rows:
+            usage.setdefault((suite, case_id), []).append(
+                SampleUsage(Verdict(verdict), latency, tokens_in, tokens_out, cost)
+            )
+        return usage
+
+    def token_history(
+        self, model_id: str | None, runs: int
+    ) -> dict[tuple[str, str], tuple[int, float, float]]:
+        """(suite, case id) → (samples, mean input tokens, mean output tokens) over the
+        answered samples of the last `runs` runs (of `model_id`, or of any model), replays
+        excluded: what a cost estimate is built from."""
+        sql = "SELECT id FROM runs WHERE kind != 'replay'"
+        params: list[Any] = []
+        if model_id is not None:
+            # The local model's identity carries its file hash: `local:name@sha256:...`.
+            sql += " AND (model_id = ? OR model_id LIKE ? ESCAPE '\\')"
+            params += [model_id, _like_escape(model_id) + "@%"]
+        sql += " ORDER BY started_at DESC, seq DESC LIMIT ?"
+        params.append(runs)
+        with self._lock:
+            run_ids = [r[0] for r in self._db.execute(sql, params).fetchall()]
+            if not run_ids:
+                return {}
+            rows = self._db.execute(
+                "SELECT suite, case_id, COUNT(*), AVG(input_tokens), AVG(output_tokens) "
+                f"FROM samples WHERE run_id IN ({', '.join('?' * len(run_ids))}) "
+                "AND input_tokens IS NOT NULL AND output_tokens IS NOT NULL "
+                "AND verdict != 'transport' GROUP BY suite, case_id",
+                run_ids,
+            ).fetchall()
+        return {(s, c): (int(n), float(i), float(o)) for s, c, n, i, o in rows}
 
     def case_history(
         self, case_id: str, suite: str | None = None

@@ -386,6 +386,55 @@ async def test_compare_screen_sorted_by_largest_drop_and_opens_both_outputs(
         assert len(outputs.samples) == 10
 
 
+async def test_compare_screen_shows_cost_latency_tokens_and_sorts_by_any_column(
+    triage_repo: TriageRepo,
+) -> None:
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen.comparison is not None
+        table = screen.query_one("#compare-table", DataTable)
+        headers = [str(c.label) for c in table.columns.values()]
+        assert {"mean latency ms", "p95 latency ms", "cost per 1k calls", "truncated Δ"} <= set(
+            headers
+        )
+        assert "cost per 1k calls unknown → unknown" in _static_text(app, "#compare-header")
+
+        # A click on a header sorts by that column; a second click turns the order around.
+        keys = [k.value for k in table.columns]
+        x = sum(c.get_render_width(table) for c in list(table.columns.values())[:1]) + 2
+        await pilot.click("#compare-table", offset=(x, 0))
+        await settle(pilot)
+        assert screen.sort_key == keys[1] == "a"
+        rates = [d.rate_a for d in screen.rows if d.rate_a is not None]
+        assert rates == sorted(rates)
+        await pilot.click("#compare-table", offset=(x, 0))
+        await settle(pilot)
+        assert screen.descending
+        rates = [d.rate_a for d in screen.rows if d.rate_a is not None]
+        assert rates == sorted(rates, reverse=True)
+        assert str(table.columns[table.ordered_columns[1].key].label).endswith("▼")
+
+        # `s` steps through the columns; the rows follow the column's value.
+        while screen.sort_key != "p95":
+            await pilot.press("s")
+            await settle(pilot)
+        changes = [
+            d.usage_b.p95_latency_ms - d.usage_a.p95_latency_ms  # type: ignore[operator]
+            for d in screen.rows
+        ]
+        assert changes == sorted(changes)
+        # Enter opens the outputs of the case under the cursor in the sorted order.
+        first = screen.rows[0]
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, OutputsScreen)
+        assert app.screen.case.case_id == first.case_id
+
+
 async def test_works_at_80_by_24(triage_repo: TriageRepo) -> None:
     app = TriageApp(triage_repo.ctx)
     async with app.run_test(size=(80, 24)) as pilot:

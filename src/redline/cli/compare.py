@@ -1,43 +1,51 @@
 """`redline compare RUN_A RUN_B`: per-case deltas for a model migration or a prompt change.
 
-Exit codes: 3 when the content comparison is withheld for lack of evidence, 1 when at least one case
+Beside pass rates: latency, tokens, cost (priced from the config's price table) and the
+four-way split. `--format json` prints the same as data, `--format markdown` a table for a
+pull-request description.
+
+Exit codes: 3 when rule 8 withholds the content comparison, 1 when at least one case
 dropped significantly from A to B (one-sided Fisher p < 0.05), 0 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
 from redline.cli import ExitCode
 from redline.cli.output import add_format_option, make_console, make_table, print_json
-from redline.compare import CaseDelta, Comparison, RunSide, compare_runs
+from redline.compare import Comparison, Split, compare_runs
 from redline.config import load_config
 from redline.errors import UsageError
-from redline.exchange import run_json
+from redline.report.comparison import (
+    SPLIT_NOTES,
+    columns,
+    comparison_json,
+    comparison_markdown,
+    total_lines,
+)
 from redline.store import RunStore
 from redline.textsafe import escape_output
-from redline.verdicts import VERDICT_ORDER, Verdict
+from redline.verdicts import VERDICT_ORDER
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "compare",
         help="compare two runs case by case (A → B)",
-        description="Compare two stored runs case by case (a model migration, a prompt "
-        "change): pass rates A and B, the difference and a one-sided Fisher p-value, verdict "
-        "count deltas, model ids and the inputs that differ. A run that covered only some "
-        "cases (a rerun, --case, --tier, a shard) is compared on those cases only. "
-        "Exit 0: no significant drop; 1: a case dropped with p < 0.05; 3: too little "
-        "content evidence to compare (fewer than 8 cases, or over 20% truncated or "
-        "transport samples).",
+        description="Compare two runs case by case, e.g. the current model (A) and a "
+        "candidate (B): pass rates with a one-sided Fisher test, latency, tokens, cost and "
+        "the four-way split. Exit 0: no significant drop; 1: a case dropped (p < 0.05); "
+        "3: too little content evidence to compare.",
     )
     parser.add_argument("run_a", metavar="RUN_A", help="the reference run (e.g. current model)")
     parser.add_argument("run_b", metavar="RUN_B", help="the candidate run")
-    add_format_option(parser)
+    add_format_option(
+        parser, extra=("markdown",), more_help="; markdown for a pull-request description"
+    )
     parser.set_defaults(handler=_compare)
 
 
@@ -46,72 +54,26 @@ def _compare(args: argparse.Namespace) -> int:
     if not config.store_path.exists():
         raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
     with RunStore.open(config.store_path) as store:
-        result = compare_runs(store, args.run_a, args.run_b)
-    if args.format == "json":
-        print_json(comparison_json(result))
-    else:
-        print_comparison(make_console(), result)
-    if result.withheld:
+        result = compare_runs(store, args.run_a, args.run_b, config.price)
+    show_comparison(result, args.format)
+    return comparison_exit(result)
+
+
+def comparison_exit(c: Comparison) -> ExitCode:
+    """3 while rule 8 withholds content, 1 on a significant drop, else 0."""
+    if c.withheld:
         return ExitCode.INCONCLUSIVE
-    return ExitCode.RED if result.significant_drops else ExitCode.GREEN
+    return ExitCode.RED if c.significant_drops else ExitCode.GREEN
 
 
-def _side_json(side: RunSide) -> dict[str, Any]:
-    return {
-        "run": run_json(side.run),
-        "cases_evaluated": side.cases_evaluated,
-        "verdicts": {str(v): side.verdicts.get(v, 0) for v in VERDICT_ORDER},
-        "withheld": side.withheld,
-    }
-
-
-def _case_json(d: CaseDelta) -> dict[str, Any]:
-    return {
-        "suite": d.suite,
-        "case_id": d.case_id,
-        "a": {"passes": d.a.passes, "content_samples": d.a.content_samples, "rate": d.rate_a},
-        "b": {"passes": d.b.passes, "content_samples": d.b.content_samples, "rate": d.rate_b},
-        "delta": d.delta,
-        "p_value": d.p_value,
-        "significant_drop": d.significant_drop,
-        "significant": d.significant,
-        "verdict_delta": {str(v): n for v, n in d.verdict_delta.items()},
-    }
-
-
-def comparison_json(c: Comparison) -> dict[str, Any]:
-    """The comparison for scripts: every fact of the tables, nothing cut."""
-    return {
-        "a": _side_json(c.a),
-        "b": _side_json(c.b),
-        "narrowed_to": c.narrowed_to,
-        "withheld": c.withheld,
-        "manifest_changes": [
-            {"path": m.path, "kind": m.kind, "a": m.a, "b": m.b} for m in c.manifest_changes
-        ],
-        "verdict_delta": {str(v): n for v, n in c.verdict_delta.items()},
-        "cases": [_case_json(d) for d in c.deltas],
-        "significant_drops": [f"{d.suite}/{d.case_id}" for d in c.significant_drops],
-        "case_changed": [
-            {
-                "suite": a.suite,
-                "case_id": a.case_id,
-                "a": {"passes": a.passes, "samples": a.samples},
-                "b": {"passes": b.passes, "samples": b.samples},
-            }
-            for a, b in c.changed
-        ],
-        "only_in_a": [f"{x.suite}/{x.case_id}" for x in c.only_a],
-        "only_in_b": [f"{x.suite}/{x.case_id}" for x in c.only_b],
-    }
-
-
-def _delta_text(delta: dict[Verdict, int]) -> str:
-    return " ".join(f"{v} {n:+d}" for v, n in delta.items() if n)
-
-
-def _pct(rate: float | None) -> str:
-    return "–" if rate is None else f"{rate:.0%}"
+def show_comparison(c: Comparison, fmt: str = "table", console: Console | None = None) -> None:
+    """Print `c` to stdout as a table, JSON or Markdown."""
+    if fmt == "json":
+        print_json(comparison_json(c))
+    elif fmt == "markdown":
+        print(comparison_markdown(c), end="")
+    else:
+        print_comparison(console or make_console(), c)
 
 
 def print_comparison(console: Console, c: Comparison) -> None:
@@ -148,35 +110,60 @@ def print_comparison(console: Console, c: Comparison) -> None:
     totals.add_row("Δ", *(f"{c.verdict_delta[v]:+d}" for v in VERDICT_ORDER))
     console.print(totals)
 
+    overall = make_table(
+        ("", "A", "B", "change"),
+        title="in total (compared cases)",
+        right=("A", "B", "change"),
+        show_edge=False,
+    )
+    for line in total_lines(c):
+        overall.add_row(line.label, line.a, line.b, line.change)
+    console.print(overall)
     if c.withheld:
         console.print(
-            Text("content comparison withheld (not enough evidence):", style="bold yellow")
+            Text(
+                "content comparison withheld: too little content evidence to compare pass "
+                "rates (latency, tokens and cost are still shown):",
+                style="bold yellow",
+            )
         )
         for reason in c.withheld:
             console.print(Text(f"  {reason}", style="yellow"))
-    else:
+    titles = {
+        False: "per case: pass rates, largest drop first" if not c.withheld else "per case",
+        True: "per case: latency, tokens and cost, A → B",
+    }
+    for usage, title in titles.items():
+        shown = columns(c, usage=usage)
         table = make_table(
-            ("suite", "case", "A", "B", "rate A", "rate B", "Δ", "p (one-sided)", "verdicts Δ"),
-            title="per case, largest drop first",
-            right=("Δ", "p (one-sided)"),
+            [col.header for col in shown],
+            title=title,
+            right=[col.header for col in shown if col.numeric],
             whole=("case",),
             show_edge=False,
         )
-        for d in c.deltas:
-            style = "bold red" if d.significant_drop else ("green" if d.significant else "")
-            delta = "–" if d.delta is None else f"{d.delta:+.0%}"
+        for d in c.rows:
+            style = ""
+            if not c.withheld:
+                style = "bold red" if d.significant_drop else ("green" if d.significant else "")
             table.add_row(
-                Text(escape_output(d.suite)),
-                Text(escape_output(d.case_id)),
-                f"{d.a.passes}/{d.a.content_samples}",
-                f"{d.b.passes}/{d.b.content_samples}",
-                _pct(d.rate_a),
-                _pct(d.rate_b),
-                Text(delta, style=style),
-                Text(d.p_text, style=style),
-                _delta_text(d.verdict_delta),
+                *(
+                    Text(escape_output(col.text(d)), style=style if col.content else "")
+                    for col in shown
+                )
             )
         console.print(table)
+    if not c.withheld:
+        for split in Split:
+            found = c.split(split)
+            note = f" ({SPLIT_NOTES[split]})" if SPLIT_NOTES[split] and found else ""
+            names = ""
+            if found and split is not Split.BOTH_PASS:
+                names = ": " + ", ".join(f"{d.suite}/{d.case_id}" for d in found)
+            console.print(
+                Text(f"{split}: {len(found)}{note}{escape_output(names)}"),
+                style="yellow" if split is Split.BOTH_FAIL and found else "",
+            )
         drops = c.significant_drops
         if c.same_draws:
             console.print(

@@ -77,13 +77,15 @@ def make_table(
     return table
 
 
-def add_format_option(parser: argparse.ArgumentParser) -> None:
+def add_format_option(
+    parser: argparse.ArgumentParser, extra: Sequence[str] = (), more_help: str = ""
+) -> None:
     parser.add_argument(
         "--format",
-        choices=("table", "json"),
+        choices=("table", "json", *extra),
         default="table",
         help="table (default) for people; json for scripts: one JSON document on stdout, "
-        "the same facts as the table, never cut",
+        "the same facts as the table, never cut" + more_help,
     )
 
 

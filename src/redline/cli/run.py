@@ -12,6 +12,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,14 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from redline.cases import load_suites
+from redline.against import against_options
+from redline.budget import budget_note, estimate_run
+from redline.cases import Suite, load_suites
 from redline.cli import ExitCode
+from redline.cli.compare import comparison_exit, print_comparison
 from redline.cli.output import make_console
 from redline.cli.show import case_table, verdict_breakdown
+from redline.compare import compare_runs
 from redline.config import Config, load_config
 from redline.errors import UsageError, relpath
 from redline.exchange import check_out_dir, export_run
@@ -47,6 +52,7 @@ from redline.seeds import seed_warning
 from redline.shard import parse_shard
 from redline.store import RunStore, new_run_id
 from redline.textsafe import escape_output
+from redline.usage import usage_of, usage_summary, usd
 from redline.verdicts import VERDICT_ORDER, Verdict
 
 _EXIT = {
@@ -120,7 +126,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="let calibrated (trusted) judges fail samples; advisory judges never do",
     )
+    parser.add_argument(
+        "--against",
+        metavar="RUN_ID",
+        help="run that run's cases (same samples, same inputs) on --model and compare",
+    )
+    parser.add_argument(
+        "--budget",
+        type=usd_amount,
+        metavar="USD",
+        help="stop scheduling samples once this many US dollars are spent "
+        "(default: max_run_cost in the config); the run is then inconclusive",
+    )
+    parser.add_argument(
+        "--yes", action="store_true", help="do not ask before a run estimated over the threshold"
+    )
     parser.set_defaults(handler=_run)
+
+
+def usd_amount(text: str) -> float:
+    try:
+        value = float(text.strip().lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount in US dollars") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive amount in US dollars")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -160,6 +191,12 @@ def _run(args: argparse.Namespace) -> int:
         if warning:
             console.print(Text(f"warning: {warning}", style="yellow"))
     with RunStore.open(config.store_path) as store:
+        reference = None
+        if args.against:
+            reference = store.run(args.against)
+            options = against_options(store, reference, suites, options)
+        if options.replay is None:
+            options = check_cost(console, config, store, suites, options, assume_yes=args.yes)
         live = sys.stdout.isatty() and not args.quiet
         replay = options.replay
         reporter = _LiveProgress(console, replay) if live else PlainProgress(replay)
@@ -177,6 +214,8 @@ def _run(args: argparse.Namespace) -> int:
             return INTERRUPTED_EXIT
         cases = store.cases(record.id)
         _print_summary(console, record, cases)
+        spent = usage_of([u for per in store.usage(record.id).values() for u in per], None)
+        console.print(Text(usage_summary(spent), style="dim"))
         if options.replay is not None:
             scored = {(c.suite, c.case_id) for c in cases}
             unscored = [
@@ -195,8 +234,83 @@ def _run(args: argparse.Namespace) -> int:
         if args.out is not None:
             export_run(store, record.id, args.out)
             console.print(Text(f"exported to {args.out}"))
+        if reference is not None:
+            return _against_report(console, config, store, reference, record)
     assert record.result is not None
     return int(_EXIT[record.result])
+
+
+def _against_report(
+    console: Console, config: Config, store: RunStore, reference: RunRecord, record: RunRecord
+) -> int:
+    """The comparison with the reference run; its exit code unless this run is inconclusive."""
+    comparison = compare_runs(store, reference.id, record.id, config.price)
+    console.rule(Text(f"compared with run {reference.id}"))
+    print_comparison(console, comparison)
+    console.print(
+        Text(
+            f"for a pull request: redline compare {reference.id} {record.id} --format markdown",
+            style="dim",
+        )
+    )
+    if record.result is RunResult.INCONCLUSIVE:
+        return int(ExitCode.INCONCLUSIVE)
+    return int(comparison_exit(comparison))
+
+
+def check_cost(
+    console: Console,
+    config: Config,
+    store: RunStore,
+    suites: Sequence[Suite],
+    options: RunOptions,
+    *,
+    assume_yes: bool = False,
+) -> RunOptions:
+    """Print the estimated cost of a priced run, ask on a terminal when it is over
+    `confirm_cost_above`, and return `options` with the budget that applies (`--budget`,
+    else `max_run_cost`). Raises UsageError when the user declines or a budget cannot be
+    measured (no price for a paid model)."""
+    estimate = estimate_run(suites, config, store, options)
+    model = run_model(suites, config, options)
+    budget = options.budget if options.budget is not None else config.max_run_cost
+    if estimate.price is None:
+        if model.provider == "local":
+            return replace(options, budget=None)
+        if options.budget is not None:
+            raise UsageError(
+                f"--budget needs a price for {model.id}: add "
+                f"{config.table('prices', chr(34) + model.id + chr(34))} with "
+                "input_per_mtok and output_per_mtok (US dollars per million tokens)"
+            )
+        console.print(Text(estimate.describe(), style="dim"))
+        if budget is not None:
+            console.print(
+                Text(f"max_run_cost cannot apply to {model.id} without a price", style="yellow")
+            )
+        return replace(options, budget=None)
+    console.print(Text(estimate.describe()))
+    cost = estimate.cost or 0.0
+    if budget is not None:
+        console.print(Text(f"budget: {usd(budget)}"))
+        if cost > budget:
+            console.print(
+                Text(
+                    f"the estimate is over the budget: the run will stop before it spends more "
+                    f"than {usd(budget)} and be inconclusive",
+                    style="yellow",
+                )
+            )
+    threshold = config.confirm_cost_above
+    on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
+    if threshold is not None and cost > threshold and not assume_yes and on_terminal:
+        answer = console.input(
+            f"The estimate is over {usd(threshold)} (confirm_cost_above). Run it? [y/N] ",
+            markup=False,
+        )
+        if answer.strip().lower() not in ("y", "yes"):
+            raise UsageError("not started: nothing was sent. Lower --samples or pass --yes")
+    return replace(options, budget=budget)
 
 
 def _stored_run(config: Config, run_id: str) -> RunRecord:
@@ -226,6 +340,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
                 ("--tier", args.tier),
                 ("--model", args.model),
                 ("--shard", args.shard),
+                ("--against", args.against),
                 ("--adaptive", args.adaptive),
             )
             if value
@@ -236,8 +351,32 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
                 f"{flag} continues a run with its own options; drop {', '.join(given)}"
             )
         run = _stored_run(config, args.resume)
-        return resume_options(run, config, _retry_verdicts(args), args.concurrency)
-    if args.replay:
+        return resume_options(
+            run, config, _retry_verdicts(args), args.concurrency, budget=args.budget
+        )
+    if args.against:
+        given = [
+            name
+            for name, value in (
+                ("--replay", args.replay),
+                ("--case", args.cases),
+                ("--samples", args.samples),
+                ("--tier", args.tier),
+                ("--shard", args.shard),
+            )
+            if value
+        ]
+        if given:
+            raise UsageError(
+                f"--against runs exactly the cases and samples of run {args.against}; "
+                f"drop {', '.join(given)}"
+            )
+        if not args.model:
+            raise UsageError("--against needs --model ALIAS: the pinned model to run the cases on")
+        reference = _stored_run(config, args.against)
+        stored = [config.root / p for p in reference.args.get("suites", [])]
+        paths = list(args.suite_dirs) or stored or list(config.suites)
+    elif args.replay:
         if args.samples or args.model:
             raise UsageError("--replay re-scores the stored samples: drop --samples and --model")
         parent = _stored_run(config, args.replay)
@@ -271,6 +410,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         adaptive=args.adaptive,
         shard=shard,
         run_id=new_run_id(),
+        budget=args.budget,
         args=saved,
     )
     return options, paths
@@ -460,6 +600,17 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) ->
                 f"{share:.0%} of samples are truncated or transport failures "
                 f"(limit {MAX_NON_CONTENT_SHARE:.0%}): this run cannot say anything about content",
                 style="yellow",
+            )
+        )
+    note = budget_note(record.args)
+    if note is not None:
+        console.print(Text(note, style="bold yellow"))
+        not_run = record.args["budget"].get("not_run_by_case") or {}
+        console.print(Text("not run: " + ", ".join(f"{k} ×{n}" for k, n in not_run.items())))
+        console.print(
+            Text(
+                f"to finish it with a new budget: redline run --resume {record.id} --budget USD",
+                style="dim",
             )
         )
     for path, judge in (record.args.get("judges") or {}).items():

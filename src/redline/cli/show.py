@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from redline.budget import budget_note
 from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import Config, load_config
 from redline.errors import RedlineError, UsageError
@@ -154,6 +155,11 @@ def run_header(run: RunRecord) -> Text:
     text.append(f"  started {run.started_at}")
     if run.finished_at:
         text.append(f"  finished {run.finished_at}")
+    if run.args.get("against"):
+        text.append(f"\nthe cases and samples of run {run.args['against']}, on another model")
+    stopped = budget_note(run.args)
+    if stopped is not None:
+        text.append(f"\n{stopped}", style="bold yellow")
     return text
 
 

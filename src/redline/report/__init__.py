@@ -16,6 +16,7 @@ from redline.outcome import add_counts, content_comparison_withheld
 from redline.quarantine import QuarantinedCase, quarantined_cases
 from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord, SampleRecord
 from redline.store import RunStore
+from redline.usage import Usage, usage_of_samples
 from redline.verdicts import AssertionResult, Verdict
 
 #: How many scheduled runs (up to the reported one) the history sparklines cover.
@@ -59,6 +60,11 @@ class RunReport:
 
     def count(self, outcome: CaseOutcome) -> int:
         return sum(1 for c in self.cases if c.case.result is outcome)
+
+    @property
+    def usage(self) -> Usage:
+        """Latency, tokens and the cost recorded with the samples, over the whole run."""
+        return usage_of_samples(s for c in self.cases for s in c.samples)
 
 
 def failed_assertions(sample: SampleRecord) -> list[AssertionResult]:

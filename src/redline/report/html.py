@@ -10,11 +10,13 @@ from __future__ import annotations
 import html
 
 from redline.baseline import golden_diff
+from redline.budget import budget_note
 from redline.manifest import MODEL_KEY, VERSION_KEY
 from redline.presentation import OUTCOME_ORDER
 from redline.records import CaseOutcome
 from redline.report import CaseReport, RunReport, failed_assertions
 from redline.textsafe import escape_output
+from redline.usage import usage_summary
 from redline.verdicts import VERDICT_ORDER, Verdict
 
 _OUTCOME_ORDER = OUTCOME_ORDER
@@ -151,9 +153,13 @@ def _verdicts(report: RunReport) -> str:
             f"{_e(report.withheld)}</p>"
         )
     outcomes = ", ".join(f"{report.count(o)} {o}" for o in CaseOutcome)
+    stopped = budget_note(report.run.args)
+    if stopped is not None:
+        banner += f'<p class="banner">{_e(stopped.capitalize())}.</p>'
     return (
         f"<h2>Verdicts ({total} samples; cases: {_e(outcomes)})</h2>"
         f"{_bar(parts, total)}<table><tr>{cells}</tr></table>{banner}"
+        f"<p>{_e(usage_summary(report.usage).capitalize())}.</p>"
     )
 
 

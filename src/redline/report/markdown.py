@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 
+from redline.budget import budget_note
 from redline.history import sparkline
 from redline.records import CaseOutcome
 from redline.report import RunReport, failed_assertions
 from redline.textsafe import preview
+from redline.usage import usage_summary
 from redline.verdicts import VERDICT_ORDER
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
@@ -49,7 +51,12 @@ def markdown_summary(report: RunReport) -> str:
         "| " + " | ".join(str(report.verdicts.get(v, 0)) for v in VERDICT_ORDER) + " |",
         "",
         "Cases: " + ", ".join(f"{report.count(o)} {o}" for o in CaseOutcome) + ".",
+        "",
+        md_escape(usage_summary(report.usage).capitalize(), 300) + ".",
     ]
+    stopped = budget_note(report.run.args)
+    if stopped is not None:
+        lines += ["", f"> {md_escape(stopped.capitalize(), 300)}."]
     if report.withheld:
         reason = md_escape(report.withheld, 300)
         lines += ["", f"> Content comparison withheld (not enough evidence): {reason}"]

@@ -281,3 +281,33 @@ class MessageDialog(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+class QuestionDialog(ModalScreen[bool]):
+    """A yes/no question (e.g. before spending money); y goes ahead, n or escape does not."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+
+    def __init__(self, title: str, body: str, yes: str) -> None:
+        super().__init__(classes="dialog-screen")
+        self._title = title
+        self._body = body
+        self._yes = yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(Text(self._title), classes="dialog-title")
+            yield Static(Text(self._body), id="question-body")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(f"{self._yes} (y)", variant="warning", id="yes")
+                yield Button("Cancel (n)", id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
