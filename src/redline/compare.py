@@ -28,7 +28,7 @@ from redline.config import Price
 from redline.outcome import add_counts, content_comparison_withheld
 from redline.records import CaseOutcome, CaseRecord, RunRecord, SampleUsage
 from redline.seeds import frozen_together
-from redline.stats import fisher_one_sided
+from redline.stats import Alternative, fisher_one_sided
 from redline.store import RunStore
 from redline.usage import EMPTY, Usage, usage_of
 from redline.verdicts import VERDICT_ORDER, Verdict
@@ -361,4 +361,59 @@ def compare_runs(
     a, b = store.run(run_a), store.run(run_b)
     return compare_cases(
         a, store.cases(a.id), b, store.cases(b.id), store.usage(a.id), store.usage(b.id), price
+    )
+
+
+@dataclass(frozen=True)
+class PooledSummary:
+    """The comparison in a few numbers: how many compared cases moved which way, and the
+    pass rate pooled over every compared case's content samples."""
+
+    dropped: int
+    rose: int
+    unchanged: int
+    significant_drops: int
+    significant_rises: int
+    #: Cases whose file changed between the runs: listed apart, not compared.
+    changed: int
+    passes_a: int
+    content_a: int
+    passes_b: int
+    content_b: int
+    #: One-sided Fisher p of the pooled rates, in the direction they moved.
+    p_value: float
+
+    @property
+    def rate_a(self) -> float | None:
+        return self.passes_a / self.content_a if self.content_a else None
+
+    @property
+    def rate_b(self) -> float | None:
+        return self.passes_b / self.content_b if self.content_b else None
+
+
+def pooled_summary(comparison: Comparison) -> PooledSummary:
+    deltas = comparison.deltas
+    passes_a = sum(d.a.passes for d in deltas)
+    content_a = sum(d.a.content_samples for d in deltas)
+    passes_b = sum(d.b.passes for d in deltas)
+    content_b = sum(d.b.content_samples for d in deltas)
+    p = 1.0
+    if content_a and content_b and passes_a * content_b != passes_b * content_a:
+        direction: Alternative = (
+            "greater" if passes_b * content_a < passes_a * content_b else "less"
+        )
+        p = fisher_one_sided(passes_a, content_a, passes_b, content_b, direction)
+    return PooledSummary(
+        dropped=sum(1 for d in deltas if d.delta is not None and d.delta < 0),
+        rose=sum(1 for d in deltas if d.delta is not None and d.delta > 0),
+        unchanged=sum(1 for d in deltas if not d.delta),
+        significant_drops=sum(1 for d in deltas if d.significant_drop),
+        significant_rises=sum(1 for d in deltas if d.significant and not d.significant_drop),
+        changed=len(comparison.changed),
+        passes_a=passes_a,
+        content_a=content_a,
+        passes_b=passes_b,
+        content_b=content_b,
+        p_value=p,
     )

@@ -4,7 +4,7 @@ Beside pass rates: latency, tokens, cost (priced from the config's price table) 
 four-way split. `--format json` prints the same as data, `--format markdown` a table for a
 pull-request description.
 
-Exit codes: 3 when rule 8 withholds the content comparison, 1 when at least one case
+Exit codes: 3 when the content comparison is withheld for lack of evidence, 1 when at least one case
 dropped significantly from A to B (one-sided Fisher p < 0.05), 0 otherwise.
 """
 

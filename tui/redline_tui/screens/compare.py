@@ -1,13 +1,12 @@
 """Two runs side by side: a model migration or a prompt change, case by case.
 
-The screen is built from `COMPARE_COLUMNS`: each column reads one `CaseDelta` of the
-engine's comparison, so a new measure (cost, latency, tokens) is one more entry there.
+Pass rates, latency, tokens and cost per case: the columns come from the engine's
+comparison report (`redline.report.comparison`), and a click on a column header (or `s`)
+sorts by it. Above them, a pooled summary; below, the cases whose file changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -18,9 +17,17 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from redline.compare import CaseDelta, Comparison, PooledSummary, compare_runs, pooled_summary
+from redline.compare import (
+    CaseDelta,
+    Comparison,
+    PooledSummary,
+    Split,
+    compare_runs,
+    pooled_summary,
+)
 from redline.errors import RedlineError
 from redline.records import CaseRecord, RunKind, RunRecord
+from redline.report.comparison import COLUMNS, SPLIT_NOTES, Column, columns, sort_rows, total_lines
 from redline_tui.context import TriageContext
 from redline_tui.formatting import short_model_id
 from redline_tui.messages import OpenStep, SampleSource, Step
@@ -37,41 +44,6 @@ def rate_cell(case: CaseRecord) -> str:
     """`4/5 80%` over content samples (truncated and transport ones say nothing of content)."""
     content = case.content_samples
     return f"{case.passes}/{content} {_rate(case.passes / content if content else None)}"
-
-
-def _delta_style(d: CaseDelta) -> str:
-    return "bold red" if d.significant_drop else ("green" if d.significant else "")
-
-
-@dataclass(frozen=True)
-class CompareColumn:
-    """One column of the per-case table: its key, header and cell for a case's change."""
-
-    key: str
-    label: str
-    cell: Callable[[CaseDelta], Text]
-
-
-COMPARE_COLUMNS: list[CompareColumn] = [
-    CompareColumn("case", "Case", lambda d: Text(f"{d.suite}/{d.case_id}")),
-    CompareColumn("a", "Rate A", lambda d: Text(rate_cell(d.a))),
-    CompareColumn("b", "Rate B", lambda d: Text(rate_cell(d.b))),
-    CompareColumn(
-        "delta",
-        "Δ",
-        lambda d: Text("—" if d.delta is None else f"{d.delta:+.0%}", style=_delta_style(d)),
-    ),
-    CompareColumn(
-        "p",
-        "p",
-        lambda d: Text(f"{d.p_value:.3g}" if d.independent else d.p_text, style=_delta_style(d)),
-    ),
-    CompareColumn(
-        "verdicts",
-        "Verdict Δ",
-        lambda d: Text(" ".join(f"{v.value}{n:+d}" for v, n in d.verdict_delta.items() if n)),
-    ),
-]
 
 
 def run_line(label: str, run: RunRecord) -> Text:
@@ -124,12 +96,37 @@ def summary_text(comparison: Comparison, pooled: PooledSummary) -> Text:
     return text
 
 
+def usage_text(comparison: Comparison) -> Text:
+    """Cost, latency and tokens per call, A → B; the four-way split of the cases."""
+    totals = {t.label: t for t in total_lines(comparison)}
+    text = Text(
+        " · ".join(
+            f"{label} {totals[label].a} → {totals[label].b}"
+            for label in ("cost per 1k calls", "mean latency ms", "p95 latency ms")
+        )
+    )
+    tokens = [totals[k] for k in ("input tokens/call", "output tokens/call")]
+    text.append(
+        f"\ntokens/call in {tokens[0].a} → {tokens[0].b} · out {tokens[1].a} → {tokens[1].b}"
+        f" · truncated {totals['truncated'].change} · refused {totals['refused'].change}"
+    )
+    if not comparison.withheld:
+        text.append("\n" + " · ".join(f"{s} {len(comparison.split(s))}" for s in Split))
+        both = comparison.likely_case_problems
+        if both:
+            names = ", ".join(d.case_id for d in both[:4]) + (" …" if len(both) > 4 else "")
+            text.append(f"\nBoth fail ({SPLIT_NOTES[Split.BOTH_FAIL]}): {names}", style="yellow")
+    return text
+
+
 def header_text(comparison: Comparison) -> Text:
     text = run_line("A", comparison.a.run)
     text.append("\n")
     text.append_text(run_line("B", comparison.b.run))
     text.append("\n")
     text.append_text(summary_text(comparison, pooled_summary(comparison)))
+    text.append("\n")
+    text.append_text(usage_text(comparison))
     return text
 
 
@@ -143,6 +140,8 @@ class CompareScreen(Screen[None]):
         Binding("a", "pick('a')", "Pick run A"),
         Binding("b", "pick('b')", "Pick run B"),
         Binding("x", "swap", "Swap A/B"),
+        Binding("s", "sort_next", "Sort"),
+        Binding("r", "sort_reverse", "Reverse", show=False),
     ]
 
     HELP: ClassVar[str] = (
@@ -163,13 +162,13 @@ class CompareScreen(Screen[None]):
         self.comparison: Comparison | None = None
         self.rows: list[CaseDelta] = []
         self.changed_rows: list[tuple[CaseRecord, CaseRecord]] = []
+        #: The column the rows are sorted by (None: largest drop first) and its direction.
+        self.sort_key: str | None = None
+        self.descending = False
 
     def compose(self) -> ComposeResult:
         yield Static("Loading comparison…", id="compare-header")
-        table: RowTable[Text] = RowTable(id="compare-table")
-        for column in COMPARE_COLUMNS:
-            table.add_column(column.label, key=column.key)
-        yield table
+        yield RowTable[Text](id="compare-table")
         with VerticalScroll(id="changed-section"):
             yield Static("", id="changed-title")
             changed: RowTable[Text] = RowTable(id="changed-table")
@@ -200,7 +199,8 @@ class CompareScreen(Screen[None]):
                     )
                     return
                 other = earlier[0].id
-            comparison = compare_runs(store, other, self.run_b.id)
+            price = self.ctx.config.price if self.ctx.config is not None else None
+            comparison = compare_runs(store, other, self.run_b.id, price)
         except RedlineError as exc:
             self.app.call_from_thread(self._error, str(exc))
             return
@@ -216,12 +216,8 @@ class CompareScreen(Screen[None]):
             return
         self.comparison = comparison
         self.run_a_id = comparison.a.run.id
-        self.rows = list(comparison.deltas)
         self.query_one("#compare-header", Static).update(header_text(comparison))
-        table = self.query_one("#compare-table", DataTable)
-        table.clear()
-        for i, d in enumerate(self.rows):
-            table.add_row(*(column.cell(d) for column in COMPARE_COLUMNS), key=str(i))
+        self._fill()
         self.changed_rows = list(comparison.changed)
         changed = self.query_one("#changed-table", DataTable)
         changed.clear()
@@ -241,6 +237,56 @@ class CompareScreen(Screen[None]):
         self.query_one("#compare-status", Static).update(
             Text(f"{shown} · enter: outputs of both · a/b: pick a run · x: swap")
         )
+
+    def _shown(self) -> list[Column]:
+        return columns(self.comparison) if self.comparison is not None else []
+
+    def _fill(self) -> None:
+        """(Re)build the table: the comparison's rows in the chosen order."""
+        comparison = self.comparison
+        if comparison is None:
+            return
+        rows = list(comparison.rows)
+        if self.sort_key is not None:
+            rows = sort_rows(rows, self.sort_key, self.descending)
+        self.rows = rows
+        table = self.query_one("#compare-table", DataTable)
+        table.clear(columns=True)
+        for col in self._shown():
+            arrow = ""
+            if col.key == self.sort_key:
+                arrow = " ▼" if self.descending else " ▲"
+            table.add_column(col.header + arrow, key=col.key)
+        for i, d in enumerate(rows):
+            style = ""
+            if not comparison.withheld:
+                style = "bold red" if d.significant_drop else ("green" if d.significant else "")
+            table.add_row(
+                *(Text(col.text(d), style=style if col.content else "") for col in self._shown()),
+                key=str(i),
+            )
+
+    def sort_by(self, key: str, descending: bool | None = None) -> None:
+        """Sort by column `key`; the same column again turns the order around."""
+        if descending is None:
+            descending = not self.descending if key == self.sort_key else False
+        self.sort_key, self.descending = key, descending
+        self._fill()
+
+    @on(DataTable.HeaderSelected, "#compare-table")
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        if event.column_key.value is not None:
+            self.sort_by(event.column_key.value)
+
+    def action_sort_next(self) -> None:
+        keys = [c.key for c in self._shown()] or [c.key for c in COLUMNS]
+        current = keys.index(self.sort_key) if self.sort_key in keys else -1
+        self.sort_by(keys[(current + 1) % len(keys)], descending=False)
+
+    def action_sort_reverse(self) -> None:
+        if self.sort_key is not None:
+            self.sort_by(self.sort_key, descending=not self.descending)
 
     def action_back(self) -> None:
         self.dismiss(None)
