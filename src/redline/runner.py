@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from redline import __version__
@@ -326,6 +327,43 @@ async def execute_run(
     finally:
         if owned:
             await provider.aclose()
+
+
+def resume_options(
+    run: RunRecord,
+    config: Config,
+    retry: tuple[Verdict, ...] = (),
+    concurrency: int | None = None,
+    *,
+    budget: float | None = None,
+) -> tuple[RunOptions, list[Path]]:
+    """Options and suite folders that continue `run` with its own settings (`--resume`,
+    `--retry-transport`, the triage app's retry)."""
+    saved: dict[str, Any] = dict(run.args)
+    paths = [config.root / p for p in saved.get("suites", [])] or list(config.suites)
+    shard = saved.get("shard")
+    # A replay resumes as a replay: its missing samples come from the run it re-scores.
+    replay = run.parent_id if run.kind is RunKind.REPLAY else None
+    options = RunOptions(
+        samples=saved.get("samples"),
+        case_ids=tuple(saved.get("cases", ())),
+        tier=saved.get("tier"),
+        model_alias=None if replay else saved.get("model") or run.model_alias,
+        concurrency=concurrency,
+        kind=run.kind,
+        replay=replay,
+        parent_id=run.parent_id,
+        resume=run.id,
+        judge=bool(saved.get("judge")),
+        judge_blocks=bool(saved.get("judge_blocks")),
+        adaptive=bool(saved.get("adaptive")),
+        retry=retry,
+        shard=None if shard is None else (int(shard[0]), int(shard[1])),
+        case_samples=dict(saved.get("case_samples") or {}),
+        budget=budget,
+        args=saved,
+    )
+    return options, paths
 
 
 def run_suites(

@@ -55,3 +55,12 @@ def screen_text(app: object) -> str:
 
     assert isinstance(app, TriageApp)
     return "\n".join(str(w.render()) for w in app.screen.query(Static))
+
+
+async def wait_until(pilot: Pilot[None], condition: Callable[[], bool], tries: int = 1500) -> None:
+    """Pause until `condition()` holds (background work the app does not wait for)."""
+    for _ in range(tries):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("condition never held")

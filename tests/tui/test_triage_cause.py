@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import fill, settle
-from textual.pilot import Pilot
+from helpers import fill, settle, wait_until
 from textual.widgets import DataTable, Static
 from triage_repo import TriageRepo, open_triage
 from triage_store import RED_RUN
@@ -56,14 +55,6 @@ def _cell(app: TriageApp) -> str:
 
 def _status(app: TriageApp) -> str:
     return str(app.screen.query_one("#cause-status", Static).render())
-
-
-async def _wait(pilot: Pilot[None], condition: object, tries: int = 600) -> None:
-    for _ in range(tries):
-        if callable(condition) and condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("condition never held")
 
 
 async def test_step_1_names_the_cause_and_the_triage_column_keeps_it(
@@ -119,7 +110,7 @@ async def test_a_rerun_keeps_running_after_leaving_step_1(
         await pilot.press("enter")
         await settle(pilot)
         await pilot.press("r")
-        await _wait(pilot, lambda: _status(app).startswith("running"))
+        await wait_until(pilot, lambda: _status(app).startswith("running"))
         await pilot.press("escape")  # leave Step 1 while samples are in flight
         await pilot.pause()
         assert isinstance(app.screen, RunScreen)
@@ -127,7 +118,7 @@ async def test_a_rerun_keeps_running_after_leaving_step_1(
         await pilot.press("2")  # and look at another step of the case meanwhile
         await pilot.pause()
         await pilot.press("1")  # back to Step 1: it shows the analysis where it is
-        await _wait(
+        await wait_until(
             pilot, lambda: "Reference" in str(app.screen.query_one("#cause-where").render())
         )
         await pilot.press("escape")
@@ -153,7 +144,7 @@ async def test_stopping_keeps_finished_samples_and_shows_them_at_once(
         screen = app.screen
         assert isinstance(screen, RerunScreen)
         await pilot.press("r")
-        await _wait(
+        await wait_until(
             pilot,
             lambda: (
                 screen.ctx.jobs is not None

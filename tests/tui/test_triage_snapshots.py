@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import fill, settle
+from helpers import fill, press_before, settle
 from textual.pilot import Pilot
 from triage_repo import TriageRepo
 from triage_store import EARLIER_RUNS, RED_RUN
@@ -32,16 +32,6 @@ def _plain_app(tmp_path: Path, store: RunStore) -> TriageApp:
     ctx = TriageContext(store=store, root=root, today=lambda: dt.date(2026, 11, 30), user="ana")
     save_baselines(store, EARLIER_RUNS[-1], ctx.baseline_dir)
     return TriageApp(ctx)
-
-
-def _keys(*keys: str) -> Callable[[Pilot[None]], object]:
-    async def run_before(pilot: Pilot[None]) -> None:
-        await settle(pilot)
-        for key in keys:
-            await pilot.press(key)
-            await settle(pilot)
-
-    return run_before
 
 
 #: (what the snapshot shows, keys pressed from the home screen).
@@ -72,7 +62,7 @@ def test_screen_snapshot(
     size: str,
 ) -> None:
     app = _plain_app(tmp_path, fixed_store)
-    assert snap_compare(app, terminal_size=SIZES[size], run_before=_keys(*SCREENS[screen]))
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=press_before(*SCREENS[screen]))
 
 
 async def _open_outputs(pilot: Pilot[None]) -> None:

@@ -7,6 +7,7 @@ index holds a prompt change (never loosen a threshold in the commit of a prompt 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -31,6 +32,7 @@ from redline_tui.edits import (
     check_edit,
     plan_accept_baseline,
     plan_loosen,
+    plan_quarantine,
     plan_raise_samples,
     plan_retire,
     typed_value,
@@ -45,8 +47,12 @@ from redline_tui.widgets.dialogs import (
     FormDialog,
     MessageDialog,
     PickerDialog,
+    future_date,
     whole_number,
 )
+
+#: How long a quarantine lasts unless the user says otherwise.
+QUARANTINE_DAYS = dt.timedelta(days=14)
 
 Flow = Callable[[Screen[None], TriageContext, RunRecord, CaseRecord], Awaitable[None]]
 
@@ -398,7 +404,52 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
+async def _quarantine(
+    screen: Screen[None], ctx: TriageContext, run: RunRecord, case: CaseRecord
+) -> None:
+    found = await _case_file(screen, ctx, case)
+    if found is None:
+        return
+    path, _ = found
+    today = ctx.today()
+    values = await screen.app.push_screen_wait(
+        FormDialog(
+            f"Quarantine {case.case_id}",
+            [
+                Field("reason", "Reason"),
+                Field("ticket", "Ticket (optional)", required=False),
+                Field(
+                    "until",
+                    "Until (YYYY-MM-DD; it counts again after that day)",
+                    (today + QUARANTINE_DAYS).isoformat(),
+                    check=future_date(today),
+                ),
+            ],
+            "A quarantined case keeps running and reporting but cannot turn a run red "
+            "until that date. Adding one counts as a loosening: never in a commit with a "
+            "prompt change.",
+        )
+    )
+    if values is None:
+        return
+    staged = await _plan_and_stage(
+        screen,
+        ctx,
+        lambda: plan_quarantine(
+            path,
+            case.case_id,
+            values["reason"],
+            values.get("ticket", ""),
+            dt.date.fromisoformat(values["until"]),
+            today,
+        ),
+    )
+    if staged:
+        _mark_triage(screen, ctx, run, case, "quarantined")
+
+
 _FLOWS: dict[str, Flow] = {
+    "quarantine": _quarantine,
     "raise_samples": _raise_samples,
     "retire": _retire,
     "loosen": _loosen,

@@ -103,7 +103,7 @@ class TriageApp(App[None]):
             return RerunScreen(self.ctx, event.run, event.case)
         if event.step is Step.OUTPUTS:
             sources = event.sources or (SampleSource("red run", event.run.id),)
-            return OutputsScreen(self.ctx, event.run, event.case, sources)
+            return OutputsScreen(self.ctx, event.run, event.case, sources, event.sample)
         return HistoryScreen(self.ctx, event.run, event.case)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:

@@ -123,8 +123,9 @@ TRIAGE_STYLES = {
     "undecided": "yellow",
     "retired": "dim",
     "accepted": "green",
+    "quarantined": "magenta",
 }
-TRIAGE_WIDTH = len("running 100%")
+TRIAGE_WIDTH = len("quarantined")
 
 
 def triage_text(state: TriageRecord | None, live: CauseProgress | None, running: bool) -> Text:

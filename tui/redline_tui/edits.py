@@ -146,6 +146,43 @@ def plan_retire(
     )
 
 
+def plan_quarantine(
+    case_path: Path, case_id: str, reason: str, ticket: str, until: dt.date, day: dt.date
+) -> FileEdit:
+    """`quarantine: {reason, ticket, until}`: the case keeps running but cannot fail a run
+    until that date (extending an existing quarantine rewrites it)."""
+    if not reason.strip():
+        raise UsageError("a quarantine needs a reason (why this case may not fail a run for now)")
+    if until < day:
+        raise UsageError(f"until {until.isoformat()} has passed already; give a later date")
+    text = case_path.read_text(encoding="utf-8")
+    yaml, data = _load(text, case_path)
+    record = CommentedMap()
+    record["reason"] = reason.strip()
+    if ticket.strip():
+        record["ticket"] = ticket.strip()
+    record["until"] = until
+    old = data.get("quarantine")
+    if "quarantine" in data:
+        data["quarantine"] = record
+    else:
+        data.insert(
+            _insert_position(data, ("assert", "tier", "vars", "provenance", "id")),
+            "quarantine",
+            record,
+        )
+    ticket_note = f" ({ticket.strip()})" if ticket.strip() else ""
+    verb = "extend quarantine of" if isinstance(old, CommentedMap) else "quarantine"
+    change = f"until {until.isoformat()}{ticket_note}"
+    return FileEdit(
+        title=f"Quarantine case {case_id}",
+        commit_message=f"redline: {verb} case {case_id} {change}: {reason.strip()}",
+        writes={case_path: _dump(yaml, data)},
+        before={case_path: text},
+        summary=change,
+    )
+
+
 def assertion_value_key(assertion: Mapping[str, Any]) -> str:
     """The key holding an assertion's value or threshold (`value` unless it has none)."""
     if "value" in assertion:

@@ -41,8 +41,11 @@ class OpenStep(Message):
         run: RunRecord,
         case: CaseRecord,
         sources: Sequence[SampleSource] | None = None,
+        sample: int | None = None,
     ) -> None:
         super().__init__()
+        #: For Outputs: the sample (of the first source) to open on.
+        self.sample = sample
         self.step = step
         self.run = run
         self.case = case

@@ -43,6 +43,7 @@ from redline.records import CaseOutcome, RunKind, RunRecord, RunResult
 from redline.runner import (
     RunOptions,
     RunProgress,
+    resume_options,
     run_model,
     run_suites,
     select_cases,
@@ -349,31 +350,9 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
                 f"{flag} continues a run with its own options; drop {', '.join(given)}"
             )
         run = _stored_run(config, args.resume)
-        saved: dict[str, Any] = dict(run.args)
-        paths = [config.root / p for p in saved.get("suites", [])] or list(config.suites)
-        shard = saved.get("shard")
-        # A replay resumes as a replay: its missing samples come from the run it re-scores.
-        replay = run.parent_id if run.kind is RunKind.REPLAY else None
-        options = RunOptions(
-            samples=saved.get("samples"),
-            case_ids=tuple(saved.get("cases", ())),
-            tier=saved.get("tier"),
-            model_alias=None if replay else saved.get("model") or run.model_alias,
-            concurrency=args.concurrency,
-            kind=run.kind,
-            replay=replay,
-            parent_id=run.parent_id,
-            resume=run.id,
-            judge=bool(saved.get("judge")),
-            judge_blocks=bool(saved.get("judge_blocks")),
-            adaptive=bool(saved.get("adaptive")),
-            retry=_retry_verdicts(args),
-            shard=None if shard is None else (int(shard[0]), int(shard[1])),
-            case_samples=dict(saved.get("case_samples") or {}),
-            budget=args.budget,
-            args=saved,
+        return resume_options(
+            run, config, _retry_verdicts(args), args.concurrency, budget=args.budget
         )
-        return options, paths
     if args.against:
         given = [
             name

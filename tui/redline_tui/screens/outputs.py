@@ -62,9 +62,12 @@ class OutputsScreen(CaseStepScreen):
         run: RunRecord,
         case: CaseRecord,
         sources: Sequence[SampleSource],
+        sample: int | None = None,
     ) -> None:
         super().__init__(ctx, run, case)
         self.sources = tuple(sources)
+        #: The sample of the first source to open on (a search result), else the first row.
+        self.start_sample = sample
         self.samples: list[tuple[str, SampleRecord]] = []
         self._golden = GoldenReference(None, "Loading the golden output…")
         self._syncing = False
@@ -132,7 +135,16 @@ class OutputsScreen(CaseStepScreen):
                 key=str(i),
             )
         if rows:
-            self.show_sample(0)
+            start = next(
+                (
+                    i
+                    for i, (label, sample) in enumerate(rows)
+                    if label == self.sources[0].label and sample.index == self.start_sample
+                ),
+                0,
+            )
+            table.move_cursor(row=start, animate=False)
+            self.show_sample(start)
         else:
             self.query_one("#sample-reasons", Static).update(Text("No samples stored."))
 

@@ -13,14 +13,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Input, OptionList, Static
+from textual.widgets.option_list import Option
 
+from redline.groups import CaseTrend, Trend
 from redline.history import case_history, find_marginal, sparkline
 from redline.outcome import add_counts, too_noisy
 from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
+from redline.quarantine import QuarantinedCase, quarantined_cases
 from redline.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
 from redline.verdicts import VERDICT_ORDER, Verdict
 from redline_tui.actions import start_case_action
+from redline_tui.batch import CauseBatch
 from redline_tui.case_rows import (
     SORT_COLUMNS,
     TRIAGE_WIDTH,
@@ -31,10 +35,13 @@ from redline_tui.case_rows import (
     triage_text,
 )
 from redline_tui.context import TriageContext
+from redline_tui.failure_groups import GroupRow, describer, failure_groups, trend_of
 from redline_tui.formatting import short_model_id
 from redline_tui.messages import CaseKey, CauseProgressed, OpenStep, Step
+from redline_tui.retry import retry_transport
 from redline_tui.screens.compare import CompareScreen
 from redline_tui.screens.runs import RunsScreen
+from redline_tui.screens.search import SearchScreen
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.row_table import RowTable
 from redline_tui.widgets.verdict_bar import VerdictBar
@@ -56,6 +63,10 @@ _COLUMNS = (
 )
 #: Longer case names are cut with an ellipsis (the full name is in every step's title).
 _CASE_WIDTH = 34
+_MARKS_WIDTH = 24
+#: Typed first in the filter box, searches inside the outputs instead of filtering.
+SEARCH_PREFIX = '"'
+_TREND_STYLES = {Trend.NEW: "bold red", Trend.STILL_FAILING: "red", Trend.FLAPPING: "yellow"}
 _HISTORY_WIDTH = 10
 #: Rows added before the first paint; more follow after each refresh.
 _FIRST_ROWS = 100
@@ -66,13 +77,23 @@ class CaseMarks:
     history: tuple[float | None, ...]
     changed: bool
     marginal: bool
+    trend: CaseTrend | None = None
+    quarantined: bool = False
 
     def text(self) -> Text:
-        text = Text()
+        words: list[tuple[str, str]] = []
+        if self.trend is not None:
+            words.append((self.trend.label, _TREND_STYLES[self.trend.trend]))
+        if self.quarantined:
+            words.append(("quarantined", "magenta"))
         if self.changed:
-            text.append("changed", style="bold magenta")
+            words.append(("changed", "bold magenta"))
         if self.marginal:
-            text.append(" marginal" if text else "marginal", style="bold yellow")
+            words.append(("marginal", "bold yellow"))
+        text = Text(overflow="ellipsis", no_wrap=True)
+        for word, style in words:
+            text.append(" " if text else "")
+            text.append(word, style=style)
         return text
 
 
@@ -164,6 +185,39 @@ class RunScreen(Screen[None]):
             show=False,
             tooltip="Accept this run (or a rerun) as the case's new baseline",
         ),
+        Binding(
+            "f",
+            "groups",
+            "Groups",
+            tooltip="Failing cases grouped by how they fail; enter shows one group",
+        ),
+        Binding(
+            "F",
+            "search",
+            "Search",
+            tooltip="Search the run's raw outputs, failure reasons and case ids",
+        ),
+        Binding(
+            "B",
+            "batch",
+            "Batch rerun",
+            tooltip="Step 1 for every failing case shown (a group or the filter), queued",
+        ),
+        Binding("x", "stop_batch", "Stop batch", show=False, tooltip="Stop the queued Step 1s"),
+        Binding(
+            "T",
+            "retry_transport",
+            "Retry transport",
+            show=False,
+            tooltip="Draw again the run's samples lost to transport errors",
+        ),
+        Binding(
+            "Q",
+            "case_action('quarantine')",
+            "Quarantine",
+            show=False,
+            tooltip="Quarantine the case until a date: it runs but cannot turn a run red",
+        ),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
     HELP: ClassVar[str] = (
@@ -175,10 +229,22 @@ class RunScreen(Screen[None]):
         "  /v:wrong           cases with a wrong sample\n"
         "  /invoice v:malf    malformed samples in the invoice suite\n"
         "  /0042              one case by its number\n"
+        '  /"here is the json  search inside every raw output, reason and case id '
+        "(enter lists the samples; F does the same)\n"
         "Enter keeps the filter and returns to the table; Esc clears it. "
         "The status line under the table always shows the filter in force.\n"
         "Marks: changed = the case file differs from the accepted baseline's (a new case, "
-        "not a regression); marginal = it has sat within one sample of its bar for runs."
+        "not a regression); marginal = it has sat within one sample of its bar for runs; "
+        "new = passed on the previous run of this model; still failing (N runs); flapping = "
+        "changed between pass and fail at least twice in its last 6 runs; quarantined = held "
+        "out of the run's result until a date.\n"
+        "Groups (f): the failing cases by the first assertion their bad samples failed and "
+        "their usual verdict, largest first; enter shows one group, Esc shows all again. "
+        "B queues Step 1 for every failing case shown (a group, or the filter), a few at a "
+        "time within the run's concurrency; each conclusion lands in the Triage column and "
+        "the batch ends with a summary; x stops it. T draws again the samples lost to "
+        "transport errors (refused when the inputs changed since the run). Q quarantines "
+        "the highlighted case."
     )
 
     def __init__(self, ctx: TriageContext, run_id: str | None = None) -> None:
@@ -191,6 +257,9 @@ class RunScreen(Screen[None]):
         self.marks: dict[str, CaseMarks] = {}
         self.triage: dict[str, TriageRecord] = {}
         self.case_filter = CaseFilter()
+        self.group: GroupRow | None = None
+        self.groups: list[GroupRow] = []
+        self.cause_batch: CauseBatch | None = None
         self.sort_column = "outcome"
         self.sort_reverse = False
         self._generation = 0
@@ -203,13 +272,19 @@ class RunScreen(Screen[None]):
             yield Static("Loading run…", id="run-header")
             yield VerdictBar(id="verdict-bar")
             yield Static("", id="noise-banner")
-            yield Input(placeholder="filter: text, or v:wrong …", id="case-filter")
+            yield Input(
+                placeholder='filter: text, v:wrong …, or "phrase to search', id="case-filter"
+            )
+            yield OptionList(id="groups")
         yield RowTable[Text](id="cases")
+        yield Static("", id="quarantined")
+        yield Static("", id="batch-status")
         yield Static("", id="run-status")
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#noise-banner").display = False
+        for hidden in ("#noise-banner", "#groups", "#quarantined", "#batch-status"):
+            self.query_one(hidden).display = False
         self.query_one("#cases").focus()
         self._load()
 
@@ -263,14 +338,27 @@ class RunScreen(Screen[None]):
         if noisy:
             banner.update(Text(f"Inconclusive: {noisy}. Rerun once the infrastructure is sound."))
         banner.display = noisy is not None
+        self._show_quarantined(quarantined_cases(run, cases))
         self.refresh_table()
         self.call_after_refresh(self._replay_early_keys)
         self.call_after_refresh(self._load_marks, run, cases)
+
+    def _show_quarantined(self, held: list[QuarantinedCase]) -> None:
+        """Quarantined cases on their own: they ran, but cannot turn the run red."""
+        box = self.query_one("#quarantined", Static)
+        box.display = bool(held)
+        text = Text(f"Quarantined ({len(held)}), not counted in the result:", style="bold magenta")
+        for item in held:
+            text.append(f"\n  {item.case.suite}/{item.case.case_id}  ")
+            text.append(item.label, style="bold green" if item.passing_again else "")
+        box.update(text)
 
     @work(thread=True, exclusive=True, group="run-marks")
     def _load_marks(self, run: RunRecord, cases: Sequence[CaseRecord]) -> None:
         """History sparklines and marks: a store read per case, after the first paint."""
         batch: dict[str, CaseMarks] = {}
+        held = {f"{q.case.suite}/{q.case.case_id}" for q in quarantined_cases(run, cases)}
+        trends: dict[str, CaseTrend] = {}
         for case in cases:
             series = [
                 p
@@ -279,15 +367,31 @@ class RunScreen(Screen[None]):
             ]
             baseline = self.ctx.baseline(case.suite)
             accepted = None if baseline is None else baseline.cases.get(case.case_id)
+            trend = trend_of(series, run, case)
+            if trend is not None:
+                trends[case_key(case)] = trend
             batch[case_key(case)] = CaseMarks(
                 history=tuple(p.rate for p in series),
                 changed=accepted is not None and accepted.case_hash != case.case_hash,
                 marginal=find_marginal(series) is not None,
+                trend=trend,
+                quarantined=case_key(case) in held,
             )
             if len(batch) >= 200:
                 self.app.call_from_thread(self._apply_marks, dict(batch))
                 batch.clear()
         self.app.call_from_thread(self._apply_marks, batch)
+        groups = failure_groups(self.ctx.store, run, cases, trends, describer(self.ctx.config))
+        self.app.call_from_thread(self._apply_groups, run, groups)
+
+    def _apply_groups(self, run: RunRecord, groups: list[GroupRow]) -> None:
+        if not self.is_attached or self.run is None or self.run.id != run.id:
+            return
+        self.groups = groups
+        options = self.query_one("#groups", OptionList)
+        options.clear_options()
+        options.add_options(Option(Text(g.label()), id=str(i)) for i, g in enumerate(groups))
+        self._show_status()
 
     def _apply_marks(self, marks: dict[str, CaseMarks]) -> None:
         if not self.is_attached:
@@ -310,7 +414,7 @@ class RunScreen(Screen[None]):
             "required": 3,
             "verdicts": max((len(breakdown(c)) for c in self.all_cases), default=8),
             "history": _HISTORY_WIDTH,
-            "marks": len("changed marginal"),
+            "marks": _MARKS_WIDTH,
             "triage": TRIAGE_WIDTH,
         }
         for key, label in _COLUMNS:
@@ -321,19 +425,27 @@ class RunScreen(Screen[None]):
         if not table.columns:
             self._add_columns(table)
         selected = self.selected_case()
-        self.shown = sort_cases(
-            self.case_filter.apply(self.all_cases), self.sort_column, self.sort_reverse
-        )
+        cases = self.all_cases
+        if self.group is not None:
+            keys = self.group.keys
+            cases = [c for c in cases if case_key(c) in keys]
+        self.shown = sort_cases(self.case_filter.apply(cases), self.sort_column, self.sort_reverse)
         table.clear()
         self._generation += 1
         target = self.shown.index(selected) if selected in self.shown else None
         self._add_rows(self._generation, 0, target)
+        self._show_status()
+
+    def _show_status(self) -> None:
         failing = sum(1 for c in self.all_cases if c.result is CaseOutcome.FAIL)
         direction = " (reversed)" if self.sort_reverse else ""
+        groups = f" in {len(self.groups)} group(s) (f)" if self.groups else ""
+        group = f"group: {self.group.group.signature.label} · " if self.group else ""
         self.query_one("#run-status", Static).update(
             Text(
-                f"{len(self.shown)} of {len(self.all_cases)} cases · {failing} failing · "
-                f"filter: {self.case_filter.describe()} · sort: {self.sort_column}{direction}"
+                f"{len(self.shown)} of {len(self.all_cases)} cases · {failing} failing{groups} · "
+                f"{group}filter: {self.case_filter.describe()} · "
+                f"sort: {self.sort_column}{direction}"
             )
         )
 
@@ -371,6 +483,8 @@ class RunScreen(Screen[None]):
 
     def cause_update(self, event: CauseProgressed) -> None:
         """A background analysis of one of this run's cases moved on: redraw its cell."""
+        if self.cause_batch is not None and self.cause_batch.advance(event) and self.is_attached:
+            self._show_batch()
         if self.run is None or event.key[0] != self.run.id or not self.is_attached:
             return
         run_id, suite, case_id = event.key
@@ -447,21 +561,110 @@ class RunScreen(Screen[None]):
         box.focus()
 
     def action_clear_filter(self) -> None:
+        groups = self.query_one("#groups", OptionList)
+        if groups.display:
+            groups.display = False
+            self.query_one("#cases").focus()
+            return
         box = self.query_one("#case-filter", Input)
         box.value = ""
         box.remove_class("shown")
         self.case_filter = CaseFilter()
+        self.group = None
         self.refresh_table()
         self.query_one("#cases").focus()
 
     @on(Input.Changed, "#case-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
+        if event.value.startswith(SEARCH_PREFIX):
+            return
         self.case_filter = CaseFilter.parse(event.value, self.case_filter.verdict)
         self.refresh_table()
 
     @on(Input.Submitted, "#case-filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
+        if event.value.startswith(SEARCH_PREFIX):
+            phrase = event.value[len(SEARCH_PREFIX) :].rstrip('"')
+            event.input.value = ""
+            event.input.remove_class("shown")
+            self.query_one("#cases").focus()
+            self.action_search(phrase)
+            return
         self.query_one("#cases").focus()
+
+    def action_groups(self) -> None:
+        """Show (or hide) the failure groups above the table."""
+        options = self.query_one("#groups", OptionList)
+        if options.display:
+            options.display = False
+            self.query_one("#cases").focus()
+            return
+        if not self.groups:
+            self.notify("No failing case to group (or still reading the run)")
+            return
+        options.display = True
+        options.focus()
+        if options.highlighted is None:
+            options.highlighted = 0
+
+    @on(OptionList.OptionSelected, "#groups")
+    def _group_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.group = self.groups[int(event.option_id or 0)]
+        event.option_list.display = False
+        self.refresh_table()
+        table = self.query_one("#cases", DataTable)
+        table.focus()
+        table.move_cursor(row=0, animate=False)
+
+    def action_search(self, text: str = "") -> None:
+        if self.run is None:
+            self.notify("No run open", severity="warning")
+            return
+        self.app.push_screen(SearchScreen(self.ctx, self.run, self.all_cases, text))
+
+    def action_batch(self) -> None:
+        """Step 1 for every failing case shown, queued within the run's concurrency."""
+        if self.run is None or self.ctx.jobs is None:
+            return
+        if self.ctx.config is None:
+            self.notify("No redline config was found: cannot rerun cases.", severity="error")
+            return
+        if self.cause_batch is not None and not self.cause_batch.finished:
+            self.notify("A batch is running already: x stops it", severity="warning")
+            return
+        failing = [c for c in self.shown if c.result is CaseOutcome.FAIL]
+        if not failing:
+            self.notify("No failing case shown: nothing to rerun", severity="warning")
+            return
+        self.cause_batch = CauseBatch.start(self.ctx.jobs, self.ctx.config, self.run, failing)
+        for case in failing:
+            self._redraw_triage(case_key(case))
+        self._show_batch()
+
+    def action_stop_batch(self) -> None:
+        if self.cause_batch is None or self.cause_batch.finished:
+            self.notify("No batch is running")
+            return
+        self.cause_batch.cancel()
+        self._show_batch()
+
+    def _show_batch(self) -> None:
+        if self.cause_batch is None:
+            return
+        box = self.query_one("#batch-status", Static)
+        box.display = True
+        box.update(Text(self.cause_batch.status()))
+        if self.cause_batch.finished:
+            self.notify(self.cause_batch.status(), timeout=8)
+
+    @work(exclusive=True, group="case-action")
+    async def action_retry_transport(self) -> None:
+        """Draw again the slots lost to transport errors (and, if asked, the truncated)."""
+        if self.run is None:
+            return
+        if await retry_transport(self, self.ctx, self.run):
+            self.reload()
 
     def action_cycle_verdict(self) -> None:
         order: list[Verdict | None] = [None, *VERDICT_ORDER]
@@ -493,6 +696,9 @@ class RunScreen(Screen[None]):
         self._run_id = run_id
         self.run = None
         self.marks.clear()
+        self.group = None
+        self.groups = []
+        self.query_one("#groups", OptionList).display = False
         self.query_one("#cases", DataTable).clear(columns=True)
         self._load()
 

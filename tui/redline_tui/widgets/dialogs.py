@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -38,6 +39,21 @@ def whole_number(minimum: int) -> Callable[[str], str | None]:
             return f'"{text}" is not a whole number'
         if int(text) < minimum:
             return f"must be at least {minimum}"
+        return None
+
+    return check
+
+
+def future_date(today: dt.date) -> Callable[[str], str | None]:
+    """A check for a date written YYYY-MM-DD, today or later."""
+
+    def check(text: str) -> str | None:
+        try:
+            day = dt.date.fromisoformat(text.strip())
+        except ValueError:
+            return f'"{text}" is not a date written YYYY-MM-DD'
+        if day < today:
+            return f"{day.isoformat()} has passed already; give a later date"
         return None
 
     return check

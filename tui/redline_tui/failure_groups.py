@@ -1,0 +1,85 @@
+"""The home screen's failure groups: a red night read by cause, each case marked by its past."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from redline.cases import Case, load_suites
+from redline.config import Config
+from redline.errors import RedlineError
+from redline.groups import CaseTrend, Describe, FailureGroup, Trend, case_trend, group_failures
+from redline.history import HistoryPoint
+from redline.records import CaseOutcome, CaseRecord, RunRecord
+from redline.store import RunStore
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """One group as the home screen lists it."""
+
+    group: FailureGroup
+    trends: Counter[Trend]
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset(f"{c.suite}/{c.case_id}" for c in self.group.cases)
+
+    def label(self) -> str:
+        """`12 × contains '12,000' (wrong) · 9 new, 2 still failing, 1 flapping`"""
+        counts = ", ".join(
+            f"{self.trends[t]} {t.value}"
+            for t in (Trend.NEW, Trend.STILL_FAILING, Trend.FLAPPING)
+            if self.trends[t]
+        )
+        tail = f" · {counts}" if counts else ""
+        return f"{len(self.group.cases):>3} × {self.group.signature.label}{tail}"
+
+
+def describer(config: Config | None) -> Describe | None:
+    """Assertion labels as the case files say them now (None when the suites do not load)."""
+    if config is None:
+        return None
+    try:
+        suites = load_suites(config.suites, config)
+    except RedlineError:
+        return None
+    cases: dict[tuple[str, str], Case] = {(c.suite, c.id): c for s in suites for c in s.cases}
+
+    def describe(suite: str, case_id: str, index: int) -> str | None:
+        case = cases.get((suite, case_id))
+        if case is None or not 0 <= index < len(case.assertions):
+            return None
+        return case.assertions[index].describe()
+
+    return describe
+
+
+def failure_groups(
+    store: RunStore,
+    run: RunRecord,
+    cases: Sequence[CaseRecord],
+    trends: dict[str, CaseTrend],
+    describe: Describe | None,
+) -> list[GroupRow]:
+    """The run's failing cases by signature, the largest group first, with their trends."""
+    failing = [c for c in cases if c.result is CaseOutcome.FAIL]
+    samples = {(c.suite, c.case_id): store.samples(run.id, c.case_id, c.suite) for c in failing}
+    rows = []
+    for group in group_failures(failing, samples, describe):
+        counted = Counter(
+            trends[key].trend for c in group.cases if (key := f"{c.suite}/{c.case_id}") in trends
+        )
+        rows.append(GroupRow(group, counted))
+    return rows
+
+
+def trend_of(series: Sequence[HistoryPoint], run: RunRecord, case: CaseRecord) -> CaseTrend | None:
+    """New / still failing / flapping for a failing case; None for the others."""
+    if case.result is not CaseOutcome.FAIL:
+        return None
+    return case_trend(series, run.id)
+
+
+__all__ = ["GroupRow", "describer", "failure_groups", "trend_of"]

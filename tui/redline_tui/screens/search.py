@@ -1,0 +1,135 @@
+"""Search the open run: raw outputs, failure reasons and case ids, through the store's index."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Input, Static
+
+from redline.errors import RedlineError
+from redline.records import CaseRecord, RunRecord
+from redline.search import SearchHit, search_run
+from redline_tui.context import TriageContext
+from redline_tui.messages import OpenStep, SampleSource, Step
+from redline_tui.widgets.key_bar import KeyBar
+from redline_tui.widgets.row_table import RowTable
+from redline_tui.widgets.verdict_bar import verdict_badge
+
+
+class SearchScreen(Screen[None]):
+    """Every sample of the run holding a phrase; enter opens it in Step 2 (Outputs)."""
+
+    AUTO_FOCUS = "#search-text"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+    ]
+    HELP: ClassVar[str] = (
+        "Type a word or phrase and press enter: every sample of the open run whose raw "
+        "output, failure reasons or case id holds it (any case, any script) is listed "
+        "with the text around it. Enter on a result opens that sample in Step 2 (Outputs). "
+        'From the home screen, / then "phrase searches the same way.'
+    )
+
+    def __init__(
+        self, ctx: TriageContext, run: RunRecord, cases: list[CaseRecord], text: str = ""
+    ) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.run = run
+        self.cases = {(c.suite, c.case_id): c for c in cases}
+        self.hits: list[SearchHit] = []
+        self._text = text
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"Search run {self.run.id}", style="bold"), classes="step-title")
+        yield Input(
+            self._text, placeholder="word or phrase in outputs, reasons, case ids", id="search-text"
+        )
+        table: RowTable[Text] = RowTable(id="search-hits")
+        for key, label in (
+            ("case", "Case"),
+            ("index", "#"),
+            ("verdict", "Verdict"),
+            ("where", "Found in"),
+            ("snippet", "Text"),
+        ):
+            table.add_column(label, key=key)
+        yield table
+        yield Static("", id="search-status")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        if self._text:
+            self._search(self._text)
+
+    @on(Input.Submitted, "#search-text")
+    def _submitted(self, event: Input.Submitted) -> None:
+        self._search(event.value)
+
+    def _search(self, text: str) -> None:
+        self.query_one("#search-status", Static).update(Text(f"Searching for {text!r}…"))
+        self._run_search(text)
+
+    @work(thread=True, exclusive=True, group="search")
+    def _run_search(self, text: str) -> None:
+        try:
+            hits = search_run(self.ctx.store, self.run.id, text)
+        except RedlineError as exc:
+            self.app.call_from_thread(self._show_error, str(exc))
+            return
+        self.app.call_from_thread(self._show, text, hits)
+
+    def _show_error(self, message: str) -> None:
+        if self.is_attached:
+            self.query_one("#search-status", Static).update(Text(message))
+
+    def _show(self, text: str, hits: list[SearchHit]) -> None:
+        if not self.is_attached:
+            return
+        self.hits = hits
+        table = self.query_one("#search-hits", DataTable)
+        table.clear()
+        for hit in hits:
+            snippet = Text(hit.snippet.replace("\n", " ⏎ "))
+            snippet.stylize("bold reverse", hit.start, hit.end)
+            table.add_row(
+                Text(f"{hit.suite}/{hit.case_id}"),
+                Text(str(hit.index)),
+                verdict_badge(hit.verdict),
+                Text(hit.found_in),
+                snippet,
+            )
+        cases = len({(h.suite, h.case_id) for h in hits})
+        self.query_one("#search-status", Static).update(
+            Text(
+                f"{len(hits)} sample(s) in {cases} case(s) hold {text.strip()!r}"
+                + (" — enter opens one in Outputs" if hits else "")
+            )
+        )
+        if hits:
+            table.focus()
+
+    def action_open(self) -> None:
+        table = self.query_one("#search-hits", DataTable)
+        if not self.hits or not 0 <= table.cursor_row < len(self.hits):
+            return
+        hit = self.hits[table.cursor_row]
+        case = self.cases.get((hit.suite, hit.case_id))
+        if case is None:
+            self.notify(f"{hit.suite}/{hit.case_id} has no result in this run", severity="warning")
+            return
+        sources = (SampleSource("red run", self.run.id),)
+        self.post_message(OpenStep(Step.OUTPUTS, self.run, case, sources, sample=hit.index))
+
+    @on(DataTable.RowSelected, "#search-hits")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
