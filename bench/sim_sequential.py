@@ -12,9 +12,9 @@ marginal: both put the case in front of a person).
 Fixed N uses the same bar scaled to N (3 → 3 of 3, 5 → 4 of 5, 10 → 8 of 10). Sequential
 runs `redline.sequential.SequentialPlan` exactly as `redline run` does.
 
-The second table does the same for a triage rerun: given a red case, decide whether its
-rate really dropped against the reference, with a fixed 20 samples per arm or with
-sequential batches.
+The second table does the same for triage Step 1: the real decision rule of
+`redline.cause` (prompt / noise / undecided) in its batches, against the same rule at a
+fixed 40 samples per arm.
 """
 
 from __future__ import annotations
@@ -25,12 +25,14 @@ import random
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from redline.cause import ArmCounts, ArmKind, Bar, Cause, Settings, decide
 from redline.outcome import scale_required
 from redline.sequential import Decision, SequentialPlan
 
@@ -169,69 +171,68 @@ def floor_line() -> str:
     )
 
 
-def _fisher_one_sided(a_pass: int, a_n: int, b_pass: int, b_n: int) -> float:
-    """P(arm A's passes ≤ observed | same rate) under the hypergeometric (a drop in A)."""
-    total_pass = a_pass + b_pass
-    total = a_n + b_n
-    denom = math.comb(total, total_pass)
-    return (
-        sum(
-            math.comb(a_n, k) * math.comb(b_n, total_pass - k)
-            for k in range(max(0, total_pass - b_n), a_pass + 1)
-        )
-        / denom
-    )
-
-
 def triage_table(seed: int, trials: int) -> list[str]:
-    """Triage rerun: did the red case really drop against its reference?"""
+    """Triage Step 1 (`redline rerun`): the real decision rule of `redline.cause`, batch by
+    batch at its default looks and error spending, against a fixed 40 samples per arm."""
     rng = random.Random(seed)
+    settings = Settings()
+    bar = Bar(5, 4)
+
+    def draws(p: float, n: int) -> int:
+        return sum(rng.random() < p for _ in range(n))
+
+    def batched(p_ref: float, p_red: float) -> tuple[Cause, int]:
+        mine = undone = n = 0
+        looks = settings.looks
+        for i, target in enumerate(looks):
+            undone += draws(p_ref, target - n)
+            mine += draws(p_red, target - n)
+            n = target
+            alpha = settings.alpha_at(i, len(looks))
+            cause = decide(
+                ArmCounts(ArmKind.RED, "yours", "m", "r", mine, n),
+                [ArmCounts(ArmKind.REFERENCE_PROMPT, "ref", "m", "r", undone, n)],
+                bar,
+                alpha,
+                settings.margin,
+            ).cause
+            if cause is not Cause.UNDECIDED or i == len(looks) - 1:
+                return cause, n
+        raise AssertionError("unreachable")
+
+    def fixed(p_ref: float, p_red: float) -> tuple[Cause, int]:
+        n = settings.looks[-1]
+        cause = decide(
+            ArmCounts(ArmKind.RED, "yours", "m", "r", draws(p_red, n), n),
+            [ArmCounts(ArmKind.REFERENCE_PROMPT, "ref", "m", "r", draws(p_ref, n), n)],
+            bar,
+            1.0 - settings.confidence,
+            settings.margin,
+        ).cause
+        return cause, n
+
     lines = [
-        "| rerun rule | drop of 20 points found | same rate called a drop | mean samples / arm |",
-        "|---|---|---|---|",
+        "| Step 1 rule | 20-point drop: prompt | drop called noise | same rate: noise "
+        "| same rate called a drop | mean samples / arm |",
+        "|---|---|---|---|---|---|",
     ]
-
-    def fixed(n: int) -> Callable[[float, float], tuple[bool, int]]:
-        def run(p_ref: float, p_red: float) -> tuple[bool, int]:
-            a = sum(rng.random() < p_red for _ in range(n))
-            b = sum(rng.random() < p_ref for _ in range(n))
-            return _fisher_one_sided(a, n, b, n) < 0.05, n
-
-        return run
-
-    def batched(step: int, budget: int) -> Callable[[float, float], tuple[bool, int]]:
-        # Pocock-style: each of the K looks at 0.05 / K, stop early on a clear answer.
-        looks = budget // step
-        alpha = 0.05 / looks
-
-        def run(p_ref: float, p_red: float) -> tuple[bool, int]:
-            a = b = n = 0
-            while n < budget:
-                a += sum(rng.random() < p_red for _ in range(step))
-                b += sum(rng.random() < p_ref for _ in range(step))
-                n += step
-                if _fisher_one_sided(a, n, b, n) < alpha:
-                    return True, n
-                if a >= b and n >= 2 * step:
-                    return False, n
-            return False, n
-
-        return run
-
-    rules = [("fixed 20 per arm", fixed(20)), ("fixed 40 per arm", fixed(40))]
-    rules.append(("batches of 10 up to 40 per arm", batched(10, 40)))
-    for name, rule in rules:
-        found = alarms = 0
+    for name, rule in (
+        (f"batches (looks at {', '.join(map(str, settings.looks))})", batched),
+        (f"fixed {settings.looks[-1]} per arm", fixed),
+    ):
+        drop: Counter[Cause] = Counter()
+        same: Counter[Cause] = Counter()
         used: list[int] = []
         for _ in range(trials):
-            base = rng.uniform(0.85, 1.0)
-            hit, n1 = rule(base, base - DROP)
-            same, n2 = rule(base, base)
-            found += hit
-            alarms += same
+            base = rng.uniform(0.9, 1.0)
+            cause, n1 = rule(base, base - DROP)
+            drop[cause] += 1
+            cause, n2 = rule(base, base)
+            same[cause] += 1
             used += [n1, n2]
         lines.append(
-            f"| {name} | {found / trials:.1%} | {alarms / trials:.1%} | "
+            f"| {name} | {drop[Cause.PROMPT] / trials:.1%} | {drop[Cause.NOISE] / trials:.1%} | "
+            f"{same[Cause.NOISE] / trials:.1%} | {same[Cause.PROMPT] / trials:.1%} | "
             f"{statistics.fmean(used):.1f} |"
         )
     return lines
@@ -249,8 +250,9 @@ def main() -> None:
     print("\n".join(nightly_table(args.cases, args.nights, args.seed)))
     print()
     print(floor_line())
-    print("\nTriage rerun (2,000 red cases with a real 20-point drop, 2,000 without):\n")
-    print("\n".join(triage_table(args.seed, 2000)))
+    print("\nTriage Step 1 (1,000 red cases whose rate really dropped 20 points, 1,000 whose")
+    print("rate did not change; reference rates 90-100%, a 4-of-5 bar):\n")
+    print("\n".join(triage_table(args.seed, 1000)))
     print(f"\n({time.perf_counter() - started:.1f} s)")
 
 
