@@ -1,14 +1,15 @@
 """Two runs side by side: model migrations and prompt changes, read case by case.
 
 Rates are over content samples only (truncated and transport samples say nothing
-about the content, rule 5). Each case's change is tested with a one-sided Fisher
+about the content, «A verdict per sample»). Each case's change is tested with a one-sided Fisher
 exact test in the direction it moved; a drop with p < 0.05 is a significant drop.
 Rule 8 withholds the per-case content comparison when either run evaluated fewer
 than 8 cases or has more than 20% non-content samples. Cases whose file changed
 between the runs are listed apart, never compared as regressions.
 
 Beside quality, each case and the total carry latency, tokens and cost (`redline.usage`),
-which rule 8 does not withhold: they measure the model's price and speed, not its content.
+which are never withheld for want of content evidence: they measure the model's price and
+speed, not its content.
 Cases are split four ways by their pass/fail result: both pass, only A fails, only B
 fails, both fail — a case both models fail is more likely a problem of the case than an
 effect of the migration.
@@ -44,7 +45,7 @@ class RunSide:
     run: RunRecord
     cases_evaluated: int
     verdicts: Mapping[Verdict, int]
-    #: Why rule 8 withholds this run's content comparison, None when it does not.
+    #: Why this run's content comparison is withheld (too little evidence), None when it is not.
     withheld: str | None
 
 
@@ -185,7 +186,7 @@ class Comparison:
 
     @property
     def deltas(self) -> tuple[CaseDelta, ...]:
-        """The per-case content deltas: the rows, or none when rule 8 withholds them."""
+        """The per-case content deltas: the rows, or none while content is withheld."""
         return () if self.withheld else self.rows
 
     def split(self, which: Split) -> list[CaseDelta]:

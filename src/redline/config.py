@@ -1,7 +1,7 @@
 """Configuration: `[tool.redline]` in pyproject.toml or redline.toml (which wins).
 
-The config file is the one place pinned model ids live (DESIGN rule 10); suites
-name models only by alias.
+The config file is the one place pinned model ids live (docs/rules.md: Pin the model in
+one file); suites name models only by alias.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def check_pinned(alias: str, value: object, source: str) -> list[str]:
-    """Problems with one `alias = "provider:name"` entry (DESIGN rule 10)."""
+    """Problems with one `alias = "provider:name"` entry (a pinned model id)."""
     where = f"{source}: {table_name(source, 'models')} {alias}"
     if not isinstance(value, str) or not value.strip():
         return [f"{where}: must be a string 'provider:model-id'"]

@@ -1,7 +1,7 @@
 """A case's pass counts across stored runs, and whether it lives on the edge.
 
 Scheduled runs (`run`) form the series; reruns and replays are kept beside it, never
-mixed in, because they answer a different question (DESIGN rule 6).
+mixed in, because they answer a different question (docs/rules.md: Evidence is kept).
 
 Marginal rule: a case is marginal when, in at least K consecutive scheduled runs up to
 the latest one (default K = 3), its pass count was within one sample of its required

@@ -1,4 +1,4 @@
-"""Hash manifest of a suite's inputs (DESIGN rule 7).
+"""Hash manifest of a suite's inputs (docs/rules.md: Hash manifest).
 
 A run records the SHA-256 of every input it read, so that a case whose file
 changed between two runs is shown as "case changed", never as a regression.

@@ -292,7 +292,7 @@ def run_model(suites: Sequence[Suite], config: Config, options: RunOptions) -> M
 
 
 def run_manifest(suites: Sequence[Suite], model_id: str) -> dict[str, str]:
-    """Hashes of every input of every suite in the run (DESIGN rule 7)."""
+    """Hashes of every input of every suite in the run (docs/rules.md: Hash manifest)."""
     manifest: dict[str, str] = {}
     for suite in suites:
         manifest.update(suite_manifest(suite, model_id))

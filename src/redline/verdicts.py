@@ -1,4 +1,4 @@
-"""Per-sample verdicts and per-assertion results (DESIGN rule 5, seed 003)."""
+"""Per-sample verdicts and per-assertion results (docs/rules.md: A verdict per sample)."""
 
 from __future__ import annotations
 

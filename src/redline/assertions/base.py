@@ -8,7 +8,7 @@ rejects it with "not available yet" rather than as unknown.
 
 Evaluation order is cheap → expensive (`cost`). Layer 1 (deterministic and
 heuristic) always runs completely; Layer 2 (`layer = LAYER_2`: models, judge)
-runs only on samples whose Layer 1 results all passed (DESIGN rule 3).
+runs only on samples whose Layer 1 results all passed (docs/rules.md: Layer 1 before Layer 2).
 """
 
 from __future__ import annotations

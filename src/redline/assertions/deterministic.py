@@ -1,4 +1,7 @@
-"""Layer 1 deterministic assertions: shape, strings and budgets (DESIGN rule 2)."""
+"""Layer 1 deterministic assertions: shape, strings and budgets.
+
+docs/rules.md: Cheap deterministic assertions first.
+"""
 
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def comparison_exit(c: Comparison) -> ExitCode:
-    """3 while rule 8 withholds content, 1 on a significant drop, else 0."""
+    """3 while content is withheld (too little evidence), 1 on a significant drop, else 0."""
     if c.withheld:
         return ExitCode.INCONCLUSIVE
     return ExitCode.RED if c.significant_drops else ExitCode.GREEN

@@ -1,4 +1,6 @@
-"""Layer 2: a rubric judge, calibrated against people before it is trusted (DESIGN rule 9).
+"""Layer 2: a rubric judge, calibrated against people before it is trusted.
+
+docs/rules.md: The judge is an instrument that needs a scale.
 
 Every name below is importable from here; its submodule loads at first use, so a run
 without judge assertions never imports pydantic or the judge's provider stack.

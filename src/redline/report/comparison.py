@@ -2,8 +2,8 @@
 
 The columns are defined once here and used by the CLI table, the Markdown export and the
 app's compare screen, so "sortable by any column" sorts on the same values everywhere.
-Columns marked `content` compare pass rates; they are left out while rule 8 withholds
-the content comparison. Latency, tokens, cost and truncations always show.
+Columns marked `content` compare pass rates; they are left out while the content
+comparison is withheld for want of evidence. Latency, tokens, cost and truncations always show.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ COLUMNS: tuple[Column, ...] = (
 
 
 def columns(comparison: Comparison, usage: bool | None = None) -> list[Column]:
-    """The columns to show: without the pass-rate ones while rule 8 withholds content.
+    """The columns to show: without the pass-rate ones while content is withheld.
     `usage` True/False keeps the case column and only the usage / only the other columns."""
     return [
         c
@@ -239,7 +239,7 @@ def _case_side(case: CaseRecord, rate: float | None, usage: Usage) -> dict[str, 
 
 def comparison_json(c: Comparison) -> dict[str, Any]:
     """The comparison for scripts: every fact of the tables, nothing cut. Every compared
-    case is listed with its usage; its pass-rate fields are null while rule 8 withholds."""
+    case is listed with its usage; its pass-rate fields are null while content is withheld."""
     withheld = bool(c.withheld)
     t = c.total
     return {
