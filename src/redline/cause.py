@@ -47,7 +47,13 @@ from redline.gitio import (
 from redline.manifest import prompt_key, suite_manifest
 from redline.records import CaseRecord, RunKind, RunRecord, TriageRecord
 from redline.reference import Reference, find_reference, red_run_commit
-from redline.stats import at_least, difference_interval, fisher_one_sided, wilson_interval
+from redline.stats import (
+    at_least,
+    difference_interval,
+    fisher_one_sided,
+    smallest_count,
+    wilson_interval,
+)
 from redline.store import RunStore, now_iso
 from redline.verdicts import Verdict
 from redline.yamlsource import FILE_REF
@@ -401,19 +407,7 @@ def samples_to_decide(
         result = decide(scaled(red), [scaled(u) for u in undo], bar, alpha, margin)
         return result.cause is not Cause.UNDECIDED
 
-    n = max(current + 1, 2 * current)
-    while n <= limit and not decided(n):
-        n *= 2
-    if n > limit:
-        return None
-    low = max(current, n // 2)
-    while n - low > 1:
-        mid = (low + n) // 2
-        if decided(mid):
-            n = mid
-        else:
-            low = mid
-    return n
+    return smallest_count(decided, current, limit)
 
 
 # -- what changed -----------------------------------------------------------------------

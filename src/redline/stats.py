@@ -7,6 +7,7 @@ every question about it is a question about a binomial proportion.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from statistics import NormalDist
 from typing import Literal
 
@@ -92,21 +93,29 @@ def samples_needed(
         lo, hi = wilson_interval(rate * n, n, confidence)
         return threshold < lo or threshold > hi
 
-    if not excludes(limit):
-        return None
-    n = 1
-    while not excludes(n):
-        n *= 2
-    if n == 1:
-        return 1
-    low, high = n // 2, min(n, limit)
-    while high - low > 1:
-        mid = (low + high) // 2
-        if excludes(mid):
-            high = mid
+    return smallest_count(excludes, 0, limit)
+
+
+def smallest_count(holds: Callable[[int], bool], after: int, limit: int) -> int | None:
+    """The smallest n in (after, limit] for which `holds(n)`, or None.
+
+    For a condition that stays true once it is true (more samples only add evidence):
+    doubling to bracket it, then bisection, so a count of thousands costs a few dozen calls.
+    """
+    low, n = after, max(after + 1, 2 * after)
+    while n < limit and not holds(n):
+        low, n = n, n * 2
+    if n >= limit:
+        n = limit
+        if n <= low or not holds(n):
+            return None
+    while n - low > 1:
+        mid = (low + n) // 2
+        if holds(mid):
+            n = mid
         else:
             low = mid
-    return high
+    return n
 
 
 def difference_interval(
