@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import git
+import pytest
 
 from redline.cases import load_suites
 from redline.cause import Diagnosis, Settings, analyse
@@ -161,3 +162,27 @@ class History:
             if all(keeps_answer(model, s, rate) for s in seeds) is passing:
                 return run_id
         raise AssertionError(f"no run id makes {model} {'pass' if passing else 'fail'}")
+
+
+def prompt_regression(
+    root: Path,
+    server: LoopbackLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    more_cases: tuple[str, ...] = (),
+) -> tuple[History, RunRecord]:
+    """Green on main, then a red run on a branch whose prompt drops the amount.
+
+    `more_cases` adds amount cases beside CASE, committed on main before the green run.
+    """
+    history = History.create(root, server)
+    for case_id in more_cases:
+        text = CASE_YAML.format(needle="12,000").replace(CASE, case_id)
+        history.write(f"cases/{SUITE}/{case_id}.yaml", text)
+    if more_cases:
+        history.commit("more amount cases")
+    monkeypatch.chdir(history.root)
+    history.run()
+    history.repo.git.checkout("-b", "feature")
+    history.set_prompt(BROKEN_PROMPT)
+    history.commit("shorter amounts")
+    return history, history.run()

@@ -11,7 +11,8 @@ from helpers import settle, wait_until
 from textual.widgets import DataTable, Static
 from triage_repo import open_triage
 
-from cause_repo import BROKEN_PROMPT, CASE, CASE_YAML, SUITE, History
+from cause_repo import CASE, SUITE, History
+from cause_repo import prompt_regression as regression
 from redline import runner
 from redline.records import RunKind, RunRecord
 from redline_tui.app import TriageApp
@@ -34,17 +35,7 @@ def red_group(
     """Green on main, then a branch whose prompt drops the amount: all three cases red."""
     ids = itertools.count()
     monkeypatch.setattr(runner, "new_run_id", lambda: f"b{next(ids):011d}")
-    history = History.create(tmp_path, llm_server)
-    for case_id in CASES[1:]:
-        text = CASE_YAML.format(needle="12,000").replace(CASE, case_id)
-        history.write(f"cases/{SUITE}/{case_id}.yaml", text)
-    history.commit("two more amount cases")
-    monkeypatch.chdir(history.root)
-    history.run()
-    history.repo.git.checkout("-b", "feature")
-    history.set_prompt(BROKEN_PROMPT)
-    history.commit("shorter amounts")
-    red = history.run()
+    history, red = regression(tmp_path, llm_server, monkeypatch, CASES[1:])
     yield history, red
     history.close()
 

@@ -12,7 +12,8 @@ from textual.widgets import DataTable, Static
 from triage_repo import TriageRepo, open_triage
 from triage_store import RED_RUN
 
-from cause_repo import BROKEN_PROMPT, CASE, SUITE, History
+from cause_repo import CASE, SUITE, History
+from cause_repo import prompt_regression as regression
 from redline import runner
 from redline.cause import ArmKind, Cause
 from redline.records import RunKind, RunRecord, RunStatus
@@ -36,13 +37,7 @@ def prompt_regression(
     """A passing run on main, then a red run on a branch whose prompt drops the amount."""
     ids = itertools.count()
     monkeypatch.setattr(runner, "new_run_id", lambda: f"b{next(ids):011d}")
-    history = History.create(tmp_path, llm_server)
-    monkeypatch.chdir(history.root)
-    history.run()
-    history.repo.git.checkout("-b", "feature")
-    history.set_prompt(BROKEN_PROMPT)
-    history.commit("shorter amounts")
-    red = history.run()
+    history, red = regression(tmp_path, llm_server, monkeypatch)
     yield history, red
     history.close()
 
