@@ -17,19 +17,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from redline.budget import HISTORY_RUNS
-from redline.compare import compare_cases, compare_runs
-from redline.completion import FinishReason
 from redline.config import Price
-from redline.history import case_history, find_marginal
-from redline.outcome import case_outcome
-from redline.records import CaseRecord, RunKind, RunRecord, RunResult, RunStatus, SampleRecord
+from redline.deciding.compare import compare_cases, compare_runs
+from redline.deciding.history import case_history, find_marginal
+from redline.providers.completion import FinishReason
 from redline.report import build_run_report
 from redline.report.html import html_report
 from redline.report.junit import junit_xml
-from redline.store import RunStore
-from redline.usage import usd
-from redline.verdicts import Verdict
+from redline.running.budget import HISTORY_RUNS
+from redline.running.outcome import case_outcome
+from redline.running.records import (
+    CaseRecord,
+    RunKind,
+    RunRecord,
+    RunResult,
+    RunStatus,
+    SampleRecord,
+)
+from redline.running.store import RunStore
+from redline.running.usage import usd
+from redline.running.verdicts import Verdict
 
 T = TypeVar("T")
 _PRICES = {

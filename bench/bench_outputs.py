@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from redline.baseline import Baseline, BaselineCase, Golden
-from redline.completion import FinishReason
-from redline.records import (
+from redline.deciding.baseline import Baseline, BaselineCase, Golden
+from redline.providers.completion import FinishReason
+from redline.running.records import (
     CaseOutcome,
     CaseRecord,
     RunKind,
@@ -29,8 +29,8 @@ from redline.records import (
     RunStatus,
     SampleRecord,
 )
-from redline.store import RunStore
-from redline.verdicts import Verdict
+from redline.running.store import RunStore
+from redline.running.verdicts import Verdict
 from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
 from redline_tui.screens.outputs import OutputsScreen

@@ -27,11 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from github_server import LoopbackGitHub, zip_folder  # noqa: E402
-from redline.ci import RunQuery, pull  # noqa: E402
 from redline.ci.github import GitHubActions  # noqa: E402
-from redline.exchange import RESULTS_FILE, export_run  # noqa: E402
-from redline.store import RunStore  # noqa: E402
-from redline.verdicts import Verdict  # noqa: E402
+from redline.ci.provider import RunQuery  # noqa: E402
+from redline.ci.pull import pull  # noqa: E402
+from redline.running.exchange import RESULTS_FILE, export_run  # noqa: E402
+from redline.running.store import RunStore  # noqa: E402
+from redline.running.verdicts import Verdict  # noqa: E402
 from runfactory import CaseSpec, RunSpec, open_store, write_run  # noqa: E402
 
 TOKEN = "ghs_bench"

@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 from loopback import BARE_BODY, LATENCY_MS, bare_client, start_server
-from redline.cases import load_suites
 from redline.config import parse_config
-from redline.runner import RunOptions, run_suites
-from redline.store import RunStore
+from redline.running.runner import RunOptions, run_suites
+from redline.running.store import RunStore
+from redline.suite.cases import load_suites
 
 KEY_ENV = "REDLINE_BENCH_KEY"
 

@@ -38,7 +38,7 @@ from redline.semantic.grounding import ENTAILMENT_THRESHOLD  # noqa: E402
 from redline.semantic.nli import load_nli  # noqa: E402
 from redline.semantic.scorer import DEFAULT_MENTION_THRESHOLD, semantic_scorer  # noqa: E402
 from redline.semantic.settings import SemanticSettings  # noqa: E402
-from redline.sentences import split_sentences  # noqa: E402
+from redline.suite.sentences import split_sentences  # noqa: E402
 from scripted_checker import ScriptedChecker  # noqa: E402
 from servers import LoopbackLLMServer  # noqa: E402
 

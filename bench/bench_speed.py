@@ -80,10 +80,10 @@ def _env() -> dict[str, str]:
 
 def _redline_in_process(url: str, samples: int, concurrency: int) -> tuple[float, float]:
     """Wall and CPU seconds of `run_suites` for `samples` samples (5 per case)."""
-    from redline.cases import load_suites
     from redline.config import parse_config
-    from redline.runner import RunOptions, run_suites
-    from redline.store import RunStore
+    from redline.running.runner import RunOptions, run_suites
+    from redline.running.store import RunStore
+    from redline.suite.cases import load_suites
 
     with tempfile.TemporaryDirectory(prefix="redline-speed-") as tmp:
         root = Path(tmp)
@@ -204,7 +204,7 @@ def bench_first_request(repeat: int) -> None:
 
 @contextmanager
 def _pure_python_yaml() -> Iterator[None]:
-    from redline import yamlsource
+    from redline.suite import yamlsource
 
     saved = yamlsource._CLoader
     yamlsource._CLoader = None
@@ -215,7 +215,7 @@ def _pure_python_yaml() -> Iterator[None]:
 
 
 def bench_yaml(url: str) -> None:
-    from redline.yamlsource import load_file
+    from redline.suite.yamlsource import load_file
 
     with tempfile.TemporaryDirectory() as tmp:
         suite = write_project(Path(tmp), url, 200, 5, 16)
@@ -400,10 +400,10 @@ def bench_semantic() -> None:
 def bench_slots(repeat: int) -> None:
     """Tokens/s with 1, 2 and 4 slots, each busy with 2 samples per slot; the slot counts
     take turns, `repeat` rounds, so a change in the machine's load hits them alike."""
-    from redline.completion import ChatRequest
     from redline.config import parse_config
     from redline.providers import make_provider
     from redline.providers.base import Provider
+    from redline.providers.completion import ChatRequest
 
     providers: dict[int, Provider] = {}
     for slots in (1, 2, 4):

@@ -18,11 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from redline.completion import FinishReason
-from redline.outcome import add_counts, case_outcome, run_result
-from redline.records import CaseRecord, RunKind, RunRecord, RunStatus, SampleRecord
-from redline.store import RunStore
-from redline.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.providers.completion import FinishReason
+from redline.running.outcome import add_counts, case_outcome, run_result
+from redline.running.records import CaseRecord, RunKind, RunRecord, RunStatus, SampleRecord
+from redline.running.store import RunStore
+from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
 from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
 from redline_tui.screens.outputs import OutputsScreen

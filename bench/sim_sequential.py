@@ -10,10 +10,10 @@ right, not an alarm); *power* is the share of dropped cases reported red (and, s
 marginal: both put the case in front of a person).
 
 Fixed N uses the same bar scaled to N (3 → 3 of 3, 5 → 4 of 5, 10 → 8 of 10). Sequential
-runs `redline.sequential.SequentialPlan` exactly as `redline run` does.
+runs `redline.running.sequential.SequentialPlan` exactly as `redline run` does.
 
 The second table does the same for triage Step 1: the real decision rule of
-`redline.cause` (prompt / noise / undecided) in its batches, against the same rule at a
+`redline.deciding.cause` (prompt / noise / undecided) in its batches, against the same rule at a
 fixed 40 samples per arm.
 """
 
@@ -32,9 +32,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from redline.cause import ArmCounts, ArmKind, Bar, Cause, Settings, decide
-from redline.outcome import scale_required
-from redline.sequential import Decision, SequentialPlan
+from redline.deciding.cause import ArmCounts, ArmKind, Bar, Cause, Settings, decide
+from redline.running.outcome import scale_required
+from redline.running.sequential import Decision, SequentialPlan
 
 BAR = 0.8
 DROP = 0.20
@@ -172,7 +172,7 @@ def floor_line() -> str:
 
 
 def triage_table(seed: int, trials: int) -> list[str]:
-    """Triage Step 1 (`redline rerun`): the real decision rule of `redline.cause`, batch by
+    """Triage Step 1 (`redline rerun`): the real decision rule of `redline.deciding.cause`, batch by
     batch at its default looks and error spending, against a fixed 40 samples per arm."""
     rng = random.Random(seed)
     settings = Settings()

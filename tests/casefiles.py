@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from redline.cases import Case, load_suite
-from redline.completion import Completion, FinishReason
+from redline.providers.completion import Completion, FinishReason
+from redline.suite.cases import Case, load_suite
 
 SUITE_YAML = """\
 name: demo

@@ -13,12 +13,12 @@ from pathlib import Path
 import git
 import pytest
 
-from redline.cases import load_suites
-from redline.cause import Diagnosis, Settings, analyse
 from redline.config import Config, parse_config
-from redline.records import CaseOutcome, CaseRecord, RunRecord
-from redline.runner import RunOptions, run_suites, sample_seed
-from redline.store import RunStore
+from redline.deciding.cause import Diagnosis, Settings, analyse
+from redline.running.records import CaseOutcome, CaseRecord, RunRecord
+from redline.running.runner import RunOptions, run_suites, sample_seed
+from redline.running.store import RunStore
+from redline.suite.cases import load_suites
 from servers import LoopbackLLMServer, keeps_answer
 
 GOOD, FLAKY, BAD = "good-model", "flaky-model", "bad-model"

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from redline.casemodel.effective import default_required
-from redline.completion import FinishReason
-from redline.outcome import add_counts, case_outcome, run_result
-from redline.records import (
+from redline.providers.completion import FinishReason
+from redline.running.outcome import add_counts, case_outcome, run_result
+from redline.running.records import (
     CaseRecord,
     RunKind,
     RunRecord,
@@ -17,8 +17,8 @@ from redline.records import (
     RunStatus,
     SampleRecord,
 )
-from redline.store import RunStore
-from redline.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.running.store import RunStore
+from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
 
 OK, WRONG, MALFORMED = Verdict.OK, Verdict.WRONG, Verdict.MALFORMED
 TRUNCATED, TRANSPORT, REFUSED = Verdict.TRUNCATED, Verdict.TRANSPORT, Verdict.REFUSED

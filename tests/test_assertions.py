@@ -19,10 +19,10 @@ from redline.assertions.base import (
 )
 from redline.assertions.heuristic import compression_ratio, distinct_n
 from redline.assertions.refusal import detect_refusal
-from redline.cases import Case
-from redline.completion import Completion, FinishReason
 from redline.errors import ProblemsError
-from redline.verdicts import AssertionStatus, Verdict
+from redline.providers.completion import Completion, FinishReason
+from redline.running.verdicts import AssertionStatus, Verdict
+from redline.suite.cases import Case
 
 SCHEMA = json.dumps(
     {

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from redline.baseline import (
+from redline.cli import main
+from redline.deciding.baseline import (
     CaseStatus,
     choose_golden,
     compare_run_with_baselines,
@@ -17,11 +18,10 @@ from redline.baseline import (
     save_baselines,
     score_drops,
 )
-from redline.cli import main
-from redline.completion import FinishReason
 from redline.errors import UsageError
-from redline.records import RunKind, RunStatus, SampleRecord
-from redline.verdicts import Verdict
+from redline.providers.completion import FinishReason
+from redline.running.records import RunKind, RunStatus, SampleRecord
+from redline.running.verdicts import Verdict
 from runfactory import OK, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
 
 TYPICAL = [

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from redline import assert_behavior, check_behavior
-from redline.behavior import BehaviorUnavailable
-from redline.verdicts import AssertionStatus
+from redline.running.verdicts import AssertionStatus
+from redline.suite.behavior import BehaviorUnavailable
 
 REPLY = (
     "We are truly sorry for the delay with order 4412. "

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from redline.budget import Basis, estimate_run
-from redline.cases import load_suites
 from redline.cli import main
 from redline.config import parse_config
-from redline.records import RunResult, RunStatus
-from redline.runner import RunOptions
-from redline.store import RunStore
-from redline.usage import usd
+from redline.running.budget import Basis, estimate_run
+from redline.running.records import RunResult, RunStatus
+from redline.running.runner import RunOptions
+from redline.running.store import RunStore
+from redline.running.usage import usd
+from redline.suite.cases import load_suites
 from servers import LoopbackLLMServer
 from test_runner import KEY_ENV, SECRET, write_suite
 
@@ -246,8 +246,8 @@ def test_asks_on_a_terminal_when_the_estimate_is_over_the_threshold(
 
 
 def test_budget_reserves_the_worst_case_of_samples_in_flight() -> None:
-    from redline.budget import Budget, CaseEstimate, Estimate
     from redline.config import Price
+    from redline.running.budget import Budget, CaseEstimate, Estimate
 
     case = CaseEstimate("s", "c", 10, 100.0, 50.0, Basis.HISTORY, per_sample=0.1, ceiling=0.3)
     budget = Budget(1.0, Estimate("p:m", Price(1.0, 1.0), (case,)))

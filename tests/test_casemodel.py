@@ -18,9 +18,9 @@ from redline.casemodel.values import (
     pattern_change,
     required_text_change,
 )
-from redline.cases import load_suite
 from redline.errors import ProblemsError
 from redline.guard import loosenings_between
+from redline.suite.cases import load_suite
 
 PROV = {"ticket": "T-1"}
 

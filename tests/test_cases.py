@@ -8,9 +8,9 @@ import pytest
 from casefiles import CASE_HEAD, SUITE_YAML, write_suite
 from redline.assertions import load_optional_types
 from redline.assertions.base import _REGISTRY, TYPE_MODULES
-from redline.cases import load_suite, load_suites
 from redline.config import load_config, parse_config
 from redline.errors import Problem, ProblemsError
+from redline.suite.cases import load_suite, load_suites
 
 REPO = Path(__file__).resolve().parents[1]
 

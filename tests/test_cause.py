@@ -25,10 +25,10 @@ from cause_repo import (
     SUITE,
     History,
 )
-from redline import runner
-from redline.cause import ArmKind, Bar, Cause, Change, Settings
 from redline.cli import ExitCode, main
-from redline.records import RunKind
+from redline.deciding.cause import ArmKind, Bar, Cause, Change, Settings
+from redline.running import runner
+from redline.running.records import RunKind
 from servers import LoopbackLLMServer
 
 MakeHistory = Callable[..., History]
@@ -63,7 +63,7 @@ def history(make_history: MakeHistory) -> History:
 
 
 def _arm(diagnosis: object, kind: ArmKind) -> tuple[int, int]:
-    from redline.cause import Diagnosis
+    from redline.deciding.cause import Diagnosis
 
     assert isinstance(diagnosis, Diagnosis)
     arm = next(a for a in diagnosis.arms if a.kind is kind)

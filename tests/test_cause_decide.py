@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from redline.cause import (
+from redline.deciding.cause import (
     ArmCounts,
     ArmKind,
     Bar,
@@ -16,7 +16,7 @@ from redline.cause import (
     decide,
     samples_to_decide,
 )
-from redline.stats import at_least, difference_interval
+from redline.deciding.stats import at_least, difference_interval
 
 CONTRACT = Bar(5, 5)
 QUALITY = Bar(5, 4)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from redline.ci.shard import shard_of
 from redline.cli import main
-from redline.shard import shard_of
-from redline.store import RunStore
+from redline.running.store import RunStore
 from servers import LoopbackLLMServer
 
 KEY_ENV = "REDLINE_LOOPBACK_KEY"

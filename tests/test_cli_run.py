@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from redline.cli import main
-from redline.records import RunKind, RunResult, RunStatus
-from redline.runner import sample_seed
-from redline.store import RunStore
+from redline.running.records import RunKind, RunResult, RunStatus
+from redline.running.runner import sample_seed
+from redline.running.store import RunStore
 from servers import LoopbackLLMServer
 from test_runner import KEY_ENV, SECRET, write_config, write_suite
 
@@ -310,9 +310,9 @@ def test_case_tier_and_samples_options_choose_what_runs(
 def test_resuming_an_interrupted_replay_says_to_replay_again_and_calls_no_model(
     project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from redline.cases import load_suites
     from redline.config import load_config
-    from redline.runner import RunOptions, RunProgress, run_suites
+    from redline.running.runner import RunOptions, RunProgress, run_suites
+    from redline.suite.cases import load_suites
 
     folder = write_suite(project, "s", {"a": "MODE:json", "b": "MODE:preamble"})
     assert main(["run", "s", "--quiet"]) == 1

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from redline.assertions.evaluate import evaluate_sample
-from redline.cases import load_suites
-from redline.completion import Completion, FinishReason
 from redline.config import load_config
-from redline.verdicts import AssertionStatus, Verdict
+from redline.providers.completion import Completion, FinishReason
+from redline.running.verdicts import AssertionStatus, Verdict
+from redline.suite.cases import load_suites
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ def test_every_demo_case_has_a_golden_answer_that_passes_its_own_assertions(
 def test_a_golden_file_is_read_byte_for_byte_and_is_part_of_the_case_hash(
     tmp_path: Path,
 ) -> None:
-    from redline.cases import load_suite
+    from redline.suite.cases import load_suite
 
     suite = tmp_path / "s"
     (suite / "golden").mkdir(parents=True)
@@ -65,8 +65,8 @@ def test_a_golden_file_is_read_byte_for_byte_and_is_part_of_the_case_hash(
 
 
 def test_a_missing_golden_file_is_an_error_with_file_and_line(tmp_path: Path) -> None:
-    from redline.cases import load_suite
     from redline.errors import ProblemsError
+    from redline.suite.cases import load_suite
 
     suite = tmp_path / "s"
     suite.mkdir()
@@ -86,8 +86,8 @@ def test_a_missing_golden_file_is_an_error_with_file_and_line(tmp_path: Path) ->
 
 
 def test_golden_reference_prefers_the_accepted_baseline_and_says_which() -> None:
-    from redline.baseline import Baseline, BaselineCase, Golden, golden_reference
-    from redline.records import CaseOutcome
+    from redline.deciding.baseline import Baseline, BaselineCase, Golden, golden_reference
+    from redline.running.records import CaseOutcome
 
     def entry(golden: Golden | None, passes: int) -> Baseline:
         case = BaselineCase(

@@ -601,8 +601,8 @@ def test_var_and_file_loosenings_show_effective_values(
 
 
 def test_the_base_suite_loads(tmp_path: Path) -> None:
-    from redline.cases import load_suites
     from redline.config import load_config
+    from redline.suite.cases import load_suites
 
     write_tree(tmp_path, base_tree())
     config = load_config(tmp_path)

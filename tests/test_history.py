@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from redline.cli import main
+from redline.deciding.history import HistoryPoint, case_history, find_marginal, sparkline
 from redline.errors import UsageError
-from redline.history import HistoryPoint, case_history, find_marginal, sparkline
-from redline.records import CaseOutcome, RunKind
+from redline.running.records import CaseOutcome, RunKind
 from runfactory import OK, TRANSPORT, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
 
 

@@ -8,9 +8,9 @@ import pytest
 
 from redline.cli import main
 from redline.config import parse_config
-from redline.runner import RunOptions
-from redline.store import RunStore
-from redline.verdicts import AssertionStatus, Verdict
+from redline.running.runner import RunOptions
+from redline.running.store import RunStore
+from redline.running.verdicts import AssertionStatus, Verdict
 from servers import LoopbackLLMServer
 from test_judge_session import judge_requests, trust_rubric, write_judged_suite
 

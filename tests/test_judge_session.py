@@ -14,8 +14,6 @@ import pytest
 
 from redline.assertions import SampleEvaluation, evaluate_sample
 from redline.assertions.judge import NOT_ENABLED
-from redline.cases import Case, Suite, load_suite
-from redline.completion import ChatRequest
 from redline.config import Config, parse_config
 from redline.errors import ProblemsError
 from redline.judge import (
@@ -33,10 +31,12 @@ from redline.judge import (
 from redline.judge.agreement import FAIL, PASS
 from redline.judge.calibration import Calibration
 from redline.judge.call import JUDGE_TOOL, ToolCallAnthropicProvider
-from redline.outcome import case_outcome
 from redline.providers import make_provider
-from redline.records import CaseOutcome
-from redline.verdicts import AssertionStatus, Verdict
+from redline.providers.completion import ChatRequest
+from redline.running.outcome import case_outcome
+from redline.running.records import CaseOutcome
+from redline.running.verdicts import AssertionStatus, Verdict
+from redline.suite.cases import Case, Suite, load_suite
 from servers import LoopbackLLMServer
 
 GOOD = '{"score": 1, "reasoning": "straight to the point", "is_concise": true}'

@@ -16,7 +16,7 @@ _HEAVY = ("numpy", "jsonschema", "pydantic", "redline.judge.answer", "redline.se
 _LOAD = (
     "import json, sys\n"
     "from pathlib import Path\n"
-    "from redline.cases import load_suites\n"
+    "from redline.suite.cases import load_suites\n"
     "suites = load_suites([Path(sys.argv[1])])\n"
     "names = [a.type_name for s in suites for c in s.cases for a in c.assertions]\n"
     f"heavy = {_HEAVY!r}\n"

@@ -5,9 +5,9 @@ from pathlib import Path
 
 from casefiles import CASE_HEAD, write_suite
 from redline import __version__
-from redline.cases import Suite, load_suite
-from redline.manifest import case_hash, suite_manifest
-from redline.words import COUNTING_RULE
+from redline.running.manifest import case_hash, suite_manifest
+from redline.suite.cases import Suite, load_suite
+from redline.suite.words import COUNTING_RULE
 
 SCHEMA = '{"type": "object"}'
 CASE_A = (

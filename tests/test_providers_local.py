@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from redline.completion import ChatRequest, Completion, FinishReason
 from redline.config import Config, ModelRef, parse_config
 from redline.errors import ConfigError
 from redline.providers import Provider, make_provider
+from redline.providers.completion import ChatRequest, Completion, FinishReason
 from redline.providers.local import LocalProvider, default_slots, locate_model
 
 DEFAULT = "smollm2-135m-instruct-q4_1"

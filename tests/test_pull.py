@@ -21,10 +21,10 @@ import pytest
 import yaml
 
 from github_server import LoopbackGitHub, zip_folder
+from redline.ci.scaffold import WORKFLOW_FILE, starter_files
 from redline.cli import main
-from redline.exchange import RESULTS_FILE
-from redline.scaffold import WORKFLOW_FILE, starter_files
-from redline.store import RunStore
+from redline.running.exchange import RESULTS_FILE
+from redline.running.store import RunStore
 from runfactory import write_config
 from servers import LoopbackLLMServer
 from test_runner import KEY_ENV, write_suite

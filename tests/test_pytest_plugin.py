@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-import redline.behavior
 import redline.providers
+import redline.suite.behavior
 from servers import LoopbackLLMServer
 
 pytest_plugins = ["pytester"]
 
 #: Imported here, before pytester snapshots sys.modules, so in-process runs share numpy
 #: and the loaded model instead of re-importing extension modules (which numpy refuses).
-_SHARED_MODULES = (redline.behavior, redline.providers)
+_SHARED_MODULES = (redline.suite.behavior, redline.providers)
 
 RELATED = "Your refund of $45 has been issued to your card."
 WEAKER = "The money you paid will be returned to your card."

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from redline.cases import load_suite
 from redline.cli import main
 from redline.errors import ProblemsError
 from redline.report import build_run_report
 from redline.report.html import html_report
 from redline.report.junit import junit_xml
 from redline.report.markdown import markdown_summary
-from redline.store import RunStore
+from redline.running.store import RunStore
+from redline.suite.cases import load_suite
 from servers import LoopbackLLMServer
 from test_cli_run import latest_run_id, project  # noqa: F401  (fixture)
 from test_runner import write_suite

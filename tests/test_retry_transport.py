@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from redline.cli import main
-from redline.records import RunResult, RunStatus
-from redline.runner import RETRIES_ARG
-from redline.store import RunStore
-from redline.verdicts import Verdict
+from redline.running.records import RunResult, RunStatus
+from redline.running.runner import RETRIES_ARG
+from redline.running.store import RunStore
+from redline.running.verdicts import Verdict
 from servers import LoopbackLLMServer
 from test_cli_run import latest_run_id, project  # noqa: F401  (fixture)
 from test_runner import write_suite

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from redline.cases import load_suites
 from redline.config import Config, parse_config
 from redline.errors import UsageError
-from redline.records import CaseOutcome, RunKind, RunResult, RunStatus
-from redline.runner import RunOptions, RunProgress, execute_run, run_suites, sample_seed
-from redline.store import RunStore
-from redline.verdicts import Verdict
+from redline.running.records import CaseOutcome, RunKind, RunResult, RunStatus
+from redline.running.runner import RunOptions, RunProgress, execute_run, run_suites, sample_seed
+from redline.running.store import RunStore
+from redline.running.verdicts import Verdict
+from redline.suite.cases import load_suites
 from servers import LoopbackLLMServer
 
 JSON_ASSERTS = "  - type: is-json\n  - type: contains\n    value: '\"ok\"'\n"
@@ -140,7 +140,7 @@ def test_every_server_mode_gets_its_verdict_and_retries(
 def test_api_key_never_reaches_store_or_export(
     tmp_path: Path, llm_server: LoopbackLLMServer, key: str
 ) -> None:
-    from redline.exchange import export_run
+    from redline.running.exchange import export_run
 
     config = write_config(tmp_path, llm_server)
     suite = write_suite(tmp_path, "s", {"ok": "MODE:json", "boom": "MODE:500", "echo": "MODE:echo"})

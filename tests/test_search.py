@@ -9,8 +9,8 @@ import pytest
 
 from redline.cli import main
 from redline.errors import UsageError
-from redline.search import search_run
-from redline.store import RunStore
+from redline.running.search import search_run
+from redline.running.store import RunStore
 from runfactory import OK, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
 
 OUTPUTS = {

@@ -29,6 +29,7 @@ else:
     sentence_transformers = pytest.importorskip("sentence_transformers")
 
 from redline.assertions.semantic import grounding_check
+from redline.running.verdicts import AssertionStatus
 from redline.semantic.embeddings import (
     BackendUnavailable,
     SentenceTransformersBackend,
@@ -38,7 +39,6 @@ from redline.semantic.grounding import check_grounding
 from redline.semantic.nli import NLIBackend, load_nli
 from redline.semantic.scorer import semantic_scorer
 from redline.semantic.settings import SemanticSettings
-from redline.verdicts import AssertionStatus
 
 WORDS = (
     *("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"),

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from redline.cases import load_suite
-from redline.compare import compare_runs
 from redline.config import parse_config
+from redline.deciding.compare import compare_runs
 from redline.errors import ProblemsError
-from redline.records import CaseOutcome, RunResult
-from redline.runner import RunOptions, run_suites
-from redline.seeds import seed_warning
-from redline.sequential import Decision, SamplingSpec, SequentialPlan
-from redline.store import RunStore
+from redline.running.records import CaseOutcome, RunResult
+from redline.running.runner import RunOptions, run_suites
+from redline.running.seeds import seed_warning
+from redline.running.sequential import Decision, SamplingSpec, SequentialPlan
+from redline.running.store import RunStore
+from redline.suite.cases import load_suite
 from servers import LoopbackLLMServer
 
 KEY_ENV = "REDLINE_LOOPBACK_KEY"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from redline.stats import fisher_one_sided, samples_needed, wilson_interval
+from redline.deciding.stats import fisher_one_sided, samples_needed, wilson_interval
 
 # Computed once with scipy.stats.fisher_exact([[a, na - a], [b, nb - b]], alternative=...).
 FISHER_KNOWN = [

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from redline.completion import FinishReason
 from redline.errors import UsageError
-from redline.records import (
+from redline.providers.completion import FinishReason
+from redline.running.records import (
     CaseOutcome,
     CaseRecord,
     RunKind,
@@ -14,8 +14,8 @@ from redline.records import (
     RunStatus,
     SampleRecord,
 )
-from redline.store import RunStore
-from redline.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.running.store import RunStore
+from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
 
 
 def make_run(run_id: str, started: str, kind: RunKind = RunKind.RUN, **kw: object) -> RunRecord:
@@ -134,7 +134,7 @@ def test_store_uses_wal_and_indexes(tmp_path: Path) -> None:
 
 
 def test_export_import_round_trip_is_exact(tmp_path: Path) -> None:
-    from redline.exchange import export_run, import_run
+    from redline.running.exchange import export_run, import_run
 
     raw = 'Here is {"a": 1}\x1b[0m\x00\r\n\u202e\ud800 tail'
     with RunStore.open(tmp_path / "a.db") as source:

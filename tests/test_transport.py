@@ -10,9 +10,9 @@ import warnings
 import httpx
 import pytest
 
-from redline.completion import ChatRequest
 from redline.config import Config
 from redline.providers import make_provider
+from redline.providers.completion import ChatRequest
 from redline.providers.transport import AiohttpTransport
 from servers import VALID_JSON, LoopbackLLMServer
 

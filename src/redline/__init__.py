@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from redline.behavior import assert_behavior, check_behavior
+    from redline.suite.behavior import assert_behavior, check_behavior
 
 #: Loaded on first use so `import redline` (the CLI) stays light.
 _LAZY = ("assert_behavior", "check_behavior")
@@ -15,7 +15,7 @@ _LAZY = ("assert_behavior", "check_behavior")
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from redline import behavior
+        from redline.suite import behavior
 
         return getattr(behavior, name)
     raise AttributeError(f"module 'redline' has no attribute {name!r}")

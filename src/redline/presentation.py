@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from redline.records import CaseOutcome
+from redline.running.records import CaseOutcome
 
 #: Rich style strings (the CLI prints them, the TUI renders them as Text styles).
 OUTCOME_STYLES = {

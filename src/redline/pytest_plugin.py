@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from redline.behavior import BehaviorAssertion, BehaviorResult
-    from redline.cases import Case, Suite
     from redline.config import Config
     from redline.providers.base import Provider
+    from redline.suite.behavior import BehaviorAssertion, BehaviorResult
+    from redline.suite.cases import Case, Suite
 
 DEFAULT_BASELINE = "baselines/pytest-behavior.json"
 DEFAULT_SCORE_DROP = 0.10
@@ -125,7 +125,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    from redline.behavior import BehaviorUnavailable, observe_results
+    from redline.suite.behavior import BehaviorUnavailable, observe_results
 
     seen: list[tuple[BehaviorAssertion, BehaviorResult]] = []
     item.stash[_CHAINS] = seen
@@ -236,7 +236,7 @@ def compare_baseline(
     (semantic ones and judges) can drop, and for `not-mentions` a rise is the drop; a budget
     that still passes is not a drop.
     """
-    from redline.baseline import score_drops
+    from redline.deciding.baseline import score_drops
 
     regressions: list[str] = []
     notes: list[str] = []
@@ -321,7 +321,7 @@ class SuiteFile(pytest.File):
     """A redline suite: one pytest item per case (retired cases are not collected)."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from redline.cases import load_suite
+        from redline.suite.cases import load_suite
 
         suite = load_suite(self.path.parent, _session_config(self.config))
         for case in suite.cases:
@@ -340,11 +340,11 @@ class CaseItem(pytest.Item):
 
     def runtest(self) -> None:
         from redline.assertions import evaluate_sample
-        from redline.completion import ChatRequest
-        from redline.outcome import case_outcome
-        from redline.records import CaseOutcome
-        from redline.seeds import sample_seed
-        from redline.verdicts import Verdict
+        from redline.providers.completion import ChatRequest
+        from redline.running.outcome import case_outcome
+        from redline.running.records import CaseOutcome
+        from redline.running.seeds import sample_seed
+        from redline.running.verdicts import Verdict
 
         config = _session_config(self.config)
         model = config.model(self.suite.model)

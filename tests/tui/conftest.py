@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from triage_repo import TriageRepo, make_repo, open_triage
 from triage_store import build_store
 
-from redline.store import RunStore
+from redline.running.store import RunStore
 
 
 @pytest.fixture

@@ -16,19 +16,19 @@ from pathlib import Path
 
 import git
 
-from redline.completion import FinishReason
 from redline.config import parse_config
-from redline.outcome import add_counts, case_outcome, run_result
-from redline.quarantine import QUARANTINED_ARG
-from redline.records import (
+from redline.deciding.quarantine import QUARANTINED_ARG
+from redline.providers.completion import FinishReason
+from redline.running.outcome import add_counts, case_outcome, run_result
+from redline.running.records import (
     CaseRecord,
     RunKind,
     RunRecord,
     RunStatus,
     SampleRecord,
 )
-from redline.store import RunStore
-from redline.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.running.store import RunStore
+from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
 from redline_tui.context import TriageContext
 
 SUITE = "invoices"

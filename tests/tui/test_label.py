@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from redline.cases import Case, load_suite
 from redline.cli import ExitCode, main
-from redline.completion import FinishReason
 from redline.judge import Label, labels_path, load_rubric, read_labels, write_labels
 from redline.judge.labels import LabelItem, label_items, rubric_card
-from redline.records import RunKind, RunRecord, RunStatus, SampleRecord
-from redline.store import RunStore
-from redline.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.providers.completion import FinishReason
+from redline.running.records import RunKind, RunRecord, RunStatus, SampleRecord
+from redline.running.store import RunStore
+from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.suite.cases import Case, load_suite
 from redline_tui.label import LabelApp
 
 pytestmark = pytest.mark.anyio

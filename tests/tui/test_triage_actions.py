@@ -10,7 +10,7 @@ from textual.widgets import Input, Label, Static
 from triage_repo import CASE_TEXT, TriageRepo
 from triage_store import EARLIER_RUNS, RED_RUN, RERUN, add_interrupted_rerun
 
-from redline.baseline import save_baselines
+from redline.deciding.baseline import save_baselines
 from redline_tui.app import TriageApp
 from redline_tui.widgets.dialogs import ConfirmDialog, FormDialog, MessageDialog, PickerDialog
 from redline_tui.widgets.lazy_text import LazyText
@@ -229,7 +229,7 @@ async def test_loosening_a_string_keeps_it_a_string_whatever_it_holds(
         assert "{" not in footer and "None" not in footer
         await pilot.press("y")
         await pilot.pause()
-    from redline.cases import load_suite
+    from redline.suite.cases import load_suite
 
     suite = load_suite(triage_repo.case_path.parent, triage_repo.ctx.config)
     case = suite.case("0042-amount-suffix")

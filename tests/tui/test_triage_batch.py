@@ -13,8 +13,8 @@ from triage_repo import open_triage
 
 from cause_repo import CASE, SUITE, History
 from cause_repo import prompt_regression as regression
-from redline import runner
-from redline.records import RunKind, RunRecord
+from redline.running import runner
+from redline.running.records import RunKind, RunRecord
 from redline_tui.app import TriageApp
 from redline_tui.batch import arm_concurrency, batch_width
 from redline_tui.screens.run import RunScreen

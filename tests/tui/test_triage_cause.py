@@ -14,9 +14,9 @@ from triage_store import RED_RUN
 
 from cause_repo import CASE, SUITE, History
 from cause_repo import prompt_regression as regression
-from redline import runner
-from redline.cause import ArmKind, Cause
-from redline.records import RunKind, RunRecord, RunStatus
+from redline.deciding.cause import ArmKind, Cause
+from redline.running import runner
+from redline.running.records import RunKind, RunRecord, RunStatus
 from redline_tui.app import TriageApp
 from redline_tui.screens.outputs import OutputsScreen
 from redline_tui.screens.rerun import RerunScreen

@@ -10,7 +10,7 @@ import pytest
 from helpers import press_before
 from triage_store import RED_RUN, SUITE
 
-from redline.cause import (
+from redline.deciding.cause import (
     ArmCounts,
     ArmKind,
     Bar,
@@ -20,9 +20,9 @@ from redline.cause import (
     Diagnosis,
     explain,
 )
-from redline.records import TriageRecord
-from redline.reference import Reference
-from redline.store import RunStore
+from redline.deciding.reference import Reference
+from redline.running.records import TriageRecord
+from redline.running.store import RunStore
 from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
 

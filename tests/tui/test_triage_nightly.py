@@ -21,8 +21,8 @@ from nightly_store import (
 )
 from textual.widgets import DataTable, OptionList, Static
 
-from redline.cases import load_suites
-from redline.store import RunStore
+from redline.running.store import RunStore
+from redline.suite.cases import load_suites
 from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
 from redline_tui.screens.outputs import OutputsScreen

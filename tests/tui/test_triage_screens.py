@@ -16,9 +16,9 @@ from triage_store import (
     _run_record,
 )
 
-from redline.baseline import save_baselines
-from redline.history import HistoryPoint
-from redline.records import CaseOutcome, RunKind
+from redline.deciding.baseline import save_baselines
+from redline.deciding.history import HistoryPoint
+from redline.running.records import CaseOutcome, RunKind
 from redline_tui.app import TriageApp
 from redline_tui.screens.compare import CompareScreen
 from redline_tui.screens.help import HelpScreen

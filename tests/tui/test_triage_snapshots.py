@@ -16,8 +16,8 @@ from textual.pilot import Pilot
 from triage_repo import TriageRepo
 from triage_store import EARLIER_RUNS, RED_RUN
 
-from redline.baseline import save_baselines
-from redline.store import RunStore
+from redline.deciding.baseline import save_baselines
+from redline.running.store import RunStore
 from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import git
 
 from redline.config import parse_config
-from redline.store import RunStore
+from redline.running.store import RunStore
 from redline_tui.context import TriageContext
 
 CASE_TEXT = """\

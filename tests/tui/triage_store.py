@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from redline.completion import FinishReason
-from redline.outcome import add_counts, case_outcome, run_result
-from redline.records import (
+from redline.providers.completion import FinishReason
+from redline.running.outcome import add_counts, case_outcome, run_result
+from redline.running.records import (
     CaseOutcome,
     CaseRecord,
     RunKind,
@@ -17,8 +17,8 @@ from redline.records import (
     RunStatus,
     SampleRecord,
 )
-from redline.store import RunStore
-from redline.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.running.store import RunStore
+from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
 
 SUITE = "support"
 MODEL = "openai:fake-model-2026-01"

@@ -15,12 +15,12 @@ from typing import Any
 
 from textual.screen import Screen
 
+from redline.deciding.history import case_history, find_marginal
+from redline.deciding.rerun import default_samples, find_case
 from redline.errors import ProblemsError, RedlineError, UsageError
 from redline.gitio import stage_file
 from redline.guard import index_has_prompt_change, loosenings_between
-from redline.history import case_history, find_marginal
-from redline.records import CaseRecord, RunRecord, RunStatus, TriageRecord
-from redline.rerun import default_samples, find_case
+from redline.running.records import CaseRecord, RunRecord, RunStatus, TriageRecord
 from redline.textsafe import preview
 from redline_tui.context import TriageContext
 from redline_tui.edits import (

@@ -12,9 +12,9 @@ from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from redline.cause import ArmKind, Cause, Settings
 from redline.config import Config
-from redline.records import CaseRecord, RunRecord
+from redline.deciding.cause import ArmKind, Cause, Settings
+from redline.running.records import CaseRecord, RunRecord
 from redline_tui.cause_jobs import CauseJobs, case_key
 from redline_tui.messages import CaseKey, CauseProgressed
 

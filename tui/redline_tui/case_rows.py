@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from redline.cause import CauseProgress
+from redline.deciding.cause import CauseProgress
 from redline.presentation import OUTCOME_ORDER
-from redline.records import CaseRecord, TriageRecord
-from redline.verdicts import VERDICT_ORDER, Verdict
+from redline.running.records import CaseRecord, TriageRecord
+from redline.running.verdicts import VERDICT_ORDER, Verdict
 
 _OUTCOME_ORDER = OUTCOME_ORDER
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 from textual.app import App
 
-from redline.cause import CauseAnalysis, CauseProgress, Settings
 from redline.config import Config
+from redline.deciding.cause import CauseAnalysis, CauseProgress, Settings
 from redline.errors import RedlineError
-from redline.records import CaseRecord, RunRecord
-from redline.store import RunStore
+from redline.running.records import CaseRecord, RunRecord
+from redline.running.store import RunStore
 from redline_tui.messages import CaseKey, CauseProgressed
 
 

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from redline.baseline import Baseline, GoldenReference, golden_reference, load_baseline
 from redline.config import Config
+from redline.deciding.baseline import Baseline, GoldenReference, golden_reference, load_baseline
+from redline.deciding.rerun import find_case
 from redline.errors import RedlineError
-from redline.records import CaseRecord, RunKind, RunRecord, SampleRecord
-from redline.rerun import find_case
-from redline.store import RunStore
+from redline.running.records import CaseRecord, RunKind, RunRecord, SampleRecord
+from redline.running.store import RunStore
 
 if TYPE_CHECKING:
     from redline_tui.cause_jobs import CauseJobs

@@ -21,13 +21,19 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import ScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
-from redline.baseline import Baseline, BaselineCase, baseline_case, baseline_path, load_baseline
 from redline.casemodel import CASE_SUFFIXES, SUITE_FILE
-from redline.cases import check_suite_edit
 from redline.config import Config
+from redline.deciding.baseline import (
+    Baseline,
+    BaselineCase,
+    baseline_case,
+    baseline_path,
+    load_baseline,
+)
 from redline.errors import UsageError
-from redline.outcome import scale_required
-from redline.records import CaseRecord, RunRecord, RunStatus, SampleRecord
+from redline.running.outcome import scale_required
+from redline.running.records import CaseRecord, RunRecord, RunStatus, SampleRecord
+from redline.suite.cases import check_suite_edit
 from redline_tui.widgets.sample_text import diff_line_kind
 
 #: Keys of an assertion that are not its threshold or value.

@@ -6,13 +6,20 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from redline.cases import Case, load_suites
 from redline.config import Config
+from redline.deciding.groups import (
+    CaseTrend,
+    Describe,
+    FailureGroup,
+    Trend,
+    case_trend,
+    group_failures,
+)
+from redline.deciding.history import HistoryPoint
 from redline.errors import RedlineError
-from redline.groups import CaseTrend, Describe, FailureGroup, Trend, case_trend, group_failures
-from redline.history import HistoryPoint
-from redline.records import CaseOutcome, CaseRecord, RunRecord
-from redline.store import RunStore
+from redline.running.records import CaseOutcome, CaseRecord, RunRecord
+from redline.running.store import RunStore
+from redline.suite.cases import Case, load_suites
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from textual.screen import Screen
 from textual.widgets import Static
 
-from redline.cases import load_suites
 from redline.config import Config
 from redline.errors import RedlineError
-from redline.records import RunRecord
-from redline.runner import RunProgress, resume_options, run_suites
-from redline.store import RunStore
-from redline.verdicts import Verdict
+from redline.running.records import RunRecord
+from redline.running.runner import RunProgress, resume_options, run_suites
+from redline.running.store import RunStore
+from redline.running.verdicts import Verdict
+from redline.suite.cases import load_suites
 from redline_tui.context import TriageContext
 from redline_tui.widgets.dialogs import Choice, MessageDialog, PickerDialog
 

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from redline.casemodel import assertion_model, declared_types
-from redline.completion import Completion
 from redline.errors import Problem
-from redline.templates import fill
-from redline.verdicts import AssertionStatus
-from redline.words import words as split_words
-from redline.yamlsource import FILE_REF, Node, read_verbatim, type_name
+from redline.providers.completion import Completion
+from redline.running.verdicts import AssertionStatus
+from redline.suite.templates import fill
+from redline.suite.words import words as split_words
+from redline.suite.yamlsource import FILE_REF, Node, read_verbatim, type_name
 
 if TYPE_CHECKING:
     from redline.config import Config
@@ -118,7 +118,7 @@ class Sample:
 
     @property
     def words(self) -> list[str]:
-        """The output's words by `redline.words` (each CJK/Thai character is a word)."""
+        """The output's words by `redline.suite.words` (each CJK/Thai character is a word)."""
         return self.cached("words", lambda s: split_words(s.text))
 
     def cached(self, key: str, compute: Callable[[Sample], T]) -> T:

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from redline.assertions.base import Assertion, Check, Sample
 from redline.assertions.refusal import sample_refusal
-from redline.completion import Completion, FinishReason
-from redline.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
+from redline.providers.completion import Completion, FinishReason
+from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
 
 if TYPE_CHECKING:
-    from redline.cases import Case
+    from redline.suite.cases import Case
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from redline.assertions.base import COST_REGEX, Assertion, Check, Sample, Spec, register
-from redline.sentences import split_sentences
+from redline.suite.sentences import split_sentences
 from redline.textsafe import one_line
 
 _NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,]\d+)*")

@@ -31,8 +31,8 @@ from redline.semantic.settings import (
     semantic_settings,
 )
 from redline.semantic.tones import load_tones, requestable_tones
+from redline.suite.yamlsource import did_you_mean
 from redline.textsafe import one_line
-from redline.yamlsource import did_you_mean
 
 
 @lru_cache(maxsize=8)

@@ -32,7 +32,7 @@ from redline.casemodel.values import (
     show,
     source_change,
 )
-from redline.sequential import DEFAULT_QUALITY_BAR
+from redline.running.sequential import DEFAULT_QUALITY_BAR
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ from redline.casemodel import (
     declared_types,
 )
 from redline.casemodel.values import show
-from redline.sequential import DEFAULT_MARGIN, DEFAULT_MAX, DEFAULT_MIN, DEFAULT_QUALITY_BAR
-from redline.templates import fill
+from redline.running.sequential import DEFAULT_MARGIN, DEFAULT_MAX, DEFAULT_MIN, DEFAULT_QUALITY_BAR
+from redline.suite.templates import fill
 
 #: repository (or folder) path, POSIX style → the file's bytes, or None when absent.
 Reader = Callable[[str], bytes | None]

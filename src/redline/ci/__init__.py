@@ -1,18 +1,5 @@
-"""Runs that CI stored as artifacts: list them, download them, import them (`redline pull`).
+"""CI: slices of a suite for a CI matrix, the starter workflow, and runs CI stored as artifacts.
 
-The CI-specific part is a `CiProvider` (GitHub Actions today); `pull` works with any.
+`redline pull` lists, downloads and imports those runs through a `CiProvider`
+(GitHub Actions today; `redline.ci.pull.pull` works with any).
 """
-
-from redline.ci.provider import CiArtifact, CiError, CiProvider, CiRun, RunQuery
-from redline.ci.pull import PullProgress, PullSummary, pull
-
-__all__ = [
-    "CiArtifact",
-    "CiError",
-    "CiProvider",
-    "CiRun",
-    "PullProgress",
-    "PullSummary",
-    "RunQuery",
-    "pull",
-]

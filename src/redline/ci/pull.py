@@ -24,9 +24,9 @@ from redline.ci.provider import (
     RunQuery,
 )
 from redline.errors import UsageError
-from redline.exchange import ExportedRun, NoExport, add_export, read_zip
-from redline.records import CiOrigin, RunRecord
-from redline.store import RunStore
+from redline.running.exchange import ExportedRun, NoExport, add_export, read_zip
+from redline.running.records import CiOrigin, RunRecord
+from redline.running.store import RunStore
 
 #: Artifacts up to this size are held in memory, bigger ones spill to a temporary file.
 _IN_MEMORY_BYTES = 64 * 1024 * 1024

@@ -9,7 +9,9 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from redline.baseline import (
+from redline.cli.output import add_format_option, make_console, make_table, print_json
+from redline.config import load_config
+from redline.deciding.baseline import (
     REGRESSION_STATUSES,
     BaselineCase,
     BaselineComparison,
@@ -18,12 +20,10 @@ from redline.baseline import (
     compare_run_with_baselines,
     save_baselines,
 )
-from redline.cli.output import add_format_option, make_console, make_table, print_json
-from redline.config import load_config
 from redline.errors import UsageError
-from redline.exchange import run_json
-from redline.records import CaseRecord
-from redline.store import RunStore
+from redline.running.exchange import run_json
+from redline.running.records import CaseRecord
+from redline.running.store import RunStore
 from redline.textsafe import escape_output
 
 _STYLE = {

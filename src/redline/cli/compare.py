@@ -17,8 +17,8 @@ from rich.text import Text
 
 from redline.cli import ExitCode
 from redline.cli.output import add_format_option, make_console, make_table, print_json
-from redline.compare import Comparison, Split, compare_runs
 from redline.config import load_config
+from redline.deciding.compare import Comparison, Split, compare_runs
 from redline.errors import UsageError
 from redline.report.comparison import (
     SPLIT_NOTES,
@@ -27,9 +27,9 @@ from redline.report.comparison import (
     comparison_markdown,
     total_lines,
 )
-from redline.store import RunStore
+from redline.running.store import RunStore
+from redline.running.verdicts import VERDICT_ORDER
 from redline.textsafe import escape_output
-from redline.verdicts import VERDICT_ORDER
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -10,7 +10,7 @@ from redline.cli import ExitCode
 from redline.cli.show import require_store
 from redline.config import load_config
 from redline.errors import UsageError
-from redline.exchange import (
+from redline.running.exchange import (
     RESULTS_FILE,
     SAMPLES_FILE,
     RunAlreadyStored,
@@ -19,7 +19,7 @@ from redline.exchange import (
     export_run,
     read_exports,
 )
-from redline.store import RunStore
+from redline.running.store import RunStore
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -13,8 +13,7 @@ from rich.text import Text
 
 from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import load_config
-from redline.errors import UsageError
-from redline.history import (
+from redline.deciding.history import (
     DEFAULT_MARGINAL_RUNS,
     CaseHistory,
     HistoryPoint,
@@ -23,8 +22,9 @@ from redline.history import (
     find_marginal,
     sparkline,
 )
+from redline.errors import UsageError
 from redline.presentation import OUTCOME_STYLES
-from redline.store import RunStore
+from redline.running.store import RunStore
 from redline.textsafe import escape_output
 
 _RESULT_STYLE = OUTCOME_STYLES

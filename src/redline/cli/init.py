@@ -7,10 +7,10 @@ from pathlib import Path
 
 from rich.text import Text
 
+from redline.ci.install_spec import InstallSpec, running_install_spec
+from redline.ci.scaffold import GITIGNORE_FILE, describe, scaffold, starter_files
 from redline.cli.output import make_console
 from redline.errors import UsageError
-from redline.install_spec import InstallSpec, running_install_spec
-from redline.scaffold import GITIGNORE_FILE, describe, scaffold, starter_files
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -11,7 +11,6 @@ import argparse
 import getpass
 from pathlib import Path
 
-from redline.cases import Case, load_suites
 from redline.cli import ExitCode
 from redline.cli.terminal import require_terminal
 from redline.config import load_config
@@ -26,7 +25,8 @@ from redline.judge.labels import (
     write_labels,
 )
 from redline.judge.rubric import load_rubric
-from redline.store import RunStore, now_iso
+from redline.running.store import RunStore, now_iso
+from redline.suite.cases import Case, load_suites
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

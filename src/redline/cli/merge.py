@@ -7,11 +7,11 @@ from pathlib import Path
 
 from rich.text import Text
 
+from redline.ci.shard import merge_exports, write_merged
 from redline.cli.output import make_console
 from redline.config import load_config
 from redline.errors import UsageError
-from redline.shard import merge_exports, write_merged
-from redline.store import RunStore
+from redline.running.store import RunStore
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.text import Text
 
+from redline.ci.scaffold import WORKFLOW_FILE
 from redline.cli import ExitCode
 from redline.config import Config, load_config
 from redline.errors import UsageError
-from redline.scaffold import WORKFLOW_FILE
-from redline.store import RunStore
+from redline.running.store import RunStore
 
 if TYPE_CHECKING:
-    from redline.ci import CiArtifact, PullSummary
+    from redline.ci.provider import CiArtifact
+    from redline.ci.pull import PullSummary
 
 #: Without --last or --since, a pull looks at this many of the newest CI runs.
 DEFAULT_LAST = 30
@@ -104,8 +105,9 @@ def pull_from_ci(
     args: argparse.Namespace, config: Config, store: RunStore, console: Console
 ) -> PullSummary:
     """Run a pull as the command line asked; prints progress and the summary to `console`."""
-    from redline.ci import RunQuery, pull
     from redline.ci.github import GitHubActions, api_url, resolve_repo, resolve_token
+    from redline.ci.provider import RunQuery
+    from redline.ci.pull import pull
 
     if args.last is not None and args.last < 1:
         raise UsageError("--last must be at least 1")

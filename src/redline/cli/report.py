@@ -12,12 +12,12 @@ from pathlib import Path
 
 from redline.config import load_config
 from redline.errors import UsageError
-from redline.records import RunKind
 from redline.report import build_run_report
 from redline.report.html import html_report
 from redline.report.junit import junit_xml
 from redline.report.markdown import markdown_summary
-from redline.store import RunStore
+from redline.running.records import RunKind
+from redline.running.store import RunStore
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

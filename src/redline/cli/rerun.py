@@ -14,13 +14,13 @@ import sys
 from rich.console import Console
 from rich.text import Text
 
-from redline.cause import CauseAnalysis, CauseProgress, Diagnosis, Settings, p_value_label
 from redline.cli import ExitCode
 from redline.cli.output import add_format_option, make_console, print_json
 from redline.config import load_config
+from redline.deciding.cause import CauseAnalysis, CauseProgress, Diagnosis, Settings, p_value_label
 from redline.errors import UsageError
-from redline.records import CaseRecord, RunRecord
-from redline.store import RunStore
+from redline.running.records import CaseRecord, RunRecord
+from redline.running.store import RunStore
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

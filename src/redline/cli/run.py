@@ -26,21 +26,21 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from redline.against import against_options
-from redline.budget import budget_note, estimate_run
-from redline.cases import Suite, load_suites
+from redline.ci.shard import parse_shard
 from redline.cli import ExitCode
 from redline.cli.compare import comparison_exit, print_comparison
 from redline.cli.output import make_console
 from redline.cli.show import case_table, verdict_breakdown
-from redline.compare import compare_runs
 from redline.config import Config, load_config
+from redline.deciding.compare import compare_runs
+from redline.deciding.quarantine import quarantined_cases
 from redline.errors import UsageError, relpath
-from redline.exchange import check_out_dir, export_run
-from redline.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
-from redline.quarantine import quarantined_cases
-from redline.records import CaseOutcome, RunKind, RunRecord, RunResult
-from redline.runner import (
+from redline.running.against import against_options
+from redline.running.budget import budget_note, estimate_run
+from redline.running.exchange import check_out_dir, export_run
+from redline.running.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
+from redline.running.records import CaseOutcome, RunKind, RunRecord, RunResult
+from redline.running.runner import (
     RunOptions,
     RunProgress,
     resume_options,
@@ -48,12 +48,12 @@ from redline.runner import (
     run_suites,
     select_cases,
 )
-from redline.seeds import seed_warning
-from redline.shard import parse_shard
-from redline.store import RunStore, new_run_id
+from redline.running.seeds import seed_warning
+from redline.running.store import RunStore, new_run_id
+from redline.running.usage import usage_of, usage_summary, usd
+from redline.running.verdicts import VERDICT_ORDER, Verdict
+from redline.suite.cases import Suite, load_suites
 from redline.textsafe import escape_output
-from redline.usage import usage_of, usage_summary, usd
-from redline.verdicts import VERDICT_ORDER, Verdict
 
 _EXIT = {
     RunResult.GREEN: ExitCode.GREEN,

@@ -12,9 +12,9 @@ from rich.text import Text
 
 from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import load_config
-from redline.exchange import run_json
-from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord
-from redline.store import RunStore
+from redline.running.exchange import run_json
+from redline.running.records import CaseOutcome, CaseRecord, RunKind, RunRecord
+from redline.running.store import RunStore
 
 _RESULT_STYLES = {"green": "green", "red": "bold red", "inconclusive": "yellow"}
 

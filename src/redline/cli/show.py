@@ -15,16 +15,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from redline.budget import budget_note
 from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import Config, load_config
 from redline.errors import RedlineError, UsageError
-from redline.exchange import case_json, run_json, sample_json
 from redline.presentation import OUTCOME_STYLES
-from redline.records import CaseRecord, CiOrigin, RunRecord, SampleRecord
-from redline.store import RunStore
+from redline.running.budget import budget_note
+from redline.running.exchange import case_json, run_json, sample_json
+from redline.running.records import CaseRecord, CiOrigin, RunRecord, SampleRecord
+from redline.running.store import RunStore
+from redline.running.verdicts import VERDICT_ORDER, AssertionStatus, Verdict
 from redline.textsafe import escape_output
-from redline.verdicts import VERDICT_ORDER, AssertionStatus, Verdict
 
 RESULT_STYLES = OUTCOME_STYLES
 VERDICT_STYLES = {
@@ -125,7 +125,7 @@ def _show(args: argparse.Namespace) -> int:
 def _case_golden(config: Config, suite: str, case_id: str) -> str | None:
     """The case file's own `golden:` answer as the files say now; None when it has none or
     the case cannot be loaded (retired, renamed, or the suite does not validate)."""
-    from redline.rerun import find_case
+    from redline.deciding.rerun import find_case
 
     try:
         return find_case(config, suite, case_id)[1].golden
@@ -252,7 +252,7 @@ def print_sample(
         line.append("  " + escape_output(a.reason, keep_layout=False), style="dim")
         console.print(line)
     if baselines is not None:
-        from redline.baseline import sample_golden_diff
+        from redline.deciding.baseline import sample_golden_diff
 
         diff, reference = sample_golden_diff(baselines, sample, case_golden)
         if diff is None:

@@ -18,8 +18,8 @@ from redline.cli.pull import add_pull_arguments, latest_nightly, pull_from_ci
 from redline.cli.terminal import require_terminal
 from redline.config import load_config
 from redline.errors import UsageError
-from redline.records import RunKind
-from redline.store import RunStore
+from redline.running.records import RunKind
+from redline.running.store import RunStore
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from redline.cases import load_suites, summary
 from redline.cli import ExitCode
 from redline.config import load_config
+from redline.suite.cases import load_suites, summary
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

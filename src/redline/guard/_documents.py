@@ -26,7 +26,7 @@ from redline.casemodel.effective import (
 from redline.casemodel.values import Change, differs, number_change, show
 from redline.gitio import Snapshot, is_binary
 from redline.guard._findings import Finding, Kind
-from redline.yamlsource import utf8_problem, yaml_problem
+from redline.suite.yamlsource import utf8_problem, yaml_problem
 
 #: Keys of rubrics that are pass bars, not judge prompt text.
 _FLOOR_KEYS = frozenset({"min_kappa", "min_score"})

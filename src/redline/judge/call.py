@@ -7,7 +7,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from redline.completion import ChatRequest, FinishReason
 from redline.config import Config, ModelRef
 from redline.judge.answer import (
     Judgement,
@@ -20,6 +19,7 @@ from redline.judge.answer import (
 from redline.judge.rubric import Rubric
 from redline.providers import Provider, make_provider
 from redline.providers.anthropic import AnthropicProvider
+from redline.providers.completion import ChatRequest, FinishReason
 from redline.providers.http_provider import Answer
 
 #: The tool an Anthropic judge is forced to call; its input is the answer object.

@@ -18,11 +18,11 @@ import yaml
 
 from redline.errors import Problem, ProblemsError, relpath
 from redline.judge.rubric import Rubric
-from redline.records import SampleRecord
-from redline.yamlsource import Node, load_file, type_name
+from redline.running.records import SampleRecord
+from redline.suite.yamlsource import Node, load_file, type_name
 
 if TYPE_CHECKING:
-    from redline.cases import Case
+    from redline.suite.cases import Case
 
 LABELS_DIR = "labels"
 LABEL_KEYS = frozenset(

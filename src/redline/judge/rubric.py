@@ -15,8 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from redline.errors import Problem, ProblemsError, relpath
-from redline.templates import placeholders
-from redline.yamlsource import FILE_REF, Node, did_you_mean, load_file, read_verbatim, type_name
+from redline.suite.templates import placeholders
+from redline.suite.yamlsource import (
+    FILE_REF,
+    Node,
+    did_you_mean,
+    load_file,
+    read_verbatim,
+    type_name,
+)
 
 RUBRIC_KEYS = frozenset(
     {"name", "description", "anchors", "pass", "checks", "model", "min_kappa", "prompt"}

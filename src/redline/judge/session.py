@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from redline.assertions import SampleEvaluation
-from redline.completion import Completion
 from redline.config import Config, ModelRef
 from redline.errors import relpath
 from redline.judge.answer import Judgement, JudgeStatus
@@ -29,11 +28,12 @@ from redline.judge.calibration import Trust, judge_trust
 from redline.judge.call import judge_output, judge_provider
 from redline.judge.rubric import Rubric
 from redline.providers import Provider
-from redline.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
+from redline.providers.completion import Completion
+from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
 
 if TYPE_CHECKING:
     from redline.assertions.judge import Judge
-    from redline.cases import Case, Suite
+    from redline.suite.cases import Case, Suite
 
 _REASONING_LIMIT = 600
 

@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 
 from redline import __version__
-from redline.completion import ChatRequest, Completion, FinishReason
 from redline.config import ModelRef, Price, ProviderConfig
+from redline.providers.completion import ChatRequest, Completion, FinishReason
 from redline.providers.retries import RetryPolicy
 from redline.providers.transport import AiohttpTransport
 

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redline.completion import ChatRequest, Completion
 from redline.config import ModelRef, Price, ProviderConfig
 from redline.errors import ConfigError
 from redline.openmp import prefer_passive_wait
+from redline.providers.completion import ChatRequest, Completion
 from redline.providers.http_provider import MalformedResponse
 from redline.providers.openai import parse_chat_completion
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from redline.completion import ChatRequest, FinishReason
+from redline.providers.completion import ChatRequest, FinishReason
 from redline.providers.http_provider import Answer, HttpProvider, MalformedResponse, optional_int
 
 _FINISH_REASONS = {

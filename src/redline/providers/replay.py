@@ -6,9 +6,9 @@ assertions, stored as a new `replay` run linked to the run it replays.
 
 from __future__ import annotations
 
-from redline.completion import Completion
-from redline.records import SampleRecord
-from redline.store import RunStore
+from redline.providers.completion import Completion
+from redline.running.records import SampleRecord
+from redline.running.store import RunStore
 
 
 class ReplayProvider:

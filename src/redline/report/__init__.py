@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from redline.baseline import Baseline, load_baseline
-from redline.compare import Comparison, compare_cases
-from redline.history import Marginal, case_history, find_marginal
-from redline.outcome import add_counts, content_comparison_withheld
-from redline.quarantine import QuarantinedCase, quarantined_cases
-from redline.records import (
+from redline.deciding.baseline import Baseline, load_baseline
+from redline.deciding.compare import Comparison, compare_cases
+from redline.deciding.history import Marginal, case_history, find_marginal
+from redline.deciding.quarantine import QuarantinedCase, quarantined_cases
+from redline.running.outcome import add_counts, content_comparison_withheld
+from redline.running.records import (
     CaseOutcome,
     CaseRecord,
     CiOrigin,
@@ -24,9 +24,9 @@ from redline.records import (
     RunRecord,
     SampleRecord,
 )
-from redline.store import RunStore
-from redline.usage import Usage, usage_of_samples
-from redline.verdicts import AssertionResult, Verdict
+from redline.running.store import RunStore
+from redline.running.usage import Usage, usage_of_samples
+from redline.running.verdicts import AssertionResult, Verdict
 
 #: How many scheduled runs (up to the reported one) the history sparklines cover.
 HISTORY_RUNS = 20

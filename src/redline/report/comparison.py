@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from redline.compare import CaseDelta, Comparison, ManifestChange, RunSide, Split, split_of
-from redline.exchange import run_json
-from redline.records import CaseRecord
+from redline.deciding.compare import CaseDelta, Comparison, ManifestChange, RunSide, Split, split_of
 from redline.report.markdown import md_code, md_escape
-from redline.usage import Usage, usd
-from redline.verdicts import VERDICT_ORDER, Verdict
+from redline.running.exchange import run_json
+from redline.running.records import CaseRecord
+from redline.running.usage import Usage, usd
+from redline.running.verdicts import VERDICT_ORDER, Verdict
 
 SortValue = float | str | None
 

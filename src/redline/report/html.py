@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import html
 
-from redline.baseline import golden_diff
-from redline.budget import budget_note
+from redline.deciding.baseline import golden_diff
 from redline.presentation import OUTCOME_ORDER
-from redline.records import CaseOutcome
 from redline.report import CaseReport, RunReport, failed_assertions, previous_run_sentence
+from redline.running.budget import budget_note
+from redline.running.records import CaseOutcome
+from redline.running.usage import usage_summary
+from redline.running.verdicts import VERDICT_ORDER, Verdict
 from redline.textsafe import escape_output
-from redline.usage import usage_summary
-from redline.verdicts import VERDICT_ORDER, Verdict
 
 _OUTCOME_ORDER = OUTCOME_ORDER
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from redline.records import CaseOutcome
 from redline.report import CaseReport, RunReport, failed_assertions
-from redline.verdicts import VERDICT_ORDER, Verdict
+from redline.running.records import CaseOutcome
+from redline.running.verdicts import VERDICT_ORDER, Verdict
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import re
 
-from redline.budget import budget_note
-from redline.history import sparkline
-from redline.records import CaseOutcome
+from redline.deciding.history import sparkline
 from redline.report import RunReport, failed_assertions, previous_run_sentence
+from redline.running.budget import budget_note
+from redline.running.records import CaseOutcome
+from redline.running.usage import usage_summary
+from redline.running.verdicts import VERDICT_ORDER
 from redline.textsafe import preview
-from redline.usage import usage_summary
-from redline.verdicts import VERDICT_ORDER
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
 

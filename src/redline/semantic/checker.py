@@ -35,13 +35,13 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from redline.completion import ChatRequest, Completion
 from redline.config import Config, ModelRef
 from redline.judge.answer import parse_structured
 from redline.judge.call import judge_provider
+from redline.providers.completion import ChatRequest, Completion
 from redline.semantic.embeddings import BackendUnavailable
 from redline.semantic.nli import CONTRADICTION, ENTAILMENT, NEUTRAL, Entailment
-from redline.templates import fill
+from redline.suite.templates import fill
 
 M = TypeVar("M", bound=BaseModel)
 _TOKENS_BASE = 64

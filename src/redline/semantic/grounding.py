@@ -18,7 +18,7 @@ from typing import Protocol
 from redline.assertions.numbers import has_literal
 from redline.semantic.nli import Entailment
 from redline.semantic.scorer import SemanticScorer
-from redline.sentences import split_sentences
+from redline.suite.sentences import split_sentences
 
 #: A claim counts as entailed when the model gives entailment at least this probability.
 ENTAILMENT_THRESHOLD = 0.5

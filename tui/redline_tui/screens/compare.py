@@ -17,7 +17,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from redline.compare import (
+from redline.deciding.compare import (
     CaseDelta,
     Comparison,
     PooledSummary,
@@ -26,8 +26,8 @@ from redline.compare import (
     pooled_summary,
 )
 from redline.errors import RedlineError
-from redline.records import CaseRecord, RunKind, RunRecord
 from redline.report.comparison import COLUMNS, SPLIT_NOTES, Column, columns, sort_rows, total_lines
+from redline.running.records import CaseRecord, RunKind, RunRecord
 from redline_tui.context import TriageContext
 from redline_tui.formatting import short_model_id
 from redline_tui.messages import OpenStep, SampleSource, Step

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from redline.history import (
+from redline.deciding.history import (
     CaseHistory,
     HistoryPoint,
     Marginal,
@@ -24,9 +24,9 @@ from redline.history import (
     find_marginal,
     sparkline,
 )
+from redline.deciding.stats import wilson_interval
 from redline.presentation import OUTCOME_STYLES
-from redline.records import CaseRecord, RunKind, RunRecord
-from redline.stats import wilson_interval
+from redline.running.records import CaseRecord, RunKind, RunRecord
 from redline_tui.context import TriageContext
 from redline_tui.formatting import short_model_id
 from redline_tui.messages import Step

@@ -12,8 +12,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
-from redline.baseline import GoldenReference
-from redline.records import CaseRecord, RunRecord, SampleRecord
+from redline.deciding.baseline import GoldenReference
+from redline.running.records import CaseRecord, RunRecord, SampleRecord
 from redline.textsafe import preview
 from redline_tui.context import TriageContext, rerun_label
 from redline_tui.messages import SampleSource, Step

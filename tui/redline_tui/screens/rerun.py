@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, ProgressBar, Static
 
-from redline.cause import (
+from redline.deciding.cause import (
     ArmCounts,
     Cause,
     CauseAnalysis,
@@ -27,9 +27,9 @@ from redline.cause import (
     Settings,
     p_value_label,
 )
+from redline.deciding.reference import Reference
 from redline.errors import RedlineError
-from redline.records import CaseRecord, RunRecord
-from redline.reference import Reference
+from redline.running.records import CaseRecord, RunRecord
 from redline_tui.cause_jobs import case_key
 from redline_tui.context import TriageContext
 from redline_tui.messages import CauseProgressed, Step

@@ -16,13 +16,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from redline.groups import CaseTrend, Trend
-from redline.history import case_history, find_marginal, sparkline
-from redline.outcome import add_counts, too_noisy
+from redline.deciding.groups import CaseTrend, Trend
+from redline.deciding.history import case_history, find_marginal, sparkline
+from redline.deciding.quarantine import QuarantinedCase, quarantined_cases
 from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
-from redline.quarantine import QuarantinedCase, quarantined_cases
-from redline.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
-from redline.verdicts import VERDICT_ORDER, Verdict
+from redline.running.outcome import add_counts, too_noisy
+from redline.running.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
+from redline.running.verdicts import VERDICT_ORDER, Verdict
 from redline_tui.actions import start_case_action
 from redline_tui.batch import CauseBatch
 from redline_tui.case_rows import (

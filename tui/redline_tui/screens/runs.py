@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from redline.records import RunKind, RunRecord
+from redline.running.records import RunKind, RunRecord
 from redline_tui.context import TriageContext
 from redline_tui.formatting import short_model_id
 from redline_tui.widgets.key_bar import KeyBar

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import overload
 
-from redline.baseline import GoldenReference, golden_diff
+from redline.deciding.baseline import GoldenReference, golden_diff
 from redline.textsafe import escape_output
 from redline_tui.widgets.lazy_text import Spans
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from rich.text import Text
 from textual.widget import Widget
 
-from redline.verdicts import VERDICT_ORDER, Verdict
+from redline.running.verdicts import VERDICT_ORDER, Verdict
 
 #: One colour per verdict, chosen to read on dark and light themes alike.
 VERDICT_STYLES: Mapping[Verdict, str] = {

@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from redline.cases import Suite
-from redline.compare import manifest_changes
+from redline.deciding.compare import manifest_changes
 from redline.errors import UsageError
-from redline.manifest import MODEL_KEY, VERSION_KEY
-from redline.records import RunKind, RunRecord, RunStatus
-from redline.runner import RunOptions, run_manifest
-from redline.store import RunStore
+from redline.running.manifest import MODEL_KEY, VERSION_KEY
+from redline.running.records import RunKind, RunRecord, RunStatus
+from redline.running.runner import RunOptions, run_manifest
+from redline.running.store import RunStore
+from redline.suite.cases import Suite
 
 #: Manifest keys that may differ: the model is what changes, the version is not an input.
 _NOT_INPUTS = frozenset({MODEL_KEY, VERSION_KEY})

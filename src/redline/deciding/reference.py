@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from redline.gitio import GitCommandError, GitError, Repo, commit_subject, file_at, resolve_commit
-from redline.records import CaseOutcome, RunKind, RunRecord, RunStatus
-from redline.store import RunStore
+from redline.running.records import CaseOutcome, RunKind, RunRecord, RunStatus
+from redline.running.store import RunStore
 
 
 @dataclass(frozen=True)

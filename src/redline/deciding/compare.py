@@ -7,7 +7,7 @@ Rule 8 withholds the per-case content comparison when either run evaluated fewer
 than 8 cases or has more than 20% non-content samples. Cases whose file changed
 between the runs are listed apart, never compared as regressions.
 
-Beside quality, each case and the total carry latency, tokens and cost (`redline.usage`),
+Beside quality, each case and the total carry latency, tokens and cost (`redline.running.usage`),
 which are never withheld for want of content evidence: they measure the model's price and
 speed, not its content.
 Cases are split four ways by their pass/fail result: both pass, only A fails, only B
@@ -24,15 +24,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from redline.baseline import is_partial_run
 from redline.config import Price
-from redline.outcome import add_counts, content_comparison_withheld
-from redline.records import CaseOutcome, CaseRecord, RunRecord, SampleUsage
-from redline.seeds import frozen_together
-from redline.stats import Alternative, fisher_one_sided
-from redline.store import RunStore
-from redline.usage import EMPTY, Usage, usage_of
-from redline.verdicts import VERDICT_ORDER, Verdict
+from redline.deciding.baseline import is_partial_run
+from redline.deciding.stats import Alternative, fisher_one_sided
+from redline.running.outcome import add_counts, content_comparison_withheld
+from redline.running.records import CaseOutcome, CaseRecord, RunRecord, SampleUsage
+from redline.running.seeds import frozen_together
+from redline.running.store import RunStore
+from redline.running.usage import EMPTY, Usage, usage_of
+from redline.running.verdicts import VERDICT_ORDER, Verdict
 
 #: Looks up a run's model id in the price table (`Config.price`).
 PriceLookup = Callable[[str], Price | None]

@@ -1,7 +1,7 @@
 """Why is this case red? Your prompt change, the model, the case, or noise — from evidence.
 
 The red run is compared with a reference point derived from the run itself
-(`redline.reference`). What changed between the two is read from their manifests and
+(`redline.deciding.reference`). What changed between the two is read from their manifests and
 git; then one change at a time is undone in its own arm, and every arm is sampled in
 batches until the comparison is decided or the budget is spent:
 
@@ -31,8 +31,15 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from redline.casemodel import SUITE_FILE
-from redline.cases import Case, Suite, find_suite_dirs, load_suite
 from redline.config import PROVIDER_TYPES, Config, ModelRef, pinned_models
+from redline.deciding.reference import Reference, find_reference, red_run_commit
+from redline.deciding.stats import (
+    at_least,
+    difference_interval,
+    fisher_one_sided,
+    smallest_count,
+    wilson_interval,
+)
 from redline.errors import ProblemsError, RedlineError, UsageError
 from redline.gitio import (
     GitError,
@@ -44,22 +51,15 @@ from redline.gitio import (
     repo_path,
     work_tree,
 )
-from redline.manifest import prompt_key, suite_manifest
-from redline.records import CaseRecord, RunKind, RunRecord, TriageRecord
-from redline.reference import Reference, find_reference, red_run_commit
-from redline.stats import (
-    at_least,
-    difference_interval,
-    fisher_one_sided,
-    smallest_count,
-    wilson_interval,
-)
-from redline.store import RunStore, now_iso
-from redline.verdicts import Verdict
-from redline.yamlsource import FILE_REF
+from redline.running.manifest import prompt_key, suite_manifest
+from redline.running.records import CaseRecord, RunKind, RunRecord, TriageRecord
+from redline.running.store import RunStore, now_iso
+from redline.running.verdicts import Verdict
+from redline.suite.cases import Case, Suite, find_suite_dirs, load_suite
+from redline.suite.yamlsource import FILE_REF
 
 if TYPE_CHECKING:
-    from redline.runner import RunProgress
+    from redline.running.runner import RunProgress
 
 #: A case that clears its bar in fewer runs than this (1 in 50) is failing, not marginal.
 MARGINAL_FLOOR = 0.02
@@ -866,7 +866,7 @@ class CauseAnalysis:
         cancelled: Callable[[], bool],
     ) -> bool:
         """Bring every arm to `target` samples; True when cancelled."""
-        from redline.runner import RunOptions, execute_run
+        from redline.running.runner import RunOptions, execute_run
 
         live: dict[ArmKind, Mapping[Verdict, int]] = {}
 

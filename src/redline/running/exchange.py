@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from redline.completion import FinishReason
 from redline.errors import UsageError
-from redline.records import (
+from redline.providers.completion import FinishReason
+from redline.running.records import (
     CaseOutcome,
     CaseRecord,
     CiOrigin,
@@ -26,8 +26,8 @@ from redline.records import (
     RunStatus,
     SampleRecord,
 )
-from redline.store import RunStore
-from redline.verdicts import VERDICT_ORDER, AssertionResult, AssertionStatus, Verdict
+from redline.running.store import RunStore
+from redline.running.verdicts import VERDICT_ORDER, AssertionResult, AssertionStatus, Verdict
 
 FORMAT = "redline-run-export"
 FORMAT_VERSION = 1

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from redline.cases import Case, Suite, load_suites
 from redline.config import Config
 from redline.errors import UsageError
+from redline.suite.cases import Case, Suite, load_suites
 
 #: Raising a case's samples suggests at least this many (or 4× the current, if more).
 MIN_RERUN_SAMPLES = 20

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from redline.errors import Problem, ProblemsError, UsageError
-from redline.exchange import RESULTS_FILE, export_run, import_run
-from redline.outcome import add_counts, run_result
-from redline.records import CaseRecord, RunRecord, RunStatus, SampleRecord
-from redline.store import RunStore
+from redline.running.exchange import RESULTS_FILE, export_run, import_run
+from redline.running.outcome import add_counts, run_result
+from redline.running.records import CaseRecord, RunRecord, RunStatus, SampleRecord
+from redline.running.store import RunStore
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 

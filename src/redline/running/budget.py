@@ -22,12 +22,12 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from redline.config import Config, Price
-from redline.usage import usd
+from redline.running.usage import usd
 
 if TYPE_CHECKING:
-    from redline.cases import Case, Suite
-    from redline.runner import RunOptions
-    from redline.store import RunStore
+    from redline.running.runner import RunOptions
+    from redline.running.store import RunStore
+    from redline.suite.cases import Case, Suite
 
 #: How many recent runs a case's token history is averaged over.
 HISTORY_RUNS = 20
@@ -164,7 +164,7 @@ def estimate_run(
 ) -> Estimate:
     """The estimate for a run (or rerun, or resume) as `execute_run` would plan it: the one
     function the CLI and the triage app call before spending money."""
-    from redline.runner import planned_samples, run_model
+    from redline.running.runner import planned_samples, run_model
 
     model = run_model(suites, config, options)
     planned = planned_samples(suites, store, options)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from redline import __version__
 from redline.casemodel import SUITE_FILE
-from redline.cases import Case, Suite
-from redline.words import COUNTING_RULE
+from redline.suite.cases import Case, Suite
+from redline.suite.words import COUNTING_RULE
 
 MODEL_KEY = "@model"
 VERSION_KEY = "@redline"

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from redline.deciding.stats import samples_needed
 from redline.errors import UsageError
-from redline.records import CaseOutcome, RunKind
-from redline.stats import samples_needed
-from redline.store import RunStore
+from redline.running.records import CaseOutcome, RunKind
+from redline.running.store import RunStore
 
 DEFAULT_MARGINAL_RUNS = 3
 _BLOCKS = "▁▂▃▄▅▆▇█"

@@ -40,10 +40,10 @@ from redline.casemodel import (
 )
 from redline.casemodel.effective import default_required
 from redline.errors import Problem, ProblemsError, relpath
-from redline.outcome import scale_required
-from redline.sequential import SamplingSpec, SequentialPlan
-from redline.templates import fill, placeholders
-from redline.yamlsource import (
+from redline.running.outcome import scale_required
+from redline.running.sequential import SamplingSpec, SequentialPlan
+from redline.suite.templates import fill, placeholders
+from redline.suite.yamlsource import (
     FILE_REF,
     Mark,
     Node,
@@ -53,7 +53,7 @@ from redline.yamlsource import (
     read_verbatim,
     utf8_problem,
 )
-from redline.yamlsource import type_name as yaml_type
+from redline.suite.yamlsource import type_name as yaml_type
 
 if TYPE_CHECKING:
     from redline.config import Config

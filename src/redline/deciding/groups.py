@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from itertools import pairwise
 
-from redline.history import HistoryPoint
-from redline.records import CaseOutcome, CaseRecord, SampleRecord
-from redline.verdicts import Verdict
+from redline.deciding.history import HistoryPoint
+from redline.running.records import CaseOutcome, CaseRecord, SampleRecord
+from redline.running.verdicts import Verdict
 
 #: (suite, case id, assertion index) → the assertion as the case file says it, or None when
 #: the case file is not at hand (then the type and index stand for it).

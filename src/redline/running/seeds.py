@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from redline.cases import Suite
     from redline.config import Config, ModelRef
-    from redline.records import RunRecord
+    from redline.running.records import RunRecord
+    from redline.suite.cases import Suite
 
 
 def frozen_seeds(suites: Sequence[Suite]) -> dict[str, int]:

@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from redline.records import CaseOutcome, CaseRecord, RunRecord
+from redline.running.records import CaseOutcome, CaseRecord, RunRecord
 
 if TYPE_CHECKING:
-    from redline.cases import Suite
+    from redline.suite.cases import Suite
 
 #: The run argument naming the cases quarantined when the run started ("suite/case" → why).
 QUARANTINED_ARG = "quarantined"

@@ -21,17 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 from redline import __version__
 from redline.assertions import LAYER_1, evaluate_sample
-from redline.budget import Budget, estimate_cost
-from redline.completion import ChatRequest
+from redline.ci.shard import select
 from redline.config import Config, ModelRef
+from redline.deciding.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
 from redline.errors import CredentialsRejected, UsageError
 from redline.gitio import repo_branch, repo_state
-from redline.manifest import case_hash, suite_manifest
-from redline.outcome import add_counts, case_outcome, run_result
 from redline.providers import make_provider
+from redline.providers.completion import ChatRequest
 from redline.providers.replay import ReplayProvider
-from redline.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
-from redline.records import (
+from redline.redaction import KeyRedactor
+from redline.running.budget import Budget, estimate_cost
+from redline.running.manifest import case_hash, suite_manifest
+from redline.running.outcome import add_counts, case_outcome, run_result
+from redline.running.records import (
     CaseOutcome,
     CaseRecord,
     RunKind,
@@ -40,17 +42,15 @@ from redline.records import (
     RunStatus,
     SampleRecord,
 )
-from redline.redaction import KeyRedactor
-from redline.seeds import FROZEN_SEEDS_ARG, frozen_seeds, sample_seed
-from redline.sequential import Decision, SequentialPlan, adaptive_plan
-from redline.shard import select
-from redline.store import RunStore, new_run_id, now_iso
-from redline.verdicts import NON_CONTENT_VERDICTS, Verdict
+from redline.running.seeds import FROZEN_SEEDS_ARG, frozen_seeds, sample_seed
+from redline.running.sequential import Decision, SequentialPlan, adaptive_plan
+from redline.running.store import RunStore, new_run_id, now_iso
+from redline.running.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 if TYPE_CHECKING:
-    from redline.cases import Case, Suite
     from redline.judge import JudgeSession
     from redline.providers.base import Provider
+    from redline.suite.cases import Case, Suite
 
 
 @dataclass(frozen=True)

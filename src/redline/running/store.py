@@ -19,9 +19,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from redline.completion import FinishReason
 from redline.errors import UsageError
-from redline.records import (
+from redline.providers.completion import FinishReason
+from redline.running.records import (
     CaseOutcome,
     CaseRecord,
     CiOrigin,
@@ -33,7 +33,7 @@ from redline.records import (
     SampleUsage,
     TriageRecord,
 )
-from redline.verdicts import VERDICT_ORDER, AssertionResult, AssertionStatus, Verdict
+from redline.running.verdicts import VERDICT_ORDER, AssertionResult, AssertionStatus, Verdict
 
 SCHEMA_VERSION = 1
 

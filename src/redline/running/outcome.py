@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from redline.records import CaseOutcome, RunResult
-from redline.verdicts import NON_CONTENT_VERDICTS, Verdict
+from redline.running.records import CaseOutcome, RunResult
+from redline.running.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 #: Rule 8: content comparison needs at least this many evaluated cases...
 MIN_CASES_FOR_CONTENT = 8

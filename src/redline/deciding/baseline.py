@@ -35,10 +35,17 @@ from pathlib import Path
 from typing import Any
 
 from redline.errors import ConfigError, UsageError
-from redline.records import CaseOutcome, CaseRecord, RunKind, RunRecord, RunStatus, SampleRecord
-from redline.store import RunStore
-from redline.verdicts import CONTENT_VERDICTS, AssertionStatus, Verdict
-from redline.words import words
+from redline.running.records import (
+    CaseOutcome,
+    CaseRecord,
+    RunKind,
+    RunRecord,
+    RunStatus,
+    SampleRecord,
+)
+from redline.running.store import RunStore
+from redline.running.verdicts import CONTENT_VERDICTS, AssertionStatus, Verdict
+from redline.suite.words import words
 
 BASELINE_FORMAT = 1
 DEFAULT_SCORE_DROP = 0.10

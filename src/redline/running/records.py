@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from redline.completion import FinishReason
-from redline.verdicts import AssertionResult, Verdict
+from redline.providers.completion import FinishReason
+from redline.running.verdicts import AssertionResult, Verdict
 
 
 class RunKind(StrEnum):

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from redline.errors import UsageError
-from redline.store import RunStore
-from redline.verdicts import Verdict
+from redline.running.store import RunStore
+from redline.running.verdicts import Verdict
 
 #: Characters of context on each side of a match in a snippet.
 CONTEXT = 40

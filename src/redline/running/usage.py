@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from redline.config import Price
-from redline.records import SampleRecord, SampleUsage
-from redline.verdicts import Verdict
+from redline.running.records import SampleRecord, SampleUsage
+from redline.running.verdicts import Verdict
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Deciding: baselines, comparisons, history, reruns and the statistics behind a verdict."""

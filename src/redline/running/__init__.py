@@ -1,0 +1,1 @@
+"""Running and evidence: samples drawn, judged, stored, exported."""

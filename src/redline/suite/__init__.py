@@ -1,0 +1,1 @@
+"""Cases and assertions: from a case file to the checks each sample gets."""
