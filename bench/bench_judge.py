@@ -24,10 +24,10 @@ from pathlib import Path
 
 from loopback import LATENCY_MS, bare_client, start_server
 from redline.assertions import evaluate_sample
+from redline.assertions.judge import judge_assertions
 from redline.config import parse_config
 from redline.judge import JudgeSession, judge_pending
 from redline.judge.call import judge_request
-from redline.judge.session import judge_assertions
 from redline.providers.completion import Completion, FinishReason
 from redline.providers.openai import OpenAIProvider
 from redline.running.verdicts import AssertionStatus
@@ -135,7 +135,7 @@ def main() -> None:
             serial_calls = max(1, args.calls // 20)
             wall1, _, _ = asyncio.run(measure(serial_calls, 1))
             wall, cpu, judged = asyncio.run(measure(args.calls, args.concurrency))
-            judge = next(iter(judge_assertions(case)))
+            judge = next(iter(judge_assertions(case.assertions)))
             model = config.model("fake")
             request = judge_request(judge.rubric, model, ANSWER, case.vars)
             body = OpenAIProvider(

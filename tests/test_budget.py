@@ -14,9 +14,9 @@ import pytest
 
 from redline.cli import main
 from redline.config import parse_config
-from redline.running.budget import Basis, estimate_run
+from redline.running.budget import Basis
 from redline.running.records import RunResult, RunStatus
-from redline.running.runner import RunOptions
+from redline.running.runner import RunOptions, estimate_run
 from redline.running.store import RunStore
 from redline.running.usage import usd
 from redline.suite.cases import load_suites

@@ -9,6 +9,7 @@ A judge result is therefore never `passed` without a judge having said so.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from redline.assertions.base import COST_JUDGE, LAYER_2, Assertion, Check, Sample, Spec, register
@@ -83,3 +84,10 @@ class Judge(Assertion):
 
     def check(self, sample: Sample) -> Check:
         return Check(AssertionStatus.SKIPPED, NOT_ENABLED)
+
+
+def judge_assertions(assertions: Iterable[Assertion]) -> Iterator[Judge]:
+    """The `judge` assertions among a case's assertions."""
+    for assertion in assertions:
+        if isinstance(assertion, Judge):
+            yield assertion

@@ -36,13 +36,14 @@ from redline.deciding.compare import compare_runs
 from redline.deciding.quarantine import quarantined_cases
 from redline.errors import UsageError, relpath
 from redline.running.against import against_options
-from redline.running.budget import budget_note, estimate_run
+from redline.running.budget import budget_note
 from redline.running.exchange import check_out_dir, export_run
 from redline.running.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
 from redline.running.records import CaseOutcome, RunKind, RunRecord, RunResult
 from redline.running.runner import (
     RunOptions,
     RunProgress,
+    estimate_run,
     resume_options,
     run_model,
     run_suites,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from redline.assertions.judge import judge_assertions
 from redline.errors import Problem, ProblemsError, relpath
 from redline.judge.rubric import Rubric
 from redline.running.records import SampleRecord
@@ -211,12 +212,10 @@ def label_items(
     a label: samples with a transport error, or a failed assertion other than a
     judge, are left out. Judge results are dropped here, before anything is shown.
     """
-    from redline.judge.session import judge_assertions
-
     using = {
         key
         for key, case in cases.items()
-        if any(j.rubric.path == rubric.path for j in judge_assertions(case))
+        if any(j.rubric.path == rubric.path for j in judge_assertions(case.assertions))
     }
     labelled = {label.output_sha256 for label in done}
     items: list[LabelItem] = []

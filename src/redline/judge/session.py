@@ -15,12 +15,13 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from redline.assertions import SampleEvaluation
+from redline.assertions.judge import judge_assertions
 from redline.config import Config, ModelRef
 from redline.errors import relpath
 from redline.judge.answer import Judgement, JudgeStatus
@@ -32,7 +33,6 @@ from redline.providers.completion import Completion
 from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
 
 if TYPE_CHECKING:
-    from redline.assertions.judge import Judge
     from redline.suite.cases import Case, Suite
 
 _REASONING_LIMIT = 600
@@ -68,7 +68,7 @@ class JudgeSession:
         rubrics: dict[Path, Rubric] = {}
         for suite in suites:
             for case in suite.cases:
-                for judge in judge_assertions(case):
+                for judge in judge_assertions(case.assertions):
                     rubrics.setdefault(judge.rubric.path, judge.rubric)
         models = {r.model: config.model(r.model) for r in rubrics.values()}
         built: dict[str, Provider] = dict(providers or {})
@@ -133,15 +133,6 @@ class JudgeSession:
             )
 
 
-def judge_assertions(case: Case) -> Iterator[Judge]:
-    """The case's `judge` assertions."""
-    from redline.assertions.judge import Judge
-
-    for assertion in case.assertions:
-        if isinstance(assertion, Judge):
-            yield assertion
-
-
 async def judge_pending(
     session: JudgeSession,
     case: Case,
@@ -155,7 +146,7 @@ async def judge_pending(
     whose verdict is not `ok` (Layer 1 or a cheaper Layer 2 check failed, it was
     truncated, refused, or never arrived) is not sent to any judge.
     """
-    judges = {j.index: j for j in judge_assertions(case)}
+    judges = {j.index: j for j in judge_assertions(case.assertions)}
     if not judges:
         return evaluation
     results = list(evaluation.results)

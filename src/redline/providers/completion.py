@@ -28,6 +28,9 @@ class ChatRequest:
     temperature: float | None = None
     seed: int | None = None
     response_schema: dict[str, object] | None = None
+    #: (suite, case id, sample index) this request draws: how a provider answering from
+    #: stored evidence (a replay) finds the answer. Model providers ignore it.
+    sample: tuple[str, str, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,14 @@ assertions, stored as a new `replay` run linked to the run it replays.
 
 from __future__ import annotations
 
-from redline.providers.completion import Completion
+from redline.providers.completion import ChatRequest, Completion
 from redline.running.records import SampleRecord
 from redline.running.store import RunStore
 
 
 class ReplayProvider:
-    """The stored samples of one run, served by (suite, case id, sample index)."""
+    """The stored samples of one run, served by the (suite, case id, sample index) a
+    request draws: a `Provider` like any model, that calls none."""
 
     max_parallel: int | None = None
 
@@ -21,18 +22,26 @@ class ReplayProvider:
         self.parent_id = parent.id
         self._model_id = parent.model_id
         self._samples: dict[tuple[str, str, int], SampleRecord] = {}
-        self._seeds: dict[tuple[str, str], dict[int, int | None]] = {}
         for s in store.samples(parent.id):
             self._samples[(s.suite, s.case_id, s.index)] = s
-            self._seeds.setdefault((s.suite, s.case_id), {})[s.index] = s.seed
 
     def identity(self) -> str:
         """The replayed run's pinned model: the outputs are that model's."""
         return self._model_id
 
-    def seeds(self, suite: str, case_id: str) -> dict[int, int | None]:
-        """Sample index → the seed it was generated with, for one case (empty if not run)."""
-        return dict(self._seeds.get((suite, case_id), {}))
+    async def complete(self, request: ChatRequest) -> Completion:
+        """The stored answer to the sample the request draws; a transport error for a
+        sample the replayed run does not hold."""
+        if request.sample is None or request.sample not in self._samples:
+            return Completion(
+                text="",
+                finish_reason=None,
+                error=f"run {self.parent_id} holds no sample {request.sample}",
+            )
+        return self.stored(*request.sample)
+
+    async def aclose(self) -> None:
+        """Nothing to close: the samples were read when the replay started."""
 
     def stored(self, suite: str, case_id: str, index: int) -> Completion:
         """The stored sample as the completion it was, raw output untouched."""

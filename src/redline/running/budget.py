@@ -6,6 +6,7 @@ The means come from the case's stored token history on the same model (the last
 this is rougher); failing that, from the rendered prompt's length and the suite's
 `max_tokens`, which is an upper bound for the output. Judge calls are not included.
 
+`redline.running.runner.estimate_run` estimates a run as the runner would plan it.
 A `Budget` is consulted by the runner before each sample: a sample is started only while
 the money spent, plus what the samples in flight can still cost, plus what it can cost
 stays within the limit. Once a sample is refused no further sample starts; the rest are
@@ -25,7 +26,6 @@ from redline.config import Config, Price
 from redline.running.usage import usd
 
 if TYPE_CHECKING:
-    from redline.running.runner import RunOptions
     from redline.running.store import RunStore
     from redline.suite.cases import Case, Suite
 
@@ -157,18 +157,6 @@ def estimate_cost(
             )
         )
     return Estimate(model_id, price, tuple(cases))
-
-
-def estimate_run(
-    suites: Sequence[Suite], config: Config, store: RunStore | None, options: RunOptions
-) -> Estimate:
-    """The estimate for a run (or rerun, or resume) as `execute_run` would plan it: the one
-    function the CLI and the triage app call before spending money."""
-    from redline.running.runner import planned_samples, run_model
-
-    model = run_model(suites, config, options)
-    planned = planned_samples(suites, store, options)
-    return estimate_cost(store, config, model.id, planned)
 
 
 class Budget:

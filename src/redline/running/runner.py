@@ -20,19 +20,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from redline import __version__
-from redline.assertions import LAYER_1, evaluate_sample
 from redline.ci.shard import select
 from redline.config import Config, ModelRef
 from redline.deciding.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
-from redline.errors import CredentialsRejected, UsageError
+from redline.errors import UsageError
 from redline.gitio import repo_branch, repo_state
 from redline.providers import make_provider
-from redline.providers.completion import ChatRequest
 from redline.providers.replay import ReplayProvider
 from redline.redaction import KeyRedactor
-from redline.running.budget import Budget, estimate_cost
+from redline.running.budget import Budget, Estimate, estimate_cost
 from redline.running.manifest import case_hash, suite_manifest
 from redline.running.outcome import add_counts, case_outcome, run_result
+from redline.running.pipeline import SampleJob, SamplePipeline, costly
 from redline.running.records import (
     CaseOutcome,
     CaseRecord,
@@ -48,7 +47,6 @@ from redline.running.store import RunStore, new_run_id, now_iso
 from redline.running.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 if TYPE_CHECKING:
-    from redline.judge import JudgeSession
     from redline.providers.base import Provider
     from redline.suite.cases import Case, Suite
 
@@ -116,16 +114,6 @@ class RunProgress:
 ProgressCallback = Callable[[RunProgress], None]
 
 
-@dataclass(frozen=True)
-class _Job:
-    suite: Suite
-    case: Case
-    index: int
-    seed: int | None
-    #: Layer 2 assertions (models, judge) are evaluated off the event loop.
-    costly: bool = False
-
-
 @dataclass
 class _Plan:
     """Which cases run, at how many samples each, and which samples are still to do.
@@ -135,7 +123,7 @@ class _Plan:
     """
 
     cases: list[tuple[Suite, Case, int]]
-    todo: list[_Job]
+    todo: list[SampleJob]
     sequential: dict[tuple[str, str], _Sequence] = field(default_factory=dict)
 
 
@@ -166,7 +154,7 @@ class _Sequence:
     def decision(self) -> Decision | None:
         return self.plan.decide(self.passes, self.failures, self.other)
 
-    def more(self) -> list[_Job]:
+    def more(self) -> list[SampleJob]:
         """The next batch once every drawn sample is in: as many as could decide a pass."""
         if self.finished < self.drawn or self.decision() is not None:
             return []
@@ -179,7 +167,7 @@ class _Sequence:
         start = self.drawn
         self.drawn += batch
         return [
-            _Job(self.suite, self.case, i, self.seeds(i), self.costly)
+            SampleJob(self.suite, self.case, i, self.seeds(i), self.costly)
             for i in range(start, self.drawn)
         ]
 
@@ -193,13 +181,13 @@ class _Schedule:
         self.in_flight = 0
         self.changed = asyncio.Event()
 
-    def take(self) -> _Job | None:
+    def take(self) -> SampleJob | None:
         if not self.queue:
             return None
         self.in_flight += 1
         return self.queue.popleft()
 
-    def done(self, job: _Job, verdict: Verdict) -> None:
+    def done(self, job: SampleJob, verdict: Verdict) -> None:
         self.in_flight -= 1
         seq = self.sequential.get((job.case.suite, job.case.id))
         if seq is not None:
@@ -207,7 +195,12 @@ class _Schedule:
             self.queue.extend(seq.more())
         self.changed.set()
 
-    async def next(self) -> _Job | None:
+    def dropped(self) -> None:
+        """A taken job that will not finish (refused by the budget, or interrupted)."""
+        self.in_flight -= 1
+        self.changed.set()
+
+    async def next(self) -> SampleJob | None:
         while True:
             job = self.take()
             if job is not None or self.in_flight == 0:
@@ -299,6 +292,16 @@ def run_manifest(suites: Sequence[Suite], model_id: str) -> dict[str, str]:
     return manifest
 
 
+def estimate_run(
+    suites: Sequence[Suite], config: Config, store: RunStore | None, options: RunOptions
+) -> Estimate:
+    """The estimate for a run (or rerun, or resume) as `execute_run` would plan it: the one
+    function the CLI and the triage app call before spending money."""
+    model = run_model(suites, config, options)
+    planned = planned_samples(suites, store, options)
+    return estimate_cost(store, config, model.id, planned)
+
+
 async def execute_run(
     suites: Sequence[Suite],
     config: Config,
@@ -309,19 +312,22 @@ async def execute_run(
 ) -> RunRecord:
     """Run (or resume, or replay) and return the stored run record.
 
-    Raises `UsageError`/`ConfigError` before any model call when the run cannot start.
-    On cancellation (Ctrl-C) the finished samples are already stored, case results are
-    written for what is there, the run is marked `interrupted`, and the cancel propagates.
+    A replay's provider is the stored run it re-scores; any other run's is the pinned
+    model (or `provider`, when given). Raises `UsageError`/`ConfigError` before any model
+    call when the run cannot start. On cancellation (Ctrl-C) the finished samples are
+    already stored, case results are written for what is there, the run is marked
+    `interrupted`, and the cancel propagates.
     """
+    model: ModelRef | None = None
+    owned = provider is None
     if options.replay is not None:
         replay = ReplayProvider(store, options.replay)
-        return await _execute(
-            suites, config, store, replace(options, kind=RunKind.REPLAY), progress, replay, None
-        )
-    model = run_model(suites, config, options)
-    owned = provider is None
-    if provider is None:
-        provider = make_provider(model, config, os.environ)
+        parent = replay.parent_id
+        options = replace(options, kind=RunKind.REPLAY, replay=parent, parent_id=parent)
+        provider = provider or replay
+    else:
+        model = run_model(suites, config, options)
+        provider = provider or make_provider(model, config, os.environ)
     try:
         return await _execute(suites, config, store, options, progress, provider, model)
     finally:
@@ -384,26 +390,13 @@ async def _execute(
     store: RunStore,
     options: RunOptions,
     progress: ProgressCallback | None,
-    provider: Provider | ReplayProvider,
+    provider: Provider,
     model: ModelRef | None,
 ) -> RunRecord:
     chosen = select_cases(suites, options)
     identity = provider.identity()
-    manifest = run_manifest(suites, identity)
-    if options.resume is not None:
-        record = _reopen(
-            store,
-            options.resume,
-            identity,
-            manifest,
-            retry=bool(options.retry),
-            extend=options.extend,
-        )
-        if options.retry:
-            record = _supersede(store, record, options.retry)
-    else:
-        record = _new_record(config, options, suites, identity, model, manifest, provider)
-    plan = _plan(chosen, options, store, record.id, provider)
+    record = _open_record(suites, config, store, options, identity, model)
+    plan = _plan(chosen, options, store, record.id)
     budget = None
     if options.budget is not None and model is not None:
         budget = Budget(options.budget, estimate_cost(store, config, model.id, plan.cases))
@@ -414,22 +407,78 @@ async def _execute(
         judges = JudgeSession.open(suites, config, blocks=options.judge_blocks)
     if judges is not None and options.resume is None:
         record = replace(record, args={**record.args, "judges": judges.record()})
-    started = time.monotonic()
-    state = _State(record.id, len(plan.todo), progress, started)
-    state.redact = KeyRedactor.from_config(config, os.environ)
+    state = _State(record.id, len(plan.todo), progress, time.monotonic())
+    pipeline = SamplePipeline(
+        provider,
+        run_id=record.id,
+        model_name=model.name if model is not None else "",
+        judges=judges,
+        redactor=KeyRedactor.from_config(config, os.environ),
+        rejected=state.rejected,
+    )
     if options.resume is None:
         store.begin_run(record)
     else:
         store.reopen_run(record.id)
+    limit = _concurrency(options, config, provider, plan)
+    try:
+        await _run_workers(_Schedule(plan), limit, pipeline, store, state, budget)
+    except BaseException:
+        _finish(store, record.id, identity, plan, interrupted=True, budget=budget)
+        raise
+    finally:
+        if judges is not None:
+            await judges.aclose()
+    return _finish(store, record.id, identity, plan, interrupted=False, budget=budget)
+
+
+def _open_record(
+    suites: Sequence[Suite],
+    config: Config,
+    store: RunStore,
+    options: RunOptions,
+    identity: str,
+    model: ModelRef | None,
+) -> RunRecord:
+    """The run's record: a new one, or the resumed run's (its redrawn samples set aside)."""
+    manifest = run_manifest(suites, identity)
+    if options.resume is None:
+        return _new_record(config, options, suites, identity, model, manifest)
+    record = _reopen(
+        store,
+        options.resume,
+        identity,
+        manifest,
+        retry=bool(options.retry),
+        extend=options.extend,
+    )
+    if options.retry:
+        record = _supersede(store, record, options.retry)
+    return record
+
+
+def _concurrency(options: RunOptions, config: Config, provider: Provider, plan: _Plan) -> int:
+    """Workers for this run: `--concurrency` or the configured one, capped by the
+    provider's own limit and by the samples there are to draw."""
     limit = options.concurrency or config.concurrency
     if provider.max_parallel is not None:
         limit = min(limit, provider.max_parallel)
-    limit = max(1, min(limit, max(len(plan.todo), len(plan.sequential)) or 1))
-    jobs = _Schedule(plan)
+    return max(1, min(limit, max(len(plan.todo), len(plan.sequential)) or 1))
+
+
+async def _run_workers(
+    jobs: _Schedule,
+    limit: int,
+    pipeline: SamplePipeline,
+    store: RunStore,
+    state: _State,
+    budget: Budget | None,
+) -> None:
+    """Draw every scheduled sample with `limit` workers; on any exception (Ctrl-C
+    included) stop them all, say so, and let it propagate."""
     state.report()
     workers = [
-        asyncio.ensure_future(_worker(jobs, provider, model, store, state, judges, budget))
-        for _ in range(limit)
+        asyncio.ensure_future(_worker(jobs, pipeline, store, state, budget)) for _ in range(limit)
     ]
     try:
         await asyncio.gather(*workers)
@@ -438,12 +487,7 @@ async def _execute(
         for w in workers:
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
-        _finish(store, record.id, identity, plan, interrupted=True, budget=budget)
         raise
-    finally:
-        if judges is not None:
-            await judges.aclose()
-    return _finish(store, record.id, identity, plan, interrupted=False, budget=budget)
 
 
 class _State:
@@ -458,11 +502,8 @@ class _State:
         self.started = started
         #: `suite/case` → samples of it in flight (insertion order: oldest first).
         self.running: dict[str, int] = {}
-        #: The provider has answered at least once in this run (so its key works).
-        self.answered = False
-        self.redact = KeyRedactor()
 
-    def start(self, job: _Job) -> None:
+    def start(self, job: SampleJob) -> None:
         name = f"{job.case.suite}/{job.case.id}"
         self.running[name] = self.running.get(name, 0) + 1
         self.report()
@@ -477,6 +518,14 @@ class _State:
         self.done += 1
         self.counts[sample.verdict] += 1
         self.report(sample)
+
+    def rejected(self, error: str) -> str:
+        """What a run says when the provider refused the key before it ever answered."""
+        return (
+            f"{error}. The run stopped at its first request(s) instead of "
+            f"sending the rest; {self.done} finished sample(s) are kept in run "
+            f"{self.run_id}. Fix the key, then: redline run --resume {self.run_id}"
+        )
 
     def report(self, last: SampleRecord | None = None, *, stopping: bool = False) -> None:
         if self.progress is not None:
@@ -496,25 +545,23 @@ class _State:
 
 async def _worker(
     jobs: _Schedule,
-    provider: Provider | ReplayProvider,
-    model: ModelRef | None,
+    pipeline: SamplePipeline,
     store: RunStore,
     state: _State,
-    judges: JudgeSession | None = None,
     budget: Budget | None = None,
 ) -> None:
+    """Draw samples until the schedule is empty; each is stored before the next starts."""
     while (job := await jobs.next()) is not None:
         reserved = 0.0
         if budget is not None:
             admitted = budget.admit(job.case.suite, job.case.id)
             if admitted is None:
-                jobs.in_flight -= 1
-                jobs.changed.set()
+                jobs.dropped()
                 return
             reserved = admitted
         try:
             state.start(job)
-            sample = state.redact.sample(await _sample(job, provider, model, state, judges))
+            sample = await pipeline.draw(job)
         except BaseException:
             jobs.in_flight -= 1
             raise
@@ -525,69 +572,6 @@ async def _worker(
         state.record(sample)
 
 
-async def _sample(
-    job: _Job,
-    provider: Provider | ReplayProvider,
-    model: ModelRef | None,
-    state: _State,
-    judges: JudgeSession | None,
-) -> SampleRecord:
-    """Ask the model (or the stored run) once, judge the answer, and build its record.
-
-    The provider refusing the key before it ever answered stops the run (exit 2): every
-    other request would be refused too.
-    """
-    if isinstance(provider, ReplayProvider):
-        completion = provider.stored(job.case.suite, job.case.id, job.index)
-    else:
-        assert model is not None
-        system, user = job.suite.render(job.case)
-        request = ChatRequest(
-            model=model.name,
-            system=system,
-            user=user,
-            max_tokens=job.suite.max_tokens,
-            temperature=job.suite.temperature,
-            seed=job.seed,
-        )
-        completion = await provider.complete(request)
-        if completion.credentials_rejected and not state.answered:
-            raise CredentialsRejected(
-                f"{completion.error}. The run stopped at its first request(s) instead of "
-                f"sending the rest; {state.done} finished sample(s) are kept in run "
-                f"{state.run_id}. Fix the key, then: redline run --resume {state.run_id}"
-            )
-        if completion.ok:
-            state.answered = True
-    if job.costly:
-        evaluation = await asyncio.to_thread(evaluate_sample, job.case, completion)
-    else:
-        evaluation = evaluate_sample(job.case, completion)
-    if judges is not None:
-        from redline.judge import judge_pending
-
-        evaluation = await judge_pending(judges, job.case, completion, evaluation, job.seed)
-    return SampleRecord(
-        run_id=state.run_id,
-        suite=job.case.suite,
-        case_id=job.case.id,
-        index=job.index,
-        output=completion.text,
-        verdict=evaluation.verdict,
-        finish_reason=completion.finish_reason,
-        model=completion.model or (model.name if model is not None else ""),
-        seed=job.seed,
-        latency_ms=completion.latency_ms,
-        input_tokens=completion.input_tokens,
-        output_tokens=completion.output_tokens,
-        cost=completion.cost,
-        error=completion.error,
-        attempts=completion.attempts,
-        assertions=evaluation.results,
-        created_at=now_iso(),
-    )
-
-
 def _new_record(
     config: Config,
     options: RunOptions,
@@ -595,10 +579,8 @@ def _new_record(
     identity: str,
     model: ModelRef | None,
     manifest: Mapping[str, str],
-    provider: Provider | ReplayProvider,
 ) -> RunRecord:
     commit, dirty = repo_state(config.root)
-    parent = options.parent_id
     args = dict(options.args)
     held = active_quarantines(suites, datetime.now(UTC).date())
     if held:
@@ -606,8 +588,6 @@ def _new_record(
     frozen = frozen_seeds(suites)
     if frozen:
         args[FROZEN_SEEDS_ARG] = frozen
-    if isinstance(provider, ReplayProvider):
-        parent = provider.parent_id
     return RunRecord(
         id=options.run_id or new_run_id(),
         kind=options.kind,
@@ -618,7 +598,7 @@ def _new_record(
         model_id=identity,
         model_alias=options.model_alias or (model.alias if model is not None else "replay"),
         suites=tuple(s.name for s in suites),
-        parent_id=parent,
+        parent_id=options.parent_id,
         git_commit=commit,
         git_dirty=dirty,
         git_branch=repo_branch(config.root),
@@ -686,26 +666,20 @@ def _plan(
     options: RunOptions,
     store: RunStore,
     run_id: str,
-    provider: Provider | ReplayProvider,
 ) -> _Plan:
+    """The samples to draw: a replay's are the replayed run's, any other run's the
+    case's fixed or sequential count; a resume skips what is stored already."""
     done = store.sample_keys(run_id) if options.resume is not None else set()
     stored_counts = store.verdict_counts(run_id) if done else {}
+    replayed = None if options.replay is None else _replayed_seeds(store, options.replay)
     plan = _Plan([], [])
     for suite, case in chosen:
-        costly = any(a.layer > LAYER_1 for a in case.assertions)
+        key = (case.suite, case.id)
+        if replayed is not None:
+            _plan_replayed(plan, suite, case, replayed.get(key, {}), done)
+            continue
         fixed = options.samples or options.case_samples.get(f"{case.suite}/{case.id}")
         sequential = None if fixed else sampling_plan(case, options.adaptive)
-        if isinstance(provider, ReplayProvider):
-            stored = provider.seeds(case.suite, case.id)
-            if not stored:
-                continue
-            plan.cases.append((suite, case, len(stored)))
-            plan.todo.extend(
-                _Job(suite, case, i, seed, costly)
-                for i, seed in stored.items()
-                if (case.suite, case.id, i) not in done
-            )
-            continue
 
         def seeds(i: int, suite: Suite = suite, case: Case = case) -> int | None:
             return sample_seed(run_id, case.suite, case.id, i, frozen=suite.seed)
@@ -713,27 +687,62 @@ def _plan(
         if sequential is None:
             n = fixed or case.samples
             plan.cases.append((suite, case, n))
+            heavy = costly(case)
             plan.todo.extend(
-                _Job(suite, case, i, seeds(i), costly)
+                SampleJob(suite, case, i, seeds(i), heavy)
                 for i in range(n)
-                if (case.suite, case.id, i) not in done
+                if (*key, i) not in done
             )
             continue
-        plan.cases.append((suite, case, sequential.max))
-        seq = _Sequence(suite, case, sequential, seeds, costly)
-        plan.sequential[(case.suite, case.id)] = seq
-        mine = sorted(i for s_, c, i in done if (s_, c) == (case.suite, case.id))
-        seq.drawn = max(sequential.min, mine[-1] + 1 if mine else 0)
-        plan.todo.extend(
-            _Job(suite, case, i, seeds(i), costly) for i in range(seq.drawn) if i not in mine
-        )
-        for verdict, count in stored_counts.get((case.suite, case.id), {}).items():
+        seq = _Sequence(suite, case, sequential, seeds, costly(case))
+        _plan_sequential(plan, seq, {i for s, c, i in done if (s, c) == key})
+        for verdict, count in stored_counts.get(key, {}).items():
             for _ in range(count):
                 seq.add(verdict)
         plan.todo.extend(seq.more())
     if chosen and not plan.cases:
         raise UsageError("the replayed run has no stored samples for the selected cases")
     return plan
+
+
+def _replayed_seeds(store: RunStore, run_id: str) -> dict[tuple[str, str], dict[int, int | None]]:
+    """(suite, case id) → sample index → seed, of every sample the replayed run holds."""
+    seeds: dict[tuple[str, str], dict[int, int | None]] = {}
+    for s in store.samples(run_id):
+        seeds.setdefault((s.suite, s.case_id), {})[s.index] = s.seed
+    return seeds
+
+
+def _plan_replayed(
+    plan: _Plan,
+    suite: Suite,
+    case: Case,
+    stored: Mapping[int, int | None],
+    done: set[tuple[str, str, int]],
+) -> None:
+    """A replay draws exactly the samples the replayed run holds, with their seeds."""
+    if not stored:
+        return
+    plan.cases.append((suite, case, len(stored)))
+    heavy = costly(case)
+    plan.todo.extend(
+        SampleJob(suite, case, i, seed, heavy)
+        for i, seed in stored.items()
+        if (case.suite, case.id, i) not in done
+    )
+
+
+def _plan_sequential(plan: _Plan, seq: _Sequence, stored: set[int]) -> None:
+    """A sequentially sampled case starts with its `min` samples (or as many as a resumed
+    run drew already), less those stored."""
+    plan.cases.append((seq.suite, seq.case, seq.plan.max))
+    plan.sequential[(seq.case.suite, seq.case.id)] = seq
+    seq.drawn = max(seq.plan.min, max(stored) + 1 if stored else 0)
+    plan.todo.extend(
+        SampleJob(seq.suite, seq.case, i, seq.seeds(i), seq.costly)
+        for i in range(seq.drawn)
+        if i not in stored
+    )
 
 
 def sampling_plan(case: Case, adaptive: bool) -> SequentialPlan | None:
@@ -762,6 +771,7 @@ def _finish(
     interrupted: bool,
     budget: Budget | None = None,
 ) -> RunRecord:
+    """Store each case's result and the run's, and close the run."""
     counts = store.verdict_counts(run_id)
     records: list[CaseRecord] = []
     not_run: dict[str, int] = {}
@@ -771,44 +781,15 @@ def _finish(
         seq = plan.sequential.get((case.suite, case.id))
         if stored < samples and (seq is None or seq.decision() is None):
             not_run[f"{case.suite}/{case.id}"] = samples - stored
-        if verdicts is None:
-            continue
-        if seq is not None:
-            required = math.ceil(seq.plan.bar * stored - 1e-9) if stored else 1
-            outcome = _SEQUENTIAL_OUTCOME[seq.decision() or Decision.INCONCLUSIVE]
-        else:
-            required = case.required_for(samples)
-            missing = max(0, samples - stored)
-            undecided = dict(verdicts)
-            undecided[Verdict.TRANSPORT] = undecided.get(Verdict.TRANSPORT, 0) + missing
-            outcome = case_outcome(required, undecided)
-        records.append(
-            CaseRecord(
-                run_id=run_id,
-                suite=case.suite,
-                case_id=case.id,
-                tier=case.tier,
-                model_id=model_id,
-                samples=stored,
-                required=required,
-                passes=verdicts.get(Verdict.OK, 0),
-                result=outcome,
-                verdicts=verdicts,
-                case_hash=case_hash(case),
-            )
-        )
+        if verdicts is not None:
+            records.append(_case_record(run_id, model_id, case, samples, verdicts, seq))
     store.put_cases(records)
     result: RunResult | None = None
     if not interrupted:
         held = quarantined(store.run(run_id))
         counted = [r for r in records if f"{r.suite}/{r.case_id}" not in held]
         result = run_result((r.result for r in counted), add_counts(r.verdicts for r in records))
-    recorded = store.run(run_id).args
-    if budget is not None or "budget" in recorded:
-        args = {k: v for k, v in recorded.items() if k != "budget"}
-        if budget is not None:
-            args["budget"] = budget.record(not_run if budget.stopped else {})
-        store.update_args(run_id, args)
+    _record_budget(store, run_id, budget, not_run)
     if budget is not None and budget.stopped and not interrupted:
         # Money ran out, not evidence: the samples not run could have gone either way.
         result = RunResult.INCONCLUSIVE
@@ -817,11 +798,61 @@ def _finish(
     return store.run(run_id)
 
 
+def _case_record(
+    run_id: str,
+    model_id: str,
+    case: Case,
+    samples: int,
+    verdicts: Mapping[Verdict, int],
+    seq: _Sequence | None,
+) -> CaseRecord:
+    """A case's result from its stored verdicts: its sequential plan's decision, or its
+    pass rate over the planned samples (samples not drawn count as transport)."""
+    stored = sum(verdicts.values())
+    if seq is not None:
+        required = math.ceil(seq.plan.bar * stored - 1e-9) if stored else 1
+        outcome = _SEQUENTIAL_OUTCOME[seq.decision() or Decision.INCONCLUSIVE]
+    else:
+        required = case.required_for(samples)
+        undecided = dict(verdicts)
+        undecided[Verdict.TRANSPORT] = undecided.get(Verdict.TRANSPORT, 0) + max(
+            0, samples - stored
+        )
+        outcome = case_outcome(required, undecided)
+    return CaseRecord(
+        run_id=run_id,
+        suite=case.suite,
+        case_id=case.id,
+        tier=case.tier,
+        model_id=model_id,
+        samples=stored,
+        required=required,
+        passes=verdicts.get(Verdict.OK, 0),
+        result=outcome,
+        verdicts=dict(verdicts),
+        case_hash=case_hash(case),
+    )
+
+
+def _record_budget(
+    store: RunStore, run_id: str, budget: Budget | None, not_run: dict[str, int]
+) -> None:
+    """Keep what the budget spent (and which samples it left undrawn) in the run's args."""
+    recorded = store.run(run_id).args
+    if budget is None and "budget" not in recorded:
+        return
+    args = {k: v for k, v in recorded.items() if k != "budget"}
+    if budget is not None:
+        args["budget"] = budget.record(not_run if budget.stopped else {})
+    store.update_args(run_id, args)
+
+
 __all__ = [
     "RETRIES_ARG",
     "ProgressCallback",
     "RunOptions",
     "RunProgress",
+    "estimate_run",
     "execute_run",
     "planned_samples",
     "run_suites",

@@ -1,0 +1,141 @@
+"""One sample from request to evidence: ask, check, judge, decide, record.
+
+`redline run` and `pytest cases/` draw every sample through `SamplePipeline`, so a case
+collected by pytest is checked exactly as a run checks it: the same request, the same
+assertions (judges included when judging is on), the same verdict, the same redaction
+of API keys. What answers the request is any `Provider`: a model, or a stored run that
+a replay re-scores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from redline.assertions import LAYER_1, SampleEvaluation, evaluate_sample
+from redline.errors import CredentialsRejected
+from redline.providers.completion import ChatRequest, Completion
+from redline.redaction import KeyRedactor
+from redline.running.records import SampleRecord
+from redline.running.store import now_iso
+
+if TYPE_CHECKING:
+    from redline.judge import JudgeSession
+    from redline.providers.base import Provider
+    from redline.suite.cases import Case, Suite
+
+
+def costly(case: Case) -> bool:
+    """Whether the case has assertions beyond Layer 1 (models, judges): those are
+    evaluated off the event loop."""
+    return any(a.layer > LAYER_1 for a in case.assertions)
+
+
+@dataclass(frozen=True)
+class SampleJob:
+    """One sample to draw: the case, the sample's index in its run, and its seed."""
+
+    suite: Suite
+    case: Case
+    index: int
+    seed: int | None
+    costly: bool = False
+
+
+def _rejected_hint(error: str) -> str:
+    return f"{error}. Fix the key (see `api_key_env` in the configuration), then run again"
+
+
+class SamplePipeline:
+    """Draws samples for one run (or one pytest session) from one provider.
+
+    `judges` fills in the `judge` assertions (`--judge`); without it they stay skipped.
+    `rejected` words the error raised when the provider refuses the key before it ever
+    answered: every later request would be refused too, so drawing stops there.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        run_id: str,
+        model_name: str,
+        judges: JudgeSession | None = None,
+        redactor: KeyRedactor | None = None,
+        rejected: Callable[[str], str] = _rejected_hint,
+    ) -> None:
+        self.provider = provider
+        self.run_id = run_id
+        self.model_name = model_name
+        self.judges = judges
+        self.redactor = redactor or KeyRedactor()
+        self.rejected = rejected
+        #: The provider has answered at least once (so its key works).
+        self.answered = False
+
+    async def draw(self, job: SampleJob) -> SampleRecord:
+        """The sample's record: its raw output, every assertion's result, its verdict."""
+        completion = await self.ask(job)
+        evaluation = await self.check(job, completion)
+        return self.redactor.sample(self.record(job, completion, evaluation))
+
+    def request(self, job: SampleJob) -> ChatRequest:
+        system, user = job.suite.render(job.case)
+        return ChatRequest(
+            model=self.model_name,
+            system=system,
+            user=user,
+            max_tokens=job.suite.max_tokens,
+            temperature=job.suite.temperature,
+            seed=job.seed,
+            sample=(job.case.suite, job.case.id, job.index),
+        )
+
+    async def ask(self, job: SampleJob) -> Completion:
+        completion = await self.provider.complete(self.request(job))
+        if completion.credentials_rejected and not self.answered:
+            raise CredentialsRejected(self.rejected(completion.error or "credentials refused"))
+        if completion.ok:
+            self.answered = True
+        return completion
+
+    async def check(self, job: SampleJob, completion: Completion) -> SampleEvaluation:
+        """Every assertion of the case on the completion, judges last (docs/rules.md:
+        Layer 1 before Layer 2)."""
+        if job.costly:
+            evaluation = await asyncio.to_thread(evaluate_sample, job.case, completion)
+        else:
+            evaluation = evaluate_sample(job.case, completion)
+        if self.judges is None:
+            return evaluation
+        from redline.judge import judge_pending  # the judge stack loads only when judging
+
+        return await judge_pending(self.judges, job.case, completion, evaluation, job.seed)
+
+    def record(
+        self, job: SampleJob, completion: Completion, evaluation: SampleEvaluation
+    ) -> SampleRecord:
+        return SampleRecord(
+            run_id=self.run_id,
+            suite=job.case.suite,
+            case_id=job.case.id,
+            index=job.index,
+            output=completion.text,
+            verdict=evaluation.verdict,
+            finish_reason=completion.finish_reason,
+            model=completion.model or self.model_name,
+            seed=job.seed,
+            latency_ms=completion.latency_ms,
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+            cost=completion.cost,
+            error=completion.error,
+            attempts=completion.attempts,
+            assertions=evaluation.results,
+            created_at=now_iso(),
+        )
+
+
+__all__ = ["SampleJob", "SamplePipeline", "costly"]
