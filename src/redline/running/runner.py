@@ -13,7 +13,7 @@ import math
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,9 +42,9 @@ from redline.running.records import (
     SampleRecord,
 )
 from redline.running.seeds import FROZEN_SEEDS_ARG, frozen_seeds, sample_seed
-from redline.running.sequential import Decision, SequentialPlan, adaptive_plan
+from redline.running.sequential import Decision, SequentialDraw, SequentialPlan, adaptive_plan
 from redline.running.store import RunStore, new_run_id, now_iso
-from redline.running.verdicts import NON_CONTENT_VERDICTS, Verdict
+from redline.running.verdicts import Verdict
 
 if TYPE_CHECKING:
     from redline.providers.base import Provider
@@ -129,47 +129,19 @@ class _Plan:
 
 @dataclass
 class _Sequence:
-    """One sequentially sampled case: what it has drawn, what is still in flight."""
+    """One sequentially sampled case of the run: its draw, and how its jobs are made."""
 
     suite: Suite
     case: Case
-    plan: SequentialPlan
+    draw: SequentialDraw
     seeds: Callable[[int], int | None]
     costly: bool
-    drawn: int = 0
-    finished: int = 0
-    passes: int = 0
-    failures: int = 0
-    other: int = 0
 
-    def add(self, verdict: Verdict) -> None:
-        self.finished += 1
-        if verdict is Verdict.OK:
-            self.passes += 1
-        elif verdict in NON_CONTENT_VERDICTS:
-            self.other += 1
-        else:
-            self.failures += 1
-
-    def decision(self) -> Decision | None:
-        return self.plan.decide(self.passes, self.failures, self.other)
+    def jobs(self, indices: Iterable[int]) -> list[SampleJob]:
+        return [SampleJob(self.suite, self.case, i, self.seeds(i), self.costly) for i in indices]
 
     def more(self) -> list[SampleJob]:
-        """The next batch once every drawn sample is in: as many as could decide a pass."""
-        if self.finished < self.drawn or self.decision() is not None:
-            return []
-        batch = 1
-        while (
-            self.drawn + batch < self.plan.max
-            and self.plan.decide(self.passes + batch, self.failures, self.other) is None
-        ):
-            batch += 1
-        start = self.drawn
-        self.drawn += batch
-        return [
-            SampleJob(self.suite, self.case, i, self.seeds(i), self.costly)
-            for i in range(start, self.drawn)
-        ]
+        return self.jobs(self.draw.more())
 
 
 class _Schedule:
@@ -191,7 +163,7 @@ class _Schedule:
         self.in_flight -= 1
         seq = self.sequential.get((job.case.suite, job.case.id))
         if seq is not None:
-            seq.add(verdict)
+            seq.draw.add(verdict)
             self.queue.extend(seq.more())
         self.changed.set()
 
@@ -694,11 +666,11 @@ def _plan(
                 if (*key, i) not in done
             )
             continue
-        seq = _Sequence(suite, case, sequential, seeds, costly(case))
+        seq = _Sequence(suite, case, SequentialDraw(sequential), seeds, costly(case))
         _plan_sequential(plan, seq, {i for s, c, i in done if (s, c) == key})
         for verdict, count in stored_counts.get(key, {}).items():
             for _ in range(count):
-                seq.add(verdict)
+                seq.draw.add(verdict)
         plan.todo.extend(seq.more())
     if chosen and not plan.cases:
         raise UsageError("the replayed run has no stored samples for the selected cases")
@@ -735,14 +707,11 @@ def _plan_replayed(
 def _plan_sequential(plan: _Plan, seq: _Sequence, stored: set[int]) -> None:
     """A sequentially sampled case starts with its `min` samples (or as many as a resumed
     run drew already), less those stored."""
-    plan.cases.append((seq.suite, seq.case, seq.plan.max))
+    draw = seq.draw
+    plan.cases.append((seq.suite, seq.case, draw.plan.max))
     plan.sequential[(seq.case.suite, seq.case.id)] = seq
-    seq.drawn = max(seq.plan.min, max(stored) + 1 if stored else 0)
-    plan.todo.extend(
-        SampleJob(seq.suite, seq.case, i, seq.seeds(i), seq.costly)
-        for i in range(seq.drawn)
-        if i not in stored
-    )
+    draw.drawn = max(draw.plan.min, max(stored) + 1 if stored else 0)
+    plan.todo.extend(seq.jobs(i for i in range(draw.drawn) if i not in stored))
 
 
 def sampling_plan(case: Case, adaptive: bool) -> SequentialPlan | None:
@@ -779,10 +748,26 @@ def _finish(
         verdicts = counts.get((case.suite, case.id))
         stored = sum(verdicts.values()) if verdicts is not None else 0
         seq = plan.sequential.get((case.suite, case.id))
-        if stored < samples and (seq is None or seq.decision() is None):
+        draw = seq.draw if seq is not None else None
+        if stored < samples and (draw is None or draw.decision() is None):
             not_run[f"{case.suite}/{case.id}"] = samples - stored
         if verdicts is not None:
-            records.append(_case_record(run_id, model_id, case, samples, verdicts, seq))
+            required, outcome = case_result(case, samples, verdicts, draw)
+            records.append(
+                CaseRecord(
+                    run_id=run_id,
+                    suite=case.suite,
+                    case_id=case.id,
+                    tier=case.tier,
+                    model_id=model_id,
+                    samples=stored,
+                    required=required,
+                    passes=verdicts.get(Verdict.OK, 0),
+                    result=outcome,
+                    verdicts=verdicts,
+                    case_hash=case_hash(case),
+                )
+            )
     store.put_cases(records)
     result: RunResult | None = None
     if not interrupted:
@@ -798,40 +783,23 @@ def _finish(
     return store.run(run_id)
 
 
-def _case_record(
-    run_id: str,
-    model_id: str,
+def case_result(
     case: Case,
     samples: int,
     verdicts: Mapping[Verdict, int],
-    seq: _Sequence | None,
-) -> CaseRecord:
-    """A case's result from its stored verdicts: its sequential plan's decision, or its
-    pass rate over the planned samples (samples not drawn count as transport)."""
+    draw: SequentialDraw | None = None,
+) -> tuple[int, CaseOutcome]:
+    """(passes required, outcome) of a case from its verdicts: its sequential draw's
+    decision, or its pass rate over the `samples` planned (those not drawn count as
+    transport). `redline run` and `pytest cases/` decide a case with this."""
     stored = sum(verdicts.values())
-    if seq is not None:
-        required = math.ceil(seq.plan.bar * stored - 1e-9) if stored else 1
-        outcome = _SEQUENTIAL_OUTCOME[seq.decision() or Decision.INCONCLUSIVE]
-    else:
-        required = case.required_for(samples)
-        undecided = dict(verdicts)
-        undecided[Verdict.TRANSPORT] = undecided.get(Verdict.TRANSPORT, 0) + max(
-            0, samples - stored
-        )
-        outcome = case_outcome(required, undecided)
-    return CaseRecord(
-        run_id=run_id,
-        suite=case.suite,
-        case_id=case.id,
-        tier=case.tier,
-        model_id=model_id,
-        samples=stored,
-        required=required,
-        passes=verdicts.get(Verdict.OK, 0),
-        result=outcome,
-        verdicts=dict(verdicts),
-        case_hash=case_hash(case),
-    )
+    if draw is not None:
+        required = math.ceil(draw.plan.bar * stored - 1e-9) if stored else 1
+        return required, _SEQUENTIAL_OUTCOME[draw.decision() or Decision.INCONCLUSIVE]
+    required = case.required_for(samples)
+    undecided = dict(verdicts)
+    undecided[Verdict.TRANSPORT] = undecided.get(Verdict.TRANSPORT, 0) + max(0, samples - stored)
+    return required, case_outcome(required, undecided)
 
 
 def _record_budget(
@@ -852,6 +820,7 @@ __all__ = [
     "ProgressCallback",
     "RunOptions",
     "RunProgress",
+    "case_result",
     "estimate_run",
     "execute_run",
     "planned_samples",

@@ -25,6 +25,8 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+from redline.running.verdicts import NON_CONTENT_VERDICTS, Verdict
+
 #: What `redline run --adaptive` and `samples: {}` fill in.
 DEFAULT_MIN = 3
 DEFAULT_MAX = 10
@@ -136,10 +138,49 @@ def adaptive_plan(tier: str, samples: int, required: int) -> SequentialPlan:
     return SamplingSpec(bar=max(0.05, min(bar, 0.95))).plan(tier)
 
 
+@dataclass
+class SequentialDraw:
+    """One sequentially sampled case while it is drawn: samples out, verdicts in."""
+
+    plan: SequentialPlan
+    drawn: int = 0
+    finished: int = 0
+    passes: int = 0
+    failures: int = 0
+    other: int = 0
+
+    def add(self, verdict: Verdict) -> None:
+        self.finished += 1
+        if verdict is Verdict.OK:
+            self.passes += 1
+        elif verdict in NON_CONTENT_VERDICTS:
+            self.other += 1
+        else:
+            self.failures += 1
+
+    def decision(self) -> Decision | None:
+        return self.plan.decide(self.passes, self.failures, self.other)
+
+    def more(self) -> range:
+        """The indices of the next batch once every drawn sample is in: as many as could
+        decide a pass (none once the case is decided)."""
+        if self.finished < self.drawn or self.decision() is not None:
+            return range(0)
+        batch = 1
+        while (
+            self.drawn + batch < self.plan.max
+            and self.plan.decide(self.passes + batch, self.failures, self.other) is None
+        ):
+            batch += 1
+        start = self.drawn
+        self.drawn += batch
+        return range(start, self.drawn)
+
+
 def _exhausted(drawn: int, maximum: int, other: int) -> Decision | None:
     if drawn < maximum:
         return None
     return Decision.INCONCLUSIVE if other else Decision.MARGINAL
 
 
-__all__ = ["Decision", "SamplingSpec", "SequentialPlan", "adaptive_plan"]
+__all__ = ["Decision", "SamplingSpec", "SequentialDraw", "SequentialPlan", "adaptive_plan"]
