@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -10,7 +11,12 @@ import pytest
 
 import redline.providers
 import redline.suite.behavior
+from redline.cli import main as cli_main
+from redline.config import parse_config
+from redline.running.records import CaseOutcome
+from redline.running.store import RunStore
 from servers import LoopbackLLMServer
+from test_judge_session import judge_requests, trust_rubric, write_judged_suite
 
 pytest_plugins = ["pytester"]
 
@@ -277,3 +283,108 @@ def test_score_drop_must_be_a_fraction(pytester: pytest.Pytester, value: str) ->
     result = _run(pytester, "--llm-compare-baseline", f"--llm-score-drop={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*argument --llm-score-drop: *"])
+
+
+def _judged_project(root: Path, llm_server: LoopbackLLMServer) -> Path:
+    """`cases/judged` (every judge path) on the loopback server, its rubric calibrated."""
+    (root / "redline.toml").write_text(llm_server.redline_toml(), encoding="utf-8")
+    folder = write_judged_suite(root / "cases" / "judged")
+    trust_rubric(parse_config(root / "redline.toml"), folder / "rubrics" / "slop.yaml")
+    return folder
+
+
+def _run_outcomes(root: Path) -> dict[str, CaseOutcome]:
+    with RunStore.open(root / ".redline" / "redline.db") as store:
+        run = store.latest_run(kind=None)
+        assert run is not None
+        return {c.case_id: c.result for c in store.cases(run.id)}
+
+
+_ITEM_OUTCOME = {"PASSED": CaseOutcome.PASS, "FAILED": CaseOutcome.FAIL}
+
+
+def _item_outcomes(result: pytest.RunResult) -> dict[str, CaseOutcome | str]:
+    outcomes: dict[str, CaseOutcome | str] = {}
+    for line in result.outlines:
+        match = re.match(r"cases/judged/suite\.yaml::(\S+) (PASSED|FAILED|SKIPPED)", line)
+        if match:
+            outcomes[match[1]] = _ITEM_OUTCOME.get(match[2], match[2])
+    return outcomes
+
+
+def test_yaml_suite_judges_exactly_like_redline_run(
+    pytester: pytest.Pytester, llm_server: LoopbackLLMServer, loopback_key: str
+) -> None:
+    _judged_project(pytester.path, llm_server)
+    assert cli_main(["run", "cases/judged", "--judge", "--judge-blocks", "--quiet"]) == 1
+    by_run = _run_outcomes(pytester.path)
+    judged_by_run = judge_requests(llm_server)
+    llm_server.reset()
+
+    result = _run(pytester, "cases", "-v", "-rs", "--llm-judge", "--llm-judge-blocks")
+    by_pytest = _item_outcomes(result)
+    assert judge_requests(llm_server) == judged_by_run > 0
+    assert by_run["0003-sloppy"] is CaseOutcome.FAIL  # only the trusted judge fails it
+    assert by_pytest["0003-sloppy"] is CaseOutcome.FAIL
+    result.stdout.fnmatch_lines(["*judge: failed: judge slop score 5*"])
+    for case_id, outcome in by_run.items():
+        expected = outcome if outcome in _ITEM_OUTCOME.values() else "SKIPPED"
+        assert by_pytest[case_id] == expected, (case_id, outcome, result.outlines)
+
+
+def test_without_llm_judge_the_yaml_judge_is_skipped_and_never_called(
+    pytester: pytest.Pytester, llm_server: LoopbackLLMServer, loopback_key: str
+) -> None:
+    _judged_project(pytester.path, llm_server)
+    result = _run(pytester, "cases", "-v", "-k", "0003-sloppy or 0001-good")
+    result.assert_outcomes(passed=2)
+    assert judge_requests(llm_server) == 0
+
+
+def test_llm_judge_blocks_needs_llm_judge(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, "--llm-judge-blocks")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--llm-judge-blocks needs --llm-judge*"])
+
+
+def test_yaml_suite_item_redacts_the_key_from_its_evidence(
+    pytester: pytest.Pytester, llm_server: LoopbackLLMServer, loopback_key: str
+) -> None:
+    (pytester.path / "redline.toml").write_text(llm_server.redline_toml(), encoding="utf-8")
+    suite = pytester.path / "cases" / "echo-suite"
+    suite.mkdir(parents=True)
+    (suite / "suite.yaml").write_text(SUITE, encoding="utf-8")
+    (suite / "system.txt").write_text("Answer.", encoding="utf-8")
+    (suite / "c1-leak.yaml").write_text(
+        textwrap.dedent(CASE.format(id="c1-leak", message=f"my key is {loopback_key}")),
+        encoding="utf-8",
+    )
+    result = _run(pytester, "cases")
+    result.assert_outcomes(failed=1)
+    assert loopback_key not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*[[]redacted $REDLINE_LOOPBACK_KEY]*"])
+
+
+def test_sequentially_sampled_yaml_case_draws_until_decided_like_a_run(
+    pytester: pytest.Pytester, llm_server: LoopbackLLMServer, loopback_key: str
+) -> None:
+    (pytester.path / "redline.toml").write_text(llm_server.redline_toml(), encoding="utf-8")
+    suite = pytester.path / "cases" / "echo-suite"
+    suite.mkdir(parents=True)
+    (suite / "suite.yaml").write_text(
+        SUITE.replace("samples: 2\ntier: contract", "samples: {min: 3, max: 8}\ntier: contract"),
+        encoding="utf-8",
+    )
+    (suite / "system.txt").write_text("Answer.", encoding="utf-8")
+    for case_id, message in (("c1-ok", "please refund me"), ("c2-bad", "where is my parcel")):
+        (suite / f"{case_id}.yaml").write_text(
+            textwrap.dedent(CASE.format(id=case_id, message=message)), encoding="utf-8"
+        )
+    result = _run(pytester, "cases", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    # Both are decided by their first `min` samples, not by the suite's most (8).
+    result.stdout.fnmatch_lines(["*0/3 samples ok (required 3)*"])
+    assert llm_server.count(api="openai") == 3 + 3
+    assert cli_main(["run", "cases", "--quiet"]) == 1
+    assert _run_outcomes(pytester.path) == {"c1-ok": CaseOutcome.PASS, "c2-bad": CaseOutcome.FAIL}
+    assert llm_server.count(api="openai") == 2 * (3 + 3)

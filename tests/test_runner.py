@@ -11,6 +11,10 @@ import pytest
 
 from redline.config import Config, parse_config
 from redline.errors import UsageError
+from redline.providers.base import Provider
+from redline.providers.completion import ChatRequest
+from redline.providers.replay import ReplayProvider
+from redline.running.pipeline import SampleJob, SamplePipeline
 from redline.running.records import CaseOutcome, RunKind, RunResult, RunStatus
 from redline.running.runner import RunOptions, RunProgress, execute_run, run_suites, sample_seed
 from redline.running.store import RunStore
@@ -225,6 +229,31 @@ def test_replay_rescores_stored_outputs_without_calling_the_model(
     assert {c.case_id: c.case_hash for c in store.cases(first)}["b"] != {
         c.case_id: c.case_hash for c in store.cases(replay.id)
     }["b"]
+    store.close()
+
+
+def test_replay_is_a_provider_answering_the_sample_a_request_draws(
+    tmp_path: Path, llm_server: LoopbackLLMServer, key: str
+) -> None:
+    config = write_config(tmp_path, llm_server)
+    suite = write_suite(tmp_path, "s", {"a": "MODE:flaky"}, samples=4, tier="quality")
+    store, first = run(config, [suite])
+    replay = ReplayProvider(store, first)
+    assert isinstance(replay, Provider) and replay.identity() == store.run(first).model_id
+    [loaded] = load_suites([suite], config)
+    stored = store.samples(first, "a")[2]
+    pipeline = SamplePipeline(replay, run_id="again", model_name="")
+    job = SampleJob(loaded, loaded.case("a"), 2, stored.seed)
+    again = asyncio.run(pipeline.draw(job))
+    assert (again.output, again.verdict, again.seed, again.run_id) == (
+        stored.output,
+        stored.verdict,
+        stored.seed,
+        "again",
+    )
+    request = ChatRequest(model="", system="", user="", sample=("s", "a", 9))
+    missing = asyncio.run(replay.complete(request))
+    assert missing.error is not None and "holds no sample" in missing.error
     store.close()
 
 

@@ -11,7 +11,10 @@
 - A check whose model backend is missing makes the test skip with the reason.
 - With pytest-html installed, the report gets "Assertions" and "Targets" columns.
 - `pytest cases/` collects each redline suite (a folder with suite.yaml) and runs each
-  case as one item: N samples on the suite's pinned model, judged like `redline run`.
+  case as one item: its samples on the suite's pinned model, drawn through the same
+  sample pipeline as `redline run` (`--llm-judge`/`--llm-judge-blocks` as `--judge`/
+  `--judge-blocks`) and decided by the same rule (a sequentially sampled case draws
+  until decided; marginal and inconclusive cases are skipped with the reason).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import html
 import json
 import os
 import secrets
-from collections.abc import Generator, Iterator
+from collections import Counter
+from collections.abc import Generator, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +36,10 @@ import pytest
 
 if TYPE_CHECKING:
     from redline.config import Config
+    from redline.judge import JudgeSession
     from redline.providers.base import Provider
+    from redline.running.pipeline import SampleJob, SamplePipeline
+    from redline.running.records import CaseOutcome, SampleRecord
     from redline.suite.behavior import BehaviorAssertion, BehaviorResult
     from redline.suite.cases import Case, Suite
 
@@ -60,6 +67,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         default=None,
         help=f"baseline JSON file, relative to the rootdir (default: {DEFAULT_BASELINE})",
+    )
+    group.addoption(
+        "--llm-judge",
+        action="store_true",
+        default=False,
+        help="YAML suites: also run rubric judges, as `redline run --judge` does",
+    )
+    group.addoption(
+        "--llm-judge-blocks",
+        action="store_true",
+        default=False,
+        help="YAML suites: let calibrated (trusted) judges fail samples (needs --llm-judge)",
     )
     group.addoption(
         "--llm-score-drop",
@@ -119,6 +138,8 @@ _CHAINS = pytest.StashKey[list[tuple["BehaviorAssertion", "BehaviorResult"]]]()
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "redline_case: a redline YAML case collected as a test")
     config.stash[_RECORDER] = _Recorder()
+    if config.getoption("--llm-judge-blocks") and not config.getoption("--llm-judge"):
+        raise pytest.UsageError("--llm-judge-blocks needs --llm-judge")
     if config.pluginmanager.hasplugin("html"):
         config.pluginmanager.register(_HtmlColumns(), "redline-html-columns")
 
@@ -329,7 +350,8 @@ class SuiteFile(pytest.File):
 
 
 class CaseItem(pytest.Item):
-    """N samples of one case on the suite's pinned model; passes when enough are `ok`."""
+    """One case on the suite's pinned model, drawn and decided as `redline run` does:
+    passes when enough samples are `ok`."""
 
     def __init__(self, *, suite: Suite, case: Case, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -339,60 +361,48 @@ class CaseItem(pytest.Item):
         self.user_properties.append(("redline_checks", [a.describe() for a in case.assertions]))
 
     def runtest(self) -> None:
-        from redline.assertions import evaluate_sample
-        from redline.providers.completion import ChatRequest
-        from redline.running.outcome import case_outcome
         from redline.running.records import CaseOutcome
-        from redline.running.seeds import sample_seed
         from redline.running.verdicts import Verdict
 
-        config = _session_config(self.config)
-        model = config.model(self.suite.model)
-        providers = _providers(self.config)
-        provider = providers.get(model.alias, config)
-        system, user = self.suite.render(self.case)
-        lines: list[str] = []
-        counts: dict[Verdict, int] = dict.fromkeys(Verdict, 0)
-        for index in range(self.case.samples):
-            request = ChatRequest(
-                model=model.name,
-                system=system,
-                user=user,
-                max_tokens=self.suite.max_tokens,
-                temperature=self.suite.temperature,
-                seed=sample_seed(providers.session_id, self.suite.name, self.case.id, index),
-            )
-            completion = providers.run(provider.complete(request))
-            evaluation = evaluate_sample(self.case, completion)
-            counts[evaluation.verdict] += 1
-            lines.append(f"sample {index}: {evaluation.verdict.value}")
-            lines.extend(
-                f"    {r.type}: {r.status.value}: {r.reason}"
-                for r in evaluation.results
-                if not r.passed
-            )
-            if completion.error:
-                lines.append(f"    transport: {completion.error}")
-            lines.append(f"    output: {completion.text[:300]!r}")
-        outcome = case_outcome(self.case.required, counts)
-        passes = counts[Verdict.OK]
-        summary = f"{passes}/{self.case.samples} samples ok (required {self.case.required})"
+        samples, required, outcome = _cases(self.config).decide(self.suite, self.case)
+        passes = sum(1 for s in samples if s.verdict is Verdict.OK)
+        summary = f"{passes}/{len(samples)} samples ok (required {required})"
         if outcome is CaseOutcome.FAIL:
-            raise CaseFailed(summary, lines)
+            raise CaseFailed(summary, _evidence(samples))
         if outcome is CaseOutcome.INCONCLUSIVE:
             pytest.skip(f"inconclusive: {summary}; truncated or transport samples decide it")
+        if outcome is CaseOutcome.MARGINAL:
+            pytest.skip(f"marginal: {summary}; the pass rate sits on the case's bar")
 
     def repr_failure(
         self,
         excinfo: pytest.ExceptionInfo[BaseException],
         style: Any = None,
     ) -> str:
+        from redline.errors import RedlineError
+
         if isinstance(excinfo.value, CaseFailed):
             return "\n".join([excinfo.value.summary, *excinfo.value.lines])
+        if isinstance(excinfo.value, RedlineError):
+            return f"redline: {excinfo.value}"
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.case.path, 0, f"{self.suite.name}::{self.case.id}"
+
+
+def _evidence(samples: Sequence[SampleRecord]) -> list[str]:
+    """Each sample's verdict, what failed and why, and the start of its output."""
+    lines: list[str] = []
+    for sample in samples:
+        lines.append(f"sample {sample.index}: {sample.verdict.value}")
+        lines.extend(
+            f"    {r.type}: {r.status.value}: {r.reason}" for r in sample.assertions if not r.passed
+        )
+        if sample.error:
+            lines.append(f"    transport: {sample.error}")
+        lines.append(f"    output: {sample.output[:300]!r}")
+    return lines
 
 
 class CaseFailed(Exception):
@@ -403,7 +413,7 @@ class CaseFailed(Exception):
 
 
 _CONFIG = pytest.StashKey["Config"]()
-_PROVIDERS = pytest.StashKey["_Providers"]()
+_CASES = pytest.StashKey["_CaseRunner"]()
 
 
 def _session_config(config: pytest.Config) -> Config:
@@ -414,38 +424,101 @@ def _session_config(config: pytest.Config) -> Config:
     return config.stash[_CONFIG]
 
 
-class _Providers:
-    """One event loop and one provider per model alias for the whole session."""
+class _CaseRunner:
+    """One event loop for the session, one sample pipeline per suite (with its judges
+    under `--llm-judge`), one provider per model alias."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: Config, *, judge: bool, judge_blocks: bool) -> None:
         #: Seeds are drawn per session, as `redline run` draws them per run.
         self.session_id = secrets.token_hex(6)
+        self.config = config
+        self.judge = judge
+        self.judge_blocks = judge_blocks
         self.loop = asyncio.new_event_loop()
         self.providers: dict[str, Provider] = {}
+        self.judges: dict[str, JudgeSession] = {}
+        self.pipelines: dict[str, SamplePipeline] = {}
 
-    def get(self, alias: str, config: Config) -> Provider:
+    def decide(self, suite: Suite, case: Case) -> tuple[list[SampleRecord], int, CaseOutcome]:
+        """The case's samples, the passes it needed, and its outcome."""
+        from redline.running.runner import case_result, sampling_plan
+        from redline.running.sequential import SequentialDraw
+
+        pipeline = self.pipeline(suite)
+        plan = sampling_plan(case, adaptive=False)
+        draw = None if plan is None else SequentialDraw(plan, drawn=plan.min)
+        samples: list[SampleRecord] = []
+        indices = range(case.samples if draw is None else draw.drawn)
+        while indices:
+            for index in indices:
+                sample = self.loop.run_until_complete(pipeline.draw(self.job(suite, case, index)))
+                samples.append(sample)
+                if draw is not None:
+                    draw.add(sample.verdict)
+            indices = range(0) if draw is None else draw.more()
+        verdicts = Counter(s.verdict for s in samples)
+        planned = case.samples if draw is None else draw.plan.max
+        required, outcome = case_result(case, planned, verdicts, draw)
+        return samples, required, outcome
+
+    def job(self, suite: Suite, case: Case, index: int) -> SampleJob:
+        from redline.running.pipeline import SampleJob, costly
+        from redline.running.seeds import sample_seed
+
+        seed = sample_seed(self.session_id, case.suite, case.id, index, frozen=suite.seed)
+        return SampleJob(suite, case, index, seed, costly(case))
+
+    def pipeline(self, suite: Suite) -> SamplePipeline:
+        if suite.name not in self.pipelines:
+            from redline.redaction import KeyRedactor
+            from redline.running.pipeline import SamplePipeline
+
+            model = self.config.model(suite.model)
+            self.pipelines[suite.name] = SamplePipeline(
+                self.provider(model.alias),
+                run_id=f"pytest-{self.session_id}",
+                model_name=model.name,
+                judges=self.judge_session(suite),
+                redactor=KeyRedactor.from_config(self.config, os.environ),
+            )
+        return self.pipelines[suite.name]
+
+    def provider(self, alias: str) -> Provider:
         if alias not in self.providers:
             from redline.providers import make_provider
 
-            self.providers[alias] = make_provider(config.model(alias), config, os.environ)
+            model = self.config.model(alias)
+            self.providers[alias] = make_provider(model, self.config, os.environ)
         return self.providers[alias]
 
-    def run(self, coroutine: Any) -> Any:
-        return self.loop.run_until_complete(coroutine)
+    def judge_session(self, suite: Suite) -> JudgeSession | None:
+        if not self.judge:
+            return None
+        from redline.judge import JudgeSession
+
+        session = JudgeSession.open([suite], self.config, blocks=self.judge_blocks)
+        self.judges[suite.name] = session
+        return session
 
     def close(self) -> None:
+        for judges in self.judges.values():
+            self.loop.run_until_complete(judges.aclose())
         for provider in self.providers.values():
             self.loop.run_until_complete(provider.aclose())
         self.loop.close()
 
 
-def _providers(config: pytest.Config) -> _Providers:
-    if _PROVIDERS not in config.stash:
-        config.stash[_PROVIDERS] = _Providers()
-    return config.stash[_PROVIDERS]
+def _cases(config: pytest.Config) -> _CaseRunner:
+    if _CASES not in config.stash:
+        config.stash[_CASES] = _CaseRunner(
+            _session_config(config),
+            judge=bool(config.getoption("--llm-judge")),
+            judge_blocks=bool(config.getoption("--llm-judge-blocks")),
+        )
+    return config.stash[_CASES]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    providers = config.stash.get(_PROVIDERS, None)
-    if providers is not None:
-        providers.close()
+    cases = config.stash.get(_CASES, None)
+    if cases is not None:
+        cases.close()
