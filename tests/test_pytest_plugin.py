@@ -188,20 +188,29 @@ assert:
 """
 
 
-def test_yaml_suites_are_collected_as_one_item_per_case(
-    pytester: pytest.Pytester, llm_server: LoopbackLLMServer, loopback_key: str
+TWO_CASES = {"c1-ok": "please refund me", "c2-bad": "where is my parcel"}
+
+
+def _echo_project(
+    root: Path, llm_server: LoopbackLLMServer, messages: dict[str, str], suite_yaml: str = SUITE
 ) -> None:
-    (pytester.path / "redline.toml").write_text(
-        llm_server.redline_toml(key_env="REDLINE_LOOPBACK_KEY"), encoding="utf-8"
-    )
-    suite = pytester.path / "cases" / "echo-suite"
+    """`cases/echo-suite` on the loopback server: one case per message, each asking the
+    echoed message to contain "refund"."""
+    (root / "redline.toml").write_text(llm_server.redline_toml(), encoding="utf-8")
+    suite = root / "cases" / "echo-suite"
     suite.mkdir(parents=True)
-    (suite / "suite.yaml").write_text(SUITE, encoding="utf-8")
+    (suite / "suite.yaml").write_text(suite_yaml, encoding="utf-8")
     (suite / "system.txt").write_text("Answer.", encoding="utf-8")
-    for case_id, message in (("c1-ok", "please refund me"), ("c2-bad", "where is my parcel")):
+    for case_id, message in messages.items():
         (suite / f"{case_id}.yaml").write_text(
             textwrap.dedent(CASE.format(id=case_id, message=message)), encoding="utf-8"
         )
+
+
+def test_yaml_suites_are_collected_as_one_item_per_case(
+    pytester: pytest.Pytester, llm_server: LoopbackLLMServer, loopback_key: str
+) -> None:
+    _echo_project(pytester.path, llm_server, TWO_CASES)
     result = _run(pytester, "cases", "-v")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
@@ -350,15 +359,7 @@ def test_llm_judge_blocks_needs_llm_judge(pytester: pytest.Pytester) -> None:
 def test_yaml_suite_item_redacts_the_key_from_its_evidence(
     pytester: pytest.Pytester, llm_server: LoopbackLLMServer, loopback_key: str
 ) -> None:
-    (pytester.path / "redline.toml").write_text(llm_server.redline_toml(), encoding="utf-8")
-    suite = pytester.path / "cases" / "echo-suite"
-    suite.mkdir(parents=True)
-    (suite / "suite.yaml").write_text(SUITE, encoding="utf-8")
-    (suite / "system.txt").write_text("Answer.", encoding="utf-8")
-    (suite / "c1-leak.yaml").write_text(
-        textwrap.dedent(CASE.format(id="c1-leak", message=f"my key is {loopback_key}")),
-        encoding="utf-8",
-    )
+    _echo_project(pytester.path, llm_server, {"c1-leak": f"my key is {loopback_key}"})
     result = _run(pytester, "cases")
     result.assert_outcomes(failed=1)
     assert loopback_key not in result.stdout.str()
@@ -368,18 +369,8 @@ def test_yaml_suite_item_redacts_the_key_from_its_evidence(
 def test_sequentially_sampled_yaml_case_draws_until_decided_like_a_run(
     pytester: pytest.Pytester, llm_server: LoopbackLLMServer, loopback_key: str
 ) -> None:
-    (pytester.path / "redline.toml").write_text(llm_server.redline_toml(), encoding="utf-8")
-    suite = pytester.path / "cases" / "echo-suite"
-    suite.mkdir(parents=True)
-    (suite / "suite.yaml").write_text(
-        SUITE.replace("samples: 2\ntier: contract", "samples: {min: 3, max: 8}\ntier: contract"),
-        encoding="utf-8",
-    )
-    (suite / "system.txt").write_text("Answer.", encoding="utf-8")
-    for case_id, message in (("c1-ok", "please refund me"), ("c2-bad", "where is my parcel")):
-        (suite / f"{case_id}.yaml").write_text(
-            textwrap.dedent(CASE.format(id=case_id, message=message)), encoding="utf-8"
-        )
+    sequential = SUITE.replace("samples: 2", "samples: {min: 3, max: 8}")
+    _echo_project(pytester.path, llm_server, TWO_CASES, sequential)
     result = _run(pytester, "cases", "-v")
     result.assert_outcomes(passed=1, failed=1)
     # Both are decided by their first `min` samples, not by the suite's most (8).
