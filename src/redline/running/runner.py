@@ -4,6 +4,10 @@ All samples of a run share one concurrency bound (`--concurrency`, capped furthe
 provider, e.g. the local model's 1). Each finished sample is stored before the worker takes
 the next one, so an interrupt or a crash loses only the samples in flight; `resume` runs
 just the missing (case, index) samples into the same run.
+
+This module plans and schedules; each sample goes through `running.pipeline` (ask the
+provider, check, judge, record), whatever answers it: the pinned model, or for a replay
+the stored run it re-scores.
 """
 
 from __future__ import annotations
