@@ -190,7 +190,10 @@ def test_interrupt_stores_finished_samples_and_resume_runs_only_the_missing(
     resumed = run_suites(suites, config, store, RunOptions(resume="caf"))
     assert resumed.id == "cafe01" and resumed.status is RunStatus.FINISHED
     assert resumed.result is RunResult.GREEN
-    assert llm_server.count() == 12 - len(stored)
+    # A request the interrupted run had in flight can still reach the server after the
+    # reset; it asks for a sample that is missing anyway (same seed), so count samples asked.
+    asked = {(r.body["messages"][-1]["content"], r.body["seed"]) for r in llm_server.requests}
+    assert len(asked) == 12 - len(stored)
     assert len(store.samples("cafe01")) == 12
     assert [c.passes for c in store.cases("cafe01")] == [3, 3, 3, 3]
     with pytest.raises(UsageError, match="finished already"):
