@@ -288,8 +288,8 @@ async def execute_run(
 ) -> RunRecord:
     """Run (or resume, or replay) and return the stored run record.
 
-    A replay's provider is the stored run it re-scores; any other run's is the pinned
-    model (or `provider`, when given). Raises `UsageError`/`ConfigError` before any model
+    Each request is answered by `provider` when given, else by the stored run a replay
+    re-scores, else by the pinned model; all go through the same pipeline. Raises `UsageError`/`ConfigError` before any model
     call when the run cannot start. On cancellation (Ctrl-C) the finished samples are
     already stored, case results are written for what is there, the run is marked
     `interrupted`, and the cancel propagates.
