@@ -379,3 +379,13 @@ def test_sequentially_sampled_yaml_case_draws_until_decided_like_a_run(
     assert cli_main(["run", "cases", "--quiet"]) == 1
     assert _run_outcomes(pytester.path) == {"c1-ok": CaseOutcome.PASS, "c2-bad": CaseOutcome.FAIL}
     assert llm_server.count(api="openai") == 2 * (3 + 3)
+
+
+def test_yaml_case_stops_at_a_refused_key_and_says_what_to_do(
+    pytester: pytest.Pytester, llm_server: LoopbackLLMServer, loopback_key: str
+) -> None:
+    _echo_project(pytester.path, llm_server, {"c1-refused": "MODE:401 refund"})
+    result = _run(pytester, "cases")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*redline: *401*Fix the key*then run again*"])
+    assert llm_server.count(api="openai") == 1
