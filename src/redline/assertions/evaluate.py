@@ -1,4 +1,5 @@
-"""One sample through a case's assertions, to a verdict (DESIGN rules 3 and 5)."""
+"""One sample through a case's assertions, to a verdict (the rules «Layer 1 before Layer 2, fail
+fast» and «A verdict per sample», docs/rules.md)."""
 
 from __future__ import annotations
 
