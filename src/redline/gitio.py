@@ -15,25 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
-from redline.errors import UsageError
+from redline.errors import GitCommandError, GitError, GitUnavailable
 
 #: The revision name that means "the index" (git's own `:path` notation).
 INDEX = ":"
 
 _GITLINK_MODE = "160000"
 _NULL_MODES = {"000000"}
-
-
-class GitError(UsageError):
-    """A git state redline cannot work with, said in words the user can act on."""
-
-
-class GitCommandError(GitError):
-    """A git command failed; `stderr` says why."""
-
-    def __init__(self, args: Sequence[str], stderr: str) -> None:
-        self.stderr = stderr.strip()
-        super().__init__(f"git {' '.join(args)} failed: {self.stderr}")
 
 
 class Repo:
@@ -62,14 +50,17 @@ class Repo:
 
     def run(self, *args: str, stdin: bytes | None = None, check: bool = True) -> bytes:
         """stdout of `git ARGS` run at the top of the working tree."""
-        done = subprocess.run(
-            ["git", *args],
-            cwd=self.top,
-            input=stdin,
-            capture_output=True,
-            check=False,
-            env=_GIT_ENV,
-        )
+        try:
+            done = subprocess.run(
+                ["git", *args],
+                cwd=self.top,
+                input=stdin,
+                capture_output=True,
+                check=False,
+                env=_GIT_ENV,
+            )
+        except FileNotFoundError:
+            raise GitUnavailable() from None
         if check and done.returncode != 0:
             raise GitCommandError(args, done.stderr.decode(errors="replace"))
         return done.stdout

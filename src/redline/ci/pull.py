@@ -15,16 +15,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from redline.ci.provider import (
-    ArtifactExpired,
-    ArtifactFailed,
     CiArtifact,
-    CiError,
     CiProvider,
     CiRun,
     RunQuery,
 )
-from redline.errors import UsageError
-from redline.running.exchange import ExportedRun, NoExport, add_export, read_zip
+from redline.errors import ArtifactExpired, ArtifactFailed, CiError, NoExport, UsageError
+from redline.running.exchange import ExportedRun, add_export, read_zip
 from redline.running.records import CiOrigin, RunRecord
 from redline.running.store import RunStore
 

@@ -20,7 +20,7 @@ from redline.deciding.baseline import (
     compare_run_with_baselines,
     save_baselines,
 )
-from redline.errors import UsageError
+from redline.errors import StoreMissing, UsageError
 from redline.running.exchange import run_json
 from redline.running.records import CaseRecord
 from redline.running.store import RunStore
@@ -93,7 +93,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _open(args: argparse.Namespace) -> tuple[RunStore, Path, float]:
     config = load_config()
     if not config.store_path.exists():
-        raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
+        raise StoreMissing(config.store_path)
     directory = args.dir if args.dir is not None else config.root / "baselines"
     return RunStore.open(config.store_path), directory, config.score_drop
 

@@ -19,7 +19,7 @@ from redline.cli import ExitCode
 from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import load_config
 from redline.deciding.compare import Comparison, Split, compare_runs
-from redline.errors import UsageError
+from redline.errors import StoreMissing
 from redline.report.comparison import (
     SPLIT_NOTES,
     columns,
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _compare(args: argparse.Namespace) -> int:
     config = load_config()
     if not config.store_path.exists():
-        raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
+        raise StoreMissing(config.store_path)
     with RunStore.open(config.store_path) as store:
         result = compare_runs(store, args.run_a, args.run_b, config.price)
     show_comparison(result, args.format)

@@ -22,7 +22,7 @@ from redline.deciding.history import (
     find_marginal,
     sparkline,
 )
-from redline.errors import UsageError
+from redline.errors import StoreMissing, UsageError
 from redline.presentation import OUTCOME_STYLES
 from redline.running.store import RunStore
 from redline.textsafe import escape_output
@@ -57,7 +57,7 @@ def _history(args: argparse.Namespace) -> int:
         raise UsageError("--marginal-runs must be at least 1")
     config = load_config()
     if not config.store_path.exists():
-        raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
+        raise StoreMissing(config.store_path)
     with RunStore.open(config.store_path) as store:
         history = case_history(store, args.case_id, args.suite)
     marginal = find_marginal(history.scheduled, args.marginal_runs)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from redline.config import load_config
-from redline.errors import UsageError
+from redline.errors import StoreMissing, UsageError
 from redline.report import build_run_report
 from redline.report.html import html_report
 from redline.report.junit import junit_xml
@@ -58,7 +58,7 @@ def _report(args: argparse.Namespace) -> int:
         raise UsageError("choose at least one of --junit FILE, --html FILE, --markdown")
     config = load_config()
     if not config.store_path.exists():
-        raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
+        raise StoreMissing(config.store_path)
     baselines = args.baselines if args.baselines is not None else config.root / "baselines"
     with RunStore.open(config.store_path) as store:
         run_id = args.run_id

@@ -17,7 +17,7 @@ from redline.cli import ExitCode
 from redline.cli.pull import add_pull_arguments, latest_nightly, pull_from_ci
 from redline.cli.terminal import require_terminal
 from redline.config import load_config
-from redline.errors import UsageError
+from redline.errors import StoreMissing, UsageError
 from redline.running.records import RunKind
 from redline.running.store import RunStore
 
@@ -58,9 +58,9 @@ def _triage(args: argparse.Namespace) -> int:
     config = load_config()
     store_path: Path = args.store or config.store_path
     if not args.pull and not store_path.is_file():
-        raise UsageError(
-            f"no store at {store_path}: run `redline run` first, or `redline triage --pull` "
-            "to start from CI's runs"
+        raise StoreMissing(
+            store_path,
+            "run `redline run` first, or `redline triage --pull` to start from CI's runs",
         )
     from redline_tui.app import TriageApp
     from redline_tui.context import TriageContext

@@ -40,9 +40,8 @@ from redline.deciding.stats import (
     smallest_count,
     wilson_interval,
 )
-from redline.errors import ProblemsError, RedlineError, UsageError
+from redline.errors import CaseNotFound, GitError, ProblemsError, RedlineError, UsageError
 from redline.gitio import (
-    GitError,
     Repo,
     export_tree,
     file_at,
@@ -581,9 +580,9 @@ class CauseAnalysis:
         try:
             self.red_case = self.red.suite.case(case.case_id)
         except KeyError:
-            raise UsageError(
+            raise CaseNotFound(
                 f"case {case.case_id} is not in suite {case.suite} at the red run's commit "
-                f"{red_commit[:12]}"
+                f"{red_commit[:12]}; pick a run whose commit has the case"
             ) from None
         self.ref = ref
         self.changes = _changes(self.red, ref, case.case_id)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from redline.gitio import GitCommandError, GitError, Repo, commit_subject, file_at, resolve_commit
+from redline.errors import GitCommandError, GitError
+from redline.gitio import Repo, commit_subject, file_at, resolve_commit
 from redline.running.records import CaseOutcome, RunKind, RunRecord, RunStatus
 from redline.running.store import RunStore
 

@@ -15,10 +15,10 @@ from redline.casemodel import RETIRED_DIR, SUITE_FILE
 from redline.casemodel.diff import BarChange, diff_cases
 from redline.casemodel.effective import EffectiveCase, case_id
 from redline.config import pinned_models
+from redline.errors import GitError
 from redline.gitio import (
     INDEX,
     FileChange,
-    GitError,
     Repo,
     Snapshot,
     changed_files,

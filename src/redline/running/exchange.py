@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from redline.errors import UsageError
+from redline.errors import NoExport, RunAlreadyStored, UsageError
 from redline.providers.completion import FinishReason
 from redline.running.records import (
     CaseOutcome,
@@ -80,20 +80,6 @@ def export_run(store: RunStore, run_id: str, out: Path) -> Path:
             fh.write(_json_line(sample_json(s)))
             fh.write("\n")
     return out
-
-
-class RunAlreadyStored(UsageError):
-    """The export holds a run the store already has (imported or run before)."""
-
-    def __init__(self, run_id: str, store: Path) -> None:
-        self.run_id = run_id
-        super().__init__(
-            f"run {run_id} is already in the store {store}; it was imported or run before"
-        )
-
-
-class NoExport(UsageError):
-    """The file or folder holds no `redline export` at all (e.g. another CI artifact)."""
 
 
 @dataclass(frozen=True)
