@@ -292,19 +292,9 @@ def compare_cases(
     price: PriceLookup | None = None,
 ) -> Comparison:
     """Compare two runs' case results; with the samples' usage, latency, tokens and cost too."""
-    manifest_a, manifest_b = dict(run_a.manifest), dict(run_b.manifest)
-    narrowed_to = None
-    partial_a, partial_b = is_partial_run(run_a), is_partial_run(run_b)
-    if partial_a or partial_b:
-        keys_a = {(c.suite, c.case_id) for c in cases_a}
-        keys_b = {(c.suite, c.case_id) for c in cases_b}
-        if partial_b:
-            cases_a = [c for c in cases_a if (c.suite, c.case_id) in keys_b]
-            manifest_a = {p: h for p, h in manifest_a.items() if p in manifest_b}
-        if partial_a:
-            cases_b = [c for c in cases_b if (c.suite, c.case_id) in keys_a]
-            manifest_b = {p: h for p, h in manifest_b.items() if p in run_a.manifest}
-        narrowed_to = " and ".join(r.id for r, p in ((run_a, partial_a), (run_b, partial_b)) if p)
+    cases_a, manifest_a, cases_b, manifest_b, narrowed_to = _narrowed(
+        run_a, cases_a, run_b, cases_b
+    )
     side_a, side_b = _side(run_a, cases_a), _side(run_b, cases_b)
     by_a = {(c.suite, c.case_id): c for c in cases_a}
     by_b = {(c.suite, c.case_id): c for c in cases_b}
@@ -325,20 +315,11 @@ def compare_cases(
         )
         for k in same
     ]
-    deltas.sort(
-        key=lambda d: (
-            d.delta is None,
-            d.delta if d.delta is not None else 0.0,
-            d.p_value,
-            d.suite,
-            d.case_id,
-        )
-    )
-    manifest = tuple(manifest_changes(manifest_a, manifest_b))
+    deltas.sort(key=_largest_drop_first)
     return Comparison(
         a=side_a,
         b=side_b,
-        manifest_changes=manifest,
+        manifest_changes=tuple(manifest_changes(manifest_a, manifest_b)),
         rows=tuple(deltas),
         changed=changed,
         only_a=tuple(by_a[k] for k in sorted(set(by_a) - set(by_b))),
@@ -353,6 +334,34 @@ def compare_cases(
         same_draws=same_draws,
         narrowed_to=narrowed_to,
     )
+
+
+def _narrowed(
+    run_a: RunRecord,
+    cases_a: Sequence[CaseRecord],
+    run_b: RunRecord,
+    cases_b: Sequence[CaseRecord],
+) -> tuple[Sequence[CaseRecord], dict[str, str], Sequence[CaseRecord], dict[str, str], str | None]:
+    """Each run's cases and manifest, narrowed to what a partial run (a rerun, --case,
+    --tier, a shard) covered; and which run(s) narrowed the comparison, if any."""
+    manifest_a, manifest_b = dict(run_a.manifest), dict(run_b.manifest)
+    partial_a, partial_b = is_partial_run(run_a), is_partial_run(run_b)
+    if not (partial_a or partial_b):
+        return cases_a, manifest_a, cases_b, manifest_b, None
+    keys_a = {(c.suite, c.case_id) for c in cases_a}
+    keys_b = {(c.suite, c.case_id) for c in cases_b}
+    if partial_b:
+        cases_a = [c for c in cases_a if (c.suite, c.case_id) in keys_b]
+        manifest_a = {p: h for p, h in manifest_a.items() if p in manifest_b}
+    if partial_a:
+        cases_b = [c for c in cases_b if (c.suite, c.case_id) in keys_a]
+        manifest_b = {p: h for p, h in manifest_b.items() if p in run_a.manifest}
+    narrowed_to = " and ".join(r.id for r, p in ((run_a, partial_a), (run_b, partial_b)) if p)
+    return cases_a, manifest_a, cases_b, manifest_b, narrowed_to
+
+
+def _largest_drop_first(d: CaseDelta) -> tuple[bool, float, float, str, str]:
+    return (d.delta is None, d.delta if d.delta is not None else 0.0, d.p_value, d.suite, d.case_id)
 
 
 def compare_runs(
