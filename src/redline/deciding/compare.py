@@ -21,13 +21,14 @@ inputs, so the cases it left out are neither "only in A" nor "removed" inputs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from redline.config import Price
 from redline.deciding.baseline import is_partial_run
-from redline.deciding.stats import Alternative, fisher_one_sided
+from redline.deciding.stats import fisher_one_sided
 from redline.running.outcome import add_counts, content_comparison_withheld
 from redline.running.records import CaseOutcome, CaseRecord, RunRecord, SampleUsage
 from redline.running.seeds import frozen_together
@@ -136,8 +137,8 @@ def split_of(delta: CaseDelta) -> Split:
 
 
 @dataclass(frozen=True)
-class Total:
-    """Every compared case together: pooled pass rate, usage and verdict counts per side."""
+class PooledRates:
+    """Each side's pass rate pooled over the content samples of the compared cases."""
 
     passes_a: int
     content_a: int
@@ -145,10 +146,6 @@ class Total:
     content_b: int
     #: One-sided Fisher p of the pooled rates, in the direction they moved.
     p_value: float
-    usage_a: Usage
-    usage_b: Usage
-    verdicts_a: Mapping[Verdict, int]
-    verdicts_b: Mapping[Verdict, int]
 
     @property
     def rate_a(self) -> float | None:
@@ -162,6 +159,24 @@ class Total:
     def delta(self) -> float | None:
         ra, rb = self.rate_a, self.rate_b
         return None if ra is None or rb is None else rb - ra
+
+
+def pooled_rates(deltas: Sequence[CaseDelta]) -> PooledRates:
+    pa = sum(d.a.passes for d in deltas)
+    na = sum(d.a.content_samples for d in deltas)
+    pb = sum(d.b.passes for d in deltas)
+    nb = sum(d.b.content_samples for d in deltas)
+    return PooledRates(pa, na, pb, nb, _p_value(pa, na, pb, nb))
+
+
+@dataclass(frozen=True)
+class Total(PooledRates):
+    """Every compared case together: pooled pass rate, usage and verdict counts per side."""
+
+    usage_a: Usage
+    usage_b: Usage
+    verdicts_a: Mapping[Verdict, int]
+    verdicts_b: Mapping[Verdict, int]
 
     @property
     def verdict_delta(self) -> dict[Verdict, int]:
@@ -265,16 +280,8 @@ def _total(
     price_a: Price | None,
     price_b: Price | None,
 ) -> Total:
-    pa = sum(d.a.passes for d in rows)
-    na = sum(d.a.content_samples for d in rows)
-    pb = sum(d.b.passes for d in rows)
-    nb = sum(d.b.content_samples for d in rows)
     return Total(
-        passes_a=pa,
-        content_a=na,
-        passes_b=pb,
-        content_b=nb,
-        p_value=_p_value(pa, na, pb, nb),
+        **dataclasses.asdict(pooled_rates(rows)),
         usage_a=usage_of(samples_a, price_a),
         usage_b=usage_of(samples_b, price_b),
         verdicts_a=add_counts(d.a.verdicts for d in rows),
@@ -376,7 +383,7 @@ def compare_runs(
 
 
 @dataclass(frozen=True)
-class PooledSummary:
+class PooledSummary(PooledRates):
     """The comparison in a few numbers: how many compared cases moved which way, and the
     pass rate pooled over every compared case's content samples."""
 
@@ -387,44 +394,16 @@ class PooledSummary:
     significant_rises: int
     #: Cases whose file changed between the runs: listed apart, not compared.
     changed: int
-    passes_a: int
-    content_a: int
-    passes_b: int
-    content_b: int
-    #: One-sided Fisher p of the pooled rates, in the direction they moved.
-    p_value: float
-
-    @property
-    def rate_a(self) -> float | None:
-        return self.passes_a / self.content_a if self.content_a else None
-
-    @property
-    def rate_b(self) -> float | None:
-        return self.passes_b / self.content_b if self.content_b else None
 
 
 def pooled_summary(comparison: Comparison) -> PooledSummary:
     deltas = comparison.deltas
-    passes_a = sum(d.a.passes for d in deltas)
-    content_a = sum(d.a.content_samples for d in deltas)
-    passes_b = sum(d.b.passes for d in deltas)
-    content_b = sum(d.b.content_samples for d in deltas)
-    p = 1.0
-    if content_a and content_b and passes_a * content_b != passes_b * content_a:
-        direction: Alternative = (
-            "greater" if passes_b * content_a < passes_a * content_b else "less"
-        )
-        p = fisher_one_sided(passes_a, content_a, passes_b, content_b, direction)
     return PooledSummary(
+        **dataclasses.asdict(pooled_rates(deltas)),
         dropped=sum(1 for d in deltas if d.delta is not None and d.delta < 0),
         rose=sum(1 for d in deltas if d.delta is not None and d.delta > 0),
         unchanged=sum(1 for d in deltas if not d.delta),
         significant_drops=sum(1 for d in deltas if d.significant_drop),
         significant_rises=sum(1 for d in deltas if d.significant and not d.significant_drop),
         changed=len(comparison.changed),
-        passes_a=passes_a,
-        content_a=content_a,
-        passes_b=passes_b,
-        content_b=content_b,
-        p_value=p,
     )
