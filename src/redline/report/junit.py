@@ -37,9 +37,9 @@ def _verdict_summary(case: CaseReport) -> str:
 def _message(case: CaseReport) -> str:
     c = case.case
     text = f"{c.passes}/{c.samples} passed, {c.required} required ({_verdict_summary(case)})"
-    failing = case.failing_assertions()
+    failing = case.failing_text()
     if failing:
-        text += "; failing: " + ", ".join(f"{t} ×{n}" for t, n in failing.items())
+        text += f"; failing: {failing}"
     return text
 
 

@@ -88,7 +88,7 @@ def _not_passing_lines(report: RunReport) -> list[str]:
     ]
     for case in problems[:MAX_LISTED]:
         c = case.case
-        failing = ", ".join(f"{t} ×{n}" for t, n in case.failing_assertions().items())
+        failing = case.failing_text()
         if not failing and case.failing_samples:
             failing = ", ".join(
                 sorted({str(s.verdict) for s in case.failing_samples if not failed_assertions(s)})
