@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import io
 import pkgutil
 import sqlite3
 import subprocess
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +19,11 @@ from redline.ci.shard import merge_exports
 from redline.cli import ERROR_EXIT_CODES, INTERRUPTED, ExitCode, exit_code, main, run_command
 from redline.errors import (
     AmbiguousRunId,
+    CaseInSeveralSuites,
     CaseNotFound,
+    ExportUnreadable,
     GitUnavailable,
+    NoExport,
     Problem,
     ProblemsError,
     RedlineError,
@@ -77,9 +82,11 @@ EXIT_TABLE: list[tuple[BaseException, int]] = [
     (RunAlreadyStored("abc", Path("runs.db")), ExitCode.USAGE),
     (errors.RunNotFinished("run abc is running"), ExitCode.USAGE),
     (CaseNotFound("no case x"), ExitCode.USAGE),
+    (errors.CaseInSeveralSuites("c1", ["a", "b"]), ExitCode.USAGE),
     (_UnlistedCaseError("no case y"), ExitCode.USAGE),
     (errors.BaselineMissing("no baseline"), ExitCode.USAGE),
     (errors.NoExport("no export"), ExitCode.USAGE),
+    (errors.ExportUnreadable("x.zip: not a readable zip file"), ExitCode.USAGE),
     (ShardMissing([Problem("x", 0, 0, "no export of shard 2/3")], ["2/3"]), ExitCode.USAGE),
     (errors.GitError("not a repository"), ExitCode.USAGE),
     (errors.GitCommandError(["status"], "fatal"), ExitCode.USAGE),
@@ -216,3 +223,38 @@ def test_git_missing_from_path_is_said_plainly(
         open_repo(tmp_path)
     assert main(["guard", "--staged"]) == ExitCode.USAGE
     assert "the `git` program was not found: install git" in capsys.readouterr().err
+
+
+def test_exports_that_are_not_there_or_cannot_be_read_are_told_apart(tmp_path: Path) -> None:
+    from redline.running.exchange import read_export, read_zip
+
+    with pytest.raises(ExportUnreadable, match="not a readable zip file"):
+        read_zip(io.BytesIO(b"not a zip"), "junk.zip")
+    other = io.BytesIO()
+    with zipfile.ZipFile(other, "w") as archive:
+        archive.writestr("coverage/index.html", "<html></html>")
+    with pytest.raises(NoExport):
+        read_zip(other, "coverage.zip")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(NoExport):
+        read_export(tmp_path / "empty")
+    [folder] = _exports(tmp_path, [("s1", None)])
+    (folder / "results.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ExportUnreadable, match="not valid JSON"):
+        read_export(folder)
+
+
+def test_a_case_id_in_two_suites_asks_for_the_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_config(tmp_path)
+    cases = [CaseSpec("c1", [OK] * 5, suite="suite-a"), CaseSpec("c1", [OK] * 5, suite="suite-b")]
+    with RunStore.open(tmp_path / ".redline" / "redline.db") as store:
+        write_run(store, RunSpec("r1", cases))
+    with pytest.raises(CaseInSeveralSuites) as err:
+        main_raising(["history", "c1"])
+    assert err.value.suites == ("suite-a", "suite-b")
+    assert main(["history", "c1", "--suite", "suite-b"]) == ExitCode.GREEN
+    assert main(["show", "r1", "c1"]) == ExitCode.USAGE
+    assert "pick one with --suite" in capsys.readouterr().err

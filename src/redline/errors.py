@@ -97,12 +97,25 @@ class CaseNotFound(UsageError):
     """No such case where it was looked for (a run, a suite, the store)."""
 
 
+class CaseInSeveralSuites(UsageError):
+    """A case id names cases of several suites; the suite must be given too."""
+
+    def __init__(self, case_id: str, suites: Iterable[str], how: str = "add --suite") -> None:
+        self.case_id = case_id
+        self.suites = tuple(suites)
+        super().__init__(f"case {case_id!r} is in several suites ({', '.join(self.suites)}); {how}")
+
+
 class BaselineMissing(UsageError):
     """No saved baseline for a suite that is to be compared with one."""
 
 
 class NoExport(UsageError):
     """The file or folder holds no `redline export` at all (e.g. another CI artifact)."""
+
+
+class ExportUnreadable(UsageError):
+    """An export is there but cannot be read: a damaged zip, bad JSON, another format."""
 
 
 class ShardMissing(ProblemsError):

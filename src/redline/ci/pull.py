@@ -20,7 +20,7 @@ from redline.ci.provider import (
     CiRun,
     RunQuery,
 )
-from redline.errors import ArtifactExpired, ArtifactFailed, CiError, NoExport, UsageError
+from redline.errors import ArtifactExpired, ArtifactFailed, CiError, ExportUnreadable, NoExport
 from redline.running.exchange import ExportedRun, add_export, read_zip
 from redline.running.records import CiOrigin, RunRecord
 from redline.running.store import RunStore
@@ -180,7 +180,7 @@ def _download(
                 summary.not_exports += 1
                 store.mark_artifact_seen(provider.name, provider.repo, artifact.id, "no export")
                 note = "no redline export"
-            except UsageError as exc:
+            except ExportUnreadable as exc:
                 summary.failed.append(f"{label}: {exc}")
                 note = "unreadable"
         if note and progress is not None:

@@ -18,7 +18,7 @@ from redline.cli import ExitCode
 from redline.cli.output import add_format_option, make_console, print_json
 from redline.config import load_config
 from redline.deciding.cause import CauseAnalysis, CauseProgress, Diagnosis, Settings, p_value_label
-from redline.errors import CaseNotFound, UsageError
+from redline.errors import CaseInSeveralSuites, CaseNotFound
 from redline.running.records import CaseRecord, RunRecord
 from redline.running.store import RunStore
 
@@ -159,6 +159,5 @@ def _case_record(
     if not found:
         raise CaseNotFound(f"run {run.id} has no case {case_id!r} (see `redline show {run.id}`)")
     if len(found) > 1:
-        suites = ", ".join(c.suite for c in found)
-        raise UsageError(f"case {case_id!r} is in several suites ({suites}); add --suite")
+        raise CaseInSeveralSuites(case_id, (c.suite for c in found))
     return found[0]

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import Config, load_config
-from redline.errors import CaseNotFound, RedlineError, StoreMissing, UsageError
+from redline.errors import CaseInSeveralSuites, CaseNotFound, RedlineError, StoreMissing, UsageError
 from redline.presentation import OUTCOME_STYLES
 from redline.running.budget import budget_note
 from redline.running.exchange import case_json, run_json, sample_json
@@ -96,9 +96,7 @@ def _show(args: argparse.Namespace) -> int:
             )
         suites = sorted({s.suite for s in samples})
         if len(suites) > 1:
-            raise UsageError(
-                f"case {args.case!r} exists in suites {', '.join(suites)}; pick one with --suite"
-            )
+            raise CaseInSeveralSuites(args.case, suites, "pick one with --suite")
         case = next(
             (c for c in store.cases(run.id) if c.case_id == args.case and c.suite == suites[0]),
             None,

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from redline.deciding.stats import samples_needed
-from redline.errors import CaseNotFound, UsageError
+from redline.errors import CaseInSeveralSuites, CaseNotFound
 from redline.running.records import CaseOutcome, RunKind
 from redline.running.store import RunStore
 
@@ -88,10 +88,7 @@ def case_history(store: RunStore, case_id: str, suite: str | None = None) -> Cas
         )
     suites = sorted({c.suite for _, c in rows})
     if len(suites) > 1:
-        raise UsageError(
-            f"case {case_id!r} exists in several suites ({', '.join(suites)}); "
-            "choose one with --suite"
-        )
+        raise CaseInSeveralSuites(case_id, suites, "choose one with --suite")
     points = [
         HistoryPoint(
             run_id=run.id,
