@@ -49,7 +49,8 @@ def _every_error_kind() -> set[type[RedlineError]]:
             yield sub
             yield from below(sub)
 
-    return {k for k in {RedlineError, *below(RedlineError)} if k.__module__.startswith("redline")}
+    kinds: set[type[RedlineError]] = {RedlineError, *below(RedlineError)}
+    return {k for k in kinds if k.__module__.startswith("redline")}
 
 
 def test_every_error_kind_is_defined_in_errors_and_listed_in_the_exit_code_table() -> None:
