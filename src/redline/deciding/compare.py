@@ -1,12 +1,12 @@
 """Two runs side by side: model migrations and prompt changes, read case by case.
 
-Rates are over content samples only (truncated and transport samples say nothing
-about the content, «A verdict per sample»). Each case's change is tested with a one-sided Fisher
-exact test in the direction it moved; a drop with p < 0.05 is a significant drop.
-«Content diffs need enough evidence» withholds the per-case content comparison when
-either run evaluated fewer than 8 cases or has more than 20% non-content samples.
-Cases whose file changed between the runs are listed apart, never compared as
-regressions.
+Rates are over content samples only: truncated and transport samples say nothing about
+the content (docs/rules.md: A verdict per sample). Each case's change is tested with a
+one-sided Fisher exact test in the direction it moved; a drop with p < 0.05 is a
+significant drop. The per-case content comparison is withheld when either run evaluated
+fewer than 8 cases or has more than 20% non-content samples (docs/rules.md: Content diffs
+need enough evidence). Cases whose file changed between the runs are listed apart, never
+compared as regressions.
 
 Beside quality, each case and the total carry latency, tokens and cost (`redline.running.usage`),
 which are never withheld for want of content evidence: they measure the model's price and

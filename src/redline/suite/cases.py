@@ -1,5 +1,5 @@
-"""Suites and cases: loading and validation (the rules «A case is an incident»,
-«A rate, not a boolean» and «Pin the model in one file», docs/rules.md).
+"""Suites and cases: loading and validation (docs/rules.md: A case is an incident;
+A rate, not a boolean; Pin the model in one file).
 
 A suite is a folder with `suite.yaml` and case files `*.yaml` beside it;
 `retired/` holds cases that are no longer run. Every problem in every file is
