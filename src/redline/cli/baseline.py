@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from redline.cli.output import add_format_option, make_console, make_table, print_json
+from redline.cli.show import require_store
 from redline.config import load_config
 from redline.deciding.baseline import (
     REGRESSION_STATUSES,
@@ -20,7 +21,7 @@ from redline.deciding.baseline import (
     compare_run_with_baselines,
     save_baselines,
 )
-from redline.errors import StoreMissing, UsageError
+from redline.errors import UsageError
 from redline.running.exchange import run_json
 from redline.running.records import CaseRecord
 from redline.running.store import RunStore
@@ -92,10 +93,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _open(args: argparse.Namespace) -> tuple[RunStore, Path, float]:
     config = load_config()
-    if not config.store_path.exists():
-        raise StoreMissing(config.store_path)
     directory = args.dir if args.dir is not None else config.root / "baselines"
-    return RunStore.open(config.store_path), directory, config.score_drop
+    return RunStore.open(require_store(config.store_path)), directory, config.score_drop
 
 
 def _save(args: argparse.Namespace) -> int:

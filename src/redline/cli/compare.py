@@ -17,9 +17,9 @@ from rich.text import Text
 
 from redline.cli import ExitCode
 from redline.cli.output import add_format_option, make_console, make_table, print_json
+from redline.cli.show import require_store
 from redline.config import load_config
 from redline.deciding.compare import Comparison, Split, compare_runs
-from redline.errors import StoreMissing
 from redline.report.comparison import (
     SPLIT_NOTES,
     columns,
@@ -52,9 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _compare(args: argparse.Namespace) -> int:
     config = load_config()
-    if not config.store_path.exists():
-        raise StoreMissing(config.store_path)
-    with RunStore.open(config.store_path) as store:
+    with RunStore.open(require_store(config.store_path)) as store:
         result = compare_runs(store, args.run_a, args.run_b, config.price)
     show_comparison(result, args.format)
     return comparison_exit(result)
