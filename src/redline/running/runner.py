@@ -27,7 +27,7 @@ from redline import __version__
 from redline.ci.shard import select
 from redline.config import Config, ModelRef
 from redline.deciding.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
-from redline.errors import UsageError
+from redline.errors import CaseNotFound, UsageError
 from redline.gitio import repo_branch, repo_state
 from redline.providers import make_provider
 from redline.providers.replay import ReplayProvider
@@ -192,7 +192,7 @@ def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Sui
         known = {c.id for _, c in chosen}
         unknown = [i for i in options.case_ids if i not in known]
         if unknown:
-            raise UsageError(
+            raise CaseNotFound(
                 f"unknown case id(s): {', '.join(unknown)} "
                 f"(see `redline validate` for the cases of these suites)"
             )
@@ -289,10 +289,10 @@ async def execute_run(
     """Run (or resume, or replay) and return the stored run record.
 
     Each request is answered by `provider` when given, else by the stored run a replay
-    re-scores, else by the pinned model; all go through the same pipeline. Raises `UsageError`/`ConfigError` before any model
-    call when the run cannot start. On cancellation (Ctrl-C) the finished samples are
-    already stored, case results are written for what is there, the run is marked
-    `interrupted`, and the cancel propagates.
+    re-scores, else by the pinned model; all go through the same pipeline. Raises
+    `UsageError`/`ConfigError` before any model call when the run cannot start. On
+    cancellation (Ctrl-C) the finished samples are already stored, case results are
+    written for what is there, the run is marked `interrupted`, and the cancel propagates.
     """
     model: ModelRef | None = None
     owned = provider is None
