@@ -388,4 +388,5 @@ def test_yaml_case_stops_at_a_refused_key_and_says_what_to_do(
     result = _run(pytester, "cases")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*redline: *401*Fix the key*then run again*"])
-    assert llm_server.count(api="openai") == 1
+    # Only the samples already in flight were asked, each once: a refused key is not retried.
+    assert 1 <= llm_server.count(api="openai") <= 2

@@ -11,10 +11,11 @@
 - A check whose model backend is missing makes the test skip with the reason.
 - With pytest-html installed, the report gets "Assertions" and "Targets" columns.
 - `pytest cases/` collects each redline suite (a folder with suite.yaml) and runs each
-  case as one item: its samples on the suite's pinned model, drawn through the same
-  sample pipeline as `redline run` (`--llm-judge`/`--llm-judge-blocks` as `--judge`/
-  `--judge-blocks`) and decided by the same rule (a sequentially sampled case draws
-  until decided; marginal and inconclusive cases are skipped with the reason).
+  case as one item: its samples on the suite's pinned model, drawn at the configured
+  concurrency through the same sample pipeline as `redline run` (`--llm-judge` and
+  `--llm-judge-blocks` as `--judge` and `--judge-blocks`) and decided by the same rule
+  (a sequentially sampled case draws until decided; marginal and inconclusive cases are
+  skipped with the reason).
 """
 
 from __future__ import annotations
@@ -450,16 +451,41 @@ class _CaseRunner:
         samples: list[SampleRecord] = []
         indices = range(case.samples if draw is None else draw.drawn)
         while indices:
-            for index in indices:
-                sample = self.loop.run_until_complete(pipeline.draw(self.job(suite, case, index)))
-                samples.append(sample)
-                if draw is not None:
-                    draw.add(sample.verdict)
-            indices = range(0) if draw is None else draw.more()
+            jobs = [self.job(suite, case, index) for index in indices]
+            batch = self.loop.run_until_complete(self.draw_batch(pipeline, jobs))
+            samples.extend(batch)
+            if draw is None:
+                break
+            for sample in batch:
+                draw.add(sample.verdict)
+            indices = draw.more()
         verdicts = Counter(s.verdict for s in samples)
         planned = case.samples if draw is None else draw.plan.max
         required, outcome = case_result(case, planned, verdicts, draw)
         return samples, required, outcome
+
+    async def draw_batch(
+        self, pipeline: SamplePipeline, jobs: Sequence[SampleJob]
+    ) -> list[SampleRecord]:
+        """The jobs' samples, drawn at once up to the run's concurrency (and the provider's
+        own limit), as `redline run` draws them; the first error stops the rest."""
+        limit = self.config.concurrency
+        if pipeline.provider.max_parallel is not None:
+            limit = min(limit, pipeline.provider.max_parallel)
+        gate = asyncio.Semaphore(max(1, limit))
+
+        async def one(job: SampleJob) -> SampleRecord:
+            async with gate:
+                return await pipeline.draw(job)
+
+        tasks = [asyncio.ensure_future(one(job)) for job in jobs]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     def job(self, suite: Suite, case: Case, index: int) -> SampleJob:
         from redline.running.pipeline import SampleJob, costly
