@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -390,3 +391,17 @@ def test_yaml_case_stops_at_a_refused_key_and_says_what_to_do(
     result.stdout.fnmatch_lines(["*redline: *401*Fix the key*then run again*"])
     # Only the samples already in flight were asked, each once: a refused key is not retried.
     assert 1 <= llm_server.count(api="openai") <= 2
+
+
+def test_a_failing_quarantined_yaml_case_is_an_expected_failure(
+    pytester: pytest.Pytester, llm_server: LoopbackLLMServer, loopback_key: str
+) -> None:
+    _echo_project(pytester.path, llm_server, TWO_CASES)
+    case = pytester.path / "cases" / "echo-suite" / "c2-bad.yaml"
+    until = date.today() + timedelta(days=7)
+    held = f"quarantine: {{reason: flaps, ticket: SUP-9, until: {until}}}\n"
+    case.write_text(case.read_text(encoding="utf-8") + held, encoding="utf-8")
+    result = _run(pytester, "cases", "-rx")
+    result.assert_outcomes(passed=1, xfailed=1)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([f"*0/2 samples ok*quarantined until {until} (SUP-9): flaps*"])
