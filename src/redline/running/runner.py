@@ -498,22 +498,15 @@ async def _sample(
         from redline.judge import judge_pending
 
         evaluation = await judge_pending(judges, job.case, completion, evaluation, job.seed)
-    return SampleRecord(
+    return SampleRecord.of_answer(
+        completion,
         run_id=state.run_id,
         suite=job.case.suite,
         case_id=job.case.id,
         index=job.index,
-        output=completion.text,
         verdict=evaluation.verdict,
-        finish_reason=completion.finish_reason,
         model=completion.model or (model.name if model is not None else ""),
         seed=job.seed,
-        latency_ms=completion.latency_ms,
-        input_tokens=completion.input_tokens,
-        output_tokens=completion.output_tokens,
-        cost=completion.cost,
-        error=completion.error,
-        attempts=completion.attempts,
         assertions=evaluation.results,
         created_at=now_iso(),
     )
