@@ -6,6 +6,7 @@ results), so importing it back gives the same records, raw outputs byte for byte
 
 from __future__ import annotations
 
+import functools
 import json
 import zipfile
 import zlib
@@ -262,9 +263,8 @@ def _sample_from_json(data: Mapping[str, Any], run_id: str) -> SampleRecord:
 def record_json(record: Any) -> dict[str, Any]:
     """A record as JSON: each field under its export key (fields without one are left out)."""
     return {
-        f.key: _TO_JSON[f.kind](getattr(record, f.name))
-        for f in record_fields(type(record))
-        if f.key is not None
+        key: getattr(record, name) if encode is None else encode(getattr(record, name))
+        for key, name, encode in _writers(type(record))
     }
 
 
@@ -273,27 +273,68 @@ def record_from_json(cls: type[R], data: Mapping[str, Any], **others: Any) -> R:
 
     `others` are the fields an export keeps outside the object (a sample's run id)."""
     values: dict[str, Any] = {}
-    for f in record_fields(cls):
-        if f.key is None:
-            continue
-        if f.key not in data:
-            if f.required:
-                raise KeyError(f.key)
-            continue
-        value = data[f.key]
-        if value is None and f.optional:
-            values[f.name] = None
-        else:
-            values[f.name] = _from_json(f, value)
+    for key, name, decode, required in _readers(cls):
+        if key in data:
+            values[name] = decode(data[key])
+        elif required:
+            raise KeyError(key)
     return cls(**values, **others)
 
 
-def _from_json(f: RecordField, value: Any) -> Any:
-    if f.exact and not isinstance(value, str):
-        raise TypeError(f"{f.key} must be a string")
+_Writer = tuple[str, str, Callable[[Any], Any] | None]
+_Reader = tuple[str, str, Callable[[Any], Any], bool]
+_WRITERS: dict[type, tuple[_Writer, ...]] = {}
+_READERS: dict[type, tuple[_Reader, ...]] = {}
+
+
+def _writers(cls: type) -> tuple[_Writer, ...]:
+    """(key, field name, encoder or None when the value is JSON as it is) per exported field."""
+    found = _WRITERS.get(cls)
+    if found is None:
+        plain = (FieldKind.PLAIN, FieldKind.BOOL)
+        found = _WRITERS[cls] = tuple(
+            (f.key, f.name, None if f.kind in plain else _TO_JSON[f.kind])
+            for f in record_fields(cls)
+            if f.key is not None
+        )
+    return found
+
+
+def _readers(cls: type) -> tuple[_Reader, ...]:
+    """(key, field name, decoder, required) per exported field."""
+    found = _READERS.get(cls)
+    if found is None:
+        found = _READERS[cls] = tuple(
+            (f.key, f.name, _decoder(f), f.required)
+            for f in record_fields(cls)
+            if f.key is not None
+        )
+    return found
+
+
+def _decoder(f: RecordField) -> Callable[[Any], Any]:
     if f.kind is FieldKind.RECORDS:
-        return tuple(record_from_json(f.type, item) for item in value)
-    return _FROM_JSON[f.kind](f.type, value)
+        nested = f.type
+        return lambda v: tuple(record_from_json(nested, item) for item in v)
+    if f.exact:
+        return functools.partial(_exact_text, str(f.key))
+    if f.kind is FieldKind.PLAIN and f.optional:
+        return _as_is
+    typed = _FROM_JSON[f.kind]
+    kind = f.type
+    if f.optional:
+        return lambda v: None if v is None else typed(kind, v)
+    return lambda v: typed(kind, v)
+
+
+def _exact_text(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{key} must be a string")
+    return value
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 _TO_JSON: dict[FieldKind, Callable[[Any], Any]] = {

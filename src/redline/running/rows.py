@@ -44,8 +44,10 @@ def decode_text(value: str | bytes) -> str:
 class _Column:
     field: RecordField
     names: tuple[str, ...]
-    encode: Callable[[Any], Sequence[Any]]
-    decode: Callable[[Sequence[Any]], Any]
+    #: The stored value of a non-None value (the values, for several columns); None: as it is.
+    encode: Callable[[Any], Any] | None
+    #: Reads the value from its column (or columns); None: the stored value as it is.
+    decode: Callable[[Any], Any] | None
 
 
 class Table(Generic[R]):
@@ -56,6 +58,14 @@ class Table(Generic[R]):
         self.name = name
         self._columns = tuple(_column(f) for f in record_fields(record) if f.column is not None)
         self.names: tuple[str, ...] = tuple(n for c in self._columns for n in c.names)
+        readers: list[tuple[str, int | slice, Callable[[Any], Any] | None]] = []
+        at = 0
+        for c in self._columns:
+            width = len(c.names)
+            where = at if width == 1 else slice(at, at + width)
+            readers.append((c.field.name, where, c.decode))
+            at += width
+        self._readers = tuple(readers)
 
     def select(self, alias: str = "") -> str:
         """The column list for a SELECT, each prefixed with `alias.` when given."""
@@ -66,20 +76,24 @@ class Table(Generic[R]):
         marks = ", ".join("?" * len(self.names))
         return f"{verb} INTO {self.name} ({', '.join(self.names)}) VALUES ({marks})"
 
-    def row(self, record: R) -> tuple[Any, ...]:
+    def row(self, record: R) -> list[Any]:
         out: list[Any] = []
         for c in self._columns:
-            out.extend(c.encode(getattr(record, c.field.name)))
-        return tuple(out)
+            value = getattr(record, c.field.name)
+            if len(c.names) > 1:
+                out.extend(c.encode(value))  # type: ignore[misc]
+            elif c.encode is None or value is None:
+                out.append(value)
+            else:
+                out.append(c.encode(value))
+        return out
 
     def read(self, row: Sequence[Any], **others: Any) -> R:
         """The record of a row selected with `select()`; `others` are its non-column fields."""
-        values: dict[str, Any] = {}
-        at = 0
-        for c in self._columns:
-            width = len(c.names)
-            values[c.field.name] = c.decode(row[at : at + width])
-            at += width
+        values = {
+            name: row[where] if decode is None else decode(row[where])
+            for name, where, decode in self._readers
+        }
         return self.record(**values, **others)
 
     def add_missing_columns(self, db: sqlite3.Connection) -> None:
@@ -104,12 +118,14 @@ def _column(f: RecordField) -> _Column:
         )
     encode, decode = _CODECS[f.kind](f)
     absent = None if f.optional or f.required else f.default
+    write = None if encode is _same else encode
+    if decode is _same and absent is None:
+        return _Column(f, (name,), write, None)
 
-    def read(values: Sequence[Any]) -> Any:
-        value = values[0]
+    def read(value: Any) -> Any:
         return absent if value is None else decode(value)
 
-    return _Column(f, (name,), lambda value: (None if value is None else encode(value),), read)
+    return _Column(f, (name,), write, read)
 
 
 def _plain(f: RecordField) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
