@@ -452,20 +452,12 @@ def test_a_store_that_cannot_be_written_is_exit_2_not_red(
 def test_a_run_stored_with_an_older_redlines_arguments_resumes_with_them(
     project: Path, llm_server: LoopbackLLMServer
 ) -> None:
-    from redline.config import load_config
-    from redline.running.options import RunOptions
-    from redline.running.runner import RunProgress, run_suites
-    from redline.suite.cases import load_suites
-
-    folder = write_suite(project, "s", {"a": "MODE:json", "b": "MODE:json"})
-    config = load_config(project)
-
-    def stop_after_one(progress: RunProgress) -> None:
-        if progress.done == 1 and not progress.stopping:
-            raise KeyboardInterrupt
-
+    write_suite(project, "s", {"a": "MODE:json", "b": "MODE:json"})
+    assert main(["run", "s", "--case", "a", "--samples", "3", "--quiet"]) == 0
+    run_id = latest_run_id(project)
+    db_path = project / ".redline" / "redline.db"
     # What a redline from before typed run options stored: no adaptive, judge_blocks or
-    # case_samples keys, and a key this one does not know.
+    # case_samples keys, and a key this one does not know; the run stopped after 2 samples.
     older = {
         "suites": ["s"],
         "cases": ["a"],
@@ -477,21 +469,18 @@ def test_a_run_stored_with_an_older_redlines_arguments_resumes_with_them(
         "judge": False,
         "note": "kept as it is",
     }
-    with RunStore.open(config.store_path) as store:
-        with pytest.raises(KeyboardInterrupt):
-            run_suites(
-                load_suites([folder], config),
-                config,
-                store,
-                RunOptions(case_ids=("a",), samples=3, concurrency=1),
-                stop_after_one,
-            )
-        interrupted = store.latest_run(kind=None)
-        assert interrupted is not None and interrupted.status is RunStatus.INTERRUPTED
-        store.update_args(interrupted.id, older)
+    with RunStore.open(db_path) as store:
+        store.update_args(run_id, older)
+    with sqlite3.connect(db_path) as db:
+        db.execute(
+            "DELETE FROM assertion_results "
+            "WHERE sample_id IN (SELECT id FROM samples WHERE idx = 2)"
+        )
+        db.execute("DELETE FROM samples WHERE idx = 2")
+        db.execute("UPDATE runs SET status = 'interrupted', result = NULL, finished_at = NULL")
     llm_server.reset()
-    assert main(["run", "--resume", interrupted.id, "--quiet"]) == 0
-    assert llm_server.count() == 2
-    with RunStore.open(config.store_path) as store:
-        assert [(c.case_id, c.samples) for c in store.cases(interrupted.id)] == [("a", 3)]
-        assert store.run(interrupted.id).args == older
+    assert main(["run", "--resume", run_id, "--quiet"]) == 0
+    assert llm_server.count() == 1
+    with RunStore.open(db_path) as store:
+        assert [(c.case_id, c.samples) for c in store.cases(run_id)] == [("a", 3)]
+        assert store.run(run_id).args == older
