@@ -177,6 +177,8 @@ _RUNS = Table(RunRecord, "runs")
 _CASES = Table(CaseRecord, "cases")
 _SAMPLES = Table(SampleRecord, "samples")
 _ASSERTIONS = Table(AssertionResult, "assertion_results")
+_TRIAGE = Table(TriageRecord, "triage")
+_ORIGINS = Table(CiOrigin, "ci_origins")
 _INSERT_ASSERTION = (
     f"INSERT INTO assertion_results (sample_id, {_ASSERTIONS.select()}) "
     f"VALUES (?, {', '.join('?' * len(_ASSERTIONS.names))})"
@@ -288,20 +290,9 @@ class RunStore:
     @staticmethod
     def _insert_origin(db: sqlite3.Connection, run_id: str, o: CiOrigin) -> None:
         db.execute(
-            "INSERT OR REPLACE INTO ci_origins (run_id, provider, repo, ci_run_id, run_number, "
-            "url, event, branch, artifact, pulled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                o.provider,
-                o.repo,
-                o.ci_run_id,
-                o.run_number,
-                o.url,
-                o.event,
-                o.branch,
-                o.artifact,
-                now_iso(),
-            ),
+            f"INSERT OR REPLACE INTO ci_origins (run_id, {_ORIGINS.select()}, pulled_at) "
+            f"VALUES (?, {', '.join('?' * len(_ORIGINS.names))}, ?)",
+            (run_id, *_ORIGINS.row(o), now_iso()),
         )
 
     def add_sample(self, sample: SampleRecord) -> None:
@@ -482,20 +473,10 @@ class RunStore:
 
     def put_triage(self, record: TriageRecord) -> None:
         """Record where the triage of one case stands (replacing the previous state)."""
+        if not record.updated_at:
+            record = replace(record, updated_at=now_iso())
         with self._transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO triage (run_id, suite, case_id, state, progress, detail, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.run_id,
-                    record.suite,
-                    record.case_id,
-                    record.state,
-                    record.progress,
-                    json.dumps(dict(record.detail), sort_keys=True, default=str),
-                    record.updated_at or now_iso(),
-                ),
-            )
+            db.execute(_TRIAGE.insert("INSERT OR REPLACE"), _TRIAGE.row(record))
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -503,22 +484,10 @@ class RunStore:
         """(suite, case id) → the stored triage state of each case of a run that has one."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT run_id, suite, case_id, state, progress, detail, updated_at FROM triage "
-                "WHERE run_id = ?",
-                (run_id,),
+                f"SELECT {_TRIAGE.select()} FROM triage WHERE run_id = ?", (run_id,)
             ).fetchall()
-        return {
-            (str(r[1]), str(r[2])): TriageRecord(
-                run_id=r[0],
-                suite=r[1],
-                case_id=r[2],
-                state=r[3],
-                progress=float(r[4]),
-                detail=json.loads(r[5]),
-                updated_at=r[6],
-            )
-            for r in rows
-        }
+        records = [_TRIAGE.read(r) for r in rows]
+        return {(r.suite, r.case_id): r for r in records}
 
     def runs(self, limit: int | None = None, kind: RunKind | None = None) -> list[RunRecord]:
         """Stored runs, newest first."""
@@ -545,10 +514,7 @@ class RunStore:
 
     def ci_origins(self, run_ids: Sequence[str] | None = None) -> dict[str, CiOrigin]:
         """Run id → the CI run it was pulled from, for these runs (default: every pulled run)."""
-        sql = (
-            "SELECT run_id, provider, repo, ci_run_id, run_number, url, event, branch, artifact "
-            "FROM ci_origins"
-        )
+        sql = f"SELECT run_id, {_ORIGINS.select()} FROM ci_origins"
         with self._lock:
             if run_ids is None:
                 rows = self._db.execute(sql).fetchall()
@@ -559,19 +525,7 @@ class RunStore:
                     rows += self._db.execute(
                         f"{sql} WHERE run_id IN ({marks})", list(chunk)
                     ).fetchall()
-        return {
-            str(r[0]): CiOrigin(
-                provider=r[1],
-                repo=r[2],
-                ci_run_id=r[3],
-                run_number=r[4],
-                url=r[5],
-                event=r[6],
-                branch=r[7],
-                artifact=r[8],
-            )
-            for r in rows
-        }
+        return {str(r[0]): _ORIGINS.read(r[1:]) for r in rows}
 
     def seen_artifacts(self, provider: str, repo: str) -> set[str]:
         """Ids of the CI artifacts of `repo` a pull already read."""
@@ -832,7 +786,7 @@ class SupersededSample:
 
 def _add_missing_columns(db: sqlite3.Connection) -> None:
     """Columns of record fields added after a store was created: an older store gains them."""
-    for table in (_RUNS, _CASES, _SAMPLES, _ASSERTIONS):
+    for table in (_RUNS, _CASES, _SAMPLES, _ASSERTIONS, _TRIAGE, _ORIGINS):
         table.add_missing_columns(db)
 
 
