@@ -11,7 +11,8 @@ exports write and read it (older exports without it read back as the default), r
 serves it, and the store adds a nullable column to new and existing stores when it opens
 them (rows stored before read back as the default). A field the store should not keep as
 a column of its table gets `field(metadata=NOT_STORED)`; a different column or JSON key
-name goes in the metadata too (`stored(column="idx")`).
+name goes in the metadata too (`stored(key="id")`). How each kind of value is kept is
+written once per target: `running/rows.py` (SQLite) and `running/exchange.py` (JSON).
 """
 
 from __future__ import annotations
