@@ -117,22 +117,15 @@ class SamplePipeline:
     def record(
         self, job: SampleJob, completion: Completion, evaluation: SampleEvaluation
     ) -> SampleRecord:
-        return SampleRecord(
+        return SampleRecord.of_answer(
+            completion,
             run_id=self.run_id,
             suite=job.case.suite,
             case_id=job.case.id,
             index=job.index,
-            output=completion.text,
             verdict=evaluation.verdict,
-            finish_reason=completion.finish_reason,
             model=completion.model or self.model_name,
             seed=job.seed,
-            latency_ms=completion.latency_ms,
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
-            cost=completion.cost,
-            error=completion.error,
-            attempts=completion.attempts,
             assertions=evaluation.results,
             created_at=now_iso(),
         )

@@ -20,8 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from redline import __version__
 from redline.ci.shard import select
@@ -34,6 +33,7 @@ from redline.providers.replay import ReplayProvider
 from redline.redaction import KeyRedactor
 from redline.running.budget import Budget, Estimate, estimate_cost
 from redline.running.manifest import case_hash, suite_manifest
+from redline.running.options import RunOptions, resume_options
 from redline.running.outcome import add_counts, case_outcome, run_result
 from redline.running.pipeline import SampleJob, SamplePipeline, costly
 from redline.running.records import (
@@ -53,38 +53,6 @@ from redline.running.verdicts import Verdict
 if TYPE_CHECKING:
     from redline.providers.base import Provider
     from redline.suite.cases import Case, Suite
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """What a user can change about a run without editing a file."""
-
-    samples: int | None = None
-    case_ids: tuple[str, ...] = ()
-    tier: str | None = None
-    model_alias: str | None = None
-    concurrency: int | None = None
-    kind: RunKind = RunKind.RUN
-    parent_id: str | None = None
-    resume: str | None = None
-    replay: str | None = None
-    shard: tuple[int, int] | None = None
-    run_id: str | None = None
-    args: Mapping[str, Any] = field(default_factory=dict)
-    #: Run Layer 2 judges (`--judge`); trusted judges fail samples only with `judge_blocks`.
-    judge: bool = False
-    judge_blocks: bool = False
-    #: With `resume`: add samples to a finished run (a triage arm drawn in batches).
-    extend: bool = False
-    #: `--adaptive`: sequential sampling for every case written with a fixed N.
-    adaptive: bool = False
-    #: With `resume`: draw the slots of a finished run whose samples had these verdicts
-    #: again (`--retry-transport`); the first attempts are kept as superseded evidence.
-    retry: tuple[Verdict, ...] = ()
-    #: Samples per case as `suite/case` → n (`--against`: the reference run's counts).
-    case_samples: Mapping[str, int] = field(default_factory=dict)
-    #: Stop scheduling once this many US dollars are spent (`--budget`, `max_run_cost`).
-    budget: float | None = None
 
 
 @dataclass(frozen=True)
@@ -311,43 +279,6 @@ async def execute_run(
             await provider.aclose()
 
 
-def resume_options(
-    run: RunRecord,
-    config: Config,
-    retry: tuple[Verdict, ...] = (),
-    concurrency: int | None = None,
-    *,
-    budget: float | None = None,
-) -> tuple[RunOptions, list[Path]]:
-    """Options and suite folders that continue `run` with its own settings (`--resume`,
-    `--retry-transport`, the triage app's retry)."""
-    saved: dict[str, Any] = dict(run.args)
-    paths = [config.root / p for p in saved.get("suites", [])] or list(config.suites)
-    shard = saved.get("shard")
-    # A replay resumes as a replay: its missing samples come from the run it re-scores.
-    replay = run.parent_id if run.kind is RunKind.REPLAY else None
-    options = RunOptions(
-        samples=saved.get("samples"),
-        case_ids=tuple(saved.get("cases", ())),
-        tier=saved.get("tier"),
-        model_alias=None if replay else saved.get("model") or run.model_alias,
-        concurrency=concurrency,
-        kind=run.kind,
-        replay=replay,
-        parent_id=run.parent_id,
-        resume=run.id,
-        judge=bool(saved.get("judge")),
-        judge_blocks=bool(saved.get("judge_blocks")),
-        adaptive=bool(saved.get("adaptive")),
-        retry=retry,
-        shard=None if shard is None else (int(shard[0]), int(shard[1])),
-        case_samples=dict(saved.get("case_samples") or {}),
-        budget=budget,
-        args=saved,
-    )
-    return options, paths
-
-
 def run_suites(
     suites: Sequence[Suite],
     config: Config,
@@ -557,7 +488,7 @@ def _new_record(
     manifest: Mapping[str, str],
 ) -> RunRecord:
     commit, dirty = repo_state(config.root)
-    args = dict(options.args)
+    args = options.stored_args()
     held = active_quarantines(suites, datetime.now(UTC).date())
     if held:
         args[QUARANTINED_ARG] = held
@@ -828,6 +759,7 @@ __all__ = [
     "estimate_run",
     "execute_run",
     "planned_samples",
+    "resume_options",
     "run_suites",
     "sample_seed",
     "samples_for",
