@@ -7,22 +7,10 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from redline.deciding.cause import CauseProgress
-from redline.presentation import OUTCOME_ORDER
+from redline.deciding.cause import Cause, CauseProgress
+from redline.presentation import CAUSE_STYLES, OUTCOME_ORDER, VERDICT_SHORT_NAMES
 from redline.running.records import CaseRecord, TriageRecord
 from redline.running.verdicts import VERDICT_ORDER, Verdict
-
-_OUTCOME_ORDER = OUTCOME_ORDER
-
-#: Short verdict names for the breakdown column.
-VERDICT_ABBREVIATIONS = {
-    Verdict.OK: "ok",
-    Verdict.WRONG: "wrong",
-    Verdict.MALFORMED: "malf",
-    Verdict.REFUSED: "refus",
-    Verdict.TRUNCATED: "trunc",
-    Verdict.TRANSPORT: "transp",
-}
 
 #: Sortable columns: key → (label, sort key).
 SORT_COLUMNS = ("outcome", "case", "tier", "passes", "required")
@@ -46,7 +34,7 @@ def pass_rate(case: CaseRecord) -> float:
 def breakdown(case: CaseRecord) -> str:
     """Non-ok verdicts of a case, e.g. `2 wrong 1 trunc`; empty when every sample is ok."""
     parts = [
-        f"{case.verdicts.get(v, 0)} {VERDICT_ABBREVIATIONS[v]}"
+        f"{case.verdicts.get(v, 0)} {VERDICT_SHORT_NAMES[v]}"
         for v in VERDICT_ORDER
         if v is not Verdict.OK and case.verdicts.get(v, 0)
     ]
@@ -59,7 +47,7 @@ def sort_cases(
     """Failing first by default; ties broken by pass rate, then suite and id."""
 
     def outcome_key(c: CaseRecord) -> tuple[object, ...]:
-        return (_OUTCOME_ORDER[c.result], pass_rate(c), c.suite, c.case_id)
+        return (OUTCOME_ORDER[c.result], pass_rate(c), c.suite, c.case_id)
 
     keys = {
         "outcome": outcome_key,
@@ -113,14 +101,10 @@ class CaseFilter:
 
 
 #: The Triage column's word for each stored state (a changed case reads "changed").
-TRIAGE_WORDS = {"case-changed": "changed"}
+TRIAGE_WORDS = {Cause.CASE_CHANGED.value: "changed"}
+#: A concluded cause in its own style; the states an action left, in theirs.
 TRIAGE_STYLES = {
-    "prompt": "bold red",
-    "model": "bold red",
-    "case": "bold yellow",
-    "noise": "cyan",
-    "changed": "bold magenta",
-    "undecided": "yellow",
+    **{TRIAGE_WORDS.get(cause.value, cause.value): style for cause, style in CAUSE_STYLES.items()},
     "retired": "dim",
     "accepted": "green",
     "quarantined": "magenta",

@@ -35,7 +35,6 @@ from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.row_table import RowTable
 
 _BAR = 20
-_RESULT_STYLES = OUTCOME_STYLES
 #: What the chart's glyphs stand for, shown under it.
 CHART_LEGEND = (
     "█ pass rate (the part beyond its 95% interval's low end is ▓) · ─ rest of the "
@@ -57,7 +56,7 @@ def rate_chart(point: HistoryPoint) -> Text:
     over it, `│` between the cells where the required count sits (at the end too, where a
     contract case, every sample required, has it)."""
     rerun = point.kind is not RunKind.RUN
-    colour = "cyan" if rerun else _RESULT_STYLES[point.result].replace("bold ", "")
+    colour = "cyan" if rerun else OUTCOME_STYLES[point.result].replace("bold ", "")
     content = point.content_samples or point.samples
     filled = round(_BAR * point.passes / content) if content else 0
     low, high = wilson_interval(point.passes, content) if content else (0.0, 0.0)
@@ -92,7 +91,7 @@ def point_cells(point: HistoryPoint, current_run: str, run: RunRecord | None) ->
         Text(kind + point.run_id, style="italic cyan" if rerun else ""),
         rate_chart(point),
         Text(f"{point.passes}/{content}"),
-        Text(point.result.value, style=_RESULT_STYLES[point.result]),
+        Text(point.result.value, style=OUTCOME_STYLES[point.result]),
         Text(marks, style="bold magenta"),
         Text(branch),
     ]

@@ -29,21 +29,13 @@ from redline.deciding.cause import (
 )
 from redline.deciding.reference import Reference
 from redline.errors import RedlineError
+from redline.presentation import CAUSE_STYLES
 from redline.running.records import CaseRecord, RunRecord
 from redline_tui.cause_jobs import case_key
 from redline_tui.context import TriageContext
 from redline_tui.messages import CauseProgressed, Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
 from redline_tui.widgets.key_bar import KeyBar
-
-CAUSE_STYLES = {
-    Cause.PROMPT: "bold red",
-    Cause.MODEL: "bold red",
-    Cause.CASE: "bold yellow",
-    Cause.NOISE: "bold cyan",
-    Cause.CASE_CHANGED: "bold magenta",
-    Cause.UNDECIDED: "bold",
-}
 
 
 def reference_text(reference: Reference) -> Text:

@@ -19,7 +19,7 @@ from textual.widgets.option_list import Option
 from redline.deciding.groups import CaseTrend, Trend
 from redline.deciding.history import case_history, find_marginal, sparkline
 from redline.deciding.quarantine import QuarantinedCase, quarantined_cases
-from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
+from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES, result_headline_style
 from redline.running.outcome import add_counts, too_noisy
 from redline.running.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
 from redline.running.verdicts import VERDICT_ORDER, Verdict
@@ -99,7 +99,7 @@ class CaseMarks:
 
 def header_text(run: RunRecord, origin: CiOrigin | None = None) -> Text:
     result = run.result.value.upper() if run.result else run.status.value
-    style = {"RED": "bold red", "GREEN": "bold green"}.get(result, "bold yellow")
+    style = result_headline_style(run.result)
     commit = (run.git_commit or "no commit")[:10] + (" (dirty)" if run.git_dirty else "")
     text = Text()
     text.append(f"run {run.id}", style="bold")

@@ -15,6 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from redline.presentation import RESULT_STYLES
 from redline.running.records import RunKind, RunRecord
 from redline_tui.context import TriageContext
 from redline_tui.formatting import short_model_id
@@ -23,7 +24,6 @@ from redline_tui.widgets.row_table import RowTable
 
 #: How many recent runs the screen lists.
 RECENT_RUNS = 500
-_RESULT_STYLES = {"red": "bold red", "green": "green", "inconclusive": "yellow"}
 _COLUMNS = (
     ("id", "Run", 12),
     ("started", "Started (UTC)", 16),
@@ -40,7 +40,7 @@ def run_result_text(run: RunRecord) -> Text:
     """`RED`, `GREEN`, `INCONCLUSIVE`, or the status of a run that did not finish."""
     if run.result is None:
         return Text(run.status.value, style="dim")
-    return Text(run.result.value.upper(), style=_RESULT_STYLES.get(run.result.value, ""))
+    return Text(run.result.value.upper(), style=RESULT_STYLES[run.result])
 
 
 def run_cells(run: RunRecord, current: str | None = None) -> list[Text]:
