@@ -312,14 +312,7 @@ async def _accept_baseline(
     except RedlineError as exc:
         await _tell(screen, "Unknown run", str(exc))
         return
-    record = next(
-        (
-            c
-            for c in ctx.store.cases(source.id)
-            if c.case_id == case.case_id and c.suite == case.suite
-        ),
-        None,
-    )
+    record = ctx.store.case(source.id, case.suite, case.case_id)
     if record is None:
         await _tell(screen, "No result", f"run {source.id} has no result for {case.case_id}")
         return

@@ -89,10 +89,7 @@ def _show(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"case {args.case!r} exists in suites {', '.join(suites)}; pick one with --suite"
             )
-        case = next(
-            (c for c in store.cases(run.id) if c.case_id == args.case and c.suite == suites[0]),
-            None,
-        )
+        case = store.case(run.id, suites[0], args.case)
         if args.format == "json":
             if args.diff:
                 raise UsageError("--diff prints diffs for people; drop it with --format json")
