@@ -25,10 +25,11 @@ from redline_tui.screens.help import HelpScreen
 from redline_tui.screens.history import HistoryScreen, rate_chart
 from redline_tui.screens.outputs import OutputsScreen
 from redline_tui.screens.rerun import RerunScreen
-from redline_tui.screens.run import RunScreen, header_text
+from redline_tui.screens.run import RunScreen
 from redline_tui.screens.runs import RunsScreen
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.lazy_text import LazyText
+from redline_tui.widgets.run_summary import header_text
 from redline_tui.widgets.verdict_bar import VerdictBar
 
 pytestmark = pytest.mark.anyio
