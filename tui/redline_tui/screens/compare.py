@@ -14,6 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
@@ -130,6 +131,22 @@ def header_text(comparison: Comparison) -> Text:
     return text
 
 
+class ComparisonMade(Message):
+    """The comparison worker compared the two runs."""
+
+    def __init__(self, comparison: Comparison) -> None:
+        super().__init__()
+        self.comparison = comparison
+
+
+class ComparisonFailed(Message):
+    """The two runs could not be compared: why, and what to do."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+
 class CompareScreen(Screen[None]):
     """Per case: rate A vs B, delta, one-sided Fisher p, largest drop first; changed cases
     apart with both rates; either run picked from the runs list."""
@@ -154,6 +171,14 @@ class CompareScreen(Screen[None]):
         "of both runs for the highlighted case; tab moves between the two tables."
     )
 
+    DEFAULT_CSS = """
+    CompareScreen #compare-header { height: auto; padding: 0 1; }
+    CompareScreen #compare-table { height: 1fr; }
+    CompareScreen #changed-section { height: auto; max-height: 10; }
+    CompareScreen #changed-title { padding: 0 1; }
+    CompareScreen #changed-table { height: auto; max-height: 8; }
+    """
+
     def __init__(self, ctx: TriageContext, run: RunRecord, other: str | None = None) -> None:
         super().__init__()
         self.ctx = ctx
@@ -175,7 +200,7 @@ class CompareScreen(Screen[None]):
             for key, label in (("case", "Case"), ("a", "Rate A"), ("b", "Rate B")):
                 changed.add_column(label, key=key)
             yield changed
-        yield Static("", id="compare-status")
+        yield Static("", id="compare-status", classes="status-line")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -193,27 +218,30 @@ class CompareScreen(Screen[None]):
                     r for r in store.runs(kind=RunKind.RUN) if r.started_at < self.run_b.started_at
                 ]
                 if not earlier:
-                    self.app.call_from_thread(
-                        self._error,
-                        "No earlier run to compare with: press a to pick run A from the runs.",
+                    self.post_message(
+                        ComparisonFailed(
+                            "No earlier run to compare with: press a to pick run A from the runs."
+                        )
                     )
                     return
                 other = earlier[0].id
             price = self.ctx.config.price if self.ctx.config is not None else None
             comparison = compare_runs(store, other, self.run_b.id, price)
         except RedlineError as exc:
-            self.app.call_from_thread(self._error, str(exc))
+            self.post_message(ComparisonFailed(str(exc)))
             return
-        self.app.call_from_thread(self._show, comparison)
+        self.post_message(ComparisonMade(comparison))
+
+    @on(ComparisonFailed)
+    def _failed(self, event: ComparisonFailed) -> None:
+        self._error(event.message)
 
     def _error(self, message: str) -> None:
-        if not self.is_attached:
-            return
         self.query_one("#compare-header", Static).update(Text(message, style="bold red"))
 
-    def _show(self, comparison: Comparison) -> None:
-        if not self.is_attached:
-            return
+    @on(ComparisonMade)
+    def _show(self, event: ComparisonMade) -> None:
+        comparison = event.comparison
         self.comparison = comparison
         self.run_a_id = comparison.a.run.id
         self.query_one("#compare-header", Static).update(header_text(comparison))

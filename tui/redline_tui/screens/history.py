@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from redline.deciding.history import (
@@ -144,6 +145,15 @@ def marginal_text(history: CaseHistory, marginal: Marginal | None) -> Text:
     return text
 
 
+class HistoryRead(Message):
+    """The loading worker read the case's history and the runs it spans."""
+
+    def __init__(self, history: CaseHistory, runs: dict[str, RunRecord]) -> None:
+        super().__init__()
+        self.history = history
+        self.runs = runs
+
+
 class HistoryScreen(CaseStepScreen):
     """Pass rates per run with intervals, scheduled runs and reruns apart, model and case
     changes marked, other branches dimmed or hidden."""
@@ -161,6 +171,11 @@ class HistoryScreen(CaseStepScreen):
         "Runs of other branches than this run's are dimmed; b hides or shows them. "
         "A marginal case gets more samples (m) or is retired (t): noise is not a regression."
     )
+
+    DEFAULT_CSS = """
+    HistoryScreen #history-trend, HistoryScreen #marginal { height: auto; padding: 0 1; }
+    HistoryScreen #history-table { height: 1fr; }
+    """
 
     def __init__(self, ctx: TriageContext, run: RunRecord, case: CaseRecord) -> None:
         super().__init__(ctx, run, case)
@@ -189,13 +204,13 @@ class HistoryScreen(CaseStepScreen):
         history = case_history(self.ctx.store, self.case.case_id, self.case.suite)
         ids = {p.run_id for p in (*history.scheduled, *history.reruns)}
         runs = {r.id: r for r in self.ctx.store.runs() if r.id in ids}
-        self.app.call_from_thread(self._show, history, runs)
+        self.post_message(HistoryRead(history, runs))
 
-    def _show(self, history: CaseHistory, runs: dict[str, RunRecord]) -> None:
-        if not self.is_attached:
-            return
+    @on(HistoryRead)
+    def _show(self, event: HistoryRead) -> None:
+        history = event.history
         self.history = history
-        self.runs = runs
+        self.runs = event.runs
         self._fill()
         self.marginal = find_marginal(history.scheduled)
         text = changes_text(history)

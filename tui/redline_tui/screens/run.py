@@ -217,7 +217,6 @@ class RunScreen(Screen[None]):
         background: $primary-muted;
         display: none;
     }
-    RunScreen #run-status { height: 1; padding: 0 1; color: $text-muted; background: $boost; }
     """
 
     def __init__(self, ctx: TriageContext, run_id: str | None = None) -> None:
@@ -238,7 +237,7 @@ class RunScreen(Screen[None]):
         self.group_list = OptionList(id="groups")
         self.quarantined = Static("", id="quarantined")
         self.batch_status = Static("", id="batch-status")
-        self.status = Static("", id="run-status")
+        self.status = Static("", id="run-status", classes="status-line")
 
     def compose(self) -> ComposeResult:
         with Vertical(id="run-top"):

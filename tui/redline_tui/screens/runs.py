@@ -12,6 +12,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
@@ -59,6 +60,14 @@ def run_cells(run: RunRecord, current: str | None = None) -> list[Text]:
     ]
 
 
+class RunsRead(Message):
+    """The loading worker read the recent runs."""
+
+    def __init__(self, runs: list[RunRecord]) -> None:
+        super().__init__()
+        self.runs = runs
+
+
 class RunsScreen(Screen[str | None]):
     """Recent runs, newest first; enter picks one, escape goes back without choosing."""
 
@@ -73,6 +82,10 @@ class RunsScreen(Screen[str | None]):
         "branch and commit it ran on (* = uncommitted changes), the model and suites. "
         "Reruns are hidden unless f shows them. Enter picks the highlighted run."
     )
+
+    DEFAULT_CSS = """
+    RunsScreen #runs-table { height: 1fr; }
+    """
 
     def __init__(self, ctx: TriageContext, title: str, current: str | None = None) -> None:
         super().__init__()
@@ -89,7 +102,7 @@ class RunsScreen(Screen[str | None]):
         for key, label, width in _COLUMNS:
             table.add_column(label, key=key, width=width)
         yield table
-        yield Static("Loading runs…", id="runs-status")
+        yield Static("Loading runs…", id="runs-status", classes="status-line")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -99,12 +112,11 @@ class RunsScreen(Screen[str | None]):
     @work(thread=True, exclusive=True, group="runs-load")
     def _load(self) -> None:
         runs = self.ctx.store.runs(limit=RECENT_RUNS)
-        self.app.call_from_thread(self._show, runs)
+        self.post_message(RunsRead(runs))
 
-    def _show(self, runs: list[RunRecord]) -> None:
-        if not self.is_attached:
-            return
-        self.all_runs = runs
+    @on(RunsRead)
+    def _show(self, event: RunsRead) -> None:
+        self.all_runs = event.runs
         self._fill()
 
     def _fill(self) -> None:

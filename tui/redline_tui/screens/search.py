@@ -8,6 +8,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
@@ -19,6 +20,16 @@ from redline_tui.messages import OpenStep, SampleSource, Step
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.row_table import RowTable
 from redline_tui.widgets.verdict_bar import verdict_badge
+
+
+class SearchDone(Message):
+    """The search worker's hits for a phrase, or why it could not search."""
+
+    def __init__(self, text: str, hits: list[SearchHit], error: str | None = None) -> None:
+        super().__init__()
+        self.text = text
+        self.hits = hits
+        self.error = error
 
 
 class SearchScreen(Screen[None]):
@@ -34,6 +45,11 @@ class SearchScreen(Screen[None]):
         "with the text around it. Enter on a result opens that sample in Step 2 (Outputs). "
         'From the home screen, / then "phrase searches the same way.'
     )
+
+    DEFAULT_CSS = """
+    SearchScreen #search-text { margin: 1 0; }
+    SearchScreen #search-hits { height: 1fr; }
+    """
 
     def __init__(
         self, ctx: TriageContext, run: RunRecord, cases: list[CaseRecord], text: str = ""
@@ -60,7 +76,7 @@ class SearchScreen(Screen[None]):
         ):
             table.add_column(label, key=key)
         yield table
-        yield Static("", id="search-status")
+        yield Static("", id="search-status", classes="status-line")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -80,17 +96,16 @@ class SearchScreen(Screen[None]):
         try:
             hits = search_run(self.ctx.store, self.run.id, text)
         except RedlineError as exc:
-            self.app.call_from_thread(self._show_error, str(exc))
+            self.post_message(SearchDone(text, [], str(exc)))
             return
-        self.app.call_from_thread(self._show, text, hits)
+        self.post_message(SearchDone(text, hits))
 
-    def _show_error(self, message: str) -> None:
-        if self.is_attached:
-            self.query_one("#search-status", Static).update(Text(message))
-
-    def _show(self, text: str, hits: list[SearchHit]) -> None:
-        if not self.is_attached:
+    @on(SearchDone)
+    def _show(self, event: SearchDone) -> None:
+        if event.error is not None:
+            self.query_one("#search-status", Static).update(Text(event.error))
             return
+        text, hits = event.text, event.hits
         self.hits = hits
         table = self.query_one("#search-hits", DataTable)
         table.clear()

@@ -69,8 +69,35 @@ class Choice:
     detail: str = ""
 
 
+#: The look every dialog shares: a bordered box centred over the screen it asks about.
+#: Unscoped (the dialogs set SCOPED_CSS off): the rules style the dialog screens themselves.
+DIALOG_CSS = """
+.dialog-screen { align: center middle; }
+.dialog {
+    width: 90%;
+    max-width: 110;
+    height: auto;
+    max-height: 90%;
+    border: thick $accent;
+    background: $surface;
+    padding: 0 1;
+}
+.dialog.confirm, .dialog.help { height: 90%; }
+.dialog.picker #choices { height: auto; max-height: 8; }
+.dialog-title { text-style: bold; padding: 0 0 1 0; }
+.dialog-note { height: auto; color: $text-muted; }
+.dialog-error { height: auto; color: $text-error; }
+.dialog-buttons { height: auto; align-horizontal: right; }
+.dialog-buttons Button { margin: 0 1; }
+#confirm-diff { height: 1fr; border: round $primary-muted; }
+"""
+
+
 class FormDialog(ModalScreen[dict[str, str] | None]):
     """Asks for a few values; a required field left empty keeps the dialog open."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    SCOPED_CSS = False
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
@@ -224,6 +251,9 @@ class PickerDialog(FormDialog):
 class ConfirmDialog(ModalScreen[bool]):
     """Shows the exact change (a unified diff) and the commit message; y applies, n cancels."""
 
+    DEFAULT_CSS = DIALOG_CSS
+    SCOPED_CSS = False
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "confirm", "Apply"),
         Binding("n,escape", "cancel", "Cancel"),
@@ -261,6 +291,9 @@ class ConfirmDialog(ModalScreen[bool]):
 class MessageDialog(ModalScreen[None]):
     """A result or a refusal the user must read before going on."""
 
+    DEFAULT_CSS = DIALOG_CSS
+    SCOPED_CSS = False
+
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter", "close", "Close")]
 
     def __init__(self, title: str, body: str) -> None:
@@ -285,6 +318,9 @@ class MessageDialog(ModalScreen[None]):
 
 class QuestionDialog(ModalScreen[bool]):
     """A yes/no question (e.g. before spending money); y goes ahead, n or escape does not."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    SCOPED_CSS = False
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Yes"),
