@@ -116,8 +116,9 @@ class CauseJobs:
         app = self._app
 
         def post(message: CauseProgressed) -> None:
-            # Once the app has stopped, the samples and the state are stored all the same.
+            # post_message is thread-safe; once the app has stopped, the message is dropped
+            # and the samples and the state are stored all the same.
             with contextlib.suppress(RuntimeError):
-                app.call_from_thread(app.post_message, message)
+                app.post_message(message)
 
         return post

@@ -87,26 +87,7 @@ async def retry_transport(screen: Screen[None], ctx: TriageContext, run: RunReco
             )
         )
         return False
-    choices = []
-    if plan.transport:
-        choices.append(Choice(f"{plan.transport} transport sample(s)", "transport", _NOTE))
-    if plan.truncated:
-        choices.append(
-            Choice(
-                f"{plan.transport} transport and {plan.truncated} truncated sample(s)",
-                "truncated",
-                _NOTE + " Truncated samples were cut off at max_tokens: drawing them again "
-                "only helps when the cut was chance.",
-            )
-        )
-    picked = await app.push_screen_wait(
-        PickerDialog(
-            f"Draw again the infrastructure failures of run {run.id}?",
-            choices,
-            [],
-            "Enter draws them again; Esc cancels.",
-        )
-    )
+    picked = await app.push_screen_wait(_retry_picker(plan))
     if picked is None:
         return False
     verdicts = plan.verdicts(picked["choice"] == "truncated")
@@ -129,6 +110,28 @@ async def retry_transport(screen: Screen[None], ctx: TriageContext, run: RunReco
         RetryProgressed(f"Run {run.id} retried: {plan.describe()} drawn again; now {result}.")
     )
     return True
+
+
+def _retry_picker(plan: RetryPlan) -> PickerDialog:
+    """Transport failures only, or the truncated samples too."""
+    choices = []
+    if plan.transport:
+        choices.append(Choice(f"{plan.transport} transport sample(s)", "transport", _NOTE))
+    if plan.truncated:
+        choices.append(
+            Choice(
+                f"{plan.transport} transport and {plan.truncated} truncated sample(s)",
+                "truncated",
+                _NOTE + " Truncated samples were cut off at max_tokens: drawing them again "
+                "only helps when the cut was chance.",
+            )
+        )
+    return PickerDialog(
+        f"Draw again the infrastructure failures of run {plan.run.id}?",
+        choices,
+        [],
+        "Enter draws them again; Esc cancels.",
+    )
 
 
 _NOTE = (

@@ -15,7 +15,8 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.reactive import reactive
+from textual.widgets import Static
 
 from redline.deciding.history import (
     CaseHistory,
@@ -177,26 +178,30 @@ class HistoryScreen(CaseStepScreen):
     HistoryScreen #history-table { height: 1fr; }
     """
 
+    #: Runs of other branches than this run's are hidden (else dimmed).
+    hide_other_branches: reactive[bool] = reactive(False, init=False)
+
     def __init__(self, ctx: TriageContext, run: RunRecord, case: CaseRecord) -> None:
         super().__init__(ctx, run, case)
         self.history: CaseHistory | None = None
         self.marginal: Marginal | None = None
         self.runs: dict[str, RunRecord] = {}
-        self.hide_other_branches = False
         self.shown: list[HistoryPoint] = []
+        self.trend = Static("Loading history…", id="history-trend")
+        self.table: RowTable[Text] = RowTable(id="history-table", zebra_stripes=False)
+        for key, label in _COLUMNS:
+            self.table.add_column(label, key=key)
+        self.marginal_note = Static("", id="marginal")
 
     def compose(self) -> ComposeResult:
         yield Static(step_title(self.STEP, self.run, self.case), classes="step-title")
-        yield Static("Loading history…", id="history-trend")
-        table: RowTable[Text] = RowTable(id="history-table", zebra_stripes=False)
-        for key, label in _COLUMNS:
-            table.add_column(label, key=key)
-        yield table
-        yield Static("", id="marginal")
+        yield self.trend
+        yield self.table
+        yield self.marginal_note
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#history-table").focus()
+        self.table.focus()
         self._load()
 
     @work(thread=True, exclusive=True, group="history-load")
@@ -215,7 +220,7 @@ class HistoryScreen(CaseStepScreen):
         self.marginal = find_marginal(history.scheduled)
         text = changes_text(history)
         text.append_text(marginal_text(history, self.marginal))
-        self.query_one("#marginal", Static).update(text)
+        self.marginal_note.update(text)
 
     def _other_branch(self, point: HistoryPoint) -> bool:
         run = self.runs.get(point.run_id)
@@ -230,7 +235,7 @@ class HistoryScreen(CaseStepScreen):
         )
         others = sum(1 for p in points if self._other_branch(p))
         self.shown = [p for p in points if not (self.hide_other_branches and self._other_branch(p))]
-        table = self.query_one("#history-table", DataTable)
+        table = self.table
         table.clear()
         for point in self.shown:
             cells = point_cells(point, self.run.id, self.runs.get(point.run_id))
@@ -251,9 +256,11 @@ class HistoryScreen(CaseStepScreen):
         else:
             trend.append(f"  ({branch})")
         trend.append("\n" + CHART_LEGEND, style="dim")
-        self.query_one("#history-trend", Static).update(trend)
+        self.trend.update(trend)
 
     def action_toggle_branches(self) -> None:
         self.hide_other_branches = not self.hide_other_branches
+
+    def watch_hide_other_branches(self) -> None:
         if self.history is not None:
             self._fill()

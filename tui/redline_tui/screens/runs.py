@@ -13,6 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
@@ -87,6 +88,9 @@ class RunsScreen(Screen[str | None]):
     RunsScreen #runs-table { height: 1fr; }
     """
 
+    #: Reruns are listed too (hidden by default: the runs to open are scheduled runs).
+    show_reruns: reactive[bool] = reactive(False, init=False)
+
     def __init__(self, ctx: TriageContext, title: str, current: str | None = None) -> None:
         super().__init__()
         self.ctx = ctx
@@ -94,19 +98,19 @@ class RunsScreen(Screen[str | None]):
         self.current = current
         self.all_runs: list[RunRecord] = []
         self.shown: list[RunRecord] = []
-        self.show_reruns = False
+        self.table: RowTable[Text] = RowTable(id="runs-table")
+        for key, label, width in _COLUMNS:
+            self.table.add_column(label, key=key, width=width)
+        self.status = Static("Loading runs…", id="runs-status", classes="status-line")
 
     def compose(self) -> ComposeResult:
         yield Static(Text(self.title_text, style="bold"), id="runs-title", classes="step-title")
-        table: RowTable[Text] = RowTable(id="runs-table")
-        for key, label, width in _COLUMNS:
-            table.add_column(label, key=key, width=width)
-        yield table
-        yield Static("Loading runs…", id="runs-status", classes="status-line")
+        yield self.table
+        yield self.status
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#runs-table").focus()
+        self.table.focus()
         self._load()
 
     @work(thread=True, exclusive=True, group="runs-load")
@@ -120,7 +124,7 @@ class RunsScreen(Screen[str | None]):
         self._fill()
 
     def _fill(self) -> None:
-        table: DataTable[Text] = self.query_one("#runs-table", DataTable)
+        table = self.table
         table.clear()
         self.shown = [r for r in self.all_runs if self.show_reruns or r.kind is RunKind.RUN]
         if self.current is not None and all(r.id != self.current for r in self.shown):
@@ -131,12 +135,14 @@ class RunsScreen(Screen[str | None]):
         if self.shown:
             table.move_cursor(row=target, animate=False)
         reruns = "shown" if self.show_reruns else "hidden (f shows them)"
-        self.query_one("#runs-status", Static).update(
+        self.status.update(
             Text(f"{len(self.shown)} runs, newest first · reruns {reruns} · enter picks")
         )
 
     def action_toggle_reruns(self) -> None:
         self.show_reruns = not self.show_reruns
+
+    def watch_show_reruns(self) -> None:
         self._fill()
 
     @on(DataTable.RowSelected, "#runs-table")
@@ -145,7 +151,7 @@ class RunsScreen(Screen[str | None]):
         self.action_pick()
 
     def action_pick(self) -> None:
-        row = self.query_one("#runs-table", DataTable).cursor_row
+        row = self.table.cursor_row
         if 0 <= row < len(self.shown):
             self.dismiss(self.shown[row].id)
 

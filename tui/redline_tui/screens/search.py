@@ -60,13 +60,7 @@ class SearchScreen(Screen[None]):
         self.cases = {(c.suite, c.case_id): c for c in cases}
         self.hits: list[SearchHit] = []
         self._text = text
-
-    def compose(self) -> ComposeResult:
-        yield Static(Text(f"Search run {self.run.id}", style="bold"), classes="step-title")
-        yield Input(
-            self._text, placeholder="word or phrase in outputs, reasons, case ids", id="search-text"
-        )
-        table: RowTable[Text] = RowTable(id="search-hits")
+        self.table: RowTable[Text] = RowTable(id="search-hits")
         for key, label in (
             ("case", "Case"),
             ("index", "#"),
@@ -74,9 +68,16 @@ class SearchScreen(Screen[None]):
             ("where", "Found in"),
             ("snippet", "Text"),
         ):
-            table.add_column(label, key=key)
-        yield table
-        yield Static("", id="search-status", classes="status-line")
+            self.table.add_column(label, key=key)
+        self.status = Static("", id="search-status", classes="status-line")
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"Search run {self.run.id}", style="bold"), classes="step-title")
+        yield Input(
+            self._text, placeholder="word or phrase in outputs, reasons, case ids", id="search-text"
+        )
+        yield self.table
+        yield self.status
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -88,7 +89,7 @@ class SearchScreen(Screen[None]):
         self._search(event.value)
 
     def _search(self, text: str) -> None:
-        self.query_one("#search-status", Static).update(Text(f"Searching for {text!r}…"))
+        self.status.update(Text(f"Searching for {text!r}…"))
         self._run_search(text)
 
     @work(thread=True, exclusive=True, group="search")
@@ -103,11 +104,11 @@ class SearchScreen(Screen[None]):
     @on(SearchDone)
     def _show(self, event: SearchDone) -> None:
         if event.error is not None:
-            self.query_one("#search-status", Static).update(Text(event.error))
+            self.status.update(Text(event.error))
             return
         text, hits = event.text, event.hits
         self.hits = hits
-        table = self.query_one("#search-hits", DataTable)
+        table = self.table
         table.clear()
         for hit in hits:
             snippet = Text(hit.snippet.replace("\n", " ⏎ "))
@@ -120,7 +121,7 @@ class SearchScreen(Screen[None]):
                 snippet,
             )
         cases = len({(h.suite, h.case_id) for h in hits})
-        self.query_one("#search-status", Static).update(
+        self.status.update(
             Text(
                 f"{len(hits)} sample(s) in {cases} case(s) hold {text.strip()!r}"
                 + (" — enter opens one in Outputs" if hits else "")
@@ -130,7 +131,7 @@ class SearchScreen(Screen[None]):
             table.focus()
 
     def action_open(self) -> None:
-        table = self.query_one("#search-hits", DataTable)
+        table = self.table
         if not self.hits or not 0 <= table.cursor_row < len(self.hits):
             return
         hit = self.hits[table.cursor_row]
