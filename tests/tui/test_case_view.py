@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from triage_store import RED_RUN, SUITE
+
 from redline.running.records import CaseOutcome, CaseRecord
+from redline.running.store import RunStore
 from redline.running.verdicts import VERDICT_ORDER, Verdict
 from redline_tui.case_rows import SORT_COLUMNS, CaseFilter, CaseView
 
@@ -69,3 +72,13 @@ def test_the_sort_key_cycles_through_the_sortable_columns() -> None:
         columns.append(view.sort_column)
     assert columns == [*SORT_COLUMNS[1:], SORT_COLUMNS[0]]
     assert CaseView().next_sort() == CaseView().next_sort()  # equal views: no re-render
+
+
+def test_a_case_is_found_in_a_run_by_suite_and_id_only(fixed_store: RunStore) -> None:
+    """`RunStore.case`: the one lookup Step 1's arms, `redline show` and accepting a baseline
+    from a rerun share."""
+    found = fixed_store.case(RED_RUN, SUITE, "0042-amount-suffix")
+    assert found is not None and found.run_id == RED_RUN and found.case_id == "0042-amount-suffix"
+    assert fixed_store.case(RED_RUN, "other-suite", "0042-amount-suffix") is None
+    assert fixed_store.case(RED_RUN, SUITE, "9999-missing") is None
+    assert fixed_store.case("no-such-run", SUITE, "0042-amount-suffix") is None
