@@ -333,7 +333,8 @@ async def test_one_megabyte_output_shows_the_lines_at_the_scrolled_position_lazi
         assert painted <= {*range(height), *range(bottom - height, bottom + height)}
         await pilot.press("w", "home")
         await pilot.pause()
-        assert _rows(raw, height)[:3] == ["x" * width, "line 0", "line 1"]  # cut, not wrapped
+        top = _rows(raw, height)
+        assert set(top[0]) == {"x"} and top[1:3] == ["line 0", "line 1"]  # cut, not wrapped
         await pilot.press("end")
         await pilot.pause()
         height = raw.scrollable_content_region.height  # a sideways scrollbar took a row
