@@ -259,6 +259,10 @@ class RunScreen(Screen[None]):
         return self.table.all_cases
 
     @property
+    def marks(self) -> dict[str, CaseMarks]:
+        return self.table.marks
+
+    @property
     def case_filter(self) -> CaseFilter:
         return self.table.view.case_filter
 
