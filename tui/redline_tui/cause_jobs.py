@@ -116,9 +116,10 @@ class CauseJobs:
         app = self._app
 
         def post(message: CauseProgressed) -> None:
-            # post_message is thread-safe; once the app has stopped, the message is dropped
-            # and the samples and the state are stored all the same.
+            # Waits until the app has taken the message: the analysis never runs ahead of
+            # what the screens show. Once the app has stopped, the samples and the state
+            # are stored all the same.
             with contextlib.suppress(RuntimeError):
-                app.post_message(message)
+                app.call_from_thread(app.post_message, message)
 
         return post
