@@ -23,6 +23,17 @@ VERDICT_COLOURS = {
     Verdict.TRANSPORT: "blue",
 }
 
+#: The named colours above as a web page draws them: dark enough to carry white text on a
+#: badge, so the HTML report reads a verdict in the same colour as the terminal.
+WEB_COLOURS = {
+    "green": "#2e7d32",
+    "red": "#c62828",
+    "magenta": "#ad1457",
+    "yellow": "#9a6b00",
+    "cyan": "#00796b",
+    "blue": "#1565c0",
+}
+
 #: A verdict named in text: its colour, bold.
 VERDICT_STYLES = {verdict: f"bold {colour}" for verdict, colour in VERDICT_COLOURS.items()}
 
