@@ -134,8 +134,8 @@ def test_samples_in_flight_default_to_two_per_core_and_follow_the_config(
     pinned = make_provider(config.model("local"), config)
 
     assert default_slots() == 2 * (os.cpu_count() or 1)
-    assert default.max_parallel == default_slots()
-    assert pinned.max_parallel == 3
+    assert default.max_parallel == 4 * default_slots()
+    assert pinned.max_parallel == 4 * 3
 
 
 @pytest.mark.parametrize("value", ["0", "'four'", "true"])
