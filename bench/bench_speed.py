@@ -398,8 +398,9 @@ def bench_semantic() -> None:
 
 
 def bench_slots(repeat: int) -> None:
-    """Tokens/s with 1, 2 and 4 slots, each busy with 2 samples per slot; the slot counts
-    take turns, `repeat` rounds, so a change in the machine's load hits them alike."""
+    """Tokens/s with 1, 2 and 4 slots, each busy with 2 samples per slot (different
+    prompts: samples of one prompt would queue for the slot that read it); the slot
+    counts take turns, `repeat` rounds, so a change in the machine's load hits them alike."""
     from redline.config import parse_config
     from redline.providers import make_provider
     from redline.providers.base import Provider
@@ -427,7 +428,10 @@ def bench_slots(repeat: int) -> None:
     async def rate(provider: Provider, count: int) -> float:
         started = time.perf_counter()
         done = await asyncio.gather(
-            *(provider.complete(replace(request, seed=s)) for s in range(count))
+            *(
+                provider.complete(replace(request, user=f"{request.user} (No. {s})", seed=s))
+                for s in range(count)
+            )
         )
         return sum(c.output_tokens or 0 for c in done) / (time.perf_counter() - started)
 
@@ -450,13 +454,20 @@ def bench_slots(repeat: int) -> None:
 
 
 def bench_quickstart() -> None:
+    """`redline run` of this repository's suites as the README's Quickstart runs it."""
+    import json
+
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         shutil.copy(ROOT / "pyproject.toml", root)
         shutil.copytree(ROOT / "cases", root / "cases")
-        run = _run_process([REDLINE, "run", "--quiet"], root)
-    if run.code not in (0, 1):
-        raise SystemExit(f"quickstart run failed: exit {run.code}\n{run.out}")
+        run = _run_process([REDLINE, "run", "--quiet", "--out", str(root / "out")], root)
+        if run.code not in (0, 1):
+            raise SystemExit(f"quickstart run failed: exit {run.code}\n{run.out}")
+        lines = (root / "out" / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+        samples = [json.loads(line) for line in lines]
+    generated = sum(s.get("output_tokens") or 0 for s in samples)
+    prompts = sum(s.get("input_tokens") or 0 for s in samples)
     report(
         "Quickstart (17 cases x 3 samples)",
         f"{run.wall_s:.0f} s",
@@ -466,11 +477,17 @@ def bench_quickstart() -> None:
     )
     cores = os.cpu_count() or 1
     report(
-        "  its CPU / cores",
+        "  its CPU / cores (idle wall)",
         f"{run.cpu_s / cores:.0f} s",
         "<= 90 s",
         f"{run.cpu_s:.0f} CPU-s, peak RSS {run.max_rss_mb:.0f} MB",
         run.cpu_s / cores <= 90,
+    )
+    report(
+        "  CPU per generated token",
+        f"{run.cpu_s / max(generated, 1) * 1000:.1f} ms",
+        "",
+        f"{generated} generated, {prompts} prompt tokens",
     )
 
 

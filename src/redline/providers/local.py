@@ -172,8 +172,8 @@ def _load(path: Path, threads: int, n_ctx: int, slots: int, verbose: bool) -> _L
             import xllamacpp
 
             started = time.perf_counter()
-            count = copies_for(path, threads)
-            slots_each = max(1, -(-slots // count))
+            count = min(copies_for(path, threads), slots)
+            slots_each = -(-slots // count)
             servers = []
             for _ in range(count):
                 params = xllamacpp.CommonParams()
