@@ -552,6 +552,11 @@ def main() -> None:
     missed = [row.figure for row in ROWS if row.met is False]
     print(f"load average at end {os.getloadavg()[0]:.1f}")
     print("missed: " + (", ".join(missed) if missed else "none"))
+    if missed:
+        print(
+            "why, with the profiles: README.md, section "
+            "'Speed: what bench_speed.py meets and why it misses the rest'"
+        )
 
 
 if __name__ == "__main__":
