@@ -11,12 +11,13 @@ per process. It decodes several samples at once: llama.cpp's parallel slots with
 continuous batching put every running sample's next token into one batch, so a
 decoding step serves several samples for less than the cost of as many steps
 (tokens/s at 1, 2 and 4 slots: bench/bench_speed.py; on a CPU a 135M model is
-compute-bound, and a prompt token costs about what a generated one does). `parallel` slots (default: two per
-core) are spread over one single-threaded copy of the model per thread (`threads`,
-default one per core; a model file over 1 GB gets one copy using every thread); the
-runner keeps four samples per slot in flight so that a freed slot always has a
-next sample, preferably of the prompt it has just read (see local_slots). Each slot has
-its own `n_ctx` tokens of context, so memory grows with the slots.
+compute-bound, and a prompt token costs about what a generated one does).
+`parallel` slots (default: two per core) are spread over one single-threaded copy
+of the model per thread (`threads`, default one per core; a model file over 1 GB
+gets one copy using every thread); the runner keeps four samples per slot in
+flight so that a freed slot always has a next sample, preferably of the prompt it
+has just read (see local_slots). Each slot has its own `n_ctx` tokens of context,
+so memory grows with the slots.
 """
 
 from __future__ import annotations
