@@ -255,7 +255,7 @@ def test_all_problems_in_all_files_are_listed_at_once(
         ("suite.yaml", 8),
         ("c.yaml", 4),
     ]
-    assert "not available yet" in caught.value.problems[3].message
+    assert "not available in this installation" in caught.value.problems[3].message
 
 
 @pytest.mark.parametrize("suite_yaml", ["name: demo\nprompt: [\n", "- a list\n"])

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from redline.casemodel import FILE_REF
+from redline.casemodel.values import KIND_NAMES, kind_name
 from redline.errors import Problem
 
 __all__ = [
@@ -96,21 +97,10 @@ class Node:
 def type_name(node: Node) -> str:
     """How a user would call the YAML type of a node, for error messages."""
     if node.is_map:
-        return "a mapping"
+        return KIND_NAMES["mapping"]
     if node.is_seq:
-        return "a list"
-    value = node.value
-    if value is None:
-        return "empty (null)"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return f"a {type(value).__name__}"
+        return KIND_NAMES["list"]
+    return kind_name(node.value)
 
 
 def load_text(text: str, path: str) -> tuple[Node | None, list[Problem]]:
