@@ -37,15 +37,17 @@ class NodeReader:
     written under, for the message and its `e.g. key: example` hint.
     """
 
-    def __init__(self, problems: list[Problem], label: str = "") -> None:
+    def __init__(self, problems: list[Problem], label: str = "", assign: str = ": ") -> None:
         self.problems = problems
         self.label = label
+        #: How the file's language writes `key<assign>value` in a hint (YAML `: `, TOML ` = `).
+        self.assign = assign
 
     def add(self, mark: Mark, message: str, hint: str = "") -> None:
         self.problems.append(mark.problem(self.label + message, hint))
 
     def wrong_type(self, node: Node, key: str, expected: str, example: str = "") -> None:
-        hint = f"e.g. {key}: {example}" if example else ""
+        hint = f"e.g. {key}{self.assign}{example}" if example else ""
         self.add(node.mark, f"`{key}` must be {expected}, not {type_name(node)}", hint)
 
     def unknown_keys(self, node: Node, allowed: Iterable[str], where: str) -> None:
