@@ -514,7 +514,8 @@ class _CaseLoader:
         self.prompt_vars = prompt_vars
         self.files: list[Path] = []
 
-    def load(self) -> Case | None:
+    def read_root(self) -> Node | None:
+        """The case file as a mapping (from the disk, or from an edit not written yet)."""
         suite = self.suite
         shown = suite.show(self.path)
         text = suite.overrides.get(self.path.resolve())
@@ -527,34 +528,20 @@ class _CaseLoader:
         if not root.is_map:
             suite.add(root.mark, f"a case must be a mapping, not {yaml_type(root)}")
             return None
+        return root
+
+    def load(self) -> Case | None:
+        suite = self.suite
+        root = self.read_root()
+        if root is None:
+            return None
         before = len(suite.problems)
         suite.unknown_keys(root, CASE_KEYS, "a case")
-        retired = root.get("retired")
-        if retired is not None:
-            suite.add(
-                retired.where,
-                f"this case is marked retired but is not in {RETIRED_DIR}/",
-                f"move it to {RETIRED_DIR}/ to retire it, or remove `retired:` to run it again",
-            )
+        self.not_retired(root)
         case_id = suite.text(root.get("id"), "id", default=self.path.stem)
         provenance = self.provenance(root)
         variables = self.vars(root)
-        tier = suite.tier(root, self.default_tier)
-        samples, spec = suite.sampling(root, self.default_samples, self.default_spec)
-        sampling = spec.plan(tier) if spec is not None and tier is not None else None
-        if sampling is not None and root.get("required") is not None:
-            node = root.get("required")
-            assert node is not None
-            suite.add(
-                node.mark,
-                "`required` counts samples, but with `samples: {min, max}` the count varies",
-                "give the bar as a rate instead: samples: {min: 3, max: 10, bar: 0.8}",
-            )
-        required = (
-            math.ceil(sampling.bar * sampling.max - 1e-9)
-            if sampling is not None
-            else self.required(root, tier, samples)
-        )
+        tier, samples, sampling, required = self.bar(root)
         expect_refusal = suite.boolean(root.get("expect_refusal"), "expect_refusal", False)
         golden = self.golden(root)
         quarantine = self.quarantine(root)
@@ -581,6 +568,32 @@ class _CaseLoader:
             golden=golden,
             quarantine=quarantine,
         )
+
+    def not_retired(self, root: Node) -> None:
+        retired = root.get("retired")
+        if retired is not None:
+            self.suite.add(
+                retired.where,
+                f"this case is marked retired but is not in {RETIRED_DIR}/",
+                f"move it to {RETIRED_DIR}/ to retire it, or remove `retired:` to run it again",
+            )
+
+    def bar(self, root: Node) -> tuple[str | None, int | None, SequentialPlan | None, int | None]:
+        """Tier, samples, sequential plan and required passes: how much this case asks."""
+        suite = self.suite
+        tier = suite.tier(root, self.default_tier)
+        samples, spec = suite.sampling(root, self.default_samples, self.default_spec)
+        sampling = spec.plan(tier) if spec is not None and tier is not None else None
+        if sampling is None:
+            return tier, samples, None, self.required(root, tier, samples)
+        node = root.get("required")
+        if node is not None:
+            suite.add(
+                node.mark,
+                "`required` counts samples, but with `samples: {min, max}` the count varies",
+                "give the bar as a rate instead: samples: {min: 3, max: 10, bar: 0.8}",
+            )
+        return tier, samples, sampling, math.ceil(sampling.bar * sampling.max - 1e-9)
 
     def golden(self, root: Node) -> str | None:
         """The reference answer, verbatim: inline text as written, or a file's exact text."""
