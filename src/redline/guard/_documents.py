@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from redline.casemodel import GENERATION_KEYS
+from redline.casemodel import GENERATION_KEYS, Compare
 from redline.casemodel.diff import BarChange, diff_suite_bars
 from redline.casemodel.effective import (
     EffectiveCase,
@@ -26,11 +26,8 @@ from redline.casemodel.effective import (
 from redline.casemodel.values import Change, differs, number_change, show
 from redline.gitio import Snapshot, is_binary
 from redline.guard._findings import Finding, Kind
+from redline.judge.rubric import BAR_KEYS
 from redline.suite.yamlsource import utf8_problem, yaml_problem
-
-#: Keys of rubrics that are pass bars, not judge prompt text.
-_FLOOR_KEYS = frozenset({"min_kappa", "min_score"})
-_CEILING_KEYS = frozenset({"max_score"})
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -178,7 +175,7 @@ def compare_bars_in(subject: str, old: Any, new: Any) -> list[Finding]:
         if not differs(a, b):
             continue
         key = path.rsplit(".", 1)[-1]
-        change = number_change(a, b, higher_is_looser=key in _CEILING_KEYS)
+        change = number_change(a, b, higher_is_looser=BAR_KEYS[key] is Compare.CEILING)
         detail = f"{path} {show(a)} → {show(b)}"
         if change is Change.REVIEW:
             detail += " (changed, review)"
@@ -191,7 +188,7 @@ def _bars(data: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(data, dict):
         for k, v in data.items():
             path = f"{prefix}.{k}" if prefix else str(k)
-            if k in _FLOOR_KEYS or k in _CEILING_KEYS:
+            if k in BAR_KEYS:
                 found[path] = v
             else:
                 found.update(_bars(v, path))
@@ -200,11 +197,7 @@ def _bars(data: Any, prefix: str = "") -> dict[str, Any]:
 
 def without_bars(data: Any) -> Any:
     if isinstance(data, dict):
-        return {
-            k: without_bars(v)
-            for k, v in data.items()
-            if k not in _FLOOR_KEYS and k not in _CEILING_KEYS
-        }
+        return {k: without_bars(v) for k, v in data.items() if k not in BAR_KEYS}
     return data
 
 

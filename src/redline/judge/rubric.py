@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from redline.casemodel import Compare
 from redline.errors import Problem, ProblemsError, relpath
 from redline.suite.reading import NodeReader
 from redline.suite.templates import placeholders
@@ -31,6 +32,13 @@ RUBRIC_KEYS = frozenset(
     | {"max_tokens", "temperature"}
 )
 PASS_KEYS = frozenset({"max_score", "min_score"})
+#: A rubric's bars, and which way each one lowers: a higher `max_score` passes more scores,
+#: a lower `min_score` passes more, a lower `min_kappa` trusts a judge that agrees less.
+BAR_KEYS: Mapping[str, Compare] = {
+    "max_score": Compare.CEILING,
+    "min_score": Compare.FLOOR,
+    "min_kappa": Compare.FLOOR,
+}
 #: The placeholder the judge prompt must contain: the output being judged.
 OUTPUT_PLACEHOLDER = "output"
 #: Field names of every judge answer; a rubric's own checks may not reuse them.
