@@ -36,6 +36,7 @@ from redline.casemodel import (
     SUITE_KEYS,
     TIERS,
     assertion_model,
+    prompt_file,
 )
 from redline.casemodel.effective import default_required
 from redline.casemodel.values import is_whole
@@ -397,26 +398,25 @@ class _SuiteLoader(NodeReader):
             self.add(node.where, "`prompt` needs `system:` (the system prompt file)")
             system = None
         else:
-            system = self.prompt_text(system_node, "system", files, inline=False)
+            system = self.prompt_text(system_node, "system", files)
         user_node = node.get("user")
         user: str | None = ""
         if user_node is None:
             self.add(node.where, "`prompt` needs `user:` (a template or file:// reference)")
             user = None
         else:
-            user = self.prompt_text(user_node, "user", files, inline=True)
+            user = self.prompt_text(user_node, "user", files)
         if system is None or user is None:
             return None
         return system, user, tuple(files)
 
-    def prompt_text(self, node: Node, key: str, files: list[Path], inline: bool) -> str | None:
+    def prompt_text(self, node: Node, key: str, files: list[Path]) -> str | None:
         if not node.is_scalar or not isinstance(node.value, str) or not node.value:
             self.wrong_type(node, f"prompt.{key}", "a file path or text", "prompts/system.txt")
             return None
-        value = node.value
-        if inline and not value.startswith(FILE_REF):
-            return value
-        relative = value[len(FILE_REF) :] if value.startswith(FILE_REF) else value
+        relative = prompt_file(key, node.value)
+        if relative is None:
+            return str(node.value)
         path = self.folder / relative
         if not path.is_file():
             self.add(

@@ -25,6 +25,7 @@ __all__ = [
     "did_you_mean",
     "load_file",
     "load_text",
+    "plain_data",
     "read_verbatim",
     "type_name",
 ]
@@ -236,6 +237,24 @@ def _convert(
         items = [_convert(loader, child, path, None, problems) for child in node.value]
         return Node(items, mark, key_mark, "seq")
     return Node(loader.construct_object(node, deep=True), mark, key_mark, "scalar")
+
+
+def plain_data(data: bytes, path: str = "") -> Any:
+    """A YAML document as plain data, read as the loader reads it (None when empty).
+
+    For callers that only look at a file (which suite a folder holds, what an edit
+    changed); ValueError when the bytes are not UTF-8 YAML.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(utf8_problem(exc)[2]) from None
+    root, problems = load_text(text, path)
+    if root is None:
+        if problems:
+            raise ValueError(str(problems[0]))
+        return None
+    return root.plain()
 
 
 def read_verbatim(path: Path) -> str:
