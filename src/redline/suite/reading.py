@@ -75,7 +75,10 @@ class NodeReader:
         """A non-empty string."""
         if node is None:
             return default
-        if not node.is_scalar or not isinstance(node.value, str) or not node.value.strip():
+        if node.is_scalar and isinstance(node.value, str) and not node.value.strip():
+            self.add(node.mark, f"`{key}` is empty", f"e.g. {key}{self.assign}{example}")
+            return None
+        if not node.is_scalar or not isinstance(node.value, str):
             self.wrong_type(node, key, "a non-empty string", example)
             return None
         return node.value
