@@ -10,8 +10,6 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from redline.casemodel import GENERATION_KEYS, Compare
 from redline.casemodel.diff import BarChange, diff_suite_bars
 from redline.casemodel.effective import (
@@ -27,9 +25,7 @@ from redline.casemodel.values import Change, differs, number_change, show
 from redline.gitio import Snapshot, is_binary
 from redline.guard._findings import Finding, Kind
 from redline.judge.rubric import BAR_KEYS
-from redline.suite.yamlsource import utf8_problem, yaml_problem
-
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from redline.suite.yamlsource import load_text, utf8_problem
 
 KINDS = {
     Change.LOOSER: Kind.LOOSENING,
@@ -76,6 +72,7 @@ class Side:
 
 
 def parse_yaml(data: bytes | None, path: str, side: str) -> Parsed:
+    """One side's YAML file, read as the loader reads it (`redline.suite.yamlsource`)."""
     if data is None:
         return Parsed(None)
     if is_binary(data):
@@ -88,44 +85,25 @@ def parse_yaml(data: bytes | None, path: str, side: str) -> Parsed:
         line, column, message = utf8_problem(exc)
         detail = f"{side} side: line {line}, column {column}: {message}"
         return Parsed(None, Finding(Kind.BROKEN, path, detail, path, line), data)
-    try:
-        return Parsed(yaml.load(text, Loader=_Loader), None, data)
-    except yaml.MarkedYAMLError as exc:
-        problem = yaml_problem(exc, text, path)
+    root, problems = load_text(text, path)
+    if root is None and problems:
+        problem = problems[0]
         where = f"line {problem.line}, column {problem.column}"
         detail = f"{side} side does not parse: {where}: {problem.message}"
         return Parsed(None, Finding(Kind.BROKEN, path, detail, path, problem.line), data)
-    except yaml.YAMLError as exc:
-        detail = f"{side} side does not parse: {exc}"
-        return Parsed(None, Finding(Kind.BROKEN, path, detail, path), data)
+    return Parsed(root.plain() if root is not None else None, None, data)
 
 
 def line_of(raw: bytes | None, at: KeyPath) -> int:
     """The line where key path `at` is written (its nearest written ancestor), 1-based; 0 if
-    unknown. Only called for findings, through the C composer when pyyaml has it."""
+    unknown. Only called for findings."""
     if raw is None:
         return 0
     try:
-        node = yaml.compose(raw.decode("utf-8"), Loader=_Loader)
-    except (UnicodeDecodeError, yaml.YAMLError):
+        root, _ = load_text(raw.decode("utf-8"), "")
+    except UnicodeDecodeError:
         return 0
-    line = node.start_mark.line + 1 if node is not None else 0
-    for step in at:
-        child: yaml.Node | None = None
-        if isinstance(step, int) and isinstance(node, yaml.SequenceNode):
-            child = node.value[step] if 0 <= step < len(node.value) else None
-        elif isinstance(step, str) and isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if key.value == step:
-                    line = key.start_mark.line + 1
-                    child = value
-                    break
-        if child is None:
-            break
-        node = child
-        if isinstance(step, int):
-            line = node.start_mark.line + 1
-    return line
+    return root.deepest(at).where.line if root is not None else 0
 
 
 def issue_findings(side: Side, case: EffectiveCase, parsed: Parsed) -> list[Finding]:

@@ -86,6 +86,20 @@ class Node:
         """Where to point at this entry as a whole: its key if it has one."""
         return self.key_mark or self.mark
 
+    def deepest(self, path: Iterable[str | int]) -> Node:
+        """The node at `path` (keys and list indices), or its nearest ancestor written."""
+        node = self
+        for step in path:
+            child: Node | None = None
+            if isinstance(step, int) and node.is_seq:
+                child = node.value[step] if 0 <= step < len(node.value) else None
+            elif isinstance(step, str):
+                child = node.get(step)
+            if child is None:
+                break
+            node = child
+        return node
+
     def plain(self) -> Any:
         """The value as plain Python data (dicts, lists, scalars)."""
         if self.is_map:
