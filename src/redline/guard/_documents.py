@@ -25,7 +25,7 @@ from redline.casemodel.values import Change, differs, number_change, show
 from redline.gitio import Snapshot, is_binary
 from redline.guard._findings import Finding, Kind
 from redline.judge.rubric import BAR_KEYS
-from redline.suite.yamlsource import load_text, utf8_problem
+from redline.suite.yamlsource import load_data, load_text, utf8_problem
 
 KINDS = {
     Change.LOOSER: Kind.LOOSENING,
@@ -85,13 +85,12 @@ def parse_yaml(data: bytes | None, path: str, side: str) -> Parsed:
         line, column, message = utf8_problem(exc)
         detail = f"{side} side: line {line}, column {column}: {message}"
         return Parsed(None, Finding(Kind.BROKEN, path, detail, path, line), data)
-    root, problems = load_text(text, path)
-    if root is None and problems:
-        problem = problems[0]
+    value, problem = load_data(text, path)
+    if problem is not None:
         where = f"line {problem.line}, column {problem.column}"
         detail = f"{side} side does not parse: {where}: {problem.message}"
         return Parsed(None, Finding(Kind.BROKEN, path, detail, path, problem.line), data)
-    return Parsed(root.plain() if root is not None else None, None, data)
+    return Parsed(value, None, data)
 
 
 def line_of(raw: bytes | None, at: KeyPath) -> int:

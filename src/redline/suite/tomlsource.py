@@ -63,7 +63,7 @@ def toml_text(text: str, shown: str) -> tuple[Node | None, list[Problem]]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        line, column = _error_position(str(exc))
+        line, column = _error_position(str(exc), text)
         return None, [Problem(shown, line, column, f"not valid TOML: {exc}", "fix the TOML syntax")]
     return toml_node(data, shown, positions(text)), []
 
@@ -90,6 +90,9 @@ def _node(
     return Node(value, mark, key_mark, "scalar")
 
 
-def _error_position(message: str) -> tuple[int, int]:
+def _error_position(message: str, text: str) -> tuple[int, int]:
+    """Where tomllib's message says it stopped; "end of document" is the last line."""
     found = re.search(r"at line (\d+), column (\d+)", message)
-    return (int(found.group(1)), int(found.group(2))) if found else (1, 1)
+    if found is not None:
+        return int(found.group(1)), int(found.group(2))
+    return max(1, len(text.splitlines())), 1

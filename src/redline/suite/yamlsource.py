@@ -1,7 +1,9 @@
 """YAML that remembers where every key and value was written.
 
-Validation problems must name file:line:column, so suite and case files are
-read into `Node`s carrying pyyaml marks instead of plain dicts.
+Validation problems must name file:line:column, so every YAML input (suite and case
+files, rubrics, labels, tone files) is read into `Node`s carrying pyyaml marks instead
+of plain dicts, and checked by `redline.suite.reading.NodeReader`. Callers that only
+look at values (the guard, the cause analysis) read the same documents as plain data.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = [
     "Mark",
     "Node",
     "did_you_mean",
+    "load_data",
     "load_file",
     "load_text",
     "plain_data",
@@ -253,22 +256,32 @@ def _convert(
     return Node(loader.construct_object(node, deep=True), mark, key_mark, "scalar")
 
 
-def plain_data(data: bytes, path: str = "") -> Any:
-    """A YAML document as plain data, read as the loader reads it (None when empty).
+def load_data(text: str, path: str) -> tuple[Any, Problem | None]:
+    """One YAML document as plain data, without positions: for callers that only compare
+    or look up values (the guard, the cause analysis). Invalid YAML is the same problem,
+    at the same place, as `load_text` reports."""
+    loader = (_CLoader or yaml.SafeLoader)(text)
+    try:
+        return loader.get_single_data(), None
+    except yaml.YAMLError:
+        pass
+    finally:
+        loader.dispose()
+    _, problems = load_text(text, path)
+    return None, problems[0] if problems else Problem(path, 1, 1, "not valid YAML")
 
-    For callers that only look at a file (which suite a folder holds, what an edit
-    changed); ValueError when the bytes are not UTF-8 YAML.
-    """
+
+def plain_data(data: bytes, path: str = "") -> Any:
+    """A YAML file's bytes as plain data (None when empty); ValueError when they are not
+    UTF-8 YAML."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(utf8_problem(exc)[2]) from None
-    root, problems = load_text(text, path)
-    if root is None:
-        if problems:
-            raise ValueError(str(problems[0]))
-        return None
-    return root.plain()
+    value, problem = load_data(text, path)
+    if problem is not None:
+        raise ValueError(str(problem))
+    return value
 
 
 def read_verbatim(path: Path) -> str:
