@@ -7,7 +7,6 @@ one file); suites name models only by alias.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,11 +14,12 @@ from typing import Any
 
 from redline.errors import ConfigError, Problem
 from redline.suite.reading import NodeReader
-from redline.suite.tomlsource import load_toml, toml_node
+from redline.suite.tomlsource import load_toml, toml_node, toml_text
 from redline.suite.yamlsource import Node
 
 PROVIDER_TYPES = ("openai", "anthropic", "local")
 CONFIG_FILES = ("redline.toml", "pyproject.toml")
+DEFAULT_SUITES = ("cases",)
 
 _ENV_REFERENCE = re.compile(r"^\s*(\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|env:.*|%[A-Za-z_]+%)\s*$")
 _ENV_INSIDE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
@@ -178,27 +178,56 @@ def parse_config(path: Path) -> Config:
 
 
 def _redline_table(path: Path) -> Node | None:
-    """The redline table of a config file: `[tool.redline]`, or all of redline.toml."""
+    """The redline table of a config file on disk (see `redline_table`)."""
     root, problems = load_toml(path, path.name)
     if root is None:
         raise ConfigError("\n".join(str(p) for p in problems))
+    return _table_in(root, path.name)
+
+
+def redline_table(text: str, name: str) -> Node | None:
+    """The redline table of a config file's text, as `load_config` finds it: `[tool.redline]`,
+    or all of a redline.toml; None for a pyproject.toml without one. ConfigError when the
+    text is not TOML."""
+    root, problems = toml_text(text, name)
+    if root is None:
+        raise ConfigError("\n".join(str(p) for p in problems))
+    return _table_in(root, name)
+
+
+def _table_in(root: Node, name: str) -> Node | None:
     tool = root.get("tool")
     table = tool.get("redline") if tool is not None else None
     if table is not None and table.is_map:
         return table
-    return root if path.name == "redline.toml" else None
+    return root if name != "pyproject.toml" else None
 
 
 def pinned_models(path: Path | None = None, text: str | None = None) -> dict[str, str]:
-    """alias → pinned id from a config file (or its text): what the guard compares."""
+    """alias → pinned id from a config file (or its text): what the guard compares.
+    ValueError when the text is not TOML."""
     if text is None:
         if path is None:
             raise ValueError("path or text required")
         text = path.read_text(encoding="utf-8")
-    data = tomllib.loads(text)
-    table = data.get("tool", {}).get("redline", data)
-    models = table.get("models", {}) if isinstance(table, dict) else {}
-    return {str(k): str(v) for k, v in models.items()} if isinstance(models, dict) else {}
+    try:
+        return pinned_in(redline_table(text, "redline.toml"))
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def pinned_in(table: Node | None) -> dict[str, str]:
+    """alias → pinned id as a redline table writes them, unchecked."""
+    models = table.get("models") if table is not None else None
+    return {str(k): str(v.value) for k, v in models.items()} if models is not None else {}
+
+
+def suite_folders(table: Node | None) -> list[str]:
+    """Where suites live, relative to the config file: `suites` (one path or a list)."""
+    node = table.get("suites") if table is not None else None
+    if node is None:
+        return list(DEFAULT_SUITES)
+    return [str(item.value) for item in (node.children() if node.is_seq else [node])]
 
 
 def check_pinned(alias: str, value: object) -> str:
@@ -266,7 +295,7 @@ def _build(root: Path, source: Path, table: Node) -> Config:
     confirm_cost_above = read.usd(table.get("confirm_cost_above"), "confirm_cost_above")
     concurrency = read.whole(table.get("concurrency"), "concurrency", 4, minimum=1)
     score_drop = read.score_drop(table.get("score_drop"))
-    suites = read.paths(table.get("suites"), "suites", ["cases"])
+    suites = read.paths(table.get("suites"), "suites", list(DEFAULT_SUITES))
     store = read.text(table.get("store"), "store", ".redline/redline.db", ".redline/redline.db")
     if problems:
         raise ConfigError("\n".join(str(p) for p in sorted(problems)))

@@ -8,7 +8,6 @@ that keeps nothing of the old ones is an addition.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +32,7 @@ from redline.casemodel.values import (
     show,
     source_change,
 )
-from redline.running.sequential import DEFAULT_QUALITY_BAR
+from redline.running.sequential import pass_rate_bar, passes_needed
 
 
 @dataclass(frozen=True)
@@ -103,10 +102,10 @@ def _bare(suite: SuiteBar) -> EffectiveCase:
     written = Setting(False, True)
     sampling = suite.samples.value if isinstance(suite.samples.value, dict) else None
     if sampling is not None:
-        bar = 1.0 if tier == "contract" else (sampling["bar"] or DEFAULT_QUALITY_BAR)
+        bar = pass_rate_bar(tier, sampling["bar"])
         sampling = {**sampling, "bar": bar}
         samples_setting = Setting(sampling["max"], suite.samples.default, at=suite.samples.at)
-        required = Setting(math.ceil(bar * sampling["max"] - 1e-9))
+        required = Setting(passes_needed(bar, sampling["max"]))
     else:
         samples_setting = suite.samples
     return EffectiveCase(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import math
 import posixpath
 import re
 from collections.abc import Callable, Mapping
@@ -38,7 +37,14 @@ from redline.casemodel import (
     declared_types,
 )
 from redline.casemodel.values import is_number, is_whole, show
-from redline.running.sequential import DEFAULT_MARGIN, DEFAULT_MAX, DEFAULT_MIN, DEFAULT_QUALITY_BAR
+from redline.running.sequential import (
+    DEFAULT_MARGIN,
+    DEFAULT_MAX,
+    DEFAULT_MIN,
+    MAX_MARGIN,
+    pass_rate_bar,
+    passes_needed,
+)
 from redline.suite.templates import fill
 
 #: repository (or folder) path, POSIX style → the file's bytes, or None when absent.
@@ -202,7 +208,7 @@ def _samples(data: Mapping[str, Any], default: Any, issues: list[Issue]) -> Any:
             issues.append(Issue(f"unknown key {key!r} in samples", ("samples", str(key))))
     low = _count(value, "min", DEFAULT_MIN, issues)
     high = _count(value, "max", max(DEFAULT_MAX, low), issues)
-    margin = _rate(value, "margin", DEFAULT_MARGIN, 0.49, issues)
+    margin = _rate(value, "margin", DEFAULT_MARGIN, MAX_MARGIN, issues)
     bar = _rate(value, "bar", None, 1.0, issues)
     if low > high:
         issues.append(Issue("`samples.min` is more than `samples.max`", ("samples",)))
@@ -269,11 +275,10 @@ class _CaseReader:
         written = _samples(data, suite.samples.value, self.issues)
         sampling: dict[str, Any] | None = None
         if isinstance(written, dict):
-            contract = tier_value == "contract"
-            bar = 1.0 if contract else (written["bar"] or DEFAULT_QUALITY_BAR)
+            bar = pass_rate_bar(tier_value, written["bar"])
             sampling = {**written, "bar": bar}
             samples = Setting(written["max"], "samples" not in data, at=("samples",))
-            required = Setting(math.ceil(bar * written["max"] - 1e-9), True, at=("samples",))
+            required = Setting(passes_needed(bar, written["max"]), True, at=("samples",))
             if "required" in data:
                 self.issues.append(
                     Issue(

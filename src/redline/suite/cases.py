@@ -8,7 +8,6 @@ collected, with file:line:column and a hint, before anything runs.
 from __future__ import annotations
 
 import datetime
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +41,12 @@ from redline.casemodel.effective import default_required
 from redline.casemodel.values import is_whole
 from redline.errors import Problem, ProblemsError, relpath
 from redline.running.outcome import scale_required
-from redline.running.sequential import SamplingSpec, SequentialPlan
+from redline.running.sequential import (
+    MAX_MARGIN,
+    SamplingSpec,
+    SequentialPlan,
+    passes_needed,
+)
 from redline.suite.reading import NodeReader
 from redline.suite.templates import fill, placeholders
 from redline.suite.yamlsource import (
@@ -301,7 +305,7 @@ class _SuiteLoader(NodeReader):
         base = SamplingSpec()
         low = self.whole(node.get("min"), "min", base.min, minimum=1)
         high = self.whole(node.get("max"), "max", max(base.max, low or 1), minimum=1)
-        margin = self.rate(node.get("margin"), "margin", base.margin, upper=0.49)
+        margin = self.rate(node.get("margin"), "margin", base.margin, upper=MAX_MARGIN)
         bar = self.rate(node.get("bar"), "bar", None, upper=1.0)
         if (
             low is None
@@ -593,7 +597,7 @@ class _CaseLoader:
                 "`required` counts samples, but with `samples: {min, max}` the count varies",
                 "give the bar as a rate instead: samples: {min: 3, max: 10, bar: 0.8}",
             )
-        return tier, samples, sampling, math.ceil(sampling.bar * sampling.max - 1e-9)
+        return tier, samples, sampling, passes_needed(sampling.bar, sampling.max)
 
     def golden(self, root: Node) -> str | None:
         """The reference answer, verbatim: inline text as written, or a file's exact text."""
