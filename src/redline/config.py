@@ -345,7 +345,11 @@ class ConfigReader(NodeReader):
         assert node is not None
         for name, spec in node.items():
             if not spec.is_map:
-                self.add(spec.where, f"{self.table('providers', name)} must be a table")
+                self.add(
+                    spec.where,
+                    f"{self.table('providers', name)} must be a table",
+                    f"write it as {self.table('providers', name)} with base_url = ... below it",
+                )
                 continue
             found[name] = self.provider(name, spec)
         return found
@@ -427,7 +431,11 @@ class ConfigReader(NodeReader):
             price = self.price(entry, spec)
             model_id = models[key].id if key in models else key
             if price is not None and model_id in found:
-                self.add(spec.where, f"{entry}: {model_id} is priced twice (by alias and by id)")
+                self.add(
+                    spec.where,
+                    f"{entry}: {model_id} is priced twice (by alias and by id)",
+                    "keep one of the two entries",
+                )
             elif price is not None:
                 found[model_id] = price
         return found

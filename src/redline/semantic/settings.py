@@ -108,7 +108,7 @@ def settings_from_table(
     problems: list[Problem] = []
     read = _SettingsReader(source, problems)
     if not node.is_map:
-        read.add(node.where, f"{read.where} must be a table")
+        read.add(node.where, f"{read.where} must be a table", f"write it as {read.where}")
         raise ConfigError("\n".join(str(p) for p in problems))
     values = read.values(node)
     if problems:
@@ -160,7 +160,11 @@ class _SettingsReader(ConfigReader):
             value = values[key]
             at = node.get(key) or node
             if value not in allowed:
-                self.add(at.where, f"{key} = {value!r} is not one of {', '.join(allowed)}")
+                self.add(
+                    at.where,
+                    f"{key} = {value!r} is not one of {', '.join(allowed)}",
+                    f'e.g. {key} = "{allowed[0]}"',
+                )
             elif value == "model" and not checker:
                 self.add(
                     at.where,

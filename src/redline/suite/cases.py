@@ -333,7 +333,7 @@ class _SuiteLoader(NodeReader):
             minimum=0,
             maximum=upper,
             exclusive_minimum=True,
-            example="0.8",
+            example=f"{min(0.8, upper / 2):g}",
             expected="a rate between 0 and 1",
         )
 

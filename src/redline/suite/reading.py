@@ -101,7 +101,12 @@ class NodeReader:
             self.wrong_type(node, key, expected, example or str(default or minimum or 1))
             return None
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-            self.add(node.mark, f"`{key}` must be {bounds(minimum, maximum)}, got {value}")
+            nearest = maximum if maximum is not None and value > maximum else minimum
+            self.add(
+                node.mark,
+                f"`{key}` must be {bounds(minimum, maximum)}, got {value}",
+                f"e.g. {key}{self.assign}{nearest}",
+            )
             return None
         return int(value)
 
@@ -126,7 +131,15 @@ class NodeReader:
         below = minimum is not None and (value <= minimum if exclusive_minimum else value < minimum)
         if below or (maximum is not None and value > maximum):
             shown = bounds(minimum, maximum, exclusive_minimum=exclusive_minimum)
-            self.add(node.mark, f"`{key}` must be {shown}, got {value:g}")
+            if not below:
+                nearest = f"{maximum:g}"
+            else:
+                nearest = example if exclusive_minimum else f"{minimum:g}"
+            self.add(
+                node.mark,
+                f"`{key}` must be {shown}, got {value:g}",
+                f"e.g. {key}{self.assign}{nearest}",
+            )
             return None
         return float(value)
 
