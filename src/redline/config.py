@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -374,15 +374,21 @@ class ConfigReader(NodeReader):
             )
         defaults = _PROVIDER_DEFAULTS.get(ptype or "", {})
         plain = spec.plain()
-        return ProviderConfig(
-            name=name,
-            type=ptype or name,
+        base = ProviderConfig(name=name, type=ptype or name)
+        timeout = self.number(
+            spec.get("timeout_s"), "timeout_s", minimum=0, exclusive_minimum=True, example="60"
+        )
+        retries = self.whole(spec.get("max_retries"), "max_retries", minimum=0, example="4")
+        backoff_base = self.number(spec.get("backoff_base_s"), "backoff_base_s", minimum=0)
+        backoff_max = self.number(spec.get("backoff_max_s"), "backoff_max_s", minimum=0)
+        return replace(
+            base,
             base_url=plain.get("base_url", defaults.get("base_url")),
             api_key_env=plain.get("api_key_env", defaults.get("api_key_env")),
-            timeout_s=self.number(spec.get("timeout_s"), "timeout_s", 60.0, minimum=0) or 60.0,
-            max_retries=self.whole(spec.get("max_retries"), "max_retries", 4, minimum=0) or 0,
-            backoff_base_s=self.number(spec.get("backoff_base_s"), "backoff_base_s", 0.5) or 0.0,
-            backoff_max_s=self.number(spec.get("backoff_max_s"), "backoff_max_s", 30.0) or 0.0,
+            timeout_s=base.timeout_s if timeout is None else timeout,
+            max_retries=base.max_retries if retries is None else retries,
+            backoff_base_s=base.backoff_base_s if backoff_base is None else backoff_base,
+            backoff_max_s=base.backoff_max_s if backoff_max is None else backoff_max,
             threads=self.whole(spec.get("threads"), "threads", minimum=1),
             options={k: v for k, v in plain.items() if k not in _PROVIDER_KEYS},
         )
