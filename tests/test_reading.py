@@ -45,7 +45,8 @@ def test_the_reader_names_every_bad_value_where_it_was_written() -> None:
     assert [(p.line, p.column) for p in problems] == [(1, 10), (2, 9), (3, 7), (4, 7), (5, 7)]
     messages = [p.message for p in problems]
     assert messages[0] == "demo: `samples` must be a whole number, not a boolean"
-    assert messages[1] == "demo: `margin` must be between 0 and 0.49, got 0.7"
+    assert messages[1] == "demo: `margin` must be at most 0.49, got 0.7"
+    assert problems[1].hint == "e.g. margin: 0.49"
     assert messages[2] == "demo: `name` is empty"
     assert "got 'gold'" in messages[3] and "did you mean" not in messages[3]
     assert messages[4] == "demo: `flag` must be true or false, not an integer"

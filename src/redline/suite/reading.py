@@ -16,19 +16,6 @@ from redline.errors import Problem
 from redline.suite.yamlsource import Mark, Node, did_you_mean, type_name
 
 
-def bounds(minimum: float | None, maximum: float | None, *, exclusive_minimum: bool = False) -> str:
-    """`at least 1`, `between 0 and 2`, `greater than 0 and at most 0.49`..."""
-    low = "" if minimum is None else f"{minimum:g}"
-    if exclusive_minimum:
-        above = f"greater than {low}"
-        return above if maximum is None else f"{above} and at most {maximum:g}"
-    if maximum is None:
-        return f"at least {low}"
-    if minimum is None:
-        return f"at most {maximum:g}"
-    return f"between {low} and {maximum:g}"
-
-
 class NodeReader:
     """Reads values of one file, recording a problem for each unusable one.
 
@@ -100,13 +87,7 @@ class NodeReader:
         if not node.is_scalar or not is_whole(value):
             self.wrong_type(node, key, expected, example or str(default or minimum or 1))
             return None
-        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-            nearest = maximum if maximum is not None and value > maximum else minimum
-            self.add(
-                node.mark,
-                f"`{key}` must be {bounds(minimum, maximum)}, got {value}",
-                f"e.g. {key}{self.assign}{nearest}",
-            )
+        if not self.in_range(node, key, value, minimum, maximum):
             return None
         return int(value)
 
@@ -128,20 +109,33 @@ class NodeReader:
         if not node.is_scalar or not is_number(value):
             self.wrong_type(node, key, expected, example)
             return None
-        below = minimum is not None and (value <= minimum if exclusive_minimum else value < minimum)
-        if below or (maximum is not None and value > maximum):
-            shown = bounds(minimum, maximum, exclusive_minimum=exclusive_minimum)
-            if not below:
-                nearest = f"{maximum:g}"
-            else:
-                nearest = example if exclusive_minimum else f"{minimum:g}"
-            self.add(
-                node.mark,
-                f"`{key}` must be {shown}, got {value:g}",
-                f"e.g. {key}{self.assign}{nearest}",
-            )
+        if not self.in_range(node, key, value, minimum, maximum, exclusive_minimum, example):
             return None
         return float(value)
+
+    def in_range(
+        self,
+        node: Node,
+        key: str,
+        value: float,
+        minimum: float | None,
+        maximum: float | None,
+        exclusive_minimum: bool = False,
+        example: str = "",
+    ) -> bool:
+        """Whether `value` is within its bounds; else a problem naming the bound it crossed,
+        with the nearest allowed value as the example."""
+        if maximum is not None and value > maximum:
+            bound, nearest = f"at most {maximum:g}", f"{maximum:g}"
+        elif minimum is not None and exclusive_minimum and value <= minimum:
+            bound, nearest = f"greater than {minimum:g}", example
+        elif minimum is not None and value < minimum:
+            bound, nearest = f"at least {minimum:g}", f"{minimum:g}"
+        else:
+            return True
+        hint = f"e.g. {key}{self.assign}{nearest}" if nearest else ""
+        self.add(node.mark, f"`{key}` must be {bound}, got {value:g}", hint)
+        return False
 
     def boolean(self, node: Node | None, key: str, default: bool | None = None) -> bool | None:
         if node is None:
