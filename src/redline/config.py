@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from redline.casemodel.values import is_number, show
 from redline.errors import ConfigError, Problem
 from redline.suite.reading import NodeReader
 from redline.suite.tomlsource import load_toml, toml_node, toml_text
@@ -447,23 +448,44 @@ class ConfigReader(NodeReader):
         return found
 
     def price(self, entry: str, spec: Node) -> Price | None:
-        hint = "input_per_mtok and output_per_mtok: US dollars per million tokens, at least 0"
+        """One model's price: both amounts, US dollars per million tokens."""
+        example = "input_per_mtok = 2.0 and output_per_mtok = 8.0 below it"
         if not spec.is_map:
-            self.add(spec.where, f"{entry} must be a table", hint)
+            self.add(spec.where, f"{entry} must be a table with {', '.join(_PRICE_KEYS)}", example)
             return None
-        self.unknown_keys(spec, _PRICE_KEYS, entry)
-        missing = [k for k in _PRICE_KEYS if spec.get(k) is None]
-        if missing:
-            self.add(spec.where, f"{entry} needs {' and '.join(missing)}", hint)
+        unknown = [key for key, _ in spec.items() if key not in _PRICE_KEYS]
+        if unknown:
+            self.add(
+                (spec.get(unknown[0]) or spec).where,
+                f"{entry}: unknown key(s) {', '.join(unknown)}; a price has input_per_mtok and "
+                "output_per_mtok (US dollars per million tokens)",
+                f"rename it{'s' if len(unknown) > 1 else ''} to one of these",
+            )
+        values = [spec.get(key) for key in _PRICE_KEYS]
+        amounts = [v.value for v in values if v is not None and _is_amount(v.value)]
+        if len(amounts) != len(_PRICE_KEYS):
+            bad = [v for v in values if v is not None and not _is_amount(v.value)]
+            self.add(
+                (bad[0] if bad else spec).where,
+                f"{entry} needs input_per_mtok and output_per_mtok: US dollars per million "
+                "tokens, numbers of at least 0",
+                example,
+            )
             return None
-        values = [self.number(spec.get(k), k, minimum=0, example="2.5") for k in _PRICE_KEYS]
-        if values[0] is None or values[1] is None:
-            return None
-        return Price(values[0], values[1])
+        return Price(float(amounts[0]), float(amounts[1]))
 
     def usd(self, node: Node | None, key: str) -> float | None:
-        value = self.number(node, key, minimum=0, exclusive_minimum=True, example="5.0")
-        return value
+        """An amount in US dollars above 0 (absent: no limit)."""
+        if node is None:
+            return None
+        if not node.is_scalar or not _is_amount(node.value) or node.value == 0:
+            self.add(
+                node.mark,
+                f"{key} must be a positive amount in US dollars, not {show(node.value)}",
+                f"e.g. {key} = 5.0",
+            )
+            return None
+        return float(node.value)
 
     def score_drop(self, node: Node | None) -> float | None:
         value = self.number(node, "score_drop", 0.10, minimum=0, maximum=1, example="0.1")
@@ -480,6 +502,11 @@ class ConfigReader(NodeReader):
         items = node.children() if node.is_seq else [node]
         found = [self.text(item, key, example='["cases"]') for item in items]
         return [f for f in found if f is not None]
+
+
+def _is_amount(value: object) -> bool:
+    """US dollars: a number of at least 0."""
+    return is_number(value) and value >= 0  # type: ignore[operator]
 
 
 def _toml_key(key: str) -> str:
