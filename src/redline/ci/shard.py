@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from redline.errors import Problem, ProblemsError, UsageError
+from redline.errors import Problem, ProblemsError, RunAlreadyStored, ShardMissing, UsageError
 from redline.running.exchange import RESULTS_FILE, export_run, import_run
 from redline.running.outcome import add_counts, run_result
 from redline.running.records import CaseRecord, RunRecord, RunStatus, SampleRecord
@@ -77,6 +77,10 @@ def merged_run_id(shard_ids: Iterable[str]) -> str:
     return "m" + hashlib.sha256(joined.encode()).hexdigest()[:11]
 
 
+#: One export as merge reads it: its folder, run, case results and samples.
+_Loaded = tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]
+
+
 def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> MergedRun:
     """Read the exports of a sharded run and merge them into one run.
 
@@ -88,32 +92,8 @@ def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> Me
     """
     if not folders:
         raise UsageError("name at least one export folder to merge")
-    problems: list[Problem] = []
-    loaded: list[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]] = []
-    with (
-        tempfile.TemporaryDirectory(prefix="redline-merge-") as tmp,
-        RunStore.open(Path(tmp) / "merge.db") as scratch,
-    ):
-        seen: dict[str, Path] = {}
-        for folder in folders:
-            where = str(folder / RESULTS_FILE)
-            try:
-                run = import_run(scratch, folder)
-            except UsageError as exc:
-                if "already in the store" in str(exc):
-                    message = "the same run as an earlier folder"
-                    for other_id, other in seen.items():
-                        if other_id in str(exc):
-                            message = f"the same run ({other_id}) as {other}"
-                    problems.append(Problem(where, 0, 0, message, "give each shard once"))
-                else:
-                    problems.append(Problem(where, 0, 0, str(exc)))
-                continue
-            seen[run.id] = folder
-            loaded.append((folder, run, scratch.cases(run.id), scratch.samples(run.id)))
-    if problems:
-        raise ProblemsError(problems)
-    problems.extend(_consistency_problems(loaded))
+    loaded = _load_exports(folders)
+    problems = _consistency_problems(loaded)
     missing, split_problems = _shard_coverage(loaded)
     problems.extend(split_problems)
     if missing and not allow_missing:
@@ -128,6 +108,47 @@ def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> Me
                 "or --allow-missing to merge a partial run on purpose",
             )
         )
+    problems.extend(_cases_in_two_shards(loaded))
+    if problems:
+        raise (
+            ShardMissing(problems, missing)
+            if missing and not allow_missing
+            else ProblemsError(problems)
+        )
+    return _merged(loaded, missing)
+
+
+def _load_exports(folders: Sequence[Path]) -> list[_Loaded]:
+    """Each export read through a scratch store; every unreadable or repeated one listed."""
+    problems: list[Problem] = []
+    loaded: list[_Loaded] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="redline-merge-") as tmp,
+        RunStore.open(Path(tmp) / "merge.db") as scratch,
+    ):
+        seen: dict[str, Path] = {}
+        for folder in folders:
+            where = str(folder / RESULTS_FILE)
+            try:
+                run = import_run(scratch, folder)
+            except RunAlreadyStored as exc:
+                message = (
+                    f"the same run ({exc.run_id}) as {seen.get(exc.run_id, 'an earlier folder')}"
+                )
+                problems.append(Problem(where, 0, 0, message, "give each shard once"))
+                continue
+            except UsageError as exc:
+                problems.append(Problem(where, 0, 0, str(exc)))
+                continue
+            seen[run.id] = folder
+            loaded.append((folder, run, scratch.cases(run.id), scratch.samples(run.id)))
+    if problems:
+        raise ProblemsError(problems)
+    return loaded
+
+
+def _cases_in_two_shards(loaded: Sequence[_Loaded]) -> list[Problem]:
+    problems: list[Problem] = []
     owner: dict[tuple[str, str], Path] = {}
     for folder, _, cases, _ in loaded:
         for c in cases:
@@ -143,13 +164,11 @@ def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> Me
                     )
                 )
             owner[key] = folder
-    if problems:
-        raise ProblemsError(problems)
-    return _merged(loaded, missing)
+    return problems
 
 
 def _shard_coverage(
-    loaded: Sequence[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]],
+    loaded: Sequence[_Loaded],
 ) -> tuple[list[str], list[Problem]]:
     """The shards (`K/N`) of the split that no export covers, and problems with the split.
 
@@ -195,7 +214,7 @@ def _shard_coverage(
 
 
 def _consistency_problems(
-    loaded: Sequence[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]],
+    loaded: Sequence[_Loaded],
 ) -> list[Problem]:
     problems: list[Problem] = []
     first_folder, first, _, _ = loaded[0]
@@ -245,7 +264,7 @@ def _consistency_problems(
 
 
 def _merged(
-    loaded: Sequence[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]],
+    loaded: Sequence[_Loaded],
     missing: Sequence[str] = (),
 ) -> MergedRun:
     runs = [run for _, run, _, _ in loaded]

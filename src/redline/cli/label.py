@@ -14,7 +14,7 @@ from pathlib import Path
 from redline.cli import ExitCode
 from redline.cli.terminal import require_terminal
 from redline.config import load_config
-from redline.errors import UsageError, relpath
+from redline.errors import StoreMissing, UsageError, relpath
 from redline.judge.labels import (
     Label,
     LabelItem,
@@ -25,6 +25,7 @@ from redline.judge.labels import (
     write_labels,
 )
 from redline.judge.rubric import load_rubric
+from redline.running.options import RunOptions
 from redline.running.store import RunStore, now_iso
 from redline.suite.cases import Case, load_suites
 
@@ -57,13 +58,13 @@ def _label(args: argparse.Namespace) -> int:
     rubric = load_rubric(args.rubric)
     store_path: Path = args.store or config.store_path
     if not store_path.is_file():
-        raise UsageError(f"no store at {store_path}: run `redline run` first")
+        raise StoreMissing(store_path)
     who = args.who or _login_name()
     path = labels_path(config.root, rubric)
     labels = read_labels(path)
     with RunStore.open(store_path) as store:
         run = store.run(args.run_id)
-        suite_dirs = [config.root / p for p in run.args.get("suites", [])] or list(config.suites)
+        suite_dirs = RunOptions.from_stored(run.args).suite_paths(config)
         suites = load_suites(suite_dirs, config)
         cases: dict[tuple[str, str], Case] = {(c.suite, c.id): c for s in suites for c in s.cases}
         items = label_items(store.samples(run.id), cases, rubric, labels)

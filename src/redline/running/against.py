@@ -12,10 +12,11 @@ import dataclasses
 from collections.abc import Sequence
 
 from redline.deciding.compare import manifest_changes
-from redline.errors import UsageError
+from redline.errors import RunNotFinished, UsageError
 from redline.running.manifest import MODEL_KEY, VERSION_KEY
+from redline.running.options import RunOptions
 from redline.running.records import RunKind, RunRecord, RunStatus
-from redline.running.runner import RunOptions, run_manifest
+from redline.running.runner import run_manifest
 from redline.running.store import RunStore
 from redline.suite.cases import Suite
 
@@ -34,7 +35,7 @@ def against_options(
             f"({reference.parent_id}) instead"
         )
     if reference.status is not RunStatus.FINISHED:
-        raise UsageError(
+        raise RunNotFinished(
             f"run {reference.id} is {reference.status}: finish it first "
             f"(redline run --resume {reference.id})"
         )
@@ -56,5 +57,5 @@ def against_options(
         options,
         case_ids=tuple(dict.fromkeys(c.case_id for c in cases)),
         case_samples=counts,
-        args={**options.args, "against": reference.id, "case_samples": counts},
+        against=reference.id,
     )
