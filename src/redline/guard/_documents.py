@@ -25,7 +25,7 @@ from redline.casemodel.values import Change, differs, number_change, show
 from redline.gitio import Snapshot, is_binary
 from redline.guard._findings import Finding, Kind
 from redline.judge.rubric import BAR_KEYS
-from redline.suite.yamlsource import load_data, load_text, utf8_problem
+from redline.suite.yamlsource import line_at, load_data, utf8_problem
 
 KINDS = {
     Change.LOOSER: Kind.LOOSENING,
@@ -99,10 +99,9 @@ def line_of(raw: bytes | None, at: KeyPath) -> int:
     if raw is None:
         return 0
     try:
-        root, _ = load_text(raw.decode("utf-8"), "")
+        return line_at(raw.decode("utf-8"), at)
     except UnicodeDecodeError:
         return 0
-    return root.deepest(at).where.line if root is not None else 0
 
 
 def issue_findings(side: Side, case: EffectiveCase, parsed: Parsed) -> list[Finding]:

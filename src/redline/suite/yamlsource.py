@@ -25,6 +25,7 @@ __all__ = [
     "Mark",
     "Node",
     "did_you_mean",
+    "line_at",
     "load_data",
     "load_file",
     "load_text",
@@ -88,20 +89,6 @@ class Node:
     def where(self) -> Mark:
         """Where to point at this entry as a whole: its key if it has one."""
         return self.key_mark or self.mark
-
-    def deepest(self, path: Iterable[str | int]) -> Node:
-        """The node at `path` (keys and list indices), or its nearest ancestor written."""
-        node = self
-        for step in path:
-            child: Node | None = None
-            if isinstance(step, int) and node.is_seq:
-                child = node.value[step] if 0 <= step < len(node.value) else None
-            elif isinstance(step, str):
-                child = node.get(step)
-            if child is None:
-                break
-            node = child
-        return node
 
     def plain(self) -> Any:
         """The value as plain Python data (dicts, lists, scalars)."""
@@ -269,6 +256,31 @@ def load_data(text: str, path: str) -> tuple[Any, Problem | None]:
         loader.dispose()
     _, problems = load_text(text, path)
     return None, problems[0] if problems else Problem(path, 1, 1, "not valid YAML")
+
+
+def line_at(text: str, path: Iterable[str | int]) -> int:
+    """The line (1-based) where key path `path` is written in a YAML document, or its nearest
+    written ancestor's; 0 when the text is not YAML. Composes only (libyaml when present),
+    for callers that need one position, not the values."""
+    try:
+        node = yaml.compose(text, Loader=_CLoader or yaml.SafeLoader)
+    except yaml.YAMLError:
+        return 0
+    line = node.start_mark.line + 1 if node is not None else 0
+    for step in path:
+        child: yaml.Node | None = None
+        if isinstance(step, int) and isinstance(node, yaml.SequenceNode):
+            child = node.value[step] if 0 <= step < len(node.value) else None
+            line = child.start_mark.line + 1 if child is not None else line
+        elif isinstance(step, str) and isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.value == step:
+                    line, child = key.start_mark.line + 1, value
+                    break
+        if child is None:
+            break
+        node = child
+    return line
 
 
 def plain_data(data: bytes, path: str = "") -> Any:
