@@ -31,12 +31,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from redline.casemodel import DEFAULT_MENTION_THRESHOLD  # noqa: E402
 from redline.config import load_config, parse_config  # noqa: E402
 from redline.semantic.checker import ModelChecker, load_checker  # noqa: E402
 from redline.semantic.embeddings import BackendUnavailable  # noqa: E402
 from redline.semantic.grounding import ENTAILMENT_THRESHOLD  # noqa: E402
 from redline.semantic.nli import load_nli  # noqa: E402
-from redline.semantic.scorer import DEFAULT_MENTION_THRESHOLD, semantic_scorer  # noqa: E402
+from redline.semantic.scorer import semantic_scorer  # noqa: E402
 from redline.semantic.settings import SemanticSettings  # noqa: E402
 from redline.suite.sentences import split_sentences  # noqa: E402
 from scripted_checker import ScriptedChecker  # noqa: E402

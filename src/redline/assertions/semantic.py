@@ -93,7 +93,7 @@ def _probe(spec: Spec, settings: SemanticSettings, backend: str) -> bool:
         return True
     try:
         if backend == "model":
-            _checker(settings, spec.config)
+            _checker(settings, spec.config).ready()
         elif backend == "nli":
             load_nli(settings.nli_model)
         else:

