@@ -49,6 +49,8 @@ M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 _TOKENS_BASE = 64
 _TOKENS_PER_ITEM = 160
+#: The longest quote a constrained (local) checker may give as evidence or source span.
+_QUOTE_CHARS = 120
 
 
 class _Strict(BaseModel):
@@ -250,6 +252,12 @@ class ModelChecker:
     def name(self) -> str:
         return f"checker {self.model.id}"
 
+    @property
+    def _constrained(self) -> bool:
+        """Whether the schema becomes a sampling grammar (the local model): then every
+        length in it is enforced, and a small model cannot loop inside a quote."""
+        return self.config.provider(self.model.provider).type == "local"
+
     def concepts(self, text: str, concepts: Sequence[str]) -> dict[str, ConceptAnswer]:
         """Present/absent with evidence for each concept; the uncached ones in one call."""
         with self._one_at_a_time(text):
@@ -325,7 +333,7 @@ class ModelChecker:
         )
 
     def _ask(self, system: str, user: str, answer: type[M], items: int) -> M:
-        schema = answer.model_json_schema()
+        schema = _bounded(answer.model_json_schema(), items, quotes=self._constrained)
         filled, _ = fill(system, {"schema": json.dumps(schema, sort_keys=True)})
         request = ChatRequest(
             model=self.model.name,
@@ -369,6 +377,21 @@ class ModelChecker:
             return await provider.complete(request)
         finally:
             await provider.aclose()
+
+
+def _bounded(schema: dict[str, Any], items: int, *, quotes: bool) -> dict[str, Any]:
+    """The answer schema for `items` items: exactly that many list entries, and with
+    `quotes`, quotes of at most `_QUOTE_CHARS` characters."""
+    bounded = json.loads(json.dumps(schema))
+    for prop in bounded.get("properties", {}).values():
+        if prop.get("type") == "array":
+            prop["minItems"] = prop["maxItems"] = items
+    if quotes:
+        for definition in bounded.get("$defs", {}).values():
+            for prop in definition.get("properties", {}).values():
+                if prop.get("type") == "string" and "enum" not in prop:
+                    prop["maxLength"] = _QUOTE_CHARS
+    return bounded
 
 
 def _by_index(items: Sequence[Any], count: int, what: str) -> dict[int, Any]:
