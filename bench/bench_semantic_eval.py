@@ -222,7 +222,9 @@ def local_models(root: Path) -> list[tuple[str, str]]:
 
 
 def local_checker(model: str, tmp: Path) -> ModelChecker:
-    toml = tmp / f"redline-{abs(hash(model))}.toml"
+    folder = tmp / str(abs(hash(model)))
+    folder.mkdir()
+    toml = folder / "redline.toml"
     toml.write_text(f"[models]\nchecker = {json.dumps(model)}\n", encoding="utf-8")
     return load_checker("checker", parse_config(toml), None)
 

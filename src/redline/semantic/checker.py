@@ -382,7 +382,7 @@ class ModelChecker:
 def _bounded(schema: dict[str, Any], items: int, *, quotes: bool) -> dict[str, Any]:
     """The answer schema for `items` items: exactly that many list entries, and with
     `quotes`, quotes of at most `_QUOTE_CHARS` characters."""
-    bounded = json.loads(json.dumps(schema))
+    bounded: dict[str, Any] = json.loads(json.dumps(schema))
     for prop in bounded.get("properties", {}).values():
         if prop.get("type") == "array":
             prop["minItems"] = prop["maxItems"] = items
