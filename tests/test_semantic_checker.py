@@ -94,8 +94,15 @@ def test_a_run_asks_the_checker_once_per_output_and_keeps_its_evidence(
     # Three cases x three identical samples: each distinct output is asked about once for
     # both concepts (one call) and once for its claims (one call); the rest is cached.
     assert sorted(_checker_requests(llm_server)) == ["concepts"] * 3 + ["entailment"] * 3
-    body = next(r.body for r in llm_server.requests if "response_format" in (r.body or {}))
+    body = next(r.body for r in llm_server.requests if "Concepts:" in json.dumps(r.body))
     assert body["response_format"]["type"] == "json_schema"
+    # The schema asks for exactly the two concepts, numbered 1 and 2 (a small model cannot
+    # answer for a third or for number 0); quote lengths are bounded only for the local model.
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["concepts"]["minItems"] == 2
+    assert schema["properties"]["concepts"]["maxItems"] == 2
+    item = schema["$defs"]["ConceptItem"]["properties"]
+    assert item["index"]["enum"] == [1, 2] and "maxLength" not in item["evidence"]
 
     good = _results(project, "good")
     assert {verdict for verdict, *_ in good} == {Verdict.OK}

@@ -380,17 +380,18 @@ class ModelChecker:
 
 
 def _bounded(schema: dict[str, Any], items: int, *, quotes: bool) -> dict[str, Any]:
-    """The answer schema for `items` items: exactly that many list entries, and with
-    `quotes`, quotes of at most `_QUOTE_CHARS` characters."""
+    """The answer schema for `items` items: exactly that many list entries, each numbered
+    1..items, and with `quotes`, quotes of at most `_QUOTE_CHARS` characters."""
     bounded: dict[str, Any] = json.loads(json.dumps(schema))
     for prop in bounded.get("properties", {}).values():
         if prop.get("type") == "array":
             prop["minItems"] = prop["maxItems"] = items
-    if quotes:
-        for definition in bounded.get("$defs", {}).values():
-            for prop in definition.get("properties", {}).values():
-                if prop.get("type") == "string" and "enum" not in prop:
-                    prop["maxLength"] = _QUOTE_CHARS
+    for definition in bounded.get("$defs", {}).values():
+        for name, prop in definition.get("properties", {}).items():
+            if name == "index":
+                prop["enum"] = list(range(1, items + 1))
+            elif quotes and prop.get("type") == "string" and "enum" not in prop:
+                prop["maxLength"] = _QUOTE_CHARS
     return bounded
 
 
