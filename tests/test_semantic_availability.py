@@ -121,6 +121,16 @@ def test_openai_embeddings_without_their_key_are_refused(
     _refused(llm_server, capsys, "REDLINE_TEST_EMBED_KEY", "is not set")
 
 
+@pytest.mark.parametrize("kind", ["mentions", "not-mentions", "tone"])
+def test_sentence_transformers_that_cannot_load_here_are_refused(
+    kind: str, project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not installed, or installed without the model in the local cache: refused either way."""
+    semantic = 'embeddings = "sentence-transformers"\nmodel = "models/absent-embedder"\n'
+    _project(project, llm_server, ASSERTIONS[kind], semantic)
+    _refused(llm_server, capsys, "sentence-transformers", "another embeddings backend")
+
+
 @pytest.mark.parametrize("kind", sorted(MODEL_BACKED))
 def test_backend_model_without_a_checker_is_refused(
     kind: str, project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
