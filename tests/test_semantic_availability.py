@@ -25,9 +25,7 @@ ASSERTIONS = {
     "tone": "  - type: tone\n    value: empathetic\n",
     "grounded-in": "  - type: grounded-in\n    value: file://policy.txt\n",
 }
-MODEL_BACKED = {
-    name: text + "    backend: model\n" for name, text in ASSERTIONS.items() if name != "tone"
-}
+MODEL_BACKED = {name: text + "    backend: model\n" for name, text in ASSERTIONS.items()}
 #: The line of the assertion's `type:` in the case file below.
 LINE = 7
 

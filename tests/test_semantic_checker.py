@@ -187,6 +187,57 @@ def test_calibrate_semantic_reports_accuracy_per_language_and_kind(
     assert "same-domain" in out and "negation" in out
 
 
+def test_tone_by_the_checker_names_the_tone_with_its_quote(
+    tmp_path: Path,
+    llm_server: LoopbackLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    loopback_key: str,
+) -> None:
+    """`tone` with `backend: model`: the checker names the best-fitting tone of the same list
+    the embeddings use; one call per distinct output, answers kept in the store."""
+    forget_checkers()
+    (tmp_path / "redline.toml").write_text(
+        llm_server.redline_toml(extra='\n[semantic]\nchecker = "fake"\n'), encoding="utf-8"
+    )
+    folder = tmp_path / "support"
+    folder.mkdir()
+    (folder / "system.txt").write_text("Answer.\n", encoding="utf-8")
+    (folder / "suite.yaml").write_text(
+        "name: support\nprompt:\n  system: system.txt\n  user: '{{q}}'\n"
+        "model: fake\nsamples: 2\ntier: contract\n",
+        encoding="utf-8",
+    )
+    outputs = {
+        "caring": "I understand how frustrating this must be for you.",
+        "flat": "The order was shipped on Tuesday.",
+    }
+    for case_id, output in outputs.items():
+        (folder / f"{case_id}.yaml").write_text(
+            f"id: {case_id}\nprovenance:\n  ticket: T-17\n"
+            f"vars:\n  q: {json.dumps('MODE:echo ' + output)}\nassert:\n"
+            "  - type: tone\n    value: empathetic\n    backend: model\n",
+            encoding="utf-8",
+        )
+    llm_server.responder = ScriptedChecker()
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "support", "--quiet"]) == 1
+    asked = [r for r in llm_server.requests if "Tones:" in json.dumps(r.body)]
+    assert len(asked) == 2  # two distinct outputs, two samples each
+    schema = asked[0].body["response_format"]["json_schema"]["schema"]
+    assert "empathetic" in schema["properties"]["tone"]["enum"]
+
+    caring = _results(tmp_path, "caring")
+    assert {status for _, _, status, _ in caring} == {AssertionStatus.PASSED}
+    assert (
+        "tone is 'empathetic': checker loopback:fake-model-2025-01-01: the tone is empathetic"
+        in caring[0][3]
+    )
+    assert "evidence 'I understand how frustrating this must be for you.'" in caring[0][3]
+    flat = _results(tmp_path, "flat")
+    assert {status for _, _, status, _ in flat} == {AssertionStatus.FAILED}
+    assert "tone is not 'empathetic'" in flat[0][3] and "the tone is neutral" in flat[0][3]
+
+
 @pytest.mark.slow
 def test_the_local_model_as_checker_gives_answers_that_parse(tmp_path: Path) -> None:
     """SmolLM2-135M once looped inside the quote until max_tokens; its grammar now bounds

