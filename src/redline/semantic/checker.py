@@ -129,6 +129,16 @@ Answer ONLY with one JSON object that matches this JSON Schema, nothing before o
 """
 
 
+def _who(model: str, cached: bool) -> str:
+    return f"{'cached answer of ' if cached else ''}checker {model}"
+
+
+def _evidence(evidence: str, found: bool) -> str:
+    """`evidence 'QUOTE'`, flagged when the quote is not in the output."""
+    shown = evidence if len(evidence) <= 120 else evidence[:119] + "…"
+    return f"evidence {shown!r}" + ("" if found else " (this quote is not in the output)")
+
+
 @dataclass(frozen=True)
 class ToneAnswer:
     """The checker's answer about the tone of one text."""
@@ -140,11 +150,8 @@ class ToneAnswer:
     cached: bool = False
 
     def describe(self) -> str:
-        source = "cached answer of " if self.cached else ""
-        shown = self.evidence if len(self.evidence) <= 120 else self.evidence[:119] + "…"
-        found = "" if self.evidence_found or not shown else " (this quote is not in the output)"
-        quote = f", evidence {shown!r}{found}" if shown else ""
-        return f"{source}checker {self.model}: the tone is {self.tone}{quote}"
+        quote = f", {_evidence(self.evidence, self.evidence_found)}" if self.evidence else ""
+        return f"{_who(self.model, self.cached)}: the tone is {self.tone}{quote}"
 
 
 @dataclass(frozen=True)
@@ -160,12 +167,12 @@ class ConceptAnswer:
     cached: bool = False
 
     def describe(self) -> str:
-        source = "cached answer of " if self.cached else ""
         if not self.present:
-            return f"{source}checker {self.model}: absent"
-        shown = self.evidence if len(self.evidence) <= 120 else self.evidence[:119] + "…"
-        found = "" if self.evidence_found else " (this quote is not in the output)"
-        return f"{source}checker {self.model}: present, evidence {shown!r}{found}"
+            return f"{_who(self.model, self.cached)}: absent"
+        return (
+            f"{_who(self.model, self.cached)}: present, "
+            f"{_evidence(self.evidence, self.evidence_found)}"
+        )
 
 
 def _key(*parts: str) -> str:
