@@ -129,55 +129,46 @@ def test_sentence_transformers_that_cannot_load_here_are_refused(
     _refused(llm_server, capsys, "sentence-transformers", "another embeddings backend")
 
 
+#: How a checker can be out of reach: (semantic table, extra pinned models, what the
+#: refusal says). The subject model keeps its key; `keyed` lives on another provider.
+CHECKER_PROBLEMS = {
+    "not-configured": ("", "", ("no checker model is configured", "checker = ALIAS")),
+    "not-pinned": (
+        'checker = "judge-model"\n',
+        "",
+        ("'judge-model' is not pinned", "[tool.redline.models]"),
+    ),
+    "key-not-set": (
+        'checker = "keyed"\n\n[providers.keyed]\ntype = "openai"\nbase_url = "{url}"\n'
+        'api_key_env = "REDLINE_TEST_CHECKER_KEY"\n',
+        'keyed = "keyed:judge-1"',
+        ("checker model 'keyed'", "set the environment variable REDLINE_TEST_CHECKER_KEY"),
+    ),
+    "local-file-missing": (
+        'checker = "tiny"\n',
+        'tiny = "local:{root}/models/absent.gguf"',
+        ("absent.gguf", "does not exist"),
+    ),
+}
+
+
+@pytest.mark.parametrize("problem", sorted(CHECKER_PROBLEMS))
 @pytest.mark.parametrize("kind", sorted(MODEL_BACKED))
-def test_backend_model_without_a_checker_is_refused(
-    kind: str, project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _project(project, llm_server, MODEL_BACKED[kind], "")
-    _refused(llm_server, capsys, "no checker model is configured", "checker = ALIAS")
-
-
-@pytest.mark.parametrize("kind", sorted(MODEL_BACKED))
-def test_a_checker_alias_that_is_not_pinned_is_refused(
-    kind: str, project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _project(project, llm_server, MODEL_BACKED[kind], 'checker = "judge-model"\n')
-    _refused(llm_server, capsys, "'judge-model' is not pinned", "[tool.redline.models]")
-
-
-@pytest.mark.parametrize("kind", sorted(MODEL_BACKED))
-def test_a_checker_whose_api_key_is_not_set_is_refused(
+def test_a_model_backed_check_whose_checker_cannot_be_called_is_refused(
     kind: str,
+    problem: str,
     project: Path,
     llm_server: LoopbackLLMServer,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The subject model has its key; the checker, on another provider, has none."""
     monkeypatch.delenv("REDLINE_TEST_CHECKER_KEY", raising=False)
-    semantic = (
-        'checker = "keyed"\n\n[providers.keyed]\ntype = "openai"\n'
-        f'base_url = "{llm_server.openai_base_url}"\napi_key_env = "REDLINE_TEST_CHECKER_KEY"\n'
-    )
-    _project(project, llm_server, MODEL_BACKED[kind], semantic, 'keyed = "keyed:judge-1"')
-    _refused(
-        llm_server, capsys, "checker model 'keyed'", "set the environment variable REDLINE_TEST"
-    )
-
-
-@pytest.mark.parametrize("kind", sorted(MODEL_BACKED))
-def test_a_local_checker_whose_model_file_is_missing_is_refused(
-    kind: str, project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
-) -> None:
-    missing = project / "models" / "absent.gguf"
+    semantic, models, expected = CHECKER_PROBLEMS[problem]
+    fill = {"url": llm_server.openai_base_url, "root": project.as_posix()}
     _project(
-        project,
-        llm_server,
-        MODEL_BACKED[kind],
-        'checker = "tiny"\n',
-        f'tiny = "local:{missing.as_posix()}"',
+        project, llm_server, MODEL_BACKED[kind], semantic.format(**fill), models.format(**fill)
     )
-    _refused(llm_server, capsys, "absent.gguf", "does not exist")
+    _refused(llm_server, capsys, *expected)
 
 
 @pytest.mark.parametrize(
