@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from redline.cli import main
-from redline.errors import UsageError
+from redline.errors import GitError, UsageError
 from redline.gitio import (
     INDEX,
-    GitError,
     changed_files,
     commits_in_range,
     export_tree,

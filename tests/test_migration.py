@@ -169,8 +169,8 @@ def test_against_needs_a_model_and_takes_its_cases_from_the_run(
     assert "--model" in capsys.readouterr().err
     assert main(["run", "--model", "candidate", "--against", a, "--samples", "2"]) == 2
     assert "drop --samples" in capsys.readouterr().err
-    # Two cases are fewer than rule 8 needs: the content comparison is withheld (exit 3),
-    # but latency, tokens and cost are still shown.
+    # Two cases are fewer than the rule Content diffs need enough evidence asks for: the content
+    # comparison is withheld (exit 3), but latency, tokens and cost are still shown.
     assert main(["run", "--model", "candidate", "--against", a, "--quiet"]) == 3
     out = capsys.readouterr().out
     with RunStore.open(project / ".redline" / "redline.db") as store:

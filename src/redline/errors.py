@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +24,12 @@ class Problem:
 
 
 class RedlineError(Exception):
-    """Base of every error redline raises on purpose; the CLI maps it to exit code 2."""
+    """Base of every error redline raises on purpose.
+
+    Each kind below is one a caller can act on (catch it by its type, never by its
+    message); the CLI maps each kind to an exit code in one table
+    (`redline.cli.ERROR_EXIT_CODES`). Messages say what to do next.
+    """
 
 
 class ConfigError(RedlineError):
@@ -35,16 +40,124 @@ class UsageError(RedlineError):
     """The command line asks for something that cannot be done."""
 
 
-class CredentialsRejected(RedlineError):
-    """The provider refused the API key on the first requests: the run stopped early."""
-
-
 class ProblemsError(RedlineError):
     """Several problems found at once, all reported together before anything runs."""
 
     def __init__(self, problems: Iterable[Problem]) -> None:
         self.problems = sorted(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class CredentialsRejected(RedlineError):
+    """The provider refused the API key on the first requests: the run stopped early."""
+
+
+class StoreMissing(UsageError):
+    """No run store where the configuration points: nothing has been run or imported."""
+
+    def __init__(self, path: Path, hint: str = "run `redline run` first") -> None:
+        self.path = path
+        super().__init__(f"no run store at {path}; {hint}")
+
+
+class RunNotFound(UsageError):
+    """No stored run has this id (or id prefix)."""
+
+    def __init__(self, run_id: str, store: Path) -> None:
+        self.run_id = run_id
+        super().__init__(f"no run {run_id!r} in the store {store} (see `redline runs`)")
+
+
+class AmbiguousRunId(UsageError):
+    """A run id prefix matches several stored runs."""
+
+    def __init__(self, prefix: str, run_ids: Iterable[str]) -> None:
+        self.prefix = prefix
+        self.run_ids = tuple(run_ids)
+        super().__init__(
+            f"run id prefix {prefix!r} is ambiguous: {', '.join(self.run_ids)}; give more of the id"
+        )
+
+
+class RunAlreadyStored(UsageError):
+    """The store already holds a run with this id (imported or run before)."""
+
+    def __init__(self, run_id: str, store: Path) -> None:
+        self.run_id = run_id
+        super().__init__(
+            f"run {run_id} is already in the store {store}; it was imported or run before"
+        )
+
+
+class RunNotFinished(UsageError):
+    """The run is still running or was interrupted; what was asked needs a finished run."""
+
+
+class CaseNotFound(UsageError):
+    """No such case where it was looked for (a run, a suite, the store)."""
+
+
+class CaseInSeveralSuites(UsageError):
+    """A case id names cases of several suites; the suite must be given too."""
+
+    def __init__(self, case_id: str, suites: Iterable[str], how: str = "add --suite") -> None:
+        self.case_id = case_id
+        self.suites = tuple(suites)
+        super().__init__(f"case {case_id!r} is in several suites ({', '.join(self.suites)}); {how}")
+
+
+class BaselineMissing(UsageError):
+    """No saved baseline for a suite that is to be compared with one."""
+
+
+class NoExport(UsageError):
+    """The file or folder holds no `redline export` at all (e.g. another CI artifact)."""
+
+
+class ExportUnreadable(UsageError):
+    """An export is there but cannot be read: a damaged zip, bad JSON, another format."""
+
+
+class ShardMissing(ProblemsError):
+    """A merge refused because no export covers some shards of the split (`missing`,
+    as `K/N`), besides any other problems it lists."""
+
+    def __init__(self, problems: Iterable[Problem], missing: Iterable[str]) -> None:
+        self.missing = tuple(missing)
+        super().__init__(problems)
+
+
+class GitError(UsageError):
+    """A git state redline cannot work with, said in words the user can act on."""
+
+
+class GitCommandError(GitError):
+    """A git command failed; `stderr` says why."""
+
+    def __init__(self, args: Sequence[str], stderr: str) -> None:
+        self.stderr = stderr.strip()
+        super().__init__(f"git {' '.join(args)} failed: {self.stderr}")
+
+
+class GitUnavailable(GitError):
+    """The `git` program is not installed or not on PATH."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the `git` program was not found: install git (or put it on PATH) and try again"
+        )
+
+
+class CiError(RedlineError):
+    """CI refused or failed in a way that stops the pull (credentials, access, rate limit)."""
+
+
+class ArtifactFailed(RedlineError):
+    """One artifact could not be downloaded; the pull goes on with the others."""
+
+
+class ArtifactExpired(ArtifactFailed):
+    """CI no longer keeps the artifact (its retention ran out)."""
 
 
 def relpath(path: Path, root: Path | None = None) -> str:

@@ -10,30 +10,18 @@ from __future__ import annotations
 import os
 import posixpath
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
-from redline.errors import UsageError
+from redline.errors import GitCommandError, GitError, GitUnavailable
 
 #: The revision name that means "the index" (git's own `:path` notation).
 INDEX = ":"
 
 _GITLINK_MODE = "160000"
 _NULL_MODES = {"000000"}
-
-
-class GitError(UsageError):
-    """A git state redline cannot work with, said in words the user can act on."""
-
-
-class GitCommandError(GitError):
-    """A git command failed; `stderr` says why."""
-
-    def __init__(self, args: Sequence[str], stderr: str) -> None:
-        self.stderr = stderr.strip()
-        super().__init__(f"git {' '.join(args)} failed: {self.stderr}")
 
 
 class Repo:
@@ -62,14 +50,7 @@ class Repo:
 
     def run(self, *args: str, stdin: bytes | None = None, check: bool = True) -> bytes:
         """stdout of `git ARGS` run at the top of the working tree."""
-        done = subprocess.run(
-            ["git", *args],
-            cwd=self.top,
-            input=stdin,
-            capture_output=True,
-            check=False,
-            env=_GIT_ENV,
-        )
+        done = _git(args, self.top, stdin=stdin)
         if check and done.returncode != 0:
             raise GitCommandError(args, done.stderr.decode(errors="replace"))
         return done.stdout
@@ -83,14 +64,17 @@ class Repo:
         if "\n" in name:
             return None
         if self._batch is None or self._batch.poll() is not None:
-            self._batch = subprocess.Popen(
-                ["git", "cat-file", "--batch"],
-                cwd=self.top,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=_GIT_ENV,
-            )
+            try:
+                self._batch = subprocess.Popen(
+                    ["git", "cat-file", "--batch"],
+                    cwd=self.top,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    env=_GIT_ENV,
+                )
+            except FileNotFoundError:
+                raise GitUnavailable() from None
         assert self._batch.stdin is not None and self._batch.stdout is not None
         self._batch.stdin.write(name.encode("utf-8", errors="surrogateescape") + b"\n")
         self._batch.stdin.flush()
@@ -115,6 +99,27 @@ class Repo:
 _GIT_ENV = {**os.environ, "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
 
 
+def _git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    stdin: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """`git ARGS` run in `cwd`, its output captured; GitUnavailable when git is not installed."""
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            input=stdin,
+            capture_output=True,
+            check=False,
+            env=_GIT_ENV if env is None else env,
+        )
+    except FileNotFoundError:
+        raise GitUnavailable() from None
+
+
 @dataclass(frozen=True)
 class FileChange:
     """One changed path between two sides; renames carry both paths."""
@@ -132,9 +137,8 @@ class FileChange:
 def _discover(path: Path) -> tuple[Path, Path, Path, bool] | None:
     """(top, git dir, common dir, bare) of the repository holding `path`, or None."""
     start = path if path.is_dir() else path.parent
-    done = subprocess.run(
+    done = _git(
         [
-            "git",
             "rev-parse",
             "--path-format=absolute",
             "--show-toplevel",
@@ -142,10 +146,7 @@ def _discover(path: Path) -> tuple[Path, Path, Path, bool] | None:
             "--git-common-dir",
             "--is-bare-repository",
         ],
-        cwd=start,
-        capture_output=True,
-        check=False,
-        env=_GIT_ENV,
+        start,
     )
     lines = done.stdout.decode(errors="surrogateescape").splitlines()
     if done.returncode != 0:
@@ -157,13 +158,7 @@ def _discover(path: Path) -> tuple[Path, Path, Path, bool] | None:
 
 
 def _discover_bare(start: Path) -> tuple[Path, Path, Path, bool] | None:
-    done = subprocess.run(
-        ["git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
-        cwd=start,
-        capture_output=True,
-        check=False,
-        env=_GIT_ENV,
-    )
+    done = _git(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"], start)
     if done.returncode != 0:
         return None
     git_dir, common = done.stdout.decode(errors="surrogateescape").splitlines()[:2]
@@ -297,11 +292,9 @@ def _shallow_commits(repo: Repo) -> set[str]:
 
 
 def _has_commit(repo: Repo, sha: str) -> bool:
-    done = subprocess.run(
-        ["git", "cat-file", "-e", f"{sha}^{{commit}}"],
-        cwd=repo.top,
-        capture_output=True,
-        check=False,
+    done = _git(
+        ["cat-file", "-e", f"{sha}^{{commit}}"],
+        repo.top,
         env={**_GIT_ENV, "GIT_NO_LAZY_FETCH": "1"},
     )
     return done.returncode == 0

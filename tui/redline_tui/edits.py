@@ -30,7 +30,7 @@ from redline.deciding.baseline import (
     baseline_path,
     load_baseline,
 )
-from redline.errors import UsageError
+from redline.errors import RunNotFinished, UsageError
 from redline.running.outcome import scale_required
 from redline.running.records import CaseRecord, RunRecord, RunStatus, SampleRecord
 from redline.suite.cases import check_suite_edit
@@ -362,7 +362,10 @@ def plan_accept_baseline(
     """Replace one case's entry in `baselines/<suite>.json` with this run's result; a
     reason (required by the caller when `baseline_warnings` found any) is kept in it."""
     if run.status is not RunStatus.FINISHED:
-        raise UsageError(f"run {run.id} is {run.status}: only a finished run can be accepted")
+        raise RunNotFinished(
+            f"run {run.id} is {run.status}: only a finished run can be accepted "
+            f"(finish it with `redline run --resume {run.id}`)"
+        )
     path = baseline_path(directory, case.suite)
     before = path.read_text(encoding="utf-8") if path.is_file() else None
     existing = load_baseline(directory, case.suite)

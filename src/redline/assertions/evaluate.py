@@ -1,4 +1,5 @@
-"""One sample through a case's assertions, to a verdict (DESIGN rules 3 and 5)."""
+"""One sample through a case's assertions, to a verdict (docs/rules.md: Layer 1 before
+Layer 2, fail fast; A verdict per sample)."""
 
 from __future__ import annotations
 

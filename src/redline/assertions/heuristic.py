@@ -1,4 +1,4 @@
-"""Layer 1 heuristics for degenerate output: token loops and padding (seed 000).
+"""Layer 1 heuristics for degenerate output: token loops and padding.
 
 Both are cheap enough to run on every sample: zlib level 9 on ~1 KB and one
 pass over the words.
@@ -60,7 +60,7 @@ def distinct_n(text: str, n: int = 3) -> float:
 
 @register("compression-ratio")
 class CompressionRatio(Assertion):
-    """Minimum zlib compression ratio; seed 000 uses 0.35 (loops fall below 0.25)."""
+    """Minimum zlib compression ratio; 0.35 is a good start (loops fall below 0.25)."""
 
     cost = COST_HEURISTIC
 
@@ -92,7 +92,7 @@ class CompressionRatio(Assertion):
 
 @register("distinct-n")
 class DistinctN(Assertion):
-    """Minimum share of unique word n-grams (`n`, default 3); seed 000 uses 0.70."""
+    """Minimum share of unique word n-grams (`n`, default 3); 0.70 is a good start."""
 
     cost = COST_HEURISTIC
     final = True

@@ -24,14 +24,11 @@ import httpx
 
 from redline import __version__
 from redline.ci.provider import (
-    ArtifactExpired,
-    ArtifactFailed,
     CiArtifact,
-    CiError,
     CiRun,
     RunQuery,
 )
-from redline.errors import UsageError
+from redline.errors import ArtifactExpired, ArtifactFailed, CiError, GitError, UsageError
 from redline.providers.retries import RetryPolicy, parse_retry_after
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -57,7 +54,7 @@ def resolve_repo(explicit: str | None, root: Path) -> str:
     from_env = os.environ.get("GITHUB_REPOSITORY", "")
     if _REPO.match(from_env):
         return from_env
-    from redline.gitio import GitError, open_repo, remote_url
+    from redline.gitio import open_repo, remote_url
 
     try:
         with open_repo(root) as repo:

@@ -12,20 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Protocol
 
-from redline.errors import RedlineError
-
-
-class CiError(RedlineError):
-    """CI refused or failed in a way that stops the pull (credentials, access, rate limit)."""
-
-
-class ArtifactFailed(RedlineError):
-    """One artifact could not be downloaded; the pull goes on with the others."""
-
-
-class ArtifactExpired(ArtifactFailed):
-    """CI no longer keeps the artifact (its retention ran out)."""
-
 
 @dataclass(frozen=True)
 class RunQuery:

@@ -15,16 +15,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from redline.ci.provider import (
-    ArtifactExpired,
-    ArtifactFailed,
     CiArtifact,
-    CiError,
     CiProvider,
     CiRun,
     RunQuery,
 )
-from redline.errors import UsageError
-from redline.running.exchange import ExportedRun, NoExport, add_export, read_zip
+from redline.errors import ArtifactExpired, ArtifactFailed, CiError, ExportUnreadable, NoExport
+from redline.running.exchange import ExportedRun, add_export, read_zip
 from redline.running.records import CiOrigin, RunRecord
 from redline.running.store import RunStore
 
@@ -124,8 +121,48 @@ def _pull_run(
     When a download fails, nothing of this CI run is imported yet (the next pull retries).
     """
     label = f"CI run #{run.number}" if run.number is not None else f"CI run {run.id}"
+    read, complete = _download(store, provider, artifacts, label, summary, progress)
+    if not complete:
+        # Importing the rest now could add a night's shards beside the merged run that a
+        # later pull brings: the whole CI run waits for the next pull instead.
+        for artifact, _ in read:
+            if progress is not None:
+                progress.downloaded(artifact, "kept for the next pull (a sibling failed)")
+        return
+    for _, exports in read:
+        merged_into |= _merged_shards(e.run for e in exports)
+    for artifact, exports in read:
+        origin = CiOrigin(
+            provider=provider.name,
+            repo=provider.repo,
+            ci_run_id=run.id,
+            run_number=run.number,
+            url=run.url,
+            event=run.event,
+            branch=run.branch,
+            artifact=artifact.name,
+        )
+        notes = [_add(store, exported, origin, merged_into, summary) for exported in exports]
+        store.mark_artifact_seen(provider.name, provider.repo, artifact.id, "; ".join(notes))
+        if progress is not None:
+            progress.downloaded(artifact, ", ".join(notes))
+
+
+def _download(
+    store: RunStore,
+    provider: CiProvider,
+    artifacts: Sequence[CiArtifact],
+    label: str,
+    summary: PullSummary,
+    progress: PullProgress | None,
+) -> tuple[list[tuple[CiArtifact, list[ExportedRun]]], bool]:
+    """The exports read from each artifact, and whether every download succeeded.
+
+    An expired artifact, one without an export and an unreadable export are counted and
+    skipped; a failed download is counted and makes the CI run incomplete.
+    """
     read: list[tuple[CiArtifact, list[ExportedRun]]] = []
-    downloads_failed = False
+    complete = True
     for artifact in artifacts:
         note = ""
         with tempfile.SpooledTemporaryFile(max_size=_IN_MEMORY_BYTES) as buffer:
@@ -137,53 +174,39 @@ def _pull_run(
                 note = "expired"
             except ArtifactFailed as exc:
                 summary.failed.append(f"{label}: {exc}")
-                downloads_failed = True
+                complete = False
                 note = "failed"
             except NoExport:
                 summary.not_exports += 1
                 store.mark_artifact_seen(provider.name, provider.repo, artifact.id, "no export")
                 note = "no redline export"
-            except UsageError as exc:
+            except ExportUnreadable as exc:
                 summary.failed.append(f"{label}: {exc}")
                 note = "unreadable"
         if note and progress is not None:
             progress.downloaded(artifact, note)
-    if downloads_failed:
-        # Importing the rest now could add a night's shards beside the merged run that a
-        # later pull brings: the whole CI run waits for the next pull instead.
-        for artifact, _ in read:
-            if progress is not None:
-                progress.downloaded(artifact, "kept for the next pull (a sibling failed)")
-        return
-    for _, exports in read:
-        merged_into |= _merged_shards(e.run for e in exports)
-    for artifact, exports in read:
-        notes = []
-        for exported in exports:
-            origin = CiOrigin(
-                provider=provider.name,
-                repo=provider.repo,
-                ci_run_id=run.id,
-                run_number=run.number,
-                url=run.url,
-                event=run.event,
-                branch=run.branch,
-                artifact=artifact.name,
-            )
-            if exported.run.id in merged_into:
-                summary.superseded += 1
-                notes.append("shard of a merged run")
-            elif store.has_run(exported.run.id):
-                summary.already_stored += 1
-                if exported.run.id not in store.ci_origins([exported.run.id]):
-                    store.set_ci_origin(exported.run.id, origin)
-                notes.append("already stored")
-            else:
-                summary.imported.append(add_export(store, exported, origin))
-                notes.append(f"imported run {exported.run.id}")
-        store.mark_artifact_seen(provider.name, provider.repo, artifact.id, "; ".join(notes))
-        if progress is not None:
-            progress.downloaded(artifact, ", ".join(notes))
+    return read, complete
+
+
+def _add(
+    store: RunStore,
+    exported: ExportedRun,
+    origin: CiOrigin,
+    merged_into: set[str],
+    summary: PullSummary,
+) -> str:
+    """Import one exported run unless a merged run holds it or it is stored; what was done."""
+    run_id = exported.run.id
+    if run_id in merged_into:
+        summary.superseded += 1
+        return "shard of a merged run"
+    if store.has_run(run_id):
+        summary.already_stored += 1
+        if run_id not in store.ci_origins([run_id]):
+            store.set_ci_origin(run_id, origin)
+        return "already stored"
+    summary.imported.append(add_export(store, exported, origin))
+    return f"imported run {run_id}"
 
 
 def _merged_shards(runs: Iterable[RunRecord]) -> set[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from redline.errors import Problem, ProblemsError, UsageError
+from redline.errors import Problem, ProblemsError, RunAlreadyStored, ShardMissing, UsageError
 from redline.running.exchange import RESULTS_FILE, export_run, import_run
 from redline.running.outcome import add_counts, run_result
 from redline.running.records import CaseRecord, RunRecord, RunStatus, SampleRecord
@@ -99,15 +99,14 @@ def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> Me
             where = str(folder / RESULTS_FILE)
             try:
                 run = import_run(scratch, folder)
+            except RunAlreadyStored as exc:
+                message = (
+                    f"the same run ({exc.run_id}) as {seen.get(exc.run_id, 'an earlier folder')}"
+                )
+                problems.append(Problem(where, 0, 0, message, "give each shard once"))
+                continue
             except UsageError as exc:
-                if "already in the store" in str(exc):
-                    message = "the same run as an earlier folder"
-                    for other_id, other in seen.items():
-                        if other_id in str(exc):
-                            message = f"the same run ({other_id}) as {other}"
-                    problems.append(Problem(where, 0, 0, message, "give each shard once"))
-                else:
-                    problems.append(Problem(where, 0, 0, str(exc)))
+                problems.append(Problem(where, 0, 0, str(exc)))
                 continue
             seen[run.id] = folder
             loaded.append((folder, run, scratch.cases(run.id), scratch.samples(run.id)))
@@ -144,7 +143,11 @@ def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> Me
                 )
             owner[key] = folder
     if problems:
-        raise ProblemsError(problems)
+        raise (
+            ShardMissing(problems, missing)
+            if missing and not allow_missing
+            else ProblemsError(problems)
+        )
     return _merged(loaded, missing)
 
 

@@ -14,7 +14,30 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from redline import __version__
-from redline.errors import ProblemsError, RedlineError
+from redline.errors import (
+    AmbiguousRunId,
+    ArtifactExpired,
+    ArtifactFailed,
+    BaselineMissing,
+    CaseInSeveralSuites,
+    CaseNotFound,
+    CiError,
+    ConfigError,
+    CredentialsRejected,
+    ExportUnreadable,
+    GitCommandError,
+    GitError,
+    GitUnavailable,
+    NoExport,
+    ProblemsError,
+    RedlineError,
+    RunAlreadyStored,
+    RunNotFinished,
+    RunNotFound,
+    ShardMissing,
+    StoreMissing,
+    UsageError,
+)
 
 
 class ExitCode(IntEnum):
@@ -25,6 +48,51 @@ class ExitCode(IntEnum):
 
 
 Handler = Callable[[argparse.Namespace], int]
+
+#: Exit code of a command interrupted with Ctrl-C (128 + SIGINT), as shells expect.
+INTERRUPTED = 130
+
+#: The exit code of every error a command can end with: the one place that maps errors
+#: to the exit-code contract. Every kind of RedlineError is listed (a new one must be
+#: added here: tests check it), and none of them is ever 1, which CI reads as "the
+#: prompt regressed". An error not listed takes its nearest listed base's code.
+ERROR_EXIT_CODES: dict[type[BaseException], int] = {
+    RedlineError: ExitCode.USAGE,
+    UsageError: ExitCode.USAGE,
+    ConfigError: ExitCode.USAGE,
+    ProblemsError: ExitCode.USAGE,
+    # The key was refused on the first requests: fix the credentials, then run again.
+    CredentialsRejected: ExitCode.USAGE,
+    StoreMissing: ExitCode.USAGE,
+    RunNotFound: ExitCode.USAGE,
+    AmbiguousRunId: ExitCode.USAGE,
+    RunAlreadyStored: ExitCode.USAGE,
+    RunNotFinished: ExitCode.USAGE,
+    CaseNotFound: ExitCode.USAGE,
+    CaseInSeveralSuites: ExitCode.USAGE,
+    BaselineMissing: ExitCode.USAGE,
+    NoExport: ExitCode.USAGE,
+    ExportUnreadable: ExitCode.USAGE,
+    ShardMissing: ExitCode.USAGE,
+    GitError: ExitCode.USAGE,
+    GitCommandError: ExitCode.USAGE,
+    GitUnavailable: ExitCode.USAGE,
+    CiError: ExitCode.USAGE,
+    ArtifactFailed: ExitCode.USAGE,
+    ArtifactExpired: ExitCode.USAGE,
+    # The environment failed (disk full, a locked or unreadable store).
+    OSError: ExitCode.USAGE,
+    sqlite3.Error: ExitCode.USAGE,
+    KeyboardInterrupt: INTERRUPTED,
+}
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit code `error` ends a command with (its nearest class in ERROR_EXIT_CODES)."""
+    for kind in type(error).__mro__:
+        if kind in ERROR_EXIT_CODES:
+            return ERROR_EXIT_CODES[kind]
+    raise error
 
 
 @dataclass(frozen=True)
@@ -156,26 +224,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return ExitCode.USAGE
+    return run_command(handler, args)
+
+
+def run_command(handler: Handler, args: argparse.Namespace) -> int:
+    """A command's exit code; an error it ends with is said on stderr and mapped by
+    ERROR_EXIT_CODES."""
     try:
         return int(handler(args))
     except BrokenPipeError:
         return _reader_went_away()
-    except ProblemsError as exc:
-        print(f"redline: {len(exc.problems)} problem(s) found:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  {problem}", file=sys.stderr)
-        return ExitCode.USAGE
-    except RedlineError as exc:
-        print(f"redline: error: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
-    except (OSError, sqlite3.Error) as exc:
-        # The environment failed (disk full, a locked or unreadable store): never exit 1,
-        # which CI reads as "the prompt regressed".
-        print(f"redline: error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
-    except KeyboardInterrupt:
-        print("redline: interrupted", file=sys.stderr)
-        return 130
+    except (RedlineError, OSError, sqlite3.Error, KeyboardInterrupt) as exc:
+        print(_error_text(exc), file=sys.stderr)
+        return exit_code(exc)
+
+
+def _error_text(error: BaseException) -> str:
+    """What stderr says about an error a command ended with."""
+    if isinstance(error, ProblemsError):
+        listed = "".join(f"\n  {problem}" for problem in error.problems)
+        return f"redline: {len(error.problems)} problem(s) found:{listed}"
+    if isinstance(error, RedlineError):
+        return f"redline: error: {error}"
+    if isinstance(error, KeyboardInterrupt):
+        return "redline: interrupted"
+    return f"redline: error: {type(error).__name__}: {error}"
 
 
 def _reader_went_away() -> int:

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from redline.cli.output import add_format_option, make_console, make_table, print_json
+from redline.cli.show import require_store
 from redline.config import load_config
 from redline.deciding.baseline import (
     REGRESSION_STATUSES,
@@ -92,10 +93,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _open(args: argparse.Namespace) -> tuple[RunStore, Path, float]:
     config = load_config()
-    if not config.store_path.exists():
-        raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
     directory = args.dir if args.dir is not None else config.root / "baselines"
-    return RunStore.open(config.store_path), directory, config.score_drop
+    return RunStore.open(require_store(config.store_path)), directory, config.score_drop
 
 
 def _save(args: argparse.Namespace) -> int:

@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
+from rich.console import Console
 from rich.text import Text
 
 from redline.cli import ExitCode
 from redline.cli.output import make_console, make_table
-from redline.config import Config, load_config
+from redline.config import Config, ModelRef, load_config
 from redline.errors import UsageError, relpath
 from redline.judge.agreement import FAIL, LABELS, PASS
 from redline.judge.answer import JudgeStatus
 from redline.judge.calibration import (
     MIN_LABELS,
+    Calibration,
     CalibrationResult,
     calibrate,
     calibration_path,
@@ -32,8 +35,8 @@ from redline.judge.calibration import (
     write_calibration,
 )
 from redline.judge.call import judge_provider
-from redline.judge.labels import labels_path, read_labels
-from redline.judge.rubric import load_rubric
+from redline.judge.labels import Label, labels_path, read_labels
+from redline.judge.rubric import Rubric, load_rubric
 from redline.semantic.calibration import compute_calibration, shipped_set
 from redline.semantic.embeddings import BackendUnavailable, load_embeddings
 from redline.semantic.settings import semantic_settings
@@ -74,16 +77,7 @@ def _calibrate(args: argparse.Namespace) -> int:
             f"no labels in {relpath(path)}: label outputs first with "
             f"`redline label RUN_ID --rubric {relpath(rubric.path)}`"
         )
-    provider = judge_provider(model, config)
-    concurrency: int = args.concurrency or config.concurrency
-
-    async def measure() -> CalibrationResult:
-        try:
-            return await calibrate(rubric, labels, provider, model, concurrency=concurrency)
-        finally:
-            await provider.aclose()
-
-    result = asyncio.run(measure())
+    result = _measure(rubric, labels, model, config, args.concurrency or config.concurrency)
     calibration = result.calibration
     console = make_console()
     if calibration.errors:
@@ -99,6 +93,38 @@ def _calibrate(args: argparse.Namespace) -> int:
     target = calibration_path(rubric.path)
     write_calibration(target, calibration)
     trust = judge_trust(rubric, model)
+    _print_calibration(console, rubric, model, calibration, labels=path, written=target)
+    console.print(
+        Text(f"judge {trust.describe()}", style="bold green" if trust.trusted else "bold yellow")
+    )
+    return ExitCode.GREEN if trust.trusted else ExitCode.RED
+
+
+def _measure(
+    rubric: Rubric, labels: Sequence[Label], model: ModelRef, config: Config, concurrency: int
+) -> CalibrationResult:
+    """The judge's answers on every labelled output, its provider closed afterwards."""
+    provider = judge_provider(model, config)
+
+    async def measure() -> CalibrationResult:
+        try:
+            return await calibrate(rubric, labels, provider, model, concurrency=concurrency)
+        finally:
+            await provider.aclose()
+
+    return asyncio.run(measure())
+
+
+def _print_calibration(
+    console: Console,
+    rubric: Rubric,
+    model: ModelRef,
+    calibration: Calibration,
+    *,
+    labels: Path,
+    written: Path,
+) -> None:
+    """The labels-vs-judge table and the agreement figures behind the judge's trust."""
     agreement = calibration.agreement
     table = make_table(
         ("label \\ judge", *LABELS),
@@ -109,7 +135,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         table.add_row(label, *(str(agreement.count(label, judged)) for judged in LABELS))
     console.print(table)
     lines = [
-        f"rubric {rubric.name} ({relpath(rubric.path)}), labels {relpath(path)}",
+        f"rubric {rubric.name} ({relpath(rubric.path)}), labels {relpath(labels)}",
         f"n {agreement.n} ({agreement.label_count(PASS)} pass, {agreement.label_count(FAIL)} "
         f"fail; at least {MIN_LABELS} needed)",
     ]
@@ -124,13 +150,9 @@ def _calibrate(args: argparse.Namespace) -> int:
         )
     if calibration.malformed:
         lines.append(f"{calibration.malformed} malformed judge answer(s), counted as 'fail'")
-    lines.append(f"written {relpath(target)}")
+    lines.append(f"written {relpath(written)}")
     for line in lines:
         console.print(Text(line))
-    console.print(
-        Text(f"judge {trust.describe()}", style="bold green" if trust.trusted else "bold yellow")
-    )
-    return ExitCode.GREEN if trust.trusted else ExitCode.RED
 
 
 def _semantic(config: Config) -> int:

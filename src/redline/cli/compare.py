@@ -17,9 +17,9 @@ from rich.text import Text
 
 from redline.cli import ExitCode
 from redline.cli.output import add_format_option, make_console, make_table, print_json
+from redline.cli.show import require_store
 from redline.config import load_config
 from redline.deciding.compare import Comparison, Split, compare_runs
-from redline.errors import UsageError
 from redline.report.comparison import (
     SPLIT_NOTES,
     columns,
@@ -52,9 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _compare(args: argparse.Namespace) -> int:
     config = load_config()
-    if not config.store_path.exists():
-        raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
-    with RunStore.open(config.store_path) as store:
+    with RunStore.open(require_store(config.store_path)) as store:
         result = compare_runs(store, args.run_a, args.run_b, config.price)
     show_comparison(result, args.format)
     return comparison_exit(result)
@@ -78,6 +76,19 @@ def show_comparison(c: Comparison, fmt: str = "table", console: Console | None =
 
 
 def print_comparison(console: Console, c: Comparison) -> None:
+    """The comparison for a terminal: the runs, the totals, each case, then the verdict."""
+    _print_runs(console, c)
+    _print_totals(console, c)
+    if c.withheld:
+        _print_withheld(console, c)
+    _print_case_tables(console, c)
+    if not c.withheld:
+        _print_split_and_drops(console, c)
+    _print_cases_apart(console, c)
+
+
+def _print_runs(console: Console, c: Comparison) -> None:
+    """Which runs are compared, on what, and which inputs differ."""
     for label, side in (("A", c.a), ("B", c.b)):
         run = side.run
         commit = (run.git_commit or "no commit")[:12] + (" dirty" if run.git_dirty else "")
@@ -102,6 +113,10 @@ def print_comparison(console: Console, c: Comparison) -> None:
             console.print(Text(f"  {m.kind:8} {escape_output(m.path)}"))
     else:
         console.print(Text("manifest: identical inputs"))
+
+
+def _print_totals(console: Console, c: Comparison) -> None:
+    """Verdict counts of each run and the totals of the compared cases."""
     verdict_names = [str(v) for v in VERDICT_ORDER]
     totals = make_table(
         ("", *verdict_names), title="verdict counts", right=verdict_names, show_edge=False
@@ -120,16 +135,22 @@ def print_comparison(console: Console, c: Comparison) -> None:
     for line in total_lines(c):
         overall.add_row(line.label, line.a, line.b, line.change)
     console.print(overall)
-    if c.withheld:
-        console.print(
-            Text(
-                "content comparison withheld: too little content evidence to compare pass "
-                "rates (latency, tokens and cost are still shown):",
-                style="bold yellow",
-            )
+
+
+def _print_withheld(console: Console, c: Comparison) -> None:
+    console.print(
+        Text(
+            "content comparison withheld: too little content evidence to compare pass "
+            "rates (latency, tokens and cost are still shown):",
+            style="bold yellow",
         )
-        for reason in c.withheld:
-            console.print(Text(f"  {reason}", style="yellow"))
+    )
+    for reason in c.withheld:
+        console.print(Text(f"  {reason}", style="yellow"))
+
+
+def _print_case_tables(console: Console, c: Comparison) -> None:
+    """One table of pass rates and one of latency, tokens and cost, a row per case."""
     titles = {
         False: "per case: pass rates, largest drop first" if not c.withheld else "per case",
         True: "per case: latency, tokens and cost, A → B",
@@ -154,36 +175,43 @@ def print_comparison(console: Console, c: Comparison) -> None:
                 )
             )
         console.print(table)
-    if not c.withheld:
-        for split in Split:
-            found = c.split(split)
-            note = f" ({SPLIT_NOTES[split]})" if SPLIT_NOTES[split] and found else ""
-            names = ""
-            if found and split is not Split.BOTH_PASS:
-                names = ": " + ", ".join(f"{d.suite}/{d.case_id}" for d in found)
-            console.print(
-                Text(f"{split}: {len(found)}{note}{escape_output(names)}"),
-                style="yellow" if split is Split.BOTH_FAIL and found else "",
+
+
+def _print_split_and_drops(console: Console, c: Comparison) -> None:
+    """The four-way split of the cases, then whether any dropped beyond noise."""
+    for split in Split:
+        found = c.split(split)
+        note = f" ({SPLIT_NOTES[split]})" if SPLIT_NOTES[split] and found else ""
+        names = ""
+        if found and split is not Split.BOTH_PASS:
+            names = ": " + ", ".join(f"{d.suite}/{d.case_id}" for d in found)
+        console.print(
+            Text(f"{split}: {len(found)}{note}{escape_output(names)}"),
+            style="yellow" if split is Split.BOTH_FAIL and found else "",
+        )
+    drops = c.significant_drops
+    if c.same_draws:
+        console.print(
+            Text(
+                "both runs froze their seeds on the same model: their samples are the same "
+                "draws, not independent evidence, so no p-value is reported; a changed "
+                "pass count is a changed answer to the same draw",
+                style="yellow",
             )
-        drops = c.significant_drops
-        if c.same_draws:
-            console.print(
-                Text(
-                    "both runs froze their seeds on the same model: their samples are the same "
-                    "draws, not independent evidence, so no p-value is reported; a changed "
-                    "pass count is a changed answer to the same draw",
-                    style="yellow",
-                )
+        )
+    elif drops:
+        console.print(
+            Text(
+                f"{len(drops)} case(s) dropped beyond sampling noise (p < 0.05)",
+                style="bold red",
             )
-        elif drops:
-            console.print(
-                Text(
-                    f"{len(drops)} case(s) dropped beyond sampling noise (p < 0.05)",
-                    style="bold red",
-                )
-            )
-        else:
-            console.print(Text("no drop distinguishable from sampling noise (p < 0.05)"))
+        )
+    else:
+        console.print(Text("no drop distinguishable from sampling noise (p < 0.05)"))
+
+
+def _print_cases_apart(console: Console, c: Comparison) -> None:
+    """Cases not compared: changed case files, and cases only one run has."""
     if c.changed:
         console.print(
             Text("case changed (case file differs; not compared as a regression):", style="yellow")

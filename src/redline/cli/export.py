@@ -9,11 +9,10 @@ from pathlib import Path
 from redline.cli import ExitCode
 from redline.cli.show import require_store
 from redline.config import load_config
-from redline.errors import UsageError
+from redline.errors import RunAlreadyStored, UsageError
 from redline.running.exchange import (
     RESULTS_FILE,
     SAMPLES_FILE,
-    RunAlreadyStored,
     add_export,
     export_paths,
     export_run,

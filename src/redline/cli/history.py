@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from redline.cli.output import add_format_option, make_console, make_table, print_json
+from redline.cli.show import require_store
 from redline.config import load_config
 from redline.deciding.history import (
     DEFAULT_MARGINAL_RUNS,
@@ -56,9 +57,7 @@ def _history(args: argparse.Namespace) -> int:
     if args.marginal_runs < 1:
         raise UsageError("--marginal-runs must be at least 1")
     config = load_config()
-    if not config.store_path.exists():
-        raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
-    with RunStore.open(config.store_path) as store:
+    with RunStore.open(require_store(config.store_path)) as store:
         history = case_history(store, args.case_id, args.suite)
     marginal = find_marginal(history.scheduled, args.marginal_runs)
     if args.format == "json":

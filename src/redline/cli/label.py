@@ -14,7 +14,7 @@ from pathlib import Path
 from redline.cli import ExitCode
 from redline.cli.terminal import require_terminal
 from redline.config import load_config
-from redline.errors import UsageError, relpath
+from redline.errors import StoreMissing, UsageError, relpath
 from redline.judge.labels import (
     Label,
     LabelItem,
@@ -57,7 +57,7 @@ def _label(args: argparse.Namespace) -> int:
     rubric = load_rubric(args.rubric)
     store_path: Path = args.store or config.store_path
     if not store_path.is_file():
-        raise UsageError(f"no store at {store_path}: run `redline run` first")
+        raise StoreMissing(store_path)
     who = args.who or _login_name()
     path = labels_path(config.root, rubric)
     labels = read_labels(path)

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from redline.cli.show import require_store
 from redline.config import load_config
 from redline.errors import UsageError
 from redline.report import build_run_report
@@ -57,10 +58,8 @@ def _report(args: argparse.Namespace) -> int:
     if args.junit is None and args.html is None and not args.markdown:
         raise UsageError("choose at least one of --junit FILE, --html FILE, --markdown")
     config = load_config()
-    if not config.store_path.exists():
-        raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
     baselines = args.baselines if args.baselines is not None else config.root / "baselines"
-    with RunStore.open(config.store_path) as store:
+    with RunStore.open(require_store(config.store_path)) as store:
         run_id = args.run_id
         if run_id is None:
             latest = store.latest_run(kind=RunKind.RUN)

@@ -18,7 +18,7 @@ from redline.cli import ExitCode
 from redline.cli.output import add_format_option, make_console, print_json
 from redline.config import load_config
 from redline.deciding.cause import CauseAnalysis, CauseProgress, Diagnosis, Settings, p_value_label
-from redline.errors import UsageError
+from redline.errors import CaseInSeveralSuites, CaseNotFound
 from redline.running.records import CaseRecord, RunRecord
 from redline.running.store import RunStore
 
@@ -157,8 +157,7 @@ def _case_record(
 ) -> CaseRecord:
     found = [c for c in cases if c.case_id == case_id and (suite is None or c.suite == suite)]
     if not found:
-        raise UsageError(f"run {run.id} has no case {case_id!r} (see `redline show {run.id}`)")
+        raise CaseNotFound(f"run {run.id} has no case {case_id!r} (see `redline show {run.id}`)")
     if len(found) > 1:
-        suites = ", ".join(c.suite for c in found)
-        raise UsageError(f"case {case_id!r} is in several suites ({suites}); add --suite")
+        raise CaseInSeveralSuites(case_id, (c.suite for c in found))
     return found[0]

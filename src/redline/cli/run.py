@@ -34,7 +34,7 @@ from redline.cli.show import case_table, verdict_breakdown
 from redline.config import Config, load_config
 from redline.deciding.compare import compare_runs
 from redline.deciding.quarantine import quarantined_cases
-from redline.errors import UsageError, relpath
+from redline.errors import StoreMissing, UsageError, relpath
 from redline.running.against import against_options
 from redline.running.budget import budget_note, estimate_run
 from redline.running.exchange import check_out_dir, export_run
@@ -314,7 +314,7 @@ def check_cost(
 
 def _stored_run(config: Config, run_id: str) -> RunRecord:
     if not config.store_path.exists():
-        raise UsageError(f"no run store at {config.store_path}; nothing to resume or replay")
+        raise StoreMissing(config.store_path, "nothing to resume or replay")
     with RunStore.open(config.store_path) as store:
         return store.run(run_id)
 

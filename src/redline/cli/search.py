@@ -8,9 +8,8 @@ import json
 from rich.text import Text
 
 from redline.cli.output import make_console
-from redline.cli.show import VERDICT_STYLES
+from redline.cli.show import VERDICT_STYLES, require_store
 from redline.config import load_config
-from redline.errors import UsageError
 from redline.running.search import search_run
 from redline.running.store import RunStore
 from redline.textsafe import escape_output
@@ -33,9 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _search(args: argparse.Namespace) -> int:
     config = load_config()
-    if not config.store_path.exists():
-        raise UsageError(f"no run store at {config.store_path}; run `redline run` first")
-    with RunStore.open(config.store_path) as store:
+    with RunStore.open(require_store(config.store_path)) as store:
         hits = search_run(store, args.run_id, args.text, limit=max(1, args.limit))
     if args.format == "json":
         for h in hits:

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import Config, load_config
-from redline.errors import RedlineError, UsageError
+from redline.errors import CaseInSeveralSuites, CaseNotFound, RedlineError, StoreMissing, UsageError
 from redline.presentation import OUTCOME_STYLES
 from redline.running.budget import budget_note
 from redline.running.exchange import case_json, run_json, sample_json
@@ -91,12 +91,12 @@ def _show(args: argparse.Namespace) -> int:
             args.suite, args.case = args.case.split("/", 1)
             samples = store.samples(run.id, args.case, args.suite)
         if not samples:
-            raise UsageError(f"run {run.id} has no samples of case {args.case!r}")
+            raise CaseNotFound(
+                f"run {run.id} has no samples of case {args.case!r} (see `redline show {run.id}`)"
+            )
         suites = sorted({s.suite for s in samples})
         if len(suites) > 1:
-            raise UsageError(
-                f"case {args.case!r} exists in suites {', '.join(suites)}; pick one with --suite"
-            )
+            raise CaseInSeveralSuites(args.case, suites, "pick one with --suite")
         case = next(
             (c for c in store.cases(run.id) if c.case_id == args.case and c.suite == suites[0]),
             None,
@@ -136,9 +136,8 @@ def _case_golden(config: Config, suite: str, case_id: str) -> str | None:
 def require_store(path: Path) -> Path:
     """`path` when a store exists there; a usage error otherwise (a read never creates one)."""
     if not path.exists():
-        raise UsageError(
-            f"no run store at {path}: nothing has been run here yet "
-            "(`redline run`, or `redline import` an export)"
+        raise StoreMissing(
+            path, "nothing has been run here yet (`redline run`, or `redline import` an export)"
         )
     return path
 

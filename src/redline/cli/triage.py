@@ -17,7 +17,7 @@ from redline.cli import ExitCode
 from redline.cli.pull import add_pull_arguments, latest_nightly, pull_from_ci
 from redline.cli.terminal import require_terminal
 from redline.config import load_config
-from redline.errors import UsageError
+from redline.errors import CiError, StoreMissing, UsageError
 from redline.running.records import RunKind
 from redline.running.store import RunStore
 
@@ -58,9 +58,9 @@ def _triage(args: argparse.Namespace) -> int:
     config = load_config()
     store_path: Path = args.store or config.store_path
     if not args.pull and not store_path.is_file():
-        raise UsageError(
-            f"no store at {store_path}: run `redline run` first, or `redline triage --pull` "
-            "to start from CI's runs"
+        raise StoreMissing(
+            store_path,
+            "run `redline run` first, or `redline triage --pull` to start from CI's runs",
         )
     from redline_tui.app import TriageApp
     from redline_tui.context import TriageContext
@@ -81,7 +81,7 @@ def _triage(args: argparse.Namespace) -> int:
             run_id = store.run(args.run_id).id
         elif run_id is None and store.latest_run(kind=RunKind.RUN) is None:
             if args.pull and summary.stopped:
-                raise UsageError(summary.stopped)
+                raise CiError(summary.stopped)
             raise UsageError(f"no runs in {store_path}: run `redline run` first")
         _require_terminal()
         context = TriageContext(store=store, root=config.root, config=config)

@@ -34,7 +34,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from redline.errors import ConfigError, UsageError
+from redline.errors import BaselineMissing, CaseNotFound, ConfigError, RunNotFinished, UsageError
 from redline.running.records import (
     CaseOutcome,
     CaseRecord,
@@ -241,7 +241,7 @@ def save_baselines(
     """
     run = store.run(run_id)
     if run.status is not RunStatus.FINISHED:
-        raise UsageError(
+        raise RunNotFinished(
             f"run {run.id} is {run.status}: only a finished run can become a baseline "
             f"(finish it with `redline run --resume {run.id}`)"
         )
@@ -250,7 +250,9 @@ def save_baselines(
         known = {c.case_id for c in cases}
         unknown = [c for c in case_ids if c not in known]
         if unknown:
-            raise UsageError(f"run {run.id} has no case(s) {', '.join(unknown)}")
+            raise CaseNotFound(
+                f"run {run.id} has no case(s) {', '.join(unknown)} (see `redline show {run.id}`)"
+            )
         cases = [c for c in cases if c.case_id in set(case_ids)]
     if not cases:
         raise UsageError(f"run {run.id} has no case results to accept")
@@ -414,7 +416,7 @@ def compare_run_with_baselines(
     suites = sorted({c.suite for c in cases} | set(run.suites))
     baselines = {s: b for s in suites if (b := load_baseline(directory, s)) is not None}
     if not baselines:
-        raise UsageError(
+        raise BaselineMissing(
             f"no baseline in {directory} for suite(s) {', '.join(suites) or '(none)'}; "
             "accept one with `redline baseline save RUN_ID`"
         )

@@ -40,9 +40,8 @@ from redline.deciding.stats import (
     smallest_count,
     wilson_interval,
 )
-from redline.errors import ProblemsError, RedlineError, UsageError
+from redline.errors import CaseNotFound, GitError, ProblemsError, RedlineError, UsageError
 from redline.gitio import (
-    GitError,
     Repo,
     export_tree,
     file_at,
@@ -581,9 +580,9 @@ class CauseAnalysis:
         try:
             self.red_case = self.red.suite.case(case.case_id)
         except KeyError:
-            raise UsageError(
+            raise CaseNotFound(
                 f"case {case.case_id} is not in suite {case.suite} at the red run's commit "
-                f"{red_commit[:12]}"
+                f"{red_commit[:12]}; pick a run whose commit has the case"
             ) from None
         self.ref = ref
         self.changes = _changes(self.red, ref, case.case_id)
@@ -687,73 +686,77 @@ class CauseAnalysis:
             return None
 
     def _plan_arms(self) -> tuple[list[_Arm], list[ArmCounts]]:
+        """The arms to draw (the red configuration last) and the arms that cannot be."""
         kinds = {c.kind for c in self.changes}
-        red, ref = self.red, self.ref
         red_model = self._callable(self.run_record.model_id)
         if red_model is None:
             raise UsageError(
                 f"the red run's model {self.run_record.model_id} is not configured in "
                 f"{self.config.source.name} any more; pin it again to rerun the case"
             )
-        rev = self.reference.short
-        red_rev = (red.revision or "working tree")[:12]
+        red_rev = (self.red.revision or "working tree")[:12]
         arms: list[_Arm] = []
         skipped: list[ArmCounts] = []
-        if Change.CASE in kinds or Change.VARS in kinds or ref is None:
+        if Change.CASE in kinds or Change.VARS in kinds or self.ref is None:
             return arms, skipped
         prompt_changed = Change.PROMPT in kinds or any(
             c.kind is Change.SETTINGS and c.detail.split(":")[0] in _GENERATION_SETTINGS
             for c in self.changes
         )
         if prompt_changed:
-            suite = dataclasses.replace(
-                red.suite,
-                system_template=ref.suite.system_template,
-                user_template=ref.suite.user_template,
-                prompt_files=ref.suite.prompt_files,
-                max_tokens=ref.suite.max_tokens,
-                temperature=ref.suite.temperature,
-            )
-            arms.append(
-                self._arm(
-                    ArmKind.REFERENCE_PROMPT,
-                    f"reference prompt ({rev}) on {_pinned(self.run_record.model_id)}",
-                    suite,
-                    red_model,
-                    self.run_record.model_id,
-                    self.reference.revision,
-                )
-            )
-        if Change.MODEL in kinds and ref.model_id is not None:
-            label = f"your prompt on the reference model {_pinned(ref.model_id)}"
-            model = self._callable(ref.model_id)
-            if model is None:
-                provider = ref.model_id.split(":", 1)[0]
-                reason = (
-                    f"the reference model {ref.model_id} is not configured any more (no provider "
-                    f"{provider!r} in {self.config.source.name}), so this arm was skipped"
-                )
-                skipped.append(
-                    ArmCounts(ArmKind.REFERENCE_MODEL, label, ref.model_id, red_rev, skipped=reason)
-                )
-                self.notes.append(reason)
+            arms.append(self._reference_prompt_arm(self.ref, red_model))
+        if Change.MODEL in kinds and self.ref.model_id is not None:
+            arm = self._reference_model_arm(self.ref.model_id, red_rev)
+            if isinstance(arm, ArmCounts):
+                skipped.append(arm)
             else:
-                arms.append(
-                    self._arm(
-                        ArmKind.REFERENCE_MODEL, label, red.suite, model, ref.model_id, red_rev
-                    )
-                )
+                arms.append(arm)
         arms.append(
             self._arm(
                 ArmKind.RED,
                 f"your configuration again ({red_rev}, {_pinned(self.run_record.model_id)})",
-                red.suite,
+                self.red.suite,
                 red_model,
                 self.run_record.model_id,
                 red_rev,
             )
         )
         return arms, skipped
+
+    def _reference_prompt_arm(self, ref: _SuiteAt, red_model: ModelRef) -> _Arm:
+        """The reference's prompt and generation settings on the red run's model."""
+        suite = dataclasses.replace(
+            self.red.suite,
+            system_template=ref.suite.system_template,
+            user_template=ref.suite.user_template,
+            prompt_files=ref.suite.prompt_files,
+            max_tokens=ref.suite.max_tokens,
+            temperature=ref.suite.temperature,
+        )
+        return self._arm(
+            ArmKind.REFERENCE_PROMPT,
+            f"reference prompt ({self.reference.short}) on {_pinned(self.run_record.model_id)}",
+            suite,
+            red_model,
+            self.run_record.model_id,
+            self.reference.revision,
+        )
+
+    def _reference_model_arm(self, model_id: str, red_rev: str) -> _Arm | ArmCounts:
+        """The red prompt on the reference's model; a skipped arm when it is not configured."""
+        label = f"your prompt on the reference model {_pinned(model_id)}"
+        model = self._callable(model_id)
+        if model is not None:
+            return self._arm(
+                ArmKind.REFERENCE_MODEL, label, self.red.suite, model, model_id, red_rev
+            )
+        provider = model_id.split(":", 1)[0]
+        reason = (
+            f"the reference model {model_id} is not configured any more (no provider "
+            f"{provider!r} in {self.config.source.name}), so this arm was skipped"
+        )
+        self.notes.append(reason)
+        return ArmCounts(ArmKind.REFERENCE_MODEL, label, model_id, red_rev, skipped=reason)
 
     def _arm(
         self,
@@ -866,8 +869,6 @@ class CauseAnalysis:
         cancelled: Callable[[], bool],
     ) -> bool:
         """Bring every arm to `target` samples; True when cancelled."""
-        from redline.running.runner import RunOptions, execute_run
-
         live: dict[ArmKind, Mapping[Verdict, int]] = {}
 
         def report(arm: _Arm) -> Callable[[RunProgress], None]:
@@ -881,30 +882,8 @@ class CauseAnalysis:
 
             return on_progress
 
-        async def one(arm: _Arm) -> None:
-            if arm.samples >= target and arm.run_id is not None:
-                return
-            options = RunOptions(
-                samples=target,
-                case_ids=(self.case.case_id,),
-                kind=RunKind.RERUN,
-                parent_id=self.run_record.id,
-                model_alias=arm.alias,
-                resume=arm.run_id,
-                extend=arm.run_id is not None,
-                budget=self.config.max_run_cost,
-                args={
-                    "triage": True,
-                    "arm": arm.kind.value,
-                    "label": arm.label,
-                    "revision": arm.revision,
-                    "case": self.case.case_id,
-                },
-            )
-            await execute_run([arm.suite], arm.config, self.store, options, report(arm))
-
         async def main() -> bool:
-            task = asyncio.gather(*(one(a) for a in self.arms))
+            task = asyncio.gather(*(self._draw_arm(a, target, report(a)) for a in self.arms))
             while not task.done():
                 if cancelled():
                     task.cancel()
@@ -921,6 +900,33 @@ class CauseAnalysis:
         finally:
             self._refresh()
         return stopped
+
+    async def _draw_arm(
+        self, arm: _Arm, target: int, on_progress: Callable[[RunProgress], None]
+    ) -> None:
+        """Run (or extend) the arm's rerun of the case up to `target` samples."""
+        from redline.running.runner import RunOptions, execute_run
+
+        if arm.samples >= target and arm.run_id is not None:
+            return
+        options = RunOptions(
+            samples=target,
+            case_ids=(self.case.case_id,),
+            kind=RunKind.RERUN,
+            parent_id=self.run_record.id,
+            model_alias=arm.alias,
+            resume=arm.run_id,
+            extend=arm.run_id is not None,
+            budget=self.config.max_run_cost,
+            args={
+                "triage": True,
+                "arm": arm.kind.value,
+                "label": arm.label,
+                "revision": arm.revision,
+                "case": self.case.case_id,
+            },
+        )
+        await execute_run([arm.suite], arm.config, self.store, options, on_progress)
 
     def _refresh(self) -> None:
         for arm in self.arms:
@@ -1004,15 +1010,6 @@ def explain(d: Diagnosis, why: str = "") -> str:
     """The conclusion in one or two plain sentences, with its numbers."""
     arms = {a.kind: a for a in d.arms}
     red = arms.get(ArmKind.RED)
-
-    def rate(a: ArmCounts) -> str:
-        low, high = a.interval(d.confidence)
-        return f"{a.passes}/{a.samples} ({low:.0%}–{high:.0%})"
-
-    def p(kind: ArmKind) -> str:
-        value = d.p_values.get(kind.value)
-        return "" if value is None else f", one-sided Fisher p = {value:.3g}"
-
     if d.cause is Cause.CASE_CHANGED:
         what = "; ".join(c.detail for c in d.changes if c.kind in (Change.CASE, Change.VARS))
         return (
@@ -1027,50 +1024,71 @@ def explain(d: Diagnosis, why: str = "") -> str:
         )
         what = "prompt change" if Change.PROMPT in kinds else f"settings change ({settings})"
         return (
-            f"Your {what} regressed it: the reference prompt and settings pass {rate(ref)} on "
-            f"the same model, yours {rate(red)}{p(ArmKind.REFERENCE_PROMPT)}."
+            f"Your {what} regressed it: the reference prompt and settings pass {_rate(d, ref)} "
+            f"on the same model, yours {_rate(d, red)}{_p(d, ArmKind.REFERENCE_PROMPT)}."
         )
     if d.cause is Cause.MODEL and red is not None:
         ref = arms[ArmKind.REFERENCE_MODEL]
         return (
-            f"The model change regressed it: your prompt passes {rate(ref)} on the reference "
-            f"model {_pinned(ref.model_id)}, {rate(red)} on {_pinned(red.model_id)}"
-            f"{p(ArmKind.REFERENCE_MODEL)}."
+            f"The model change regressed it: your prompt passes {_rate(d, ref)} on the "
+            f"reference model {_pinned(ref.model_id)}, {_rate(d, red)} on "
+            f"{_pinned(red.model_id)}{_p(d, ArmKind.REFERENCE_MODEL)}."
         )
     if d.cause is Cause.CASE and red is not None:
-        others = [a for a in d.arms if a.kind is not ArmKind.RED and a.skipped is None]
-        where = " and ".join(f"{a.label}: {rate(a)}" for a in others)
-        lead = (
-            f"It fails on the reference configuration too ({where}; yours {rate(red)})"
-            if others
-            else f"Nothing changed since the reference that could explain it, and it fails "
-            f"again: {rate(red)}"
-        )
-        return (
-            f"{lead}, far below its bar of {d.bar.required}/{d.bar.samples}: the case or its "
-            "assertion is at fault, not your change."
-            + (
-                ""
-                if others
-                else " (If the model behind the same id changed, that is drift: read the outputs.)"
-            )
-        )
+        return _explain_case_at_fault(d, red)
     if d.cause is Cause.NOISE and red is not None:
-        shown = "; ".join(f"{a.label}: {rate(a)}" for a in d.arms if a.skipped is None)
-        rate_red = red.rate
-        undone = "undoing the change raises the rate by less than " if len(d.arms) > 1 else ""
-        same = f"; {undone}{d.margin * 100:.0f} points" if undone else ""
-        clears = d.bar.clears(rate_red)
-        lead = f"Noise: the rates are indistinguishable ({shown}{same}). "
-        at = f"at {rate_red:.0%} per sample it clears its bar of {d.bar.required}/{d.bar.samples}"
-        if clears >= 0.9:
-            return f"{lead}The red run was a rare miss: {at} in about {clears:.0%} of runs."
-        return (
-            f"{lead}The case is marginal: {at} in about {clears:.0%} of runs. "
-            "Raise its samples or retire it."
+        return _explain_noise(d, red)
+    return _explain_undecided(d, why)
+
+
+def _rate(d: Diagnosis, a: ArmCounts) -> str:
+    low, high = a.interval(d.confidence)
+    return f"{a.passes}/{a.samples} ({low:.0%}–{high:.0%})"
+
+
+def _p(d: Diagnosis, kind: ArmKind) -> str:
+    value = d.p_values.get(kind.value)
+    return "" if value is None else f", one-sided Fisher p = {value:.3g}"
+
+
+def _explain_case_at_fault(d: Diagnosis, red: ArmCounts) -> str:
+    others = [a for a in d.arms if a.kind is not ArmKind.RED and a.skipped is None]
+    where = " and ".join(f"{a.label}: {_rate(d, a)}" for a in others)
+    lead = (
+        f"It fails on the reference configuration too ({where}; yours {_rate(d, red)})"
+        if others
+        else f"Nothing changed since the reference that could explain it, and it fails "
+        f"again: {_rate(d, red)}"
+    )
+    return (
+        f"{lead}, far below its bar of {d.bar.required}/{d.bar.samples}: the case or its "
+        "assertion is at fault, not your change."
+        + (
+            ""
+            if others
+            else " (If the model behind the same id changed, that is drift: read the outputs.)"
         )
+    )
+
+
+def _explain_noise(d: Diagnosis, red: ArmCounts) -> str:
+    shown = "; ".join(f"{a.label}: {_rate(d, a)}" for a in d.arms if a.skipped is None)
+    undone = "undoing the change raises the rate by less than " if len(d.arms) > 1 else ""
+    same = f"; {undone}{d.margin * 100:.0f} points" if undone else ""
+    clears = d.bar.clears(red.rate)
+    lead = f"Noise: the rates are indistinguishable ({shown}{same}). "
+    at = f"at {red.rate:.0%} per sample it clears its bar of {d.bar.required}/{d.bar.samples}"
+    if clears >= 0.9:
+        return f"{lead}The red run was a rare miss: {at} in about {clears:.0%} of runs."
+    return (
+        f"{lead}The case is marginal: {at} in about {clears:.0%} of runs. "
+        "Raise its samples or retire it."
+    )
+
+
+def _explain_undecided(d: Diagnosis, why: str) -> str:
     if d.stopped:
-        done = ", ".join(f"{a.label}: {rate(a)}" for a in d.arms if a.skipped is None)
+        done = ", ".join(f"{a.label}: {_rate(d, a)}" for a in d.arms if a.skipped is None)
         return f"Stopped before a decision; the samples so far are kept ({done})."
     if why == "model-untested":
         return (

@@ -1,11 +1,12 @@
 """Two runs side by side: model migrations and prompt changes, read case by case.
 
-Rates are over content samples only (truncated and transport samples say nothing
-about the content, «A verdict per sample»). Each case's change is tested with a one-sided Fisher
-exact test in the direction it moved; a drop with p < 0.05 is a significant drop.
-Rule 8 withholds the per-case content comparison when either run evaluated fewer
-than 8 cases or has more than 20% non-content samples. Cases whose file changed
-between the runs are listed apart, never compared as regressions.
+Rates are over content samples only: truncated and transport samples say nothing about
+the content (docs/rules.md: A verdict per sample). Each case's change is tested with a
+one-sided Fisher exact test in the direction it moved; a drop with p < 0.05 is a
+significant drop. The per-case content comparison is withheld when either run evaluated
+fewer than 8 cases or has more than 20% non-content samples (docs/rules.md: Content diffs
+need enough evidence). Cases whose file changed between the runs are listed apart, never
+compared as regressions.
 
 Beside quality, each case and the total carry latency, tokens and cost (`redline.running.usage`),
 which are never withheld for want of content evidence: they measure the model's price and
@@ -20,13 +21,14 @@ inputs, so the cases it left out are neither "only in A" nor "removed" inputs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from redline.config import Price
 from redline.deciding.baseline import is_partial_run
-from redline.deciding.stats import Alternative, fisher_one_sided
+from redline.deciding.stats import fisher_one_sided
 from redline.running.outcome import add_counts, content_comparison_withheld
 from redline.running.records import CaseOutcome, CaseRecord, RunRecord, SampleUsage
 from redline.running.seeds import frozen_together
@@ -135,8 +137,8 @@ def split_of(delta: CaseDelta) -> Split:
 
 
 @dataclass(frozen=True)
-class Total:
-    """Every compared case together: pooled pass rate, usage and verdict counts per side."""
+class PooledRates:
+    """Each side's pass rate pooled over the content samples of the compared cases."""
 
     passes_a: int
     content_a: int
@@ -144,10 +146,6 @@ class Total:
     content_b: int
     #: One-sided Fisher p of the pooled rates, in the direction they moved.
     p_value: float
-    usage_a: Usage
-    usage_b: Usage
-    verdicts_a: Mapping[Verdict, int]
-    verdicts_b: Mapping[Verdict, int]
 
     @property
     def rate_a(self) -> float | None:
@@ -161,6 +159,24 @@ class Total:
     def delta(self) -> float | None:
         ra, rb = self.rate_a, self.rate_b
         return None if ra is None or rb is None else rb - ra
+
+
+def pooled_rates(deltas: Sequence[CaseDelta]) -> PooledRates:
+    pa = sum(d.a.passes for d in deltas)
+    na = sum(d.a.content_samples for d in deltas)
+    pb = sum(d.b.passes for d in deltas)
+    nb = sum(d.b.content_samples for d in deltas)
+    return PooledRates(pa, na, pb, nb, _p_value(pa, na, pb, nb))
+
+
+@dataclass(frozen=True)
+class Total(PooledRates):
+    """Every compared case together: pooled pass rate, usage and verdict counts per side."""
+
+    usage_a: Usage
+    usage_b: Usage
+    verdicts_a: Mapping[Verdict, int]
+    verdicts_b: Mapping[Verdict, int]
 
     @property
     def verdict_delta(self) -> dict[Verdict, int]:
@@ -264,16 +280,8 @@ def _total(
     price_a: Price | None,
     price_b: Price | None,
 ) -> Total:
-    pa = sum(d.a.passes for d in rows)
-    na = sum(d.a.content_samples for d in rows)
-    pb = sum(d.b.passes for d in rows)
-    nb = sum(d.b.content_samples for d in rows)
     return Total(
-        passes_a=pa,
-        content_a=na,
-        passes_b=pb,
-        content_b=nb,
-        p_value=_p_value(pa, na, pb, nb),
+        **dataclasses.asdict(pooled_rates(rows)),
         usage_a=usage_of(samples_a, price_a),
         usage_b=usage_of(samples_b, price_b),
         verdicts_a=add_counts(d.a.verdicts for d in rows),
@@ -291,19 +299,9 @@ def compare_cases(
     price: PriceLookup | None = None,
 ) -> Comparison:
     """Compare two runs' case results; with the samples' usage, latency, tokens and cost too."""
-    manifest_a, manifest_b = dict(run_a.manifest), dict(run_b.manifest)
-    narrowed_to = None
-    partial_a, partial_b = is_partial_run(run_a), is_partial_run(run_b)
-    if partial_a or partial_b:
-        keys_a = {(c.suite, c.case_id) for c in cases_a}
-        keys_b = {(c.suite, c.case_id) for c in cases_b}
-        if partial_b:
-            cases_a = [c for c in cases_a if (c.suite, c.case_id) in keys_b]
-            manifest_a = {p: h for p, h in manifest_a.items() if p in manifest_b}
-        if partial_a:
-            cases_b = [c for c in cases_b if (c.suite, c.case_id) in keys_a]
-            manifest_b = {p: h for p, h in manifest_b.items() if p in run_a.manifest}
-        narrowed_to = " and ".join(r.id for r, p in ((run_a, partial_a), (run_b, partial_b)) if p)
+    cases_a, manifest_a, cases_b, manifest_b, narrowed_to = _narrowed(
+        run_a, cases_a, run_b, cases_b
+    )
     side_a, side_b = _side(run_a, cases_a), _side(run_b, cases_b)
     by_a = {(c.suite, c.case_id): c for c in cases_a}
     by_b = {(c.suite, c.case_id): c for c in cases_b}
@@ -324,20 +322,11 @@ def compare_cases(
         )
         for k in same
     ]
-    deltas.sort(
-        key=lambda d: (
-            d.delta is None,
-            d.delta if d.delta is not None else 0.0,
-            d.p_value,
-            d.suite,
-            d.case_id,
-        )
-    )
-    manifest = tuple(manifest_changes(manifest_a, manifest_b))
+    deltas.sort(key=_largest_drop_first)
     return Comparison(
         a=side_a,
         b=side_b,
-        manifest_changes=manifest,
+        manifest_changes=tuple(manifest_changes(manifest_a, manifest_b)),
         rows=tuple(deltas),
         changed=changed,
         only_a=tuple(by_a[k] for k in sorted(set(by_a) - set(by_b))),
@@ -354,6 +343,34 @@ def compare_cases(
     )
 
 
+def _narrowed(
+    run_a: RunRecord,
+    cases_a: Sequence[CaseRecord],
+    run_b: RunRecord,
+    cases_b: Sequence[CaseRecord],
+) -> tuple[Sequence[CaseRecord], dict[str, str], Sequence[CaseRecord], dict[str, str], str | None]:
+    """Each run's cases and manifest, narrowed to what a partial run (a rerun, --case,
+    --tier, a shard) covered; and which run(s) narrowed the comparison, if any."""
+    manifest_a, manifest_b = dict(run_a.manifest), dict(run_b.manifest)
+    partial_a, partial_b = is_partial_run(run_a), is_partial_run(run_b)
+    if not (partial_a or partial_b):
+        return cases_a, manifest_a, cases_b, manifest_b, None
+    keys_a = {(c.suite, c.case_id) for c in cases_a}
+    keys_b = {(c.suite, c.case_id) for c in cases_b}
+    if partial_b:
+        cases_a = [c for c in cases_a if (c.suite, c.case_id) in keys_b]
+        manifest_a = {p: h for p, h in manifest_a.items() if p in manifest_b}
+    if partial_a:
+        cases_b = [c for c in cases_b if (c.suite, c.case_id) in keys_a]
+        manifest_b = {p: h for p, h in manifest_b.items() if p in run_a.manifest}
+    narrowed_to = " and ".join(r.id for r, p in ((run_a, partial_a), (run_b, partial_b)) if p)
+    return cases_a, manifest_a, cases_b, manifest_b, narrowed_to
+
+
+def _largest_drop_first(d: CaseDelta) -> tuple[bool, float, float, str, str]:
+    return (d.delta is None, d.delta if d.delta is not None else 0.0, d.p_value, d.suite, d.case_id)
+
+
 def compare_runs(
     store: RunStore, run_a: str, run_b: str, price: PriceLookup | None = None
 ) -> Comparison:
@@ -366,7 +383,7 @@ def compare_runs(
 
 
 @dataclass(frozen=True)
-class PooledSummary:
+class PooledSummary(PooledRates):
     """The comparison in a few numbers: how many compared cases moved which way, and the
     pass rate pooled over every compared case's content samples."""
 
@@ -377,44 +394,16 @@ class PooledSummary:
     significant_rises: int
     #: Cases whose file changed between the runs: listed apart, not compared.
     changed: int
-    passes_a: int
-    content_a: int
-    passes_b: int
-    content_b: int
-    #: One-sided Fisher p of the pooled rates, in the direction they moved.
-    p_value: float
-
-    @property
-    def rate_a(self) -> float | None:
-        return self.passes_a / self.content_a if self.content_a else None
-
-    @property
-    def rate_b(self) -> float | None:
-        return self.passes_b / self.content_b if self.content_b else None
 
 
 def pooled_summary(comparison: Comparison) -> PooledSummary:
     deltas = comparison.deltas
-    passes_a = sum(d.a.passes for d in deltas)
-    content_a = sum(d.a.content_samples for d in deltas)
-    passes_b = sum(d.b.passes for d in deltas)
-    content_b = sum(d.b.content_samples for d in deltas)
-    p = 1.0
-    if content_a and content_b and passes_a * content_b != passes_b * content_a:
-        direction: Alternative = (
-            "greater" if passes_b * content_a < passes_a * content_b else "less"
-        )
-        p = fisher_one_sided(passes_a, content_a, passes_b, content_b, direction)
     return PooledSummary(
+        **dataclasses.asdict(pooled_rates(deltas)),
         dropped=sum(1 for d in deltas if d.delta is not None and d.delta < 0),
         rose=sum(1 for d in deltas if d.delta is not None and d.delta > 0),
         unchanged=sum(1 for d in deltas if not d.delta),
         significant_drops=sum(1 for d in deltas if d.significant_drop),
         significant_rises=sum(1 for d in deltas if d.significant and not d.significant_drop),
         changed=len(comparison.changed),
-        passes_a=passes_a,
-        content_a=content_a,
-        passes_b=passes_b,
-        content_b=content_b,
-        p_value=p,
     )

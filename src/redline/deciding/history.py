@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from redline.deciding.stats import samples_needed
-from redline.errors import UsageError
+from redline.errors import CaseInSeveralSuites, CaseNotFound
 from redline.running.records import CaseOutcome, RunKind
 from redline.running.store import RunStore
 
@@ -83,13 +83,12 @@ def case_history(store: RunStore, case_id: str, suite: str | None = None) -> Cas
     rows = store.case_history(case_id, suite)
     if not rows:
         where = f" in suite {suite!r}" if suite else ""
-        raise UsageError(f"no stored result for case {case_id!r}{where}")
+        raise CaseNotFound(
+            f"no stored result for case {case_id!r}{where}; check the id with `redline show RUN_ID`"
+        )
     suites = sorted({c.suite for _, c in rows})
     if len(suites) > 1:
-        raise UsageError(
-            f"case {case_id!r} exists in several suites ({', '.join(suites)}); "
-            "choose one with --suite"
-        )
+        raise CaseInSeveralSuites(case_id, suites, "choose one with --suite")
     points = [
         HistoryPoint(
             run_id=run.id,

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from redline.gitio import GitCommandError, GitError, Repo, commit_subject, file_at, resolve_commit
+from redline.errors import GitCommandError, GitError
+from redline.gitio import Repo, commit_subject, file_at, resolve_commit
 from redline.running.records import CaseOutcome, RunKind, RunRecord, RunStatus
 from redline.running.store import RunStore
 
@@ -70,6 +71,15 @@ def find_reference(
             "on a commit the red run's commit descends from",
             run=run,
         )
+    return _from_default_branch(repo, red_commit, inputs, uncommitted=uncommitted)
+
+
+def _from_default_branch(
+    repo: Repo, red_commit: str, inputs: Sequence[str], *, uncommitted: bool
+) -> Reference:
+    """With no earlier passing run: where the red run's commit left the default branch,
+    or (on the branch itself, or with none) the state before the case's inputs last changed.
+    """
     branch, why = default_branch(repo)
     if branch is None:
         return _before_last_change(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from redline.config import Config
-from redline.errors import UsageError
+from redline.errors import CaseNotFound
 from redline.suite.cases import Case, Suite, load_suites
 
 #: Raising a case's samples suggests at least this many (or 4× the current, if more).
@@ -22,7 +22,7 @@ def find_case(config: Config, suite_name: str, case_id: str) -> tuple[Suite, Cas
                 return suite, suite.case(case_id)
             except KeyError:
                 break
-    raise UsageError(
+    raise CaseNotFound(
         f"case {suite_name}/{case_id} is not in the suites of {config.source.name} any more "
         "(retired, renamed or deleted)"
     )

@@ -8,20 +8,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from redline.cli import ExitCode
+from redline.cli import run_command
 from redline.cli.guard import register
-from redline.errors import RedlineError
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="redline")
     register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["guard", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return int(args.handler(args))
-    except RedlineError as exc:
-        print(f"redline: error: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
+    return run_command(args.handler, args)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,10 @@ from redline.casemodel import RETIRED_DIR, SUITE_FILE
 from redline.casemodel.diff import BarChange, diff_cases
 from redline.casemodel.effective import EffectiveCase, case_id
 from redline.config import pinned_models
+from redline.errors import GitError
 from redline.gitio import (
     INDEX,
     FileChange,
-    GitError,
     Repo,
     Snapshot,
     changed_files,
@@ -449,7 +449,34 @@ def _case_changes(
 ) -> list[Finding]:
     """Every case whose effective bar may have moved: its file, its suite's settings or a
     file it reads changed. Each is judged by what it enforces on both sides."""
-    pairs: dict[tuple[str | None, str | None], None] = {}  # ordered, without repeats
+    pairs = _changed_case_files(ctx, changed, old_suites, new_suites)
+    renamed = {c.old_path: c.new_path for c in changed.changes if c.old_path and c.new_path}
+    seen_old = {o for o, _n in pairs if o}
+    seen_new = {n for _o, n in pairs if n}
+    for old_path, new_path in [
+        *_cases_of_changed_suites(ctx, new_suites, suite_pairs, renamed),
+        *_cases_reading_changed_files(changed, old_suites, new_suites, old_refs, new_refs, renamed),
+    ]:
+        if (old_path and old_path in seen_old) or (new_path and new_path in seen_new):
+            continue
+        seen_old.add(old_path or "")
+        seen_new.add(new_path or "")
+        pairs[old_path, new_path] = None
+    findings: list[Finding] = []
+    for old_path, new_path in pairs:
+        findings += _case_pair(ctx, old_path, new_path, old_suites, new_suites)
+    return findings
+
+
+def _changed_case_files(
+    ctx: Context,
+    changed: _ChangeSet,
+    old_suites: Mapping[str, str],
+    new_suites: Mapping[str, str],
+) -> dict[tuple[str | None, str | None], None]:
+    """(old, new) paths of the case files the change touches, in order, without repeats;
+    a case deleted in one place and added in another with the same id is a move."""
+    pairs: dict[tuple[str | None, str | None], None] = {}
     gone: list[str] = []
     born: list[str] = []
     for c in changed.changes:
@@ -461,7 +488,6 @@ def _case_changes(
             gone.append(old_case)
         elif new_case:
             born.append(new_case)
-    # a case deleted in one place and added in another with the same id is a move
     born_by_id: dict[str, str] = {}
     for path in born:
         parsed = ctx.new.yaml(path)
@@ -475,18 +501,18 @@ def _case_changes(
     for path in born:
         if path not in matched:
             pairs[None, path] = None
-    seen_new = {n for _o, n in pairs if n}
-    seen_old = {o for o, _n in pairs if o}
+    return pairs
 
-    def add(old_path: str | None, new_path: str | None) -> None:
-        if (old_path and old_path in seen_old) or (new_path and new_path in seen_new):
-            return
-        seen_old.add(old_path or "")
-        seen_new.add(new_path or "")
-        pairs[old_path, new_path] = None
 
-    renamed = {c.old_path: c.new_path for c in changed.changes if c.old_path and c.new_path}
+def _cases_of_changed_suites(
+    ctx: Context,
+    new_suites: Mapping[str, str],
+    suite_pairs: Sequence[tuple[str | None, str | None]],
+    renamed: Mapping[str, str],
+) -> list[tuple[str | None, str]]:
+    """(old, new) paths of every case in a suite whose settings changed."""
     back = {n: o for o, n in renamed.items()}
+    found: list[tuple[str | None, str]] = []
     for old_suite, new_suite in suite_pairs:
         if old_suite is None or new_suite is None:
             continue
@@ -496,20 +522,32 @@ def _case_changes(
         for path in ctx.new.snap.files([new_folder]):
             if posixpath.dirname(path) == new_folder and _is_case_path(path, new_suites):
                 before = back.get(path, join_path(old_folder, posixpath.basename(path)))
-                add(before if ctx.old.read(before) is not None else None, path)
+                found.append((before if ctx.old.read(before) is not None else None, path))
+    return found
+
+
+def _cases_reading_changed_files(
+    changed: _ChangeSet,
+    old_suites: Mapping[str, str],
+    new_suites: Mapping[str, str],
+    old_refs: _References,
+    new_refs: _References,
+    renamed: Mapping[str, str],
+) -> list[tuple[str | None, str | None]]:
+    """(old, new) paths of every case that reads a changed file (schema, prompt, golden)."""
+    back = {n: o for o, n in renamed.items()}
+    found: list[tuple[str | None, str | None]] = []
     for target in sorted(changed.paths):
         users = sorted(set(old_refs.files.get(target, [])) | set(new_refs.files.get(target, [])))
         for user in users:
             before, after = back.get(user, user), renamed.get(user, user)
-            add(
-                before if before and _is_case_path(before, old_suites) else None,
-                after if after and _is_case_path(after, new_suites) else None,
+            found.append(
+                (
+                    before if before and _is_case_path(before, old_suites) else None,
+                    after if after and _is_case_path(after, new_suites) else None,
+                )
             )
-
-    findings: list[Finding] = []
-    for old_path, new_path in pairs:
-        findings += _case_pair(ctx, old_path, new_path, old_suites, new_suites)
-    return findings
+    return found
 
 
 def _case_pair(
@@ -519,6 +557,7 @@ def _case_pair(
     old_suites: Mapping[str, str],
     new_suites: Mapping[str, str],
 ) -> list[Finding]:
+    """What one case's change does to its bar: deleted, retired, new, or edited."""
     old_p = ctx.old.yaml(old_path) if old_path else Parsed(None)
     new_p = ctx.new.yaml(new_path) if new_path else Parsed(None)
     name = case_id(
@@ -552,33 +591,53 @@ def _case_pair(
     old_raw = old_p.raw
     if old_case is None or not old_case.valid:
         repaired = last_valid_version(ctx.old, old_path, old_suite)
+        findings.append(Finding(Kind.NOTE, subject, _repair_note(old_path, repaired), new_path))
         if repaired is None:
-            detail = (
-                f"repairs {old_path}, which never loaded before: judged as a new case "
-                "(nothing was enforced before, so nothing is loosened)"
-            )
-            findings.append(Finding(Kind.NOTE, subject, detail, new_path))
             return findings
-        sha, old_case, old_raw = repaired
-        detail = (
-            f"repairs {old_path}, which did not load: compared with its last version "
-            f"that loaded (commit {sha[:12]})"
+        _sha, old_case, old_raw = repaired
+    before = _CaseVersion(old_path, old_case, old_raw)
+    return findings + _edit_findings(subject, before, _CaseVersion(new_path, new_case, new_p.raw))
+
+
+def _repair_note(old_path: str, repaired: tuple[str, EffectiveCase, bytes | None] | None) -> str:
+    """The note on a change that repairs a case file which did not load before."""
+    if repaired is None:
+        return (
+            f"repairs {old_path}, which never loaded before: judged as a new case "
+            "(nothing was enforced before, so nothing is loosened)"
         )
-        findings.append(Finding(Kind.NOTE, subject, detail, new_path))
-    diff = diff_cases(old_case, new_case)
+    return (
+        f"repairs {old_path}, which did not load: compared with its last version "
+        f"that loaded (commit {repaired[0][:12]})"
+    )
+
+
+@dataclass(frozen=True)
+class _CaseVersion:
+    """One version of an edited case: its path, what it enforces, and its file's bytes."""
+
+    path: str
+    case: EffectiveCase
+    raw: bytes | None
+
+
+def _edit_findings(subject: str, old: _CaseVersion, new: _CaseVersion) -> list[Finding]:
+    """Each change of an edited case's bar, said where it was made."""
+    diff = diff_cases(old.case, new.case)
+    findings: list[Finding] = []
     for change in diff.changes:
         if (
-            _suite_of(old_path) == _suite_of(new_path)
+            _suite_of(old.path) == _suite_of(new.path)
             and change.label in _BAR_LABELS
-            and not (_own_bar(old_case) or _own_bar(new_case))
+            and not (_own_bar(old.case) or _own_bar(new.case))
         ):
             continue  # the suite's own finding says it once for all its cases
-        path, raw = (old_path, old_raw) if change.in_old_file else (new_path, new_p.raw)
+        side = old if change.in_old_file else new
         if any(change.files):
-            findings += _schema_findings(subject, change, path, raw)
+            findings += _schema_findings(subject, change, side.path, side.raw)
         else:
-            findings.append(bar_finding(subject, change, path, raw))
-    findings += [bar_finding(subject, note, new_path, new_p.raw) for note in diff.notes]
+            findings.append(bar_finding(subject, change, side.path, side.raw))
+    findings += [bar_finding(subject, note, new.path, new.raw) for note in diff.notes]
     return findings
 
 

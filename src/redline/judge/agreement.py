@@ -1,4 +1,7 @@
-"""Cohen's kappa between a person's labels and a judge's answers (seed 002).
+"""Cohen's kappa between a person's labels and a judge's answers.
+
+Kappa is the scale that docs/rules.md: The judge is an instrument that needs a scale
+asks for.
 
 Raw agreement flatters a judge: on a sample where 90% of outputs pass, a judge
 that says "pass" to everything agrees 90% of the time and has measured

@@ -1,4 +1,4 @@
-"""A case's judged scores as a median with a bootstrap 95% interval (seed 000).
+"""A case's judged scores as a median with a bootstrap 95% interval.
 
 One sample's score is noise; the median over a case's samples, with an
 interval that says how much it could move, is what a report compares.

@@ -3,7 +3,7 @@
 A runner started with `--judge` opens one `JudgeSession` for the run (providers
 per judge model, trust per rubric) and passes every evaluated sample through
 `judge_pending`. Samples whose other assertions did not all pass are never
-sent to a judge (docs/rules.md: Layer 1 before Layer 2). A judge result can change a
+sent to a judge (docs/rules.md: Layer 1 before Layer 2, fail fast). A judge result can change a
 sample's verdict
 only when the session blocks (`--judge-blocks`) and that judge is trusted;
 otherwise it is recorded as advisory and the verdict stays what Layer 1 said.

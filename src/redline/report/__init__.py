@@ -58,6 +58,10 @@ class CaseReport:
                     counts[a.type] += 1
         return dict(sorted(counts.items()))
 
+    def failing_text(self) -> str:
+        """The failed assertions in words: `type ×samples`, comma-separated ('' if none)."""
+        return ", ".join(f"{t} ×{n}" for t, n in self.failing_assertions().items())
+
 
 @dataclass(frozen=True)
 class RunReport:

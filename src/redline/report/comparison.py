@@ -300,46 +300,62 @@ MAX_MARKDOWN_ROWS = 100
 
 def comparison_markdown(c: Comparison) -> str:
     """A pull-request description: models, totals, the four-way split and every case."""
+    lines = _md_heading(c) + _md_totals(c)
+    if not c.withheld:
+        lines += _md_split(c)
+    lines += _md_cases(c) + _md_cases_apart(c) + _md_conclusion(c)
+    return "\n".join(lines) + "\n"
+
+
+def _md_heading(c: Comparison) -> list[str]:
     a, b = c.a.run, c.b.run
-    lines = [
+    changes = _input_changes(c)
+    return [
         f"## Model comparison: {md_code(a.model_id)} → {md_code(b.model_id)}",
         "",
         f"A = run {md_code(a.id)} · B = run {md_code(b.id)} · "
         f"{len(c.rows)} case(s) compared · "
-        + (
-            "identical inputs"
-            if not _input_changes(c)
-            else f"{len(_input_changes(c))} input(s) differ"
-        ),
+        + ("identical inputs" if not changes else f"{len(changes)} input(s) differ"),
         "",
     ]
+
+
+def _md_totals(c: Comparison) -> list[str]:
+    """Why pass rates are withheld (if they are), then the totals table."""
+    lines = [
+        f"> Pass rates not compared (too little content evidence): {md_escape(reason, 300)}"
+        for reason in c.withheld
+    ]
     if c.withheld:
-        for reason in c.withheld:
-            lines.append(
-                f"> Pass rates not compared (too little content evidence): {md_escape(reason, 300)}"
-            )
         lines.append("")
     lines += ["| | A | B | change |", "|---|---:|---:|---:|"]
     for t in total_lines(c):
         lines.append(f"| {t.label} | {md_escape(t.a)} | {md_escape(t.b)} | {md_escape(t.change)} |")
-    if not c.withheld:
-        lines += ["", "| split | cases | |", "|---|---:|---|"]
-        for s in Split:
-            lines.append(f"| {s} | {len(c.split(s))} | {md_escape(SPLIT_NOTES[s])} |")
-        for s in (Split.ONLY_B_FAILS, Split.ONLY_A_FAILS, Split.BOTH_FAIL):
-            found = c.split(s)
-            if found:
-                names = ", ".join(
-                    md_code(f"{d.suite}/{d.case_id}") for d in found[:MAX_MARKDOWN_ROWS]
-                )
-                more = (
-                    f" and {len(found) - MAX_MARKDOWN_ROWS} more"
-                    if len(found) > MAX_MARKDOWN_ROWS
-                    else ""
-                )
-                lines += ["", f"**{s}** ({md_escape(SPLIT_NOTES[s])}): {names}{more}"]
+    return lines
+
+
+def _md_split(c: Comparison) -> list[str]:
+    """The four-way split, naming the cases of each failing part."""
+    lines = ["", "| split | cases | |", "|---|---:|---|"]
+    for s in Split:
+        lines.append(f"| {s} | {len(c.split(s))} | {md_escape(SPLIT_NOTES[s])} |")
+    for s in (Split.ONLY_B_FAILS, Split.ONLY_A_FAILS, Split.BOTH_FAIL):
+        found = c.split(s)
+        if found:
+            names = ", ".join(md_code(f"{d.suite}/{d.case_id}") for d in found[:MAX_MARKDOWN_ROWS])
+            more = (
+                f" and {len(found) - MAX_MARKDOWN_ROWS} more"
+                if len(found) > MAX_MARKDOWN_ROWS
+                else ""
+            )
+            lines += ["", f"**{s}** ({md_escape(SPLIT_NOTES[s])}): {names}{more}"]
+    return lines
+
+
+def _md_cases(c: Comparison) -> list[str]:
+    """The per-case table, at most MAX_MARKDOWN_ROWS rows; significant drops in bold."""
     shown = columns(c)
-    lines += [
+    lines = [
         "",
         "| " + " | ".join(md_escape(col.header) for col in shown) + " |",
         "|" + "|".join("---:" if col.numeric else "---" for col in shown) + "|",
@@ -353,23 +369,33 @@ def comparison_markdown(c: Comparison) -> str:
         lines.append(
             f"\n… and {len(c.rows) - MAX_MARKDOWN_ROWS} more case(s): see `redline compare`."
         )
+    return lines
+
+
+def _md_cases_apart(c: Comparison) -> list[str]:
+    """Cases not compared: changed case files, and cases only one run has."""
+    lines: list[str] = []
     if c.changed:
         names = ", ".join(md_code(f"{x.suite}/{x.case_id}") for x, _ in c.changed)
         lines += ["", f"Case changed (file differs, not compared): {names}"]
     for label, only in (("Only in A", c.only_a), ("Only in B", c.only_b)):
         if only:
             lines += ["", f"{label}: " + ", ".join(md_code(f"{x.suite}/{x.case_id}") for x in only)]
+    return lines
+
+
+def _md_conclusion(c: Comparison) -> list[str]:
     if c.same_draws:
-        lines += ["", "Both runs froze their seeds on the same model: no p-value is reported."]
-    elif not c.withheld:
-        drops = c.significant_drops
-        lines += [
-            "",
-            f"**{len(drops)} case(s) dropped beyond sampling noise** (one-sided Fisher p < 0.05)."
-            if drops
-            else "No case dropped beyond sampling noise (one-sided Fisher p < 0.05).",
-        ]
-    return "\n".join(lines) + "\n"
+        return ["", "Both runs froze their seeds on the same model: no p-value is reported."]
+    if c.withheld:
+        return []
+    drops = c.significant_drops
+    return [
+        "",
+        f"**{len(drops)} case(s) dropped beyond sampling noise** (one-sided Fisher p < 0.05)."
+        if drops
+        else "No case dropped beyond sampling noise (one-sided Fisher p < 0.05).",
+    ]
 
 
 def _input_changes(c: Comparison) -> list[ManifestChange]:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from redline.deciding.quarantine import QuarantinedCase
 from redline.report import CaseReport, RunReport, failed_assertions
-from redline.running.records import CaseOutcome
+from redline.running.records import CaseOutcome, RunRecord
 from redline.running.verdicts import VERDICT_ORDER, Verdict
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -36,9 +37,9 @@ def _verdict_summary(case: CaseReport) -> str:
 def _message(case: CaseReport) -> str:
     c = case.case
     text = f"{c.passes}/{c.samples} passed, {c.required} required ({_verdict_summary(case)})"
-    failing = case.failing_assertions()
+    failing = case.failing_text()
     if failing:
-        text += "; failing: " + ", ".join(f"{t} ×{n}" for t, n in failing.items())
+        text += f"; failing: {failing}"
     return text
 
 
@@ -65,59 +66,71 @@ def junit_xml(report: RunReport) -> str:
     run = report.run
     root = ET.Element("testsuites", name=f"redline run {run.id}")
     totals = {"tests": 0, "failures": 0, "errors": 0}
-    suites = sorted({c.case.suite for c in report.cases})
     held = {(q.case.suite, q.case.case_id): q for q in report.quarantined}
-    for suite in suites:
+    for suite in sorted({c.case.suite for c in report.cases}):
         cases = [c for c in report.cases if c.case.suite == suite]
         element = ET.SubElement(root, "testsuite", name=suite, timestamp=run.started_at)
-        props = ET.SubElement(element, "properties")
-        for name, value in (
-            ("run_id", run.id),
-            ("model_id", run.model_id),
-            ("git_commit", run.git_commit or ""),
-            ("git_dirty", str(run.git_dirty).lower()),
-            ("result", str(run.result or run.status)),
-        ):
-            ET.SubElement(props, "property", name=name, value=xml_safe(value))
-        failures = errors = 0
+        _run_properties(element, run)
+        counts = {"tests": len(cases), "failures": 0, "errors": 0}
         for case in cases:
-            c = case.case
-            seconds = sum((s.latency_ms or 0.0) for s in case.samples) / 1000.0
-            tc = ET.SubElement(
-                element,
-                "testcase",
-                classname=xml_safe(f"{suite}.{c.tier}"),
-                name=xml_safe(c.case_id),
-                time=f"{seconds:.3f}",
-            )
-            transport = c.verdicts.get(Verdict.TRANSPORT, 0)
-            quarantine = held.get((c.suite, c.case_id))
-            if quarantine is not None and c.result is not CaseOutcome.PASS:
-                ET.SubElement(tc, "skipped", message=xml_safe(quarantine.label))
-            elif c.result is CaseOutcome.FAIL:
-                failures += 1
-                node = ET.SubElement(
-                    tc, "failure", message=xml_safe(_message(case)), type="content"
-                )
-                node.text = xml_safe(_details(case))
-            elif c.result is CaseOutcome.INCONCLUSIVE or (transport and c.passes < c.required):
-                errors += 1
-                node = ET.SubElement(
-                    tc,
-                    "error",
-                    message=xml_safe("inconclusive: " + _message(case)),
-                    type="infrastructure",
-                )
-                node.text = xml_safe(_details(case))
-            if case.failing_samples and c.result is not CaseOutcome.PASS:
-                ET.SubElement(tc, "system-out").text = xml_safe(_system_out(case))
-        element.set("tests", str(len(cases)))
-        element.set("failures", str(failures))
-        element.set("errors", str(errors))
-        totals["tests"] += len(cases)
-        totals["failures"] += failures
-        totals["errors"] += errors
+            outcome = _testcase(element, suite, case, held.get((suite, case.case.case_id)))
+            if outcome is not None:
+                counts[outcome] += 1
+        for key, count in counts.items():
+            element.set(key, str(count))
+            totals[key] += count
     for key, total in totals.items():
         root.set(key, str(total))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _run_properties(element: ET.Element, run: RunRecord) -> None:
+    props = ET.SubElement(element, "properties")
+    for name, value in (
+        ("run_id", run.id),
+        ("model_id", run.model_id),
+        ("git_commit", run.git_commit or ""),
+        ("git_dirty", str(run.git_dirty).lower()),
+        ("result", str(run.result or run.status)),
+    ):
+        ET.SubElement(props, "property", name=name, value=xml_safe(value))
+
+
+def _testcase(
+    element: ET.Element, suite: str, case: CaseReport, quarantine: QuarantinedCase | None
+) -> str | None:
+    """Add the case's <testcase>; "failures" or "errors" when it counts as one, else None.
+
+    A fail is a content failure; an inconclusive case (or one short of passes because of
+    transport errors) is an infrastructure error; a quarantined case is skipped.
+    """
+    c = case.case
+    seconds = sum((s.latency_ms or 0.0) for s in case.samples) / 1000.0
+    tc = ET.SubElement(
+        element,
+        "testcase",
+        classname=xml_safe(f"{suite}.{c.tier}"),
+        name=xml_safe(c.case_id),
+        time=f"{seconds:.3f}",
+    )
+    counted: str | None = None
+    transport = c.verdicts.get(Verdict.TRANSPORT, 0)
+    if quarantine is not None and c.result is not CaseOutcome.PASS:
+        ET.SubElement(tc, "skipped", message=xml_safe(quarantine.label))
+    elif c.result is CaseOutcome.FAIL:
+        counted = "failures"
+        node = ET.SubElement(tc, "failure", message=xml_safe(_message(case)), type="content")
+        node.text = xml_safe(_details(case))
+    elif c.result is CaseOutcome.INCONCLUSIVE or (transport and c.passes < c.required):
+        counted = "errors"
+        node = ET.SubElement(
+            tc,
+            "error",
+            message=xml_safe("inconclusive: " + _message(case)),
+            type="infrastructure",
+        )
+        node.text = xml_safe(_details(case))
+    if case.failing_samples and c.result is not CaseOutcome.PASS:
+        ET.SubElement(tc, "system-out").text = xml_safe(_system_out(case))
+    return counted

@@ -37,6 +37,7 @@ def md_code(text: str, width: int = 120) -> str:
 
 
 def markdown_summary(report: RunReport) -> str:
+    """A run's summary for a CI job page or a pull request: totals, then what did not pass."""
     run = report.run
     result = str(run.result or run.status)
     commit = (run.git_commit or "unknown")[:12] + (" (dirty)" if run.git_dirty else "")
@@ -60,47 +61,61 @@ def markdown_summary(report: RunReport) -> str:
     if report.withheld:
         reason = md_escape(report.withheld, 300)
         lines += ["", f"> Content comparison withheld (not enough evidence): {reason}"]
+    lines += _not_passing_lines(report)
+    lines += _quarantined_lines(report)
+    lines += _marginal_lines(report)
+    lines += _previous_lines(report)
+    return "\n".join(lines) + "\n"
+
+
+def _not_passing_lines(report: RunReport) -> list[str]:
+    """The cases that did not pass (fails first), quarantined ones left out."""
     held = {(q.case.suite, q.case.case_id) for q in report.quarantined}
     problems = [
         c
         for c in report.cases
         if c.case.result is not CaseOutcome.PASS and (c.case.suite, c.case.case_id) not in held
     ]
+    if not problems:
+        return []
     problems.sort(
         key=lambda c: (c.case.result is not CaseOutcome.FAIL, c.case.suite, c.case.case_id)
     )
-    if problems:
-        lines += [
-            "",
-            "| case | tier | passes | required | result | failing | history |",
-            "|---|---|---:|---:|---|---|---|",
-        ]
-        for case in problems[:MAX_LISTED]:
-            c = case.case
-            failing = ", ".join(f"{t} ×{n}" for t, n in case.failing_assertions().items())
-            if not failing and case.failing_samples:
-                failing = ", ".join(
-                    sorted(
-                        {str(s.verdict) for s in case.failing_samples if not failed_assertions(s)}
-                    )
-                )
-            mark = " (case changed)" if case.changed_since_baseline else ""
-            lines.append(
-                f"| {md_escape(c.suite)}/{md_escape(c.case_id)}{mark} | {md_escape(c.tier)} | "
-                f"{c.passes}/{c.samples} | {c.required} | {c.result} | {md_escape(failing)} | "
-                f"{sparkline(case.history)} |"
+    lines = [
+        "",
+        "| case | tier | passes | required | result | failing | history |",
+        "|---|---|---:|---:|---|---|---|",
+    ]
+    for case in problems[:MAX_LISTED]:
+        c = case.case
+        failing = case.failing_text()
+        if not failing and case.failing_samples:
+            failing = ", ".join(
+                sorted({str(s.verdict) for s in case.failing_samples if not failed_assertions(s)})
             )
-        if len(problems) > MAX_LISTED:
-            lines.append(f"\n…and {len(problems) - MAX_LISTED} more not passing.")
-    if report.quarantined:
-        lines += ["", "Quarantined (reported, not counted):", ""]
-        lines += [
+        mark = " (case changed)" if case.changed_since_baseline else ""
+        lines.append(
+            f"| {md_escape(c.suite)}/{md_escape(c.case_id)}{mark} | {md_escape(c.tier)} | "
+            f"{c.passes}/{c.samples} | {c.required} | {c.result} | {md_escape(failing)} | "
+            f"{sparkline(case.history)} |"
+        )
+    if len(problems) > MAX_LISTED:
+        lines.append(f"\n…and {len(problems) - MAX_LISTED} more not passing.")
+    return lines
+
+
+def _quarantined_lines(report: RunReport) -> list[str]:
+    if not report.quarantined:
+        return []
+    return [
+        "",
+        "Quarantined (reported, not counted):",
+        "",
+        *(
             f"- {md_escape(q.case.suite)}/{md_escape(q.case.case_id)}: {md_escape(q.label, 300)}"
             for q in report.quarantined
-        ]
-    lines += _marginal_lines(report)
-    lines += _previous_lines(report)
-    return "\n".join(lines) + "\n"
+        ),
+    ]
 
 
 def _marginal_lines(report: RunReport) -> list[str]:

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from redline.deciding.compare import manifest_changes
-from redline.errors import UsageError
+from redline.errors import RunNotFinished, UsageError
 from redline.running.manifest import MODEL_KEY, VERSION_KEY
 from redline.running.records import RunKind, RunRecord, RunStatus
 from redline.running.runner import RunOptions, run_manifest
@@ -34,7 +34,7 @@ def against_options(
             f"({reference.parent_id}) instead"
         )
     if reference.status is not RunStatus.FINISHED:
-        raise UsageError(
+        raise RunNotFinished(
             f"run {reference.id} is {reference.status}: finish it first "
             f"(redline run --resume {reference.id})"
         )

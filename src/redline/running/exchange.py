@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from redline.errors import UsageError
+from redline.errors import ExportUnreadable, NoExport, RunAlreadyStored, UsageError
 from redline.providers.completion import FinishReason
 from redline.running.records import (
     CaseOutcome,
@@ -82,20 +82,6 @@ def export_run(store: RunStore, run_id: str, out: Path) -> Path:
     return out
 
 
-class RunAlreadyStored(UsageError):
-    """The export holds a run the store already has (imported or run before)."""
-
-    def __init__(self, run_id: str, store: Path) -> None:
-        self.run_id = run_id
-        super().__init__(
-            f"run {run_id} is already in the store {store}; it was imported or run before"
-        )
-
-
-class NoExport(UsageError):
-    """The file or folder holds no `redline export` at all (e.g. another CI artifact)."""
-
-
 @dataclass(frozen=True)
 class ExportedRun:
     """One run as read from an export, not yet in any store; `where` names its source."""
@@ -125,7 +111,7 @@ def read_export(folder: Path) -> ExportedRun:
     samples_path = folder / SAMPLES_FILE
     for path in (results_path, samples_path):
         if not path.is_file():
-            raise UsageError(f"{path}: missing; `redline import` expects a `redline export` folder")
+            raise NoExport(f"{path}: missing; `redline import` expects a `redline export` folder")
     with samples_path.open("rb") as samples:
         return parse_export(results_path.read_bytes(), samples, str(folder))
 
@@ -138,7 +124,7 @@ def read_zip(file: Path | IO[bytes], where: str) -> list[ExportedRun]:
     try:
         archive = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, OSError) as exc:
-        raise UsageError(f"{where}: not a readable zip file ({exc})") from None
+        raise ExportUnreadable(f"{where}: not a readable zip file ({exc})") from None
     with archive:
         names = {
             n for n in archive.namelist() if not n.endswith("/") and not n.startswith("__MACOSX/")
@@ -156,13 +142,13 @@ def read_zip(file: Path | IO[bytes], where: str) -> list[ExportedRun]:
         for prefix in prefixes:
             inside = f"{where}:{prefix}" if prefix else where
             if prefix + SAMPLES_FILE not in names:
-                raise UsageError(f"{inside}: {RESULTS_FILE} without {SAMPLES_FILE} beside it")
+                raise ExportUnreadable(f"{inside}: {RESULTS_FILE} without {SAMPLES_FILE} beside it")
             try:
                 results = archive.read(prefix + RESULTS_FILE)
                 with archive.open(prefix + SAMPLES_FILE) as samples:
                     found.append(parse_export(results, samples, inside))
             except (zipfile.BadZipFile, zlib.error, OSError) as exc:
-                raise UsageError(f"{inside}: damaged zip entry ({exc})") from None
+                raise ExportUnreadable(f"{inside}: damaged zip entry ({exc})") from None
         return found
 
 
@@ -200,11 +186,11 @@ def parse_export(results_bytes: bytes, samples: Iterable[bytes], where: str) -> 
     try:
         results = json.loads(results_bytes.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{results_where}: not valid JSON: {exc}") from None
+        raise ExportUnreadable(f"{results_where}: not valid JSON: {exc}") from None
     if not isinstance(results, dict) or results.get("format") != FORMAT:
-        raise UsageError(f"{results_where}: not a redline run export (format {FORMAT!r})")
+        raise ExportUnreadable(f"{results_where}: not a redline run export (format {FORMAT!r})")
     if results.get("format_version") != FORMAT_VERSION:
-        raise UsageError(
+        raise ExportUnreadable(
             f"{results_where}: export format version {results.get('format_version')!r}; "
             f"this redline reads version {FORMAT_VERSION}"
         )
@@ -212,7 +198,7 @@ def parse_export(results_bytes: bytes, samples: Iterable[bytes], where: str) -> 
         run = _run_from_json(results["run"], results.get("manifest", {}))
         cases = tuple(_case_from_json(c, run.id) for c in results["cases"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{results_where}: malformed export: {exc!r}") from None
+        raise ExportUnreadable(f"{results_where}: malformed export: {exc!r}") from None
     parsed: list[SampleRecord] = []
     for lineno, line in enumerate(samples, start=1):
         if not line.strip():
@@ -220,7 +206,7 @@ def parse_export(results_bytes: bytes, samples: Iterable[bytes], where: str) -> 
         try:
             parsed.append(_sample_from_json(json.loads(line.decode("utf-8")), run.id))
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"{samples_where}:{lineno}: malformed sample: {exc!r}") from None
+            raise ExportUnreadable(f"{samples_where}:{lineno}: malformed sample: {exc!r}") from None
     return ExportedRun(run, cases, tuple(parsed), where)
 
 

@@ -1,4 +1,5 @@
-"""From verdict counts to case and run results (DESIGN rules 4 and 8)."""
+"""From verdict counts to case and run results (docs/rules.md: A rate, not a boolean;
+Content diffs need enough evidence)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from collections.abc import Iterable, Mapping
 from redline.running.records import CaseOutcome, RunResult
 from redline.running.verdicts import NON_CONTENT_VERDICTS, Verdict
 
-#: Rule 8: content comparison needs at least this many evaluated cases...
+#: Content diffs need enough evidence (docs/rules.md): at least this many evaluated
+#: cases...
 MIN_CASES_FOR_CONTENT = 8
 #: ...and at most this share of non-content (truncated, transport) samples.
 MAX_NON_CONTENT_SHARE = 0.20

@@ -24,7 +24,7 @@ from redline.assertions import LAYER_1, evaluate_sample
 from redline.ci.shard import select
 from redline.config import Config, ModelRef
 from redline.deciding.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
-from redline.errors import CredentialsRejected, UsageError
+from redline.errors import CaseNotFound, CredentialsRejected, UsageError
 from redline.gitio import repo_branch, repo_state
 from redline.providers import make_provider
 from redline.providers.completion import ChatRequest
@@ -223,7 +223,7 @@ def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Sui
         known = {c.id for _, c in chosen}
         unknown = [i for i in options.case_ids if i not in known]
         if unknown:
-            raise UsageError(
+            raise CaseNotFound(
                 f"unknown case id(s): {', '.join(unknown)} "
                 f"(see `redline validate` for the cases of these suites)"
             )

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from redline.errors import UsageError
+from redline.errors import AmbiguousRunId, RunAlreadyStored, RunNotFound, UsageError
 from redline.providers.completion import FinishReason
 from redline.running.records import (
     CaseOutcome,
@@ -349,7 +349,7 @@ class RunStore:
                 (str(status), None if result is None else str(result), finished_at, run_id),
             )
             if cur.rowcount == 0:
-                raise UsageError(f"no run {run_id} in the store {self.path}")
+                raise RunNotFound(run_id, self.path)
             self._index_for_search(db, run_id)
 
     def reopen_run(self, run_id: str) -> None:
@@ -470,7 +470,7 @@ class RunStore:
 
     def _insert_run(self, db: sqlite3.Connection, record: RunRecord) -> None:
         if db.execute("SELECT 1 FROM runs WHERE id = ?", (record.id,)).fetchone():
-            raise UsageError(f"run {record.id} is already in the store {self.path}")
+            raise RunAlreadyStored(record.id, self.path)
         db.execute(
             f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * 15)})",
             (
@@ -666,7 +666,7 @@ class RunStore:
     def run(self, run_id: str) -> RunRecord:
         """The run with this id or unique id prefix."""
         if not run_id:
-            raise UsageError("empty run id")
+            raise UsageError("empty run id: give a run id or its prefix (see `redline runs`)")
         with self._lock:
             rows = self._db.execute(
                 f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
@@ -678,10 +678,9 @@ class RunStore:
                     (pattern,),
                 ).fetchall()
             if not rows:
-                raise UsageError(f"no run {run_id!r} in the store {self.path} (see `redline runs`)")
+                raise RunNotFound(run_id, self.path)
             if len(rows) > 1:
-                ids = ", ".join(r[0] for r in rows)
-                raise UsageError(f"run id prefix {run_id!r} is ambiguous: {ids}")
+                raise AmbiguousRunId(run_id, (r[0] for r in rows))
             return self._runs_from_rows(rows)[0]
 
     def latest_run(

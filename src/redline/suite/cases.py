@@ -1,4 +1,5 @@
-"""Suites and cases: loading and validation (DESIGN rules 1, 4 and 10).
+"""Suites and cases: loading and validation (docs/rules.md: A case is an incident;
+A rate, not a boolean; Pin the model in one file).
 
 A suite is a folder with `suite.yaml` and case files `*.yaml` beside it;
 `retired/` holds cases that are no longer run. Every problem in every file is
