@@ -16,6 +16,10 @@ Backends:
   generation per item): --local-limit N takes the first N items of each language and
   kind (default 1; 0 for all).
 
+Tone: right when the backend passes exactly the item's tone (embeddings: the winner by
+the default margin; a checker: the tone it names), and how many assertions of another
+tone would pass. Local checkers get the empathetic and neutral items only.
+
 Also prints the `not-mentions` threshold sweep: per threshold and language, the mentions a
 guard lets through and the other-topic replies it fails.
 
@@ -38,7 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from redline.casemodel import DEFAULT_MENTION_THRESHOLD  # noqa: E402
+from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN  # noqa: E402
 from redline.config import parse_config  # noqa: E402
 from redline.semantic.checker import ModelChecker, load_checker  # noqa: E402
 from redline.semantic.embeddings import BackendUnavailable  # noqa: E402
@@ -46,6 +50,7 @@ from redline.semantic.grounding import ENTAILMENT_THRESHOLD  # noqa: E402
 from redline.semantic.nli import load_nli  # noqa: E402
 from redline.semantic.scorer import semantic_scorer  # noqa: E402
 from redline.semantic.settings import SemanticSettings  # noqa: E402
+from redline.semantic.tones import load_tones, requestable_tones  # noqa: E402
 from redline.suite.sentences import split_sentences  # noqa: E402
 from scripted_checker import ScriptedChecker  # noqa: E402
 from servers import LoopbackLLMServer  # noqa: E402
@@ -54,9 +59,39 @@ LANGS = ("en", "zh", "id", "vi")
 Item = dict[str, Any]
 
 
-def load_set() -> tuple[list[Item], list[Item]]:
+def load_set() -> tuple[list[Item], list[Item], list[Item]]:
     data = json.loads((ROOT / "bench" / "data" / "semantic_eval.json").read_text("utf-8"))
-    return data["mentions"], data["grounding"]
+    return data["mentions"], data["grounding"], data["tone"]
+
+
+def tone_report(name: str, items: Sequence[Item], said: Callable[[Item], str | None]) -> None:
+    """Per language and tone: right when the backend passes exactly the item's tone; a
+    wrong-tone pass is an assertion of another tone that would pass."""
+    start = time.perf_counter()
+    answers: list[str | None] = []
+    unanswered = 0
+    problem = ""
+    for item in items:
+        try:
+            answers.append(said(item))
+        except BackendUnavailable as exc:
+            answers.append(None)
+            unanswered += 1
+            problem = str(exc)
+    seconds = time.perf_counter() - start
+    print(f"\ntone, {name}  ({len(items) - unanswered}/{len(items)} answered, {seconds:.1f} s)")
+    if problem:
+        print(f"  last unanswered because: {problem[:200]}")
+    right = [a == it["tone"] for a, it in zip(answers, items, strict=True)]
+    wrong = sum(1 for a, it in zip(answers, items, strict=True) if a and a != it["tone"])
+    print(f"  right {sum(right)}/{len(items)}; wrong-tone assertions that pass: {wrong}")
+    for key, values in (("lang", LANGS), ("tone", sorted({it["tone"] for it in items}))):
+        cells = [
+            f"{v} {sum(r for r, it in zip(right, items, strict=True) if it[key] == v)}/"
+            f"{sum(1 for it in items if it[key] == v)}"
+            for v in values
+        ]
+        print(f"  by {'language' if key == 'lang' else 'tone'}: " + "  ".join(cells))
 
 
 def first_per_kind(items: list[Item], limit: int | None) -> list[Item]:
@@ -127,7 +162,7 @@ def report(name: str, items: Sequence[Item], truth: str, predict: Callable[[Item
     print("  right per kind and language:\n" + "\n".join(matrix))
 
 
-def embeddings_backend(mentions: list[Item]) -> None:
+def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
     settings = SemanticSettings()
     try:
         scorer = semantic_scorer(settings)
@@ -143,6 +178,12 @@ def embeddings_backend(mentions: list[Item]) -> None:
 
     report(f"mentions, embeddings {scorer.backend}, threshold 0.5", mentions, "related", predict)
     not_mentions_sweep(mentions, [scores[id(item)] for item in mentions])
+
+    def said(item: Item) -> str | None:
+        winner = scorer.tone(item["text"], item["tone"]).winner
+        return winner if scorer.tone(item["text"], winner).margin >= DEFAULT_TONE_MARGIN else None
+
+    tone_report(f"embeddings {scorer.backend}, margin {DEFAULT_TONE_MARGIN}", tones, said)
 
 
 #: Thresholds the not-mentions sweep tries.
@@ -190,7 +231,11 @@ def nli_backend(grounding: list[Item]) -> None:
 
 
 def checker_backend(
-    name: str, checker: ModelChecker, mentions: list[Item], grounding: list[Item]
+    name: str,
+    checker: ModelChecker,
+    mentions: list[Item],
+    grounding: list[Item],
+    tones: list[Item],
 ) -> None:
     def mention(item: Item) -> bool:
         return checker.concepts(item["text"], [item["concept"]])[item["concept"]].present
@@ -199,8 +244,14 @@ def checker_backend(
         answers = checker.entailments(item["source"], split_sentences(item["output"]))
         return all(a.entailment >= ENTAILMENT_THRESHOLD for a in answers)
 
-    report(f"mentions, {name}", mentions, "related", mention)
-    report(f"grounded-in, {name}", grounding, "grounded", grounded)
+    if mentions:
+        report(f"mentions, {name}", mentions, "related", mention)
+    if grounding:
+        report(f"grounded-in, {name}", grounding, "grounded", grounded)
+    book = load_tones()
+    listed = {tone: book[tone] for tone in requestable_tones(book)}
+    if tones:
+        tone_report(name, tones, lambda item: checker.tone(item["text"], listed).tone)
     print(f"  ({checker.calls} checker calls)")
 
 
@@ -240,16 +291,25 @@ def main() -> None:
     )
     parser.add_argument("--local-only", action="store_true", help="run only the local checkers")
     parser.add_argument("--gguf", action="append", default=[], help="another local GGUF checker")
+    parser.add_argument(
+        "--checks",
+        default="mentions,grounded-in,tone",
+        help="which checks the local checkers are measured on (comma-separated)",
+    )
     args = parser.parse_args()
-    mentions, grounding = load_set()
-    print(f"evaluation set: {len(mentions)} mentions items, {len(grounding)} grounding items")
+    mentions, grounding, tones = load_set()
+    checks = set(args.checks.split(","))
+    print(
+        f"evaluation set: {len(mentions)} mentions items, {len(grounding)} grounding items, "
+        f"{len(tones)} tone items"
+    )
     print(
         f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
 
     if not args.local_only:
-        other_backends(mentions, grounding)
+        other_backends(mentions, grounding, tones)
     if args.local or args.local_only:
         limit = args.local_limit or None
         with tempfile.TemporaryDirectory() as tmp:
@@ -259,13 +319,19 @@ def main() -> None:
                 checker_backend(
                     f"checker {label}, local",
                     local_checker(model, Path(tmp)),
-                    first_per_kind(mentions, limit),
-                    first_per_kind(grounding, limit),
+                    first_per_kind(mentions, limit) if "mentions" in checks else [],
+                    first_per_kind(grounding, limit) if "grounded-in" in checks else [],
+                    local_tones(tones, limit) if "tone" in checks else [],
                 )
 
 
-def other_backends(mentions: list[Item], grounding: list[Item]) -> None:
-    embeddings_backend(mentions)
+def local_tones(tones: list[Item], limit: int | None) -> list[Item]:
+    """Two tones per language when limited (six tones make every kind too slow)."""
+    return [t for t in tones if t["tone"] in ("empathetic", "neutral")] if limit else tones
+
+
+def other_backends(mentions: list[Item], grounding: list[Item], tones: list[Item]) -> None:
+    embeddings_backend(mentions, tones)
     nli_backend(grounding)
     with LoopbackLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
         server.responder = ScriptedChecker()
@@ -278,6 +344,7 @@ def other_backends(mentions: list[Item], grounding: list[Item]) -> None:
             checker,
             mentions,
             grounding,
+            tones,
         )
 
 
