@@ -228,11 +228,10 @@ def test_tone_by_the_checker_names_the_tone_with_its_quote(
 
     caring = _results(tmp_path, "caring")
     assert {status for _, _, status, _ in caring} == {AssertionStatus.PASSED}
-    assert (
-        "tone is 'empathetic': checker loopback:fake-model-2025-01-01: the tone is empathetic"
-        in caring[0][3]
-    )
-    assert "evidence 'I understand how frustrating this must be for you.'" in caring[0][3]
+    for _, _, _, reason in caring:  # the second sample reads the first one's cached answer
+        assert reason.startswith("tone is 'empathetic': ")
+        assert "checker loopback:fake-model-2025-01-01: the tone is empathetic" in reason
+        assert "evidence 'I understand how frustrating this must be for you.'" in reason
     flat = _results(tmp_path, "flat")
     assert {status for _, _, status, _ in flat} == {AssertionStatus.FAILED}
     assert "tone is not 'empathetic'" in flat[0][3] and "the tone is neutral" in flat[0][3]
