@@ -11,32 +11,28 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from redline.config import Price
-from redline.deciding.compare import compare_cases, compare_runs
-from redline.deciding.history import case_history, find_marginal
-from redline.providers.completion import FinishReason
-from redline.report import build_run_report
-from redline.report.html import html_report
-from redline.report.junit import junit_xml
-from redline.running.budget import HISTORY_RUNS
-from redline.running.outcome import case_outcome
-from redline.running.records import (
-    CaseRecord,
-    RunKind,
-    RunRecord,
-    RunResult,
-    RunStatus,
-    SampleRecord,
-)
-from redline.running.store import RunStore
-from redline.running.usage import usd
-from redline.running.verdicts import Verdict
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from redline.config import Price  # noqa: E402
+from redline.deciding.compare import compare_cases, compare_runs  # noqa: E402
+from redline.deciding.history import case_history, find_marginal  # noqa: E402
+from redline.report import build_run_report  # noqa: E402
+from redline.report.html import html_report  # noqa: E402
+from redline.report.junit import junit_xml  # noqa: E402
+from redline.running.budget import HISTORY_RUNS  # noqa: E402
+from redline.running.records import RunKind  # noqa: E402
+from redline.running.store import RunStore  # noqa: E402
+from redline.running.usage import usd  # noqa: E402
+from redline.running.verdicts import Verdict  # noqa: E402
+from runfactory import CaseSpec, RunSpec, write_run  # noqa: E402
 
 T = TypeVar("T")
 _PRICES = {
@@ -62,60 +58,37 @@ def _populate(store: RunStore, runs: int, cases: int, samples: int) -> list[str]
         started = (
             f"2025-{1 + day // 28:02d}-{1 + day % 28:02d}T{minute // 60:02d}:{minute % 60:02d}:00Z"
         )
-        record = RunRecord(
-            id=run_id,
-            kind=RunKind.RERUN if r % 10 == 9 else RunKind.RUN,
-            status=RunStatus.FINISHED,
-            result=RunResult.RED,
-            started_at=started,
-            finished_at=started,
-            model_id="openai:model-2025-01-01" if r < runs // 2 else "openai:model-2025-06-01",
-            model_alias="default",
-            suites=("suite",),
-            git_commit=f"{r:040x}",
-            redline_version="0.1.0",
-            manifest=manifest,
-        )
-        case_rows = []
-        sample_rows = []
+        specs = []
         for c in range(cases):
-            case_id = f"{c:04d}-case"
             verdicts = [rng.choice(_VERDICTS) for _ in range(samples)]
-            counts = {v: verdicts.count(v) for v in Verdict}
-            for i, v in enumerate(verdicts):
-                sample_rows.append(
-                    SampleRecord(
-                        run_id=run_id,
-                        suite="suite",
-                        case_id=case_id,
-                        index=i,
-                        output=f"output {r} {c} {i} " * 20,
-                        verdict=v,
-                        finish_reason=FinishReason.STOP,
-                        model=record.model_id,
-                        latency_ms=rng.uniform(80.0, 400.0),
-                        input_tokens=300 + c,
-                        output_tokens=rng.randint(40, 200),
-                        created_at=started,
-                    )
-                )
-            required = samples - 1
-            case_rows.append(
-                CaseRecord(
-                    run_id=run_id,
+            usage = [(rng.uniform(80.0, 400.0), rng.randint(40, 200)) for _ in range(samples)]
+            specs.append(
+                CaseSpec(
+                    f"{c:04d}-case",
+                    verdicts,
                     suite="suite",
-                    case_id=case_id,
-                    tier="quality",
-                    model_id=record.model_id,
-                    samples=samples,
-                    required=required,
-                    passes=counts[Verdict.OK],
-                    result=case_outcome(required, counts),
-                    verdicts=counts,
+                    required=samples - 1,
                     case_hash=f"{c:064x}",
+                    outputs=[f"output {r} {c} {i} " * 20 for i in range(samples)],
+                    assertions=[()] * samples,
+                    latency_ms=[latency for latency, _ in usage],
+                    input_tokens=300 + c,
+                    output_tokens=[tokens for _, tokens in usage],
                 )
             )
-        store.add_run(record, case_rows, sample_rows)
+        write_run(
+            store,
+            RunSpec(
+                run_id,
+                specs,
+                started_at=started,
+                finished_at=started,
+                kind=RunKind.RERUN if r % 10 == 9 else RunKind.RUN,
+                model_id="openai:model-2025-01-01" if r < runs // 2 else "openai:model-2025-06-01",
+                git_commit=f"{r:040x}",
+                manifest=manifest,
+            ),
+        )
         ids.append(run_id)
     return ids
 

@@ -14,27 +14,23 @@ import argparse
 import asyncio
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from redline.deciding.baseline import Baseline, BaselineCase, Golden
-from redline.providers.completion import FinishReason
-from redline.running.records import (
-    CaseOutcome,
-    CaseRecord,
-    RunKind,
-    RunRecord,
-    RunResult,
-    RunStatus,
-    SampleRecord,
-)
-from redline.running.store import RunStore
-from redline.running.verdicts import Verdict
-from redline_tui.app import TriageApp
-from redline_tui.context import TriageContext
-from redline_tui.screens.outputs import OutputsScreen
-from redline_tui.widgets.lazy_text import LazyText
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from redline.deciding.baseline import Baseline, BaselineCase, Golden  # noqa: E402
+from redline.running.records import CaseOutcome  # noqa: E402
+from redline.running.store import RunStore  # noqa: E402
+from redline.running.verdicts import Verdict  # noqa: E402
+from redline_tui.app import TriageApp  # noqa: E402
+from redline_tui.context import TriageContext  # noqa: E402
+from redline_tui.screens.outputs import OutputsScreen  # noqa: E402
+from redline_tui.widgets.lazy_text import LazyText  # noqa: E402
+from runfactory import CaseSpec, RunSpec, write_run  # noqa: E402
 
 _TARGET_S = 0.3
 _SAMPLES = 5
@@ -51,54 +47,27 @@ def big_output(size: int, seed: int) -> str:
 
 
 def build(path: Path, root: Path, size: int) -> None:
-    store = RunStore.open(path)
-    store.begin_run(
-        RunRecord(
-            id=_RUN,
-            kind=RunKind.RUN,
-            status=RunStatus.RUNNING,
-            result=None,
-            started_at="2026-11-30T02:00:00.000+00:00",
-            finished_at=None,
-            model_id="openai:bench",
-            model_alias="bench",
-            suites=("bench",),
+    with RunStore.open(path) as store:
+        case = CaseSpec(
+            "big",
+            [Verdict.WRONG] * _SAMPLES,
+            suite="bench",
+            required=_SAMPLES - 1,
+            case_hash="h",
+            outputs=[big_output(size, i) for i in range(_SAMPLES)],
+            assertions=[()] * _SAMPLES,
         )
-    )
-    store.add_samples(
-        [
-            SampleRecord(
-                run_id=_RUN,
-                suite="bench",
-                case_id="big",
-                index=i,
-                output=big_output(size, i),
-                verdict=Verdict.WRONG,
-                finish_reason=FinishReason.STOP,
-            )
-            for i in range(_SAMPLES)
-        ]
-    )
-    counts = {Verdict.WRONG: _SAMPLES}
-    store.put_cases(
-        [
-            CaseRecord(
-                run_id=_RUN,
-                suite="bench",
-                case_id="big",
-                tier="quality",
+        write_run(
+            store,
+            RunSpec(
+                _RUN,
+                [case],
+                started_at="2026-11-30T02:00:00.000+00:00",
+                finished_at="2026-11-30T03:00:00.000+00:00",
                 model_id="openai:bench",
-                samples=_SAMPLES,
-                required=_SAMPLES - 1,
-                passes=0,
-                result=CaseOutcome.FAIL,
-                verdicts=counts,
-                case_hash="h",
-            )
-        ]
-    )
-    store.finish_run(_RUN, RunStatus.FINISHED, RunResult.RED, "2026-11-30T03:00:00.000+00:00")
-    store.close()
+                model_alias="bench",
+            ),
+        )
     golden = BaselineCase(
         case_id="big",
         run_id="earlier00000",

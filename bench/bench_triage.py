@@ -18,15 +18,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from redline.providers.completion import FinishReason
-from redline.running.outcome import add_counts, case_outcome, run_result
-from redline.running.records import CaseRecord, RunKind, RunRecord, RunStatus, SampleRecord
-from redline.running.store import RunStore
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
-from redline_tui.app import TriageApp
-from redline_tui.context import TriageContext
-from redline_tui.screens.outputs import OutputsScreen
-from redline_tui.screens.run import RunScreen
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from redline.running.store import RunStore  # noqa: E402
+from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict  # noqa: E402
+from redline_tui.app import TriageApp  # noqa: E402
+from redline_tui.context import TriageContext  # noqa: E402
+from redline_tui.screens.outputs import OutputsScreen  # noqa: E402
+from redline_tui.screens.run import RunScreen  # noqa: E402
+from runfactory import CaseSpec, RunSpec, write_run  # noqa: E402
 
 _EARLIER_RUNS = 4
 _OPENINGS = 5
@@ -38,71 +39,41 @@ def build(path: Path, n_cases: int, n_samples: int) -> str:
     for r in range(_EARLIER_RUNS + 1):
         run_id = f"{r:012x}"
         red = run_id
-        store.begin_run(
-            RunRecord(
-                id=run_id,
-                kind=RunKind.RUN,
-                status=RunStatus.RUNNING,
-                result=None,
-                started_at=f"2026-11-{10 + r:02d}T02:00:00.000+00:00",
-                finished_at=None,
-                model_id="openai:bench",
-                model_alias="bench",
-                suites=("bench",),
-            )
-        )
-        records = []
-        samples = []
+        specs = []
         for c in range(n_cases):
             failing = r == _EARLIER_RUNS and c % 7 == 0
             verdicts = [
                 Verdict.WRONG if failing and i % 3 == 0 else Verdict.OK for i in range(n_samples)
             ]
-            for i, verdict in enumerate(verdicts):
-                samples.append(
-                    SampleRecord(
-                        run_id=run_id,
-                        suite="bench",
-                        case_id=f"case-{c:04d}",
-                        index=i,
-                        output=f"answer {c}/{i}\n" * 20,
-                        verdict=verdict,
-                        finish_reason=FinishReason.STOP,
-                        assertions=(
-                            AssertionResult(
-                                0,
-                                "contains",
-                                AssertionStatus.PASSED
-                                if verdict is Verdict.OK
-                                else AssertionStatus.FAILED,
-                                "checked",
-                            ),
-                        ),
-                    )
-                )
-            counts = add_counts([{v: verdicts.count(v) for v in set(verdicts)}])
-            required = n_samples - 1
-            records.append(
-                CaseRecord(
-                    run_id=run_id,
+            specs.append(
+                CaseSpec(
+                    f"case-{c:04d}",
+                    verdicts,
                     suite="bench",
-                    case_id=f"case-{c:04d}",
-                    tier="quality",
-                    model_id="openai:bench",
-                    samples=n_samples,
-                    required=required,
-                    passes=counts[Verdict.OK],
-                    result=case_outcome(required, counts),
-                    verdicts=counts,
+                    required=n_samples - 1,
                     case_hash="h",
+                    outputs=[f"answer {c}/{i}\n" * 20 for i in range(n_samples)],
+                    assertions=[_checked(v) for v in verdicts],
                 )
             )
-        store.add_samples(samples)
-        store.put_cases(records)
-        result = run_result([c.result for c in records], add_counts(c.verdicts for c in records))
-        store.finish_run(run_id, RunStatus.FINISHED, result, "2026-11-30T03:00:00.000+00:00")
+        write_run(
+            store,
+            RunSpec(
+                run_id,
+                specs,
+                started_at=f"2026-11-{10 + r:02d}T02:00:00.000+00:00",
+                finished_at="2026-11-30T03:00:00.000+00:00",
+                model_id="openai:bench",
+                model_alias="bench",
+            ),
+        )
     store.close()
     return red
+
+
+def _checked(verdict: Verdict) -> tuple[AssertionResult, ...]:
+    status = AssertionStatus.PASSED if verdict is Verdict.OK else AssertionStatus.FAILED
+    return (AssertionResult(0, "contains", status, "checked"),)
 
 
 Timing = tuple[float, float]

@@ -1,4 +1,9 @@
-"""Stored runs for the baseline/history/compare/report tests, written through RunStore."""
+"""The one builder of synthetic stores, for tests and benchmarks: runs written through RunStore.
+
+A run is a `RunSpec` of `CaseSpec`s, each case a list of sample verdicts; everything else
+(outputs, assertion results, latency, tokens) has a plain default a spec can override.
+Benchmarks import it with `tests/` on `sys.path`.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +41,12 @@ class CaseSpec:
     #: Per-sample score of assertion 0 (type `score_type`); None: no scored assertion.
     scores: Sequence[float] | None = None
     score_type: str = "mentions"
+    #: Per-sample assertion results, given exactly (instead of the ones made from verdicts).
+    assertions: Sequence[Sequence[AssertionResult]] | None = None
+    #: Per-sample latency (default: 100 ms each) and token counts.
+    latency_ms: Sequence[float] | None = None
+    input_tokens: int | None = None
+    output_tokens: Sequence[int] | int | None = None
 
 
 @dataclass
@@ -52,6 +63,10 @@ class RunSpec:
     manifest: Mapping[str, str] = field(default_factory=lambda: {"suite-a/suite.yaml": "s1"})
     #: The run's recorded CLI arguments (e.g. `{"shard": [1, 2]}` for a shard of a CI matrix).
     args: Mapping[str, object] = field(default_factory=dict)
+    model_alias: str = "default"
+    #: When the run ended (default: five minutes after it started).
+    finished_at: str | None = None
+    redline_version: str = "0.1.0"
 
 
 def ok_cases(n: int, samples: int = 5, **kw: object) -> list[CaseSpec]:
@@ -60,6 +75,30 @@ def ok_cases(n: int, samples: int = 5, **kw: object) -> list[CaseSpec]:
 
 def _sample(spec: CaseSpec, run: RunSpec, index: int, verdict: Verdict) -> SampleRecord:
     output = spec.outputs[index] if spec.outputs else f"{spec.case_id} answer {index}"
+    tokens = spec.output_tokens
+    return SampleRecord(
+        run_id=run.run_id,
+        suite=spec.suite,
+        case_id=spec.case_id,
+        index=index,
+        output=output,
+        verdict=verdict,
+        finish_reason=FinishReason.LENGTH if verdict is TRUNCATED else FinishReason.STOP,
+        model=run.model_id,
+        latency_ms=spec.latency_ms[index] if spec.latency_ms is not None else 100.0,
+        input_tokens=spec.input_tokens,
+        output_tokens=tokens[index] if isinstance(tokens, Sequence) else tokens,
+        error="connection reset" if verdict is TRANSPORT else None,
+        assertions=(
+            tuple(spec.assertions[index])
+            if spec.assertions is not None
+            else _assertions(spec, index, verdict)
+        ),
+        created_at=run.started_at,
+    )
+
+
+def _assertions(spec: CaseSpec, index: int, verdict: Verdict) -> tuple[AssertionResult, ...]:
     results: list[AssertionResult] = []
     if spec.scores is not None:
         results.append(
@@ -82,20 +121,7 @@ def _sample(spec: CaseSpec, run: RunSpec, index: int, verdict: Verdict) -> Sampl
                 structural=verdict is MALFORMED,
             )
         )
-    return SampleRecord(
-        run_id=run.run_id,
-        suite=spec.suite,
-        case_id=spec.case_id,
-        index=index,
-        output=output,
-        verdict=verdict,
-        finish_reason=FinishReason.LENGTH if verdict is TRUNCATED else FinishReason.STOP,
-        model=run.model_id,
-        latency_ms=100.0,
-        error="connection reset" if verdict is TRANSPORT else None,
-        assertions=tuple(results),
-        created_at=run.started_at,
-    )
+    return tuple(results)
 
 
 def case_record(spec: CaseSpec, run: RunSpec) -> CaseRecord:
@@ -130,12 +156,12 @@ def write_run(store: RunStore, run: RunSpec) -> RunRecord:
         started_at=run.started_at,
         finished_at=None,
         model_id=run.model_id,
-        model_alias="default",
+        model_alias=run.model_alias,
         suites=tuple(sorted({c.suite for c in run.cases})),
         parent_id=run.parent_id,
         git_commit=run.git_commit,
         git_dirty=run.git_dirty,
-        redline_version="0.1.0",
+        redline_version=run.redline_version,
         args=dict(run.args),
         manifest=dict(run.manifest),
     )
@@ -147,9 +173,8 @@ def write_run(store: RunStore, run: RunSpec) -> RunRecord:
     )
     store.put_cases(cases)
     if run.status is not RunStatus.RUNNING:
-        store.finish_run(
-            run.run_id, run.status, result, run.started_at.replace("00:00.000", "05:00.000")
-        )
+        ended = run.finished_at or run.started_at.replace("00:00.000", "05:00.000")
+        store.finish_run(run.run_id, run.status, result, ended)
     return store.run(run.run_id)
 
 

@@ -55,6 +55,9 @@ Attempts are counted per request key = (api, user text, seed), so each sample
 `latency_ms` (constructor or attribute) is added to every request: the runner
 benchmark uses 50 ms.
 
+`hold_after(n)` sends the next n answers and holds every later one until `release()`:
+a run stopped with exactly n samples finished, however fast or slow the machine is.
+
 Everything received is recorded (`requests`: time, api, path, lower-cased
 headers, parsed body, mode, attempt, status answered) so tests can assert retry
 counts, what was sent, and waits between attempts from server-side timestamps.
@@ -151,6 +154,9 @@ class LoopbackLLMServer:
         #: It answers only requests that would otherwise get the default `json` answer.
         self.responder: Callable[[str, str], str | None] | None = None
         self._thread: threading.Thread | None = None
+        #: With `hold_after`: answers still sent before the rest are held; None: none held.
+        self._free: int | None = None
+        self._released = threading.Event()
 
     @property
     def port(self) -> int:
@@ -191,13 +197,37 @@ class LoopbackLLMServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def hold_after(self, answers: int) -> None:
+        """Send the next `answers` answers, then hold every later one until `release()`
+        (or the server stops): a run in flight with exactly that many samples finished."""
+        with self._lock:
+            self._free = answers
+            self._released.clear()
+
+    def release(self) -> None:
+        """Send the held answers, and every later one at once."""
+        with self._lock:
+            self._free = None
+        self._released.set()
+
+    def _hold(self) -> None:
+        with self._lock:
+            if self._free is None:
+                return
+            if self._free > 0:
+                self._free -= 1
+                return
+        while not self._released.wait(0.05) and not self._stopping.is_set():
+            pass
+
     def reset(self) -> None:
-        """Forget recorded requests and counters; restore zero latency."""
+        """Forget recorded requests and counters; restore zero latency; hold nothing."""
         with self._lock:
             self._requests.clear()
             self._attempts.clear()
             self._flaky.clear()
         self.latency_ms = 0.0
+        self.release()
         self.responder = None
         self.model_pass_rates = {}
 
@@ -341,6 +371,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
         )
         owner._wait((extra_ms + owner.latency_ms) / 1000)
+        owner._hold()
         self._send(reply)
 
     def _send(self, reply: _Reply) -> None:

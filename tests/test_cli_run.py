@@ -117,25 +117,40 @@ def wait_for_samples(db_path: Path, at_least: int) -> int:
 
 
 def test_ctrl_c_marks_the_run_interrupted_with_what_finished(
-    project: Path, llm_server: LoopbackLLMServer
+    project: Path, llm_server: LoopbackLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write_config(project, llm_server, concurrency=2)
+    # Long timeouts: the held requests stay in flight until Ctrl-C, never failing first.
+    write_config(project, llm_server, concurrency=2, timeout_s=60.0)
     write_suite(project, "s", {f"c{i}": f"MODE:json n{i}" for i in range(4)}, samples=5)
-    llm_server.latency_ms = 150
+    llm_server.hold_after(3)
     proc = start_run(project, "s", "--quiet")
     db_path = project / ".redline" / "redline.db"
-    wait_for_samples(db_path, 3)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 130, err
+    try:
+        assert wait_for_samples(db_path, 3) == 3
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        llm_server.release()
+        if proc.poll() is None:
+            proc.kill()
+    message = err.decode()
+    assert proc.returncode == 130, message
     with RunStore.open(db_path) as store:
         [record] = store.runs()
         assert record.status is RunStatus.INTERRUPTED and record.result is None
-        stored = len(store.sample_keys(record.id))
-        assert 3 <= stored < 20
-        assert sum(c.samples for c in store.cases(record.id)) == stored
-    assert "stopping: finished samples are stored" in err.decode()
-    assert f"redline run --resume {record.id}" in err.decode()
+        # Exactly the answered samples are kept; the ones in flight are not made up.
+        assert len(store.sample_keys(record.id)) == 3
+        assert sum(c.samples for c in store.cases(record.id)) == 3
+    assert "stopping: finished samples are stored" in message
+    assert f"interrupted; 3 finished sample(s) stored in run {record.id}" in message
+    assert f"redline run --resume {record.id}" in message
+    # What the message says to do completes the run with the missing samples only.
+    llm_server.reset()
+    assert main(["run", "--resume", record.id, "--quiet"]) == 0
+    assert llm_server.count() == 17
+    with RunStore.open(db_path) as store:
+        assert len(store.samples(record.id)) == 20
+    assert f"run {record.id}: green" in capsys.readouterr().out
 
 
 def test_kill_9_keeps_finished_samples_and_resume_requests_only_the_missing(
@@ -432,3 +447,40 @@ def test_a_store_that_cannot_be_written_is_exit_2_not_red(
     assert main(["run", "s", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "redline: error:" in err and "Traceback" not in err
+
+
+def test_a_run_stored_with_an_older_redlines_arguments_resumes_with_them(
+    project: Path, llm_server: LoopbackLLMServer
+) -> None:
+    write_suite(project, "s", {"a": "MODE:json", "b": "MODE:json"})
+    assert main(["run", "s", "--case", "a", "--samples", "3", "--quiet"]) == 0
+    run_id = latest_run_id(project)
+    db_path = project / ".redline" / "redline.db"
+    # What a redline from before typed run options stored: no adaptive, judge_blocks or
+    # case_samples keys, and a key this one does not know; the run stopped after 2 samples.
+    older = {
+        "suites": ["s"],
+        "cases": ["a"],
+        "samples": 3,
+        "tier": None,
+        "model": None,
+        "shard": None,
+        "replay": None,
+        "judge": False,
+        "note": "kept as it is",
+    }
+    with RunStore.open(db_path) as store:
+        store.update_args(run_id, older)
+    with sqlite3.connect(db_path) as db:
+        db.execute(
+            "DELETE FROM assertion_results "
+            "WHERE sample_id IN (SELECT id FROM samples WHERE idx = 2)"
+        )
+        db.execute("DELETE FROM samples WHERE idx = 2")
+        db.execute("UPDATE runs SET status = 'interrupted', result = NULL, finished_at = NULL")
+    llm_server.reset()
+    assert main(["run", "--resume", run_id, "--quiet"]) == 0
+    assert llm_server.count() == 1
+    with RunStore.open(db_path) as store:
+        assert [(c.case_id, c.samples) for c in store.cases(run_id)] == [("a", 3)]
+        assert store.run(run_id).args == older

@@ -18,18 +18,10 @@ import git
 
 from redline.config import parse_config
 from redline.deciding.quarantine import QUARANTINED_ARG
-from redline.providers.completion import FinishReason
-from redline.running.outcome import add_counts, case_outcome, run_result
-from redline.running.records import (
-    CaseRecord,
-    RunKind,
-    RunRecord,
-    RunStatus,
-    SampleRecord,
-)
 from redline.running.store import RunStore
 from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
 from redline_tui.context import TriageContext
+from runfactory import CaseSpec, RunSpec, write_run
 
 SUITE = "invoices"
 MODEL = "openai:fake-model-2026-01"
@@ -182,95 +174,55 @@ def write_suite(root: Path) -> Path:
     return folder
 
 
-def _samples(run_id: str, n: int, bad: bool, day: int) -> list[SampleRecord]:
-    reason = reason_of(n)
-    samples = []
-    for i in range(SAMPLES):
-        failing = bad and reason is not None and i < 3
-        verdict = reason.verdict if failing and reason is not None else Verdict.OK
-        output = (reason.output if failing and reason is not None else GOOD).format(n=n)
-        results = tuple(
-            AssertionResult(
-                index=a,
-                type=kind,
-                status=(
-                    AssertionStatus.FAILED
-                    if failing and reason is not None and a == reason.assertion
-                    else AssertionStatus.PASSED
-                ),
-                reason=(
-                    reason.reason
-                    if failing and reason is not None and a == reason.assertion
-                    else "ok"
-                ),
-            )
-            for a, kind in enumerate(("is-json", "contains", "not-contains", "max-chars", "regex"))
+def _case(n: int, bad: bool) -> CaseSpec:
+    """Case n on one night: its first three samples fail for its reason when `bad`."""
+    reason = reason_of(n) if bad else None
+    verdicts = [reason.verdict if reason and i < 3 else Verdict.OK for i in range(SAMPLES)]
+    return CaseSpec(
+        case_id(n),
+        verdicts,
+        suite=SUITE,
+        tier="contract",
+        required=SAMPLES,
+        case_hash=f"h-{n}",
+        outputs=[(reason.output if reason and i < 3 else GOOD).format(n=n) for i in range(SAMPLES)],
+        assertions=[_results(reason if i < 3 else None) for i in range(SAMPLES)],
+        latency_ms=[200.0 + i for i in range(SAMPLES)],
+        output_tokens=20,
+    )
+
+
+def _results(reason: Reason | None) -> tuple[AssertionResult, ...]:
+    """The five assertions of every case file: all pass but the one of `reason`."""
+    return tuple(
+        AssertionResult(
+            index=a,
+            type=kind,
+            status=AssertionStatus.FAILED
+            if reason is not None and a == reason.assertion
+            else AssertionStatus.PASSED,
+            reason=reason.reason if reason is not None and a == reason.assertion else "ok",
         )
-        samples.append(
-            SampleRecord(
-                run_id=run_id,
-                suite=SUITE,
-                case_id=case_id(n),
-                index=i,
-                output=output,
-                verdict=verdict,
-                finish_reason=(
-                    FinishReason.LENGTH if verdict is Verdict.TRUNCATED else FinishReason.STOP
-                ),
-                model=MODEL,
-                latency_ms=200.0 + i,
-                output_tokens=20,
-                assertions=results,
-                created_at=f"2026-11-{day:02d}T02:00:00.000+00:00",
-            )
-        )
-    return samples
+        for a, kind in enumerate(("is-json", "contains", "not-contains", "max-chars", "regex"))
+    )
 
 
 def _store_night(store: RunStore, run_id: str, night: int, args: dict[str, object]) -> None:
     day = 25 + night
-    store.begin_run(
-        RunRecord(
-            id=run_id,
-            kind=RunKind.RUN,
-            status=RunStatus.RUNNING,
-            result=None,
+    write_run(
+        store,
+        RunSpec(
+            run_id,
+            [_case(n, fails(n, night)) for n in range(CASES)],
             started_at=f"2026-11-{day:02d}T02:00:00.000+00:00",
-            finished_at=None,
+            finished_at=f"2026-11-{day:02d}T03:00:00.000+00:00",
             model_id=MODEL,
             model_alias="fake",
-            suites=(SUITE,),
             git_commit="0123456789abcdef0123456789abcdef01234567",
-            redline_version="0.1.0",
             args=args,
             manifest={f"cases/{SUITE}/suite.yaml": "a" * 64},
-        )
+        ),
     )
-    records: list[CaseRecord] = []
-    for n in range(CASES):
-        samples = _samples(run_id, n, fails(n, night), day)
-        for sample in samples:
-            store.add_sample(sample)
-        counts = add_counts([{s.verdict: 1} for s in samples])
-        records.append(
-            CaseRecord(
-                run_id=run_id,
-                suite=SUITE,
-                case_id=case_id(n),
-                tier="contract",
-                model_id=MODEL,
-                samples=SAMPLES,
-                required=SAMPLES,
-                passes=counts[Verdict.OK],
-                result=case_outcome(SAMPLES, counts),
-                verdicts=counts,
-                case_hash=f"h-{n}",
-            )
-        )
-    for record in records:
-        store.put_case(record)
-    result = run_result([r.result for r in records], add_counts(r.verdicts for r in records))
-    store.finish_run(run_id, RunStatus.FINISHED, result, f"2026-11-{day:02d}T03:00:00.000+00:00")
 
 
 def build_nightly(path: Path) -> RunStore:

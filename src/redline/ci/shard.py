@@ -77,6 +77,10 @@ def merged_run_id(shard_ids: Iterable[str]) -> str:
     return "m" + hashlib.sha256(joined.encode()).hexdigest()[:11]
 
 
+#: One export as merge reads it: its folder, run, case results and samples.
+_Loaded = tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]
+
+
 def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> MergedRun:
     """Read the exports of a sharded run and merge them into one run.
 
@@ -88,8 +92,36 @@ def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> Me
     """
     if not folders:
         raise UsageError("name at least one export folder to merge")
+    loaded = _load_exports(folders)
+    problems = _consistency_problems(loaded)
+    missing, split_problems = _shard_coverage(loaded)
+    problems.extend(split_problems)
+    if missing and not allow_missing:
+        n = missing[0].split("/")[1]
+        problems.append(
+            Problem(
+                str(folders[0]),
+                0,
+                0,
+                f"no export of shard {', '.join(missing)}: the merged run would miss its cases",
+                f"pass the export of every shard 1..{n} (a matrix job that failed has none), "
+                "or --allow-missing to merge a partial run on purpose",
+            )
+        )
+    problems.extend(_cases_in_two_shards(loaded))
+    if problems:
+        raise (
+            ShardMissing(problems, missing)
+            if missing and not allow_missing
+            else ProblemsError(problems)
+        )
+    return _merged(loaded, missing)
+
+
+def _load_exports(folders: Sequence[Path]) -> list[_Loaded]:
+    """Each export read through a scratch store; every unreadable or repeated one listed."""
     problems: list[Problem] = []
-    loaded: list[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]] = []
+    loaded: list[_Loaded] = []
     with (
         tempfile.TemporaryDirectory(prefix="redline-merge-") as tmp,
         RunStore.open(Path(tmp) / "merge.db") as scratch,
@@ -112,21 +144,11 @@ def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> Me
             loaded.append((folder, run, scratch.cases(run.id), scratch.samples(run.id)))
     if problems:
         raise ProblemsError(problems)
-    problems.extend(_consistency_problems(loaded))
-    missing, split_problems = _shard_coverage(loaded)
-    problems.extend(split_problems)
-    if missing and not allow_missing:
-        n = missing[0].split("/")[1]
-        problems.append(
-            Problem(
-                str(folders[0]),
-                0,
-                0,
-                f"no export of shard {', '.join(missing)}: the merged run would miss its cases",
-                f"pass the export of every shard 1..{n} (a matrix job that failed has none), "
-                "or --allow-missing to merge a partial run on purpose",
-            )
-        )
+    return loaded
+
+
+def _cases_in_two_shards(loaded: Sequence[_Loaded]) -> list[Problem]:
+    problems: list[Problem] = []
     owner: dict[tuple[str, str], Path] = {}
     for folder, _, cases, _ in loaded:
         for c in cases:
@@ -142,17 +164,11 @@ def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> Me
                     )
                 )
             owner[key] = folder
-    if problems:
-        raise (
-            ShardMissing(problems, missing)
-            if missing and not allow_missing
-            else ProblemsError(problems)
-        )
-    return _merged(loaded, missing)
+    return problems
 
 
 def _shard_coverage(
-    loaded: Sequence[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]],
+    loaded: Sequence[_Loaded],
 ) -> tuple[list[str], list[Problem]]:
     """The shards (`K/N`) of the split that no export covers, and problems with the split.
 
@@ -198,7 +214,7 @@ def _shard_coverage(
 
 
 def _consistency_problems(
-    loaded: Sequence[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]],
+    loaded: Sequence[_Loaded],
 ) -> list[Problem]:
     problems: list[Problem] = []
     first_folder, first, _, _ = loaded[0]
@@ -248,7 +264,7 @@ def _consistency_problems(
 
 
 def _merged(
-    loaded: Sequence[tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]],
+    loaded: Sequence[_Loaded],
     missing: Sequence[str] = (),
 ) -> MergedRun:
     runs = [run for _, run, _, _ in loaded]

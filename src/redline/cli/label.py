@@ -25,6 +25,7 @@ from redline.judge.labels import (
     write_labels,
 )
 from redline.judge.rubric import load_rubric
+from redline.running.options import RunOptions
 from redline.running.store import RunStore, now_iso
 from redline.suite.cases import Case, load_suites
 
@@ -63,7 +64,7 @@ def _label(args: argparse.Namespace) -> int:
     labels = read_labels(path)
     with RunStore.open(store_path) as store:
         run = store.run(args.run_id)
-        suite_dirs = [config.root / p for p in run.args.get("suites", [])] or list(config.suites)
+        suite_dirs = RunOptions.from_stored(run.args).suite_paths(config)
         suites = load_suites(suite_dirs, config)
         cases: dict[tuple[str, str], Case] = {(c.suite, c.id): c for s in suites for c in s.cases}
         items = label_items(store.samples(run.id), cases, rubric, labels)

@@ -11,7 +11,7 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,16 +38,10 @@ from redline.errors import StoreMissing, UsageError, relpath
 from redline.running.against import against_options
 from redline.running.budget import budget_note, estimate_run
 from redline.running.exchange import check_out_dir, export_run
+from redline.running.options import RunOptions, resume_options
 from redline.running.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
-from redline.running.records import CaseOutcome, RunKind, RunRecord, RunResult
-from redline.running.runner import (
-    RunOptions,
-    RunProgress,
-    resume_options,
-    run_model,
-    run_suites,
-    select_cases,
-)
+from redline.running.records import CaseOutcome, CaseRecord, RunKind, RunRecord, RunResult
+from redline.running.runner import RunProgress, run_model, run_suites, select_cases
 from redline.running.seeds import seed_warning
 from redline.running.store import RunStore, new_run_id
 from redline.running.usage import usage_of, usage_summary, usd
@@ -71,6 +65,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "N times against the pinned model. Exit 0 green, 1 red, 2 usage/config error "
         "(nothing called), 3 inconclusive.",
     )
+    _add_selection_arguments(parser)
+    _add_continuation_arguments(parser)
+    _add_output_arguments(parser)
+    parser.set_defaults(handler=_run)
+
+
+def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    """What runs: suites, cases, tier, samples, model, shard, judges, money."""
     parser.add_argument(
         "suite_dirs",
         metavar="SUITE_DIR",
@@ -99,7 +101,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="samples in flight at once (default: config concurrency; the local model runs one)",
     )
     parser.add_argument("--shard", metavar="K/N", help="run only shard K of N (CI matrices)")
-    parser.add_argument("--out", type=Path, metavar="DIR", help="also export the run to DIR")
+    parser.add_argument(
+        "--judge", action="store_true", help="also run rubric judges (Layer 2, one call per sample)"
+    )
+    parser.add_argument(
+        "--judge-blocks",
+        action="store_true",
+        help="let calibrated (trusted) judges fail samples; advisory judges never do",
+    )
+    parser.add_argument(
+        "--budget",
+        type=usd_amount,
+        metavar="USD",
+        help="stop scheduling samples once this many US dollars are spent "
+        "(default: max_run_cost in the config); the run is then inconclusive",
+    )
+    parser.add_argument(
+        "--yes", action="store_true", help="do not ask before a run estimated over the threshold"
+    )
+
+
+def _add_continuation_arguments(parser: argparse.ArgumentParser) -> None:
+    """Runs that start from a stored run: resume, retry, replay, against."""
     parser.add_argument("--resume", metavar="RUN_ID", help="run the missing samples of a run")
     parser.add_argument(
         "--retry-transport",
@@ -116,31 +139,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--replay", metavar="RUN_ID", help="re-score a stored run's outputs; calls no model"
     )
-    parser.add_argument("--quiet", action="store_true", help="plain progress lines, no live bar")
-    parser.add_argument(
-        "--judge", action="store_true", help="also run rubric judges (Layer 2, one call per sample)"
-    )
-    parser.add_argument(
-        "--judge-blocks",
-        action="store_true",
-        help="let calibrated (trusted) judges fail samples; advisory judges never do",
-    )
     parser.add_argument(
         "--against",
         metavar="RUN_ID",
         help="run that run's cases (same samples, same inputs) on --model and compare",
     )
-    parser.add_argument(
-        "--budget",
-        type=usd_amount,
-        metavar="USD",
-        help="stop scheduling samples once this many US dollars are spent "
-        "(default: max_run_cost in the config); the run is then inconclusive",
-    )
-    parser.add_argument(
-        "--yes", action="store_true", help="do not ask before a run estimated over the threshold"
-    )
-    parser.set_defaults(handler=_run)
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, metavar="DIR", help="also export the run to DIR")
+    parser.add_argument("--quiet", action="store_true", help="plain progress lines, no live bar")
 
 
 def usd_amount(text: str) -> float:
@@ -165,21 +173,7 @@ def _positive(text: str) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     config = load_config()
-    if args.with_truncated and not args.retry_transport:
-        raise UsageError("--with-truncated goes with --retry-transport RUN_ID")
-    if args.retry_transport:
-        if args.resume or args.replay:
-            raise UsageError("--retry-transport cannot be combined with --resume or --replay")
-        args.resume = args.retry_transport
-    if args.resume and args.replay:
-        raise UsageError("--resume and --replay cannot be combined")
-    if args.judge_blocks and not args.judge:
-        raise UsageError("--judge-blocks needs --judge")
-    if args.adaptive and args.samples:
-        raise UsageError(
-            "--adaptive draws as many samples as each case needs; --samples fixes the count: "
-            "use one of them"
-        )
+    _check_flags(args)
     options, paths = _options(args, config)
     if args.out is not None:
         check_out_dir(args.out)  # before any request, not after the run
@@ -203,33 +197,8 @@ def _run(args: argparse.Namespace) -> int:
             with reporter:
                 record = run_suites(suites, config, store, options, reporter.update)
         except KeyboardInterrupt:
-            run_id = options.resume or options.run_id
-            stored = len(store.sample_keys(run_id)) if run_id else 0
-            print(
-                f"redline: interrupted; {stored} finished sample(s) stored in run {run_id}. "
-                f"Complete it with: redline run --resume {run_id}",
-                file=sys.stderr,
-            )
-            return INTERRUPTED_EXIT
-        cases = store.cases(record.id)
-        _print_summary(console, record, cases)
-        spent = usage_of([u for per in store.usage(record.id).values() for u in per], None)
-        console.print(Text(usage_summary(spent), style="dim"))
-        if options.replay is not None:
-            scored = {(c.suite, c.case_id) for c in cases}
-            unscored = [
-                f"{c.suite}/{c.id}"
-                for _, c in select_cases(suites, options)
-                if (c.suite, c.id) not in scored
-            ]
-            if unscored:
-                console.print(
-                    Text(
-                        f"not in the replayed run {options.replay}, so not scored: "
-                        f"{', '.join(unscored)} (a replay calls no model; run them to score them)",
-                        style="yellow",
-                    )
-                )
+            return _interrupted(store, options.resume or options.run_id)
+        _report_run(console, store, record, suites, options)
         if args.out is not None:
             export_run(store, record.id, args.out)
             console.print(Text(f"exported to {args.out}"))
@@ -237,6 +206,66 @@ def _run(args: argparse.Namespace) -> int:
             return _against_report(console, config, store, reference, record)
     assert record.result is not None
     return int(_EXIT[record.result])
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """Refuse flags that cannot go together, before anything is read or sent."""
+    if args.with_truncated and not args.retry_transport:
+        raise UsageError("--with-truncated goes with --retry-transport RUN_ID")
+    if args.retry_transport:
+        if args.resume or args.replay:
+            raise UsageError("--retry-transport cannot be combined with --resume or --replay")
+        args.resume = args.retry_transport
+    if args.resume and args.replay:
+        raise UsageError("--resume and --replay cannot be combined")
+    if args.judge_blocks and not args.judge:
+        raise UsageError("--judge-blocks needs --judge")
+    if args.adaptive and args.samples:
+        raise UsageError(
+            "--adaptive draws as many samples as each case needs; --samples fixes the count: "
+            "use one of them"
+        )
+
+
+def _interrupted(store: RunStore, run_id: str | None) -> int:
+    """What Ctrl-C leaves: the finished samples kept, and how to complete the run."""
+    stored = len(store.sample_keys(run_id)) if run_id else 0
+    print(
+        f"redline: interrupted; {stored} finished sample(s) stored in run {run_id}. "
+        f"Complete it with: redline run --resume {run_id}",
+        file=sys.stderr,
+    )
+    return INTERRUPTED_EXIT
+
+
+def _report_run(
+    console: Console,
+    store: RunStore,
+    record: RunRecord,
+    suites: Sequence[Suite],
+    options: RunOptions,
+) -> None:
+    """The summary of a finished run, what it spent, and for a replay what it could not score."""
+    cases = store.cases(record.id)
+    _print_summary(console, record, cases)
+    spent = usage_of([u for per in store.usage(record.id).values() for u in per], None)
+    console.print(Text(usage_summary(spent), style="dim"))
+    if options.replay is None:
+        return
+    scored = {(c.suite, c.case_id) for c in cases}
+    unscored = [
+        f"{c.suite}/{c.id}"
+        for _, c in select_cases(suites, options)
+        if (c.suite, c.id) not in scored
+    ]
+    if unscored:
+        console.print(
+            Text(
+                f"not in the replayed run {options.replay}, so not scored: "
+                f"{', '.join(unscored)} (a replay calls no model; run them to score them)",
+                style="yellow",
+            )
+        )
 
 
 def _against_report(
@@ -330,73 +359,15 @@ def _retry_verdicts(args: argparse.Namespace) -> tuple[Verdict, ...]:
 def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list[Path]]:
     """Run options and suite folders from the command line (or the resumed run)."""
     if args.resume:
-        given = [
-            name
-            for name, value in (
-                ("SUITE_DIR", args.suite_dirs),
-                ("--case", args.cases),
-                ("--samples", args.samples),
-                ("--tier", args.tier),
-                ("--model", args.model),
-                ("--shard", args.shard),
-                ("--against", args.against),
-                ("--adaptive", args.adaptive),
-            )
-            if value
-        ]
-        if given:
-            flag = "--retry-transport" if args.retry_transport else "--resume"
-            raise UsageError(
-                f"{flag} continues a run with its own options; drop {', '.join(given)}"
-            )
+        flag = "--retry-transport" if args.retry_transport else "--resume"
+        _refuse_given(args, _RESUME_FIXES, flag, "continues a run with its own options")
         run = _stored_run(config, args.resume)
         return resume_options(
             run, config, _retry_verdicts(args), args.concurrency, budget=args.budget
         )
-    if args.against:
-        given = [
-            name
-            for name, value in (
-                ("--replay", args.replay),
-                ("--case", args.cases),
-                ("--samples", args.samples),
-                ("--tier", args.tier),
-                ("--shard", args.shard),
-            )
-            if value
-        ]
-        if given:
-            raise UsageError(
-                f"--against runs exactly the cases and samples of run {args.against}; "
-                f"drop {', '.join(given)}"
-            )
-        if not args.model:
-            raise UsageError("--against needs --model ALIAS: the pinned model to run the cases on")
-        reference = _stored_run(config, args.against)
-        stored = [config.root / p for p in reference.args.get("suites", [])]
-        paths = list(args.suite_dirs) or stored or list(config.suites)
-    elif args.replay:
-        if args.samples or args.model:
-            raise UsageError("--replay re-scores the stored samples: drop --samples and --model")
-        parent = _stored_run(config, args.replay)
-        stored_paths = [config.root / p for p in parent.args.get("suites", [])]
-        paths = list(args.suite_dirs) or stored_paths or list(config.suites)
-    else:
-        paths = list(args.suite_dirs) or list(config.suites)
-    shard = parse_shard(args.shard) if args.shard else None
-    saved = {
-        "suites": [relpath(p, config.root) for p in paths],
-        "cases": list(args.cases),
-        "samples": args.samples,
-        "tier": args.tier,
-        "model": args.model,
-        "shard": list(shard) if shard else None,
-        "replay": args.replay,
-        "judge": args.judge,
-        "judge_blocks": args.judge_blocks,
-        "adaptive": args.adaptive,
-    }
+    paths = _suite_paths(args, config)
     options = RunOptions(
+        suites=tuple(relpath(p, config.root) for p in paths),
         samples=args.samples,
         case_ids=tuple(args.cases),
         tier=args.tier,
@@ -407,12 +378,63 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         judge=args.judge,
         judge_blocks=args.judge_blocks,
         adaptive=args.adaptive,
-        shard=shard,
+        shard=parse_shard(args.shard) if args.shard else None,
         run_id=new_run_id(),
         budget=args.budget,
-        args=saved,
     )
     return options, paths
+
+
+#: Flags a resumed run takes from its stored options, and those `--against` takes from its
+#: reference run: (flag, argparse destination).
+_RESUME_FIXES = (
+    ("SUITE_DIR", "suite_dirs"),
+    ("--case", "cases"),
+    ("--samples", "samples"),
+    ("--tier", "tier"),
+    ("--model", "model"),
+    ("--shard", "shard"),
+    ("--against", "against"),
+    ("--adaptive", "adaptive"),
+)
+_AGAINST_FIXES = (
+    ("--replay", "replay"),
+    ("--case", "cases"),
+    ("--samples", "samples"),
+    ("--tier", "tier"),
+    ("--shard", "shard"),
+)
+
+
+def _refuse_given(
+    args: argparse.Namespace, fixed: Sequence[tuple[str, str]], flag: str, why: str
+) -> None:
+    given = [name for name, dest in fixed if getattr(args, dest)]
+    if given:
+        raise UsageError(f"{flag} {why}; drop {', '.join(given)}")
+
+
+def _suite_paths(args: argparse.Namespace, config: Config) -> list[Path]:
+    """The suite folders named, else those of the run replayed or run against, else the
+    configured ones."""
+    stored: list[Path] = []
+    if args.against:
+        _refuse_given(
+            args,
+            _AGAINST_FIXES,
+            "--against",
+            f"runs exactly the cases and samples of run {args.against}",
+        )
+        if not args.model:
+            raise UsageError("--against needs --model ALIAS: the pinned model to run the cases on")
+        reference = _stored_run(config, args.against)
+        stored = RunOptions.from_stored(reference.args).suite_paths(config)
+    elif args.replay:
+        if args.samples or args.model:
+            raise UsageError("--replay re-scores the stored samples: drop --samples and --model")
+        parent = _stored_run(config, args.replay)
+        stored = RunOptions.from_stored(parent.args).suite_paths(config)
+    return list(args.suite_dirs) or stored or list(config.suites)
 
 
 def _counts_text(p: RunProgress) -> str:
@@ -562,7 +584,7 @@ class _LiveProgress:
         )
 
 
-def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) -> None:
+def _print_summary(console: Console, record: RunRecord, cases: Sequence[CaseRecord]) -> None:
     shard = record.args.get("shard")
     if not cases and shard:
         console.print(
@@ -575,6 +597,31 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) ->
         return
     console.print(case_table(cases, title=f"run {record.id} ({record.kind})"))
     totals = add_counts(c.verdicts for c in cases)
+    console.print(_result_line(record, cases, totals))
+    share = non_content_share(totals)
+    if share > MAX_NON_CONTENT_SHARE:
+        console.print(
+            Text(
+                f"{share:.0%} of samples are truncated or transport failures "
+                f"(limit {MAX_NON_CONTENT_SHARE:.0%}): this run cannot say anything about content",
+                style="yellow",
+            )
+        )
+    _print_budget_stop(console, record)
+    _print_judges(console, record)
+    held = quarantined_cases(record, cases)
+    if held:
+        console.print(Text("quarantined (reported, not counted in the result):", style="bold"))
+        for q in held:
+            style = "green" if q.passing_again else "yellow"
+            console.print(Text(f"  {q.case.suite}/{q.case.case_id}: {q.label}", style=style))
+    console.print(Text(f"details: redline show {record.id} [CASE]", style="dim"))
+
+
+def _result_line(
+    record: RunRecord, cases: Sequence[CaseRecord], totals: Mapping[Verdict, int]
+) -> Text:
+    """`run ID: red  5 case(s): 3 pass, 2 fail, 0 inconclusive  samples: ...`."""
     failed = sum(c.result is CaseOutcome.FAIL for c in cases)
     undecided = sum(c.result is CaseOutcome.INCONCLUSIVE for c in cases)
     marginal = sum(c.result is CaseOutcome.MARGINAL for c in cases)
@@ -591,37 +638,29 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[Any]) ->
         + "  samples: "
     )
     line.append_text(verdict_breakdown(totals))
-    console.print(line)
-    share = non_content_share(totals)
-    if share > MAX_NON_CONTENT_SHARE:
-        console.print(
-            Text(
-                f"{share:.0%} of samples are truncated or transport failures "
-                f"(limit {MAX_NON_CONTENT_SHARE:.0%}): this run cannot say anything about content",
-                style="yellow",
-            )
-        )
+    return line
+
+
+def _print_budget_stop(console: Console, record: RunRecord) -> None:
+    """When the budget stopped the run: what was not run, and how to finish it."""
     note = budget_note(record.args)
-    if note is not None:
-        console.print(Text(note, style="bold yellow"))
-        not_run = record.args["budget"].get("not_run_by_case") or {}
-        console.print(Text("not run: " + ", ".join(f"{k} ×{n}" for k, n in not_run.items())))
-        console.print(
-            Text(
-                f"to finish it with a new budget: redline run --resume {record.id} --budget USD",
-                style="dim",
-            )
+    if note is None:
+        return
+    console.print(Text(note, style="bold yellow"))
+    not_run = record.args["budget"].get("not_run_by_case") or {}
+    console.print(Text("not run: " + ", ".join(f"{k} ×{n}" for k, n in not_run.items())))
+    console.print(
+        Text(
+            f"to finish it with a new budget: redline run --resume {record.id} --budget USD",
+            style="dim",
         )
+    )
+
+
+def _print_judges(console: Console, record: RunRecord) -> None:
     for path, judge in (record.args.get("judges") or {}).items():
         status = "trusted" if judge["trusted"] else "advisory"
         effect = "blocks" if judge["blocks"] else "comments only"
         console.print(
             Text(f"judge {judge['rubric']} ({path}): {status}: {judge['reason']}; {effect}")
         )
-    held = quarantined_cases(record, cases)
-    if held:
-        console.print(Text("quarantined (reported, not counted in the result):", style="bold"))
-        for q in held:
-            style = "green" if q.passing_again else "yellow"
-            console.print(Text(f"  {q.case.suite}/{q.case.case_id}: {q.label}", style=style))
-    console.print(Text(f"details: redline show {record.id} [CASE]", style="dim"))

@@ -36,15 +36,4 @@ class ReplayProvider:
 
     def stored(self, suite: str, case_id: str, index: int) -> Completion:
         """The stored sample as the completion it was, raw output untouched."""
-        s = self._samples[(suite, case_id, index)]
-        return Completion(
-            text=s.output,
-            finish_reason=s.finish_reason,
-            model=s.model,
-            input_tokens=s.input_tokens,
-            output_tokens=s.output_tokens,
-            latency_ms=s.latency_ms,
-            cost=s.cost,
-            error=s.error,
-            attempts=s.attempts,
-        )
+        return self._samples[(suite, case_id, index)].as_answer()

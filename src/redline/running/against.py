@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from redline.deciding.compare import manifest_changes
 from redline.errors import RunNotFinished, UsageError
 from redline.running.manifest import MODEL_KEY, VERSION_KEY
+from redline.running.options import RunOptions
 from redline.running.records import RunKind, RunRecord, RunStatus
-from redline.running.runner import RunOptions, run_manifest
+from redline.running.runner import run_manifest
 from redline.running.store import RunStore
 from redline.suite.cases import Suite
 
@@ -56,5 +57,5 @@ def against_options(
         options,
         case_ids=tuple(dict.fromkeys(c.case_id for c in cases)),
         case_samples=counts,
-        args={**options.args, "against": reference.id, "case_samples": counts},
+        against=reference.id,
     )

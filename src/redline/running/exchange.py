@@ -6,28 +6,30 @@ results), so importing it back gives the same records, raw outputs byte for byte
 
 from __future__ import annotations
 
+import functools
 import json
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from redline.errors import ExportUnreadable, NoExport, RunAlreadyStored, UsageError
-from redline.providers.completion import FinishReason
 from redline.running.records import (
     CaseOutcome,
     CaseRecord,
     CiOrigin,
-    RunKind,
+    FieldKind,
+    RecordField,
     RunRecord,
-    RunResult,
-    RunStatus,
     SampleRecord,
+    record_fields,
 )
 from redline.running.store import RunStore
-from redline.running.verdicts import VERDICT_ORDER, AssertionResult, AssertionStatus, Verdict
+from redline.running.verdicts import VERDICT_ORDER, Verdict
+
+R = TypeVar("R")
 
 FORMAT = "redline-run-export"
 FORMAT_VERSION = 1
@@ -221,143 +223,120 @@ def _json_line(data: Mapping[str, Any]) -> str:
 
 
 def run_json(run: RunRecord) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "kind": str(run.kind),
-        "status": str(run.status),
-        "result": None if run.result is None else str(run.result),
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "model_id": run.model_id,
-        "model_alias": run.model_alias,
-        "suites": list(run.suites),
-        "parent_id": run.parent_id,
-        "git_commit": run.git_commit,
-        "git_dirty": run.git_dirty,
-        "git_branch": run.git_branch,
-        "redline_version": run.redline_version,
-        "args": dict(run.args),
-    }
+    return record_json(run)
 
 
 def _run_from_json(data: Mapping[str, Any], manifest: Mapping[str, Any]) -> RunRecord:
-    return RunRecord(
-        id=str(data["id"]),
-        kind=RunKind(data["kind"]),
-        status=RunStatus(data["status"]),
-        result=None if data["result"] is None else RunResult(data["result"]),
-        started_at=str(data["started_at"]),
-        finished_at=data["finished_at"],
-        model_id=str(data["model_id"]),
-        model_alias=str(data["model_alias"]),
-        suites=tuple(str(s) for s in data["suites"]),
-        parent_id=data.get("parent_id"),
-        git_commit=data.get("git_commit"),
-        git_dirty=bool(data.get("git_dirty", False)),
-        git_branch=data.get("git_branch"),
-        redline_version=str(data.get("redline_version", "")),
-        args=dict(data.get("args", {})),
-        manifest={str(k): str(v) for k, v in manifest.items()},
-    )
+    return record_from_json(RunRecord, data, manifest={str(k): str(v) for k, v in manifest.items()})
 
 
 def case_json(c: CaseRecord) -> dict[str, Any]:
-    return {
-        "id": c.case_id,
-        "suite": c.suite,
-        "tier": c.tier,
-        "model": c.model_id,
-        "samples": c.samples,
-        "passes": c.passes,
-        "required": c.required,
-        "result": str(c.result),
-        "ok": c.result is CaseOutcome.PASS,
-        "verdicts": {str(v): c.verdicts.get(v, 0) for v in VERDICT_ORDER},
-        "case_hash": c.case_hash,
-    }
+    return record_json(c) | {"ok": c.result is CaseOutcome.PASS}
 
 
 def _case_from_json(data: Mapping[str, Any], run_id: str) -> CaseRecord:
-    return CaseRecord(
-        run_id=run_id,
-        suite=str(data["suite"]),
-        case_id=str(data["id"]),
-        tier=str(data["tier"]),
-        model_id=str(data["model"]),
-        samples=int(data["samples"]),
-        required=int(data["required"]),
-        passes=int(data["passes"]),
-        result=CaseOutcome(data["result"]),
-        verdicts={Verdict(k): int(n) for k, n in data["verdicts"].items()},
-        case_hash=str(data["case_hash"]),
-    )
+    return record_from_json(CaseRecord, data, run_id=run_id)
 
 
 def sample_json(s: SampleRecord) -> dict[str, Any]:
-    return {
-        "suite": s.suite,
-        "case_id": s.case_id,
-        "index": s.index,
-        "verdict": str(s.verdict),
-        "finish_reason": None if s.finish_reason is None else str(s.finish_reason),
-        "output": s.output,
-        "model": s.model,
-        "seed": s.seed,
-        "latency_ms": s.latency_ms,
-        "input_tokens": s.input_tokens,
-        "output_tokens": s.output_tokens,
-        "cost": s.cost,
-        "error": s.error,
-        "attempts": s.attempts,
-        "created_at": s.created_at,
-        "assertions": [
-            {
-                "index": a.index,
-                "type": a.type,
-                "status": str(a.status),
-                "reason": a.reason,
-                "score": a.score,
-                "threshold": a.threshold,
-                "structural": a.structural,
-            }
-            for a in s.assertions
-        ],
-    }
+    return record_json(s)
 
 
 def _sample_from_json(data: Mapping[str, Any], run_id: str) -> SampleRecord:
-    output = data["output"]
-    if not isinstance(output, str):
-        raise TypeError("output must be a string")
-    return SampleRecord(
-        run_id=run_id,
-        suite=str(data["suite"]),
-        case_id=str(data["case_id"]),
-        index=int(data["index"]),
-        output=output,
-        verdict=Verdict(data["verdict"]),
-        finish_reason=None
-        if data["finish_reason"] is None
-        else FinishReason(data["finish_reason"]),
-        model=str(data.get("model", "")),
-        seed=data.get("seed"),
-        latency_ms=data.get("latency_ms"),
-        input_tokens=data.get("input_tokens"),
-        output_tokens=data.get("output_tokens"),
-        cost=data.get("cost"),
-        error=data.get("error"),
-        attempts=int(data.get("attempts", 1)),
-        created_at=str(data.get("created_at", "")),
-        assertions=tuple(
-            AssertionResult(
-                index=int(a["index"]),
-                type=str(a["type"]),
-                status=AssertionStatus(a["status"]),
-                reason=str(a["reason"]),
-                score=a.get("score"),
-                threshold=a.get("threshold"),
-                structural=bool(a.get("structural", False)),
-            )
-            for a in data.get("assertions", ())
-        ),
-    )
+    return record_from_json(SampleRecord, data, run_id=run_id)
+
+
+def record_json(record: Any) -> dict[str, Any]:
+    """A record as JSON: each field under its export key (fields without one are left out)."""
+    return {
+        key: getattr(record, name) if encode is None else encode(getattr(record, name))
+        for key, name, encode in _writers(type(record))
+    }
+
+
+def record_from_json(cls: type[R], data: Mapping[str, Any], **others: Any) -> R:
+    """The record a `record_json` object holds; a missing optional key reads as its default.
+
+    `others` are the fields an export keeps outside the object (a sample's run id)."""
+    values: dict[str, Any] = {}
+    for key, name, decode, required in _readers(cls):
+        if key in data:
+            values[name] = decode(data[key])
+        elif required:
+            raise KeyError(key)
+    return cls(**values, **others)
+
+
+_Writer = tuple[str, str, Callable[[Any], Any] | None]
+_Reader = tuple[str, str, Callable[[Any], Any], bool]
+_WRITERS: dict[type, tuple[_Writer, ...]] = {}
+_READERS: dict[type, tuple[_Reader, ...]] = {}
+
+
+def _writers(cls: type) -> tuple[_Writer, ...]:
+    """(key, field name, encoder or None when the value is JSON as it is) per exported field."""
+    found = _WRITERS.get(cls)
+    if found is None:
+        plain = (FieldKind.PLAIN, FieldKind.BOOL)
+        found = _WRITERS[cls] = tuple(
+            (f.key, f.name, None if f.kind in plain else _TO_JSON[f.kind])
+            for f in record_fields(cls)
+            if f.key is not None
+        )
+    return found
+
+
+def _readers(cls: type) -> tuple[_Reader, ...]:
+    """(key, field name, decoder, required) per exported field."""
+    found = _READERS.get(cls)
+    if found is None:
+        found = _READERS[cls] = tuple(
+            (f.key, f.name, _decoder(f), f.required)
+            for f in record_fields(cls)
+            if f.key is not None
+        )
+    return found
+
+
+def _decoder(f: RecordField) -> Callable[[Any], Any]:
+    if f.kind is FieldKind.RECORDS:
+        nested = f.type
+        return lambda v: tuple(record_from_json(nested, item) for item in v)
+    if f.exact:
+        return functools.partial(_exact_text, str(f.key))
+    if f.kind is FieldKind.PLAIN and f.optional:
+        return _as_is
+    typed = _FROM_JSON[f.kind]
+    kind = f.type
+    if f.optional:
+        return lambda v: None if v is None else typed(kind, v)
+    return lambda v: typed(kind, v)
+
+
+def _exact_text(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{key} must be a string")
+    return value
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+_TO_JSON: dict[FieldKind, Callable[[Any], Any]] = {
+    FieldKind.PLAIN: lambda v: v,
+    FieldKind.BOOL: lambda v: v,
+    FieldKind.ENUM: lambda v: None if v is None else str(v),
+    FieldKind.STRINGS: list,
+    FieldKind.MAPPING: dict,
+    FieldKind.COUNTS: lambda v: {str(k): v.get(k, 0) for k in VERDICT_ORDER},
+    FieldKind.RECORDS: lambda v: [record_json(item) for item in v],
+}
+_FROM_JSON: dict[FieldKind, Callable[[type, Any], Any]] = {
+    FieldKind.PLAIN: lambda t, v: t(v),
+    FieldKind.BOOL: lambda t, v: bool(v),
+    FieldKind.ENUM: lambda t, v: t(v),
+    FieldKind.STRINGS: lambda t, v: tuple(str(item) for item in v),
+    FieldKind.MAPPING: lambda t, v: dict(v),
+    FieldKind.COUNTS: lambda t, v: {Verdict(k): int(n) for k, n in v.items()},
+}

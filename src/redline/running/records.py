@@ -1,13 +1,32 @@
-"""What the store keeps: runs, case results and samples, as read back by every client."""
+"""What the store keeps: runs, case results and samples, as read back by every client.
+
+Each record's dataclass fields are its one definition: the store's columns
+(`running/store.py`), the export's JSON keys (`running/exchange.py`) and the completion a
+replay serves (`providers/replay.py`) are all derived from them by `record_fields`.
+
+To add an optional field to a sample (or a run, a case result): declare it here with a
+default (`reasoning_tokens: int | None = None`) and, when it is also part of a model's
+answer, mark it `answer()` and give `Completion` the same field. Nothing else changes:
+exports write and read it (older exports without it read back as the default), replay
+serves it, and the store adds a nullable column to new and existing stores when it opens
+them (rows stored before read back as the default). A field the store should not keep as
+a column of its table gets `field(metadata=NOT_STORED)`; a different column or JSON key
+name goes in the metadata too (`stored(key="id")`). How each kind of value is kept is
+written once per target: `running/rows.py` (SQLite) and `running/exchange.py` (JSON).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any
 
-from redline.providers.completion import FinishReason
+from redline.providers.completion import Completion, FinishReason
 from redline.running.verdicts import AssertionResult, Verdict
 
 
@@ -37,6 +56,106 @@ class CaseOutcome(StrEnum):
     MARGINAL = "marginal"
 
 
+def stored(
+    *, column: str | None = "", key: str | None = "", answer: str = "", exact: bool = False
+) -> dict[str, Any]:
+    """Field metadata: the store column and export key when they differ from the field's
+    name (None: not kept there); `answer`: the `Completion` field it is copied from;
+    `exact`: text kept byte for byte (lone surrogates included)."""
+    return {"column": column, "key": key, "answer": answer, "exact": exact}
+
+
+def answer(name: str = "") -> dict[str, Any]:
+    """Field metadata for a sample field that is part of the model's answer (`Completion`)."""
+    return stored(answer=name or "=")
+
+
+#: A field that is no column of its record's table (kept in a table of its own).
+NOT_STORED = stored(column=None)
+
+
+class FieldKind(Enum):
+    """How a field's value is written: the store and the export each map every kind."""
+
+    PLAIN = "plain"  # str, int, float
+    BOOL = "bool"
+    ENUM = "enum"
+    STRINGS = "strings"  # tuple[str, ...]
+    MAPPING = "mapping"  # a JSON object
+    COUNTS = "counts"  # verdict → count
+    RECORDS = "records"  # a tuple of nested records (assertion results)
+
+
+@dataclass(frozen=True)
+class RecordField:
+    """One field of a record, as the store and the export see it."""
+
+    name: str
+    kind: FieldKind
+    #: The Python type of the value (the enum or nested record class, `int`, `str`, ...).
+    type: type
+    optional: bool
+    #: The value when a store row or an export has none (MISSING: the field is required).
+    default: Any
+    column: str | None
+    key: str | None
+    #: The `Completion` field this sample field is copied from ("" when none).
+    answer: str
+    exact: bool
+
+    @property
+    def required(self) -> bool:
+        return self.default is dataclasses.MISSING
+
+
+def record_fields(cls: type) -> tuple[RecordField, ...]:
+    """The fields of a record class, in declaration order, with their kinds and names."""
+    return _record_fields(cls)
+
+
+@functools.cache
+def _record_fields(cls: type) -> tuple[RecordField, ...]:
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        kind, base, optional = _kind_of(hints[f.name])
+        default: Any = f.default
+        if f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        meta = f.metadata or stored()
+        column = f.name if meta["column"] == "" else meta["column"]
+        key = f.name if meta["key"] == "" else meta["key"]
+        ans = f.name if meta["answer"] == "=" else meta["answer"]
+        out.append(
+            RecordField(f.name, kind, base, optional, default, column, key, ans, meta["exact"])
+        )
+    return tuple(out)
+
+
+def _kind_of(hint: Any) -> tuple[FieldKind, type, bool]:
+    args = typing.get_args(hint)
+    optional = False
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        rest = [a for a in args if a is not type(None)]
+        optional = len(rest) < len(args)
+        hint = rest[0]
+        args = typing.get_args(hint)
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        if args[0] is str:
+            return FieldKind.STRINGS, str, optional
+        return FieldKind.RECORDS, args[0], optional
+    if origin is not None:  # a Mapping
+        if args and args[0] is Verdict:
+            return FieldKind.COUNTS, Verdict, optional
+        return FieldKind.MAPPING, dict, optional
+    if hint is bool:
+        return FieldKind.BOOL, bool, optional
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return FieldKind.ENUM, hint, optional
+    return FieldKind.PLAIN, hint, optional
+
+
 @dataclass(frozen=True)
 class RunRecord:
     id: str
@@ -55,16 +174,19 @@ class RunRecord:
     git_branch: str | None = None
     redline_version: str = ""
     args: Mapping[str, Any] = field(default_factory=dict)
-    manifest: Mapping[str, str] = field(default_factory=dict)
+    #: Kept in a table of its own, and beside the run (not in it) in an export.
+    manifest: Mapping[str, str] = field(
+        default_factory=dict, metadata=stored(column=None, key=None)
+    )
 
 
 @dataclass(frozen=True)
 class CaseRecord:
-    run_id: str
+    run_id: str = field(metadata=stored(key=None))
     suite: str
-    case_id: str
+    case_id: str = field(metadata=stored(key="id"))
     tier: str
-    model_id: str
+    model_id: str = field(metadata=stored(key="model"))
     samples: int
     required: int
     passes: int
@@ -81,23 +203,35 @@ class CaseRecord:
 
 @dataclass(frozen=True)
 class SampleRecord:
-    run_id: str
+    run_id: str = field(metadata=stored(key=None))
     suite: str
     case_id: str
     index: int
-    output: str
+    #: The raw output exactly as received.
+    output: str = field(metadata=stored(answer="text", exact=True))
     verdict: Verdict
-    finish_reason: FinishReason | None
-    model: str = ""
+    finish_reason: FinishReason | None = field(metadata=answer())
+    model: str = field(default="", metadata=answer())
     seed: int | None = None
-    latency_ms: float | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost: float | None = None
-    error: str | None = None
-    attempts: int = 1
-    assertions: tuple[AssertionResult, ...] = ()
+    latency_ms: float | None = field(default=None, metadata=answer())
+    input_tokens: int | None = field(default=None, metadata=answer())
+    output_tokens: int | None = field(default=None, metadata=answer())
+    cost: float | None = field(default=None, metadata=answer())
+    error: str | None = field(default=None, metadata=answer())
+    attempts: int = field(default=1, metadata=answer())
+    #: Kept in the store's assertion table, one row each.
+    assertions: tuple[AssertionResult, ...] = field(default=(), metadata=NOT_STORED)
     created_at: str = ""
+
+    @classmethod
+    def of_answer(cls, completion: Completion, **fields: Any) -> SampleRecord:
+        """The sample holding `completion`; `fields` give the rest (and may override)."""
+        taken = {f.name: getattr(completion, f.answer) for f in _ANSWER_FIELDS}
+        return cls(**(taken | fields))
+
+    def as_answer(self) -> Completion:
+        """The completion this sample stored, raw output untouched (what a replay serves)."""
+        return Completion(**{f.answer: getattr(self, f.name) for f in _ANSWER_FIELDS})
 
 
 @dataclass(frozen=True)
@@ -148,3 +282,6 @@ class SampleUsage:
     input_tokens: int | None
     output_tokens: int | None
     cost: float | None
+
+
+_ANSWER_FIELDS = tuple(f for f in record_fields(SampleRecord) if f.answer)

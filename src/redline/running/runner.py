@@ -16,8 +16,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from redline import __version__
 from redline.assertions import LAYER_1, evaluate_sample
@@ -32,6 +31,7 @@ from redline.providers.replay import ReplayProvider
 from redline.redaction import KeyRedactor
 from redline.running.budget import Budget, estimate_cost
 from redline.running.manifest import case_hash, suite_manifest
+from redline.running.options import RunOptions, resume_options
 from redline.running.outcome import add_counts, case_outcome, run_result
 from redline.running.records import (
     CaseOutcome,
@@ -51,38 +51,6 @@ if TYPE_CHECKING:
     from redline.judge import JudgeSession
     from redline.providers.base import Provider
     from redline.suite.cases import Case, Suite
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """What a user can change about a run without editing a file."""
-
-    samples: int | None = None
-    case_ids: tuple[str, ...] = ()
-    tier: str | None = None
-    model_alias: str | None = None
-    concurrency: int | None = None
-    kind: RunKind = RunKind.RUN
-    parent_id: str | None = None
-    resume: str | None = None
-    replay: str | None = None
-    shard: tuple[int, int] | None = None
-    run_id: str | None = None
-    args: Mapping[str, Any] = field(default_factory=dict)
-    #: Run Layer 2 judges (`--judge`); trusted judges fail samples only with `judge_blocks`.
-    judge: bool = False
-    judge_blocks: bool = False
-    #: With `resume`: add samples to a finished run (a triage arm drawn in batches).
-    extend: bool = False
-    #: `--adaptive`: sequential sampling for every case written with a fixed N.
-    adaptive: bool = False
-    #: With `resume`: draw the slots of a finished run whose samples had these verdicts
-    #: again (`--retry-transport`); the first attempts are kept as superseded evidence.
-    retry: tuple[Verdict, ...] = ()
-    #: Samples per case as `suite/case` → n (`--against`: the reference run's counts).
-    case_samples: Mapping[str, int] = field(default_factory=dict)
-    #: Stop scheduling once this many US dollars are spent (`--budget`, `max_run_cost`).
-    budget: float | None = None
 
 
 @dataclass(frozen=True)
@@ -329,43 +297,6 @@ async def execute_run(
             await provider.aclose()
 
 
-def resume_options(
-    run: RunRecord,
-    config: Config,
-    retry: tuple[Verdict, ...] = (),
-    concurrency: int | None = None,
-    *,
-    budget: float | None = None,
-) -> tuple[RunOptions, list[Path]]:
-    """Options and suite folders that continue `run` with its own settings (`--resume`,
-    `--retry-transport`, the triage app's retry)."""
-    saved: dict[str, Any] = dict(run.args)
-    paths = [config.root / p for p in saved.get("suites", [])] or list(config.suites)
-    shard = saved.get("shard")
-    # A replay resumes as a replay: its missing samples come from the run it re-scores.
-    replay = run.parent_id if run.kind is RunKind.REPLAY else None
-    options = RunOptions(
-        samples=saved.get("samples"),
-        case_ids=tuple(saved.get("cases", ())),
-        tier=saved.get("tier"),
-        model_alias=None if replay else saved.get("model") or run.model_alias,
-        concurrency=concurrency,
-        kind=run.kind,
-        replay=replay,
-        parent_id=run.parent_id,
-        resume=run.id,
-        judge=bool(saved.get("judge")),
-        judge_blocks=bool(saved.get("judge_blocks")),
-        adaptive=bool(saved.get("adaptive")),
-        retry=retry,
-        shard=None if shard is None else (int(shard[0]), int(shard[1])),
-        case_samples=dict(saved.get("case_samples") or {}),
-        budget=budget,
-        args=saved,
-    )
-    return options, paths
-
-
 def run_suites(
     suites: Sequence[Suite],
     config: Config,
@@ -567,22 +498,15 @@ async def _sample(
         from redline.judge import judge_pending
 
         evaluation = await judge_pending(judges, job.case, completion, evaluation, job.seed)
-    return SampleRecord(
+    return SampleRecord.of_answer(
+        completion,
         run_id=state.run_id,
         suite=job.case.suite,
         case_id=job.case.id,
         index=job.index,
-        output=completion.text,
         verdict=evaluation.verdict,
-        finish_reason=completion.finish_reason,
         model=completion.model or (model.name if model is not None else ""),
         seed=job.seed,
-        latency_ms=completion.latency_ms,
-        input_tokens=completion.input_tokens,
-        output_tokens=completion.output_tokens,
-        cost=completion.cost,
-        error=completion.error,
-        attempts=completion.attempts,
         assertions=evaluation.results,
         created_at=now_iso(),
     )
@@ -599,7 +523,7 @@ def _new_record(
 ) -> RunRecord:
     commit, dirty = repo_state(config.root)
     parent = options.parent_id
-    args = dict(options.args)
+    args = options.stored_args()
     held = active_quarantines(suites, datetime.now(UTC).date())
     if held:
         args[QUARANTINED_ARG] = held
@@ -824,6 +748,7 @@ __all__ = [
     "RunProgress",
     "execute_run",
     "planned_samples",
+    "resume_options",
     "run_suites",
     "sample_seed",
     "samples_for",

@@ -13,16 +13,14 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from redline.errors import AmbiguousRunId, RunAlreadyStored, RunNotFound, UsageError
-from redline.providers.completion import FinishReason
 from redline.running.records import (
-    CaseOutcome,
     CaseRecord,
     CiOrigin,
     RunKind,
@@ -33,7 +31,8 @@ from redline.running.records import (
     SampleUsage,
     TriageRecord,
 )
-from redline.running.verdicts import VERDICT_ORDER, AssertionResult, AssertionStatus, Verdict
+from redline.running.rows import Table, decode_text
+from redline.running.verdicts import VERDICT_ORDER, AssertionResult, Verdict
 
 SCHEMA_VERSION = 1
 
@@ -174,26 +173,15 @@ CREATE TABLE IF NOT EXISTS sample_search_runs (
 ) WITHOUT ROWID;
 """
 
-_RUN_COLUMNS = (
-    "id, kind, status, result, started_at, finished_at, model_id, model_alias, suites, "
-    "parent_id, git_commit, git_dirty, redline_version, args, git_branch"
-)
-_CASE_COLUMNS = (
-    "run_id, suite, case_id, tier, model_id, samples, required, passes, result, "
-    "n_ok, n_wrong, n_malformed, n_refused, n_truncated, n_transport, case_hash"
-)
-_SAMPLE_COLUMNS = (
-    "id, run_id, suite, case_id, idx, output, verdict, finish_reason, model, seed, latency_ms, "
-    "input_tokens, output_tokens, cost, error, attempts, created_at"
-)
-_INSERT_SAMPLE = (
-    "INSERT INTO samples (run_id, suite, case_id, idx, output, verdict, finish_reason, model, "
-    "seed, latency_ms, input_tokens, output_tokens, cost, error, attempts, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
+_RUNS = Table(RunRecord, "runs")
+_CASES = Table(CaseRecord, "cases")
+_SAMPLES = Table(SampleRecord, "samples")
+_ASSERTIONS = Table(AssertionResult, "assertion_results")
+_TRIAGE = Table(TriageRecord, "triage")
+_ORIGINS = Table(CiOrigin, "ci_origins")
 _INSERT_ASSERTION = (
-    "INSERT INTO assertion_results (sample_id, idx, type, status, reason, score, threshold, "
-    "structural) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO assertion_results (sample_id, {_ASSERTIONS.select()}) "
+    f"VALUES (?, {', '.join('?' * len(_ASSERTIONS.names))})"
 )
 
 
@@ -302,20 +290,9 @@ class RunStore:
     @staticmethod
     def _insert_origin(db: sqlite3.Connection, run_id: str, o: CiOrigin) -> None:
         db.execute(
-            "INSERT OR REPLACE INTO ci_origins (run_id, provider, repo, ci_run_id, run_number, "
-            "url, event, branch, artifact, pulled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                o.provider,
-                o.repo,
-                o.ci_run_id,
-                o.run_number,
-                o.url,
-                o.event,
-                o.branch,
-                o.artifact,
-                now_iso(),
-            ),
+            f"INSERT OR REPLACE INTO ci_origins (run_id, {_ORIGINS.select()}, pulled_at) "
+            f"VALUES (?, {', '.join('?' * len(_ORIGINS.names))}, ?)",
+            (run_id, *_ORIGINS.row(o), now_iso()),
         )
 
     def add_sample(self, sample: SampleRecord) -> None:
@@ -396,7 +373,7 @@ class RunStore:
                 (run_id,),
             ).fetchall()
         return [
-            SupersededSample(str(s), str(c), int(i), Verdict(v), e, _decode_text(o), str(at))
+            SupersededSample(str(s), str(c), int(i), Verdict(v), e, decode_text(o), str(at))
             for s, c, i, v, e, o, at in rows
         ]
 
@@ -432,7 +409,7 @@ class RunStore:
                     {"run": run_id, "like": like, "limit": limit},
                 ).fetchall()
         return [
-            (str(r[0]), str(r[1]), int(r[2]), Verdict(r[3]), _decode_text(r[4]), r[5] or "")
+            (str(r[0]), str(r[1]), int(r[2]), Verdict(r[3]), decode_text(r[4]), r[5] or "")
             for r in rows
         ]
 
@@ -471,26 +448,7 @@ class RunStore:
     def _insert_run(self, db: sqlite3.Connection, record: RunRecord) -> None:
         if db.execute("SELECT 1 FROM runs WHERE id = ?", (record.id,)).fetchone():
             raise RunAlreadyStored(record.id, self.path)
-        db.execute(
-            f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * 15)})",
-            (
-                record.id,
-                str(record.kind),
-                str(record.status),
-                None if record.result is None else str(record.result),
-                record.started_at,
-                record.finished_at,
-                record.model_id,
-                record.model_alias,
-                json.dumps(list(record.suites)),
-                record.parent_id,
-                record.git_commit,
-                int(record.git_dirty),
-                record.redline_version,
-                json.dumps(dict(record.args), sort_keys=True, default=str),
-                record.git_branch,
-            ),
-        )
+        db.execute(_RUNS.insert(), _RUNS.row(record))
         db.executemany(
             "INSERT INTO manifest (run_id, path, sha256) VALUES (?, ?, ?)",
             [(record.id, p, h) for p, h in sorted(record.manifest.items())],
@@ -498,70 +456,27 @@ class RunStore:
 
     @staticmethod
     def _insert_cases(db: sqlite3.Connection, records: Iterable[CaseRecord]) -> None:
-        db.executemany(
-            f"INSERT OR REPLACE INTO cases ({_CASE_COLUMNS}) VALUES ({', '.join('?' * 16)})",
-            [_case_row(r) for r in records],
-        )
+        db.executemany(_CASES.insert("INSERT OR REPLACE"), [_CASES.row(r) for r in records])
 
     @staticmethod
     def _insert_samples(db: sqlite3.Connection, samples: Iterable[SampleRecord]) -> None:
+        insert = _SAMPLES.insert()
         for s in samples:
-            cur = db.execute(
-                _INSERT_SAMPLE,
-                (
-                    s.run_id,
-                    s.suite,
-                    s.case_id,
-                    s.index,
-                    _encode_text(s.output),
-                    str(s.verdict),
-                    None if s.finish_reason is None else str(s.finish_reason),
-                    s.model,
-                    s.seed,
-                    s.latency_ms,
-                    s.input_tokens,
-                    s.output_tokens,
-                    s.cost,
-                    s.error,
-                    s.attempts,
-                    s.created_at or now_iso(),
-                ),
-            )
+            if not s.created_at:
+                s = replace(s, created_at=now_iso())
+            cur = db.execute(insert, _SAMPLES.row(s))
             if s.assertions:
                 sample_id = cur.lastrowid
                 db.executemany(
-                    _INSERT_ASSERTION,
-                    [
-                        (
-                            sample_id,
-                            a.index,
-                            a.type,
-                            str(a.status),
-                            a.reason,
-                            a.score,
-                            a.threshold,
-                            int(a.structural),
-                        )
-                        for a in s.assertions
-                    ],
+                    _INSERT_ASSERTION, [(sample_id, *_ASSERTIONS.row(a)) for a in s.assertions]
                 )
 
     def put_triage(self, record: TriageRecord) -> None:
         """Record where the triage of one case stands (replacing the previous state)."""
+        if not record.updated_at:
+            record = replace(record, updated_at=now_iso())
         with self._transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO triage (run_id, suite, case_id, state, progress, detail, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.run_id,
-                    record.suite,
-                    record.case_id,
-                    record.state,
-                    record.progress,
-                    json.dumps(dict(record.detail), sort_keys=True, default=str),
-                    record.updated_at or now_iso(),
-                ),
-            )
+            db.execute(_TRIAGE.insert("INSERT OR REPLACE"), _TRIAGE.row(record))
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -569,26 +484,14 @@ class RunStore:
         """(suite, case id) → the stored triage state of each case of a run that has one."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT run_id, suite, case_id, state, progress, detail, updated_at FROM triage "
-                "WHERE run_id = ?",
-                (run_id,),
+                f"SELECT {_TRIAGE.select()} FROM triage WHERE run_id = ?", (run_id,)
             ).fetchall()
-        return {
-            (str(r[1]), str(r[2])): TriageRecord(
-                run_id=r[0],
-                suite=r[1],
-                case_id=r[2],
-                state=r[3],
-                progress=float(r[4]),
-                detail=json.loads(r[5]),
-                updated_at=r[6],
-            )
-            for r in rows
-        }
+        records = [_TRIAGE.read(r) for r in rows]
+        return {(r.suite, r.case_id): r for r in records}
 
     def runs(self, limit: int | None = None, kind: RunKind | None = None) -> list[RunRecord]:
         """Stored runs, newest first."""
-        sql = f"SELECT {_RUN_COLUMNS} FROM runs"
+        sql = f"SELECT {_RUNS.select()} FROM runs"
         params: list[Any] = []
         if kind is not None:
             sql += " WHERE kind = ?"
@@ -611,10 +514,7 @@ class RunStore:
 
     def ci_origins(self, run_ids: Sequence[str] | None = None) -> dict[str, CiOrigin]:
         """Run id → the CI run it was pulled from, for these runs (default: every pulled run)."""
-        sql = (
-            "SELECT run_id, provider, repo, ci_run_id, run_number, url, event, branch, artifact "
-            "FROM ci_origins"
-        )
+        sql = f"SELECT run_id, {_ORIGINS.select()} FROM ci_origins"
         with self._lock:
             if run_ids is None:
                 rows = self._db.execute(sql).fetchall()
@@ -625,19 +525,7 @@ class RunStore:
                     rows += self._db.execute(
                         f"{sql} WHERE run_id IN ({marks})", list(chunk)
                     ).fetchall()
-        return {
-            str(r[0]): CiOrigin(
-                provider=r[1],
-                repo=r[2],
-                ci_run_id=r[3],
-                run_number=r[4],
-                url=r[5],
-                event=r[6],
-                branch=r[7],
-                artifact=r[8],
-            )
-            for r in rows
-        }
+        return {str(r[0]): _ORIGINS.read(r[1:]) for r in rows}
 
     def seen_artifacts(self, provider: str, repo: str) -> set[str]:
         """Ids of the CI artifacts of `repo` a pull already read."""
@@ -651,7 +539,7 @@ class RunStore:
     def latest_pulled_run(self, event: str | None = None) -> RunRecord | None:
         """The newest scheduled run pulled from CI (optionally from one CI event)."""
         sql = (
-            f"SELECT {', '.join('r.' + c.strip() for c in _RUN_COLUMNS.split(','))} FROM runs r "
+            f"SELECT {_RUNS.select('r')} FROM runs r "
             "JOIN ci_origins o ON o.run_id = r.id WHERE r.kind = ?"
         )
         params: list[Any] = [str(RunKind.RUN)]
@@ -669,12 +557,12 @@ class RunStore:
             raise UsageError("empty run id: give a run id or its prefix (see `redline runs`)")
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
+                f"SELECT {_RUNS.select()} FROM runs WHERE id = ?", (run_id,)
             ).fetchall()
             if not rows:
                 pattern = _like_escape(run_id) + "%"
                 rows = self._db.execute(
-                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE id LIKE ? ESCAPE '\\' LIMIT 6",
+                    f"SELECT {_RUNS.select()} FROM runs WHERE id LIKE ? ESCAPE '\\' LIMIT 6",
                     (pattern,),
                 ).fetchall()
             if not rows:
@@ -686,7 +574,7 @@ class RunStore:
     def latest_run(
         self, *, kind: RunKind | None = RunKind.RUN, result: RunResult | None = None
     ) -> RunRecord | None:
-        sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE 1 = 1"
+        sql = f"SELECT {_RUNS.select()} FROM runs WHERE 1 = 1"
         params: list[Any] = []
         if kind is not None:
             sql += " AND kind = ?"
@@ -703,16 +591,16 @@ class RunStore:
         """One run's case results, ordered by suite and case id."""
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_CASE_COLUMNS} FROM cases WHERE run_id = ? ORDER BY suite, case_id",
+                f"SELECT {_CASES.select()} FROM cases WHERE run_id = ? ORDER BY suite, case_id",
                 (run_id,),
             ).fetchall()
-        return [_case_from_row(r) for r in rows]
+        return [_CASES.read(r) for r in rows]
 
     def samples(
         self, run_id: str, case_id: str | None = None, suite: str | None = None
     ) -> list[SampleRecord]:
         """A run's samples with their assertion results, ordered by suite, case, index."""
-        sql = f"SELECT {_SAMPLE_COLUMNS} FROM samples WHERE run_id = ?"
+        sql = f"SELECT id, {_SAMPLES.select()} FROM samples WHERE run_id = ?"
         params: list[Any] = [run_id]
         if case_id is not None:
             sql += " AND case_id = ?"
@@ -724,7 +612,7 @@ class RunStore:
         with self._lock:
             rows = self._db.execute(sql, params).fetchall()
             assertions = self._assertions_for([r[0] for r in rows], run_id, case_id is None)
-        return [_sample_from_row(r, assertions.get(r[0], ())) for r in rows]
+        return [_SAMPLES.read(r[1:], assertions=assertions.get(r[0], ())) for r in rows]
 
     def sample_keys(self, run_id: str) -> set[tuple[str, str, int]]:
         """(suite, case id, index) of every sample stored for a run: what `--resume` skips."""
@@ -795,7 +683,7 @@ class RunStore:
     ) -> list[tuple[RunRecord, CaseRecord]]:
         """Every stored result of one case, oldest run first, all run kinds."""
         sql = (
-            f"SELECT {', '.join('c.' + c.strip() for c in _CASE_COLUMNS.split(','))} "
+            f"SELECT {_CASES.select('c')} "
             "FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ?"
         )
         params: list[Any] = [case_id]
@@ -807,7 +695,7 @@ class RunStore:
             case_rows = self._db.execute(sql, params).fetchall()
             run_ids = list(dict.fromkeys(r[0] for r in case_rows))
             runs = {r.id: r for r in self._runs_by_ids(run_ids)}
-        return [(runs[r[0]], _case_from_row(r)) for r in case_rows]
+        return [(runs[r[0]], _CASES.read(r)) for r in case_rows]
 
     def manifest(self, run_id: str) -> dict[str, str]:
         with self._lock:
@@ -823,7 +711,7 @@ class RunStore:
         for chunk in _chunks(run_ids, 500):
             marks = ",".join("?" * len(chunk))
             rows = self._db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE id IN ({marks})", list(chunk)
+                f"SELECT {_RUNS.select()} FROM runs WHERE id IN ({marks})", list(chunk)
             ).fetchall()
             out.extend(self._runs_from_rows(rows))
         return out
@@ -842,7 +730,7 @@ class RunStore:
                     "SELECT path, sha256 FROM manifest WHERE run_id = ?", (run_id,)
                 ).fetchall()
             )
-            record = _run_from_row(row, manifest)
+            record = _RUNS.read(row, manifest=manifest)
             if record.status is RunStatus.FINISHED:
                 self._finished[run_id] = record
             out.append(record)
@@ -854,10 +742,7 @@ class RunStore:
         found: dict[int, list[AssertionResult]] = {}
         if not sample_ids:
             return {}
-        sql = (
-            "SELECT a.sample_id, a.idx, a.type, a.status, a.reason, a.score, a.threshold, "
-            "a.structural FROM assertion_results a "
-        )
+        sql = f"SELECT a.sample_id, {_ASSERTIONS.select('a')} FROM assertion_results a "
         if whole_run:
             rows: Iterable[Sequence[Any]] = self._db.execute(
                 sql + "JOIN samples s ON s.id = a.sample_id WHERE s.run_id = ? "
@@ -875,18 +760,8 @@ class RunStore:
                     )
                 )
             rows = collected
-        for sid, idx, typ, status, reason, score, threshold, structural in rows:
-            found.setdefault(sid, []).append(
-                AssertionResult(
-                    index=idx,
-                    type=typ,
-                    status=AssertionStatus(status),
-                    reason=reason,
-                    score=score,
-                    threshold=threshold,
-                    structural=bool(structural),
-                )
-            )
+        for row in rows:
+            found.setdefault(row[0], []).append(_ASSERTIONS.read(row[1:]))
         return {k: tuple(v) for k, v in found.items()}
 
 
@@ -908,121 +783,11 @@ class SupersededSample:
     superseded_at: str
 
 
-def _encode_text(text: str) -> str | bytes:
-    """Text as SQLite can keep it exactly: lone surrogates (valid in JSON) go in as a BLOB."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
-    return text
-
-
-def _decode_text(value: str | bytes) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "surrogatepass")
-    return value
-
-
 def _add_missing_columns(db: sqlite3.Connection) -> None:
-    """Columns added after a store was created: an older store gains them, empty."""
-    have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
-    if "git_branch" not in have:
-        db.execute("ALTER TABLE runs ADD COLUMN git_branch TEXT")
+    """Columns of record fields added after a store was created: an older store gains them."""
+    for table in (_RUNS, _CASES, _SAMPLES, _ASSERTIONS, _TRIAGE, _ORIGINS):
+        table.add_missing_columns(db)
 
 
 def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _run_from_row(row: Sequence[Any], manifest: Mapping[str, str]) -> RunRecord:
-    (
-        run_id,
-        kind,
-        status,
-        result,
-        started_at,
-        finished_at,
-        model_id,
-        model_alias,
-        suites,
-        parent_id,
-        git_commit,
-        git_dirty,
-        version,
-        args,
-        git_branch,
-    ) = row
-    return RunRecord(
-        id=run_id,
-        kind=RunKind(kind),
-        status=RunStatus(status),
-        result=None if result is None else RunResult(result),
-        started_at=started_at,
-        finished_at=finished_at,
-        model_id=model_id,
-        model_alias=model_alias,
-        suites=tuple(json.loads(suites)),
-        parent_id=parent_id,
-        git_commit=git_commit,
-        git_dirty=bool(git_dirty),
-        git_branch=git_branch,
-        redline_version=version,
-        args=json.loads(args),
-        manifest=dict(manifest),
-    )
-
-
-def _case_row(r: CaseRecord) -> tuple[Any, ...]:
-    counts = tuple(int(r.verdicts.get(v, 0)) for v in VERDICT_ORDER)
-    return (
-        r.run_id,
-        r.suite,
-        r.case_id,
-        r.tier,
-        r.model_id,
-        r.samples,
-        r.required,
-        r.passes,
-        str(r.result),
-        *counts,
-        r.case_hash,
-    )
-
-
-def _case_from_row(row: Sequence[Any]) -> CaseRecord:
-    counts = row[9:15]
-    return CaseRecord(
-        run_id=row[0],
-        suite=row[1],
-        case_id=row[2],
-        tier=row[3],
-        model_id=row[4],
-        samples=row[5],
-        required=row[6],
-        passes=row[7],
-        result=CaseOutcome(row[8]),
-        verdicts={v: int(n) for v, n in zip(VERDICT_ORDER, counts, strict=True)},
-        case_hash=row[15],
-    )
-
-
-def _sample_from_row(row: Sequence[Any], assertions: tuple[AssertionResult, ...]) -> SampleRecord:
-    return SampleRecord(
-        run_id=row[1],
-        suite=row[2],
-        case_id=row[3],
-        index=row[4],
-        output=_decode_text(row[5]),
-        verdict=Verdict(row[6]),
-        finish_reason=None if row[7] is None else FinishReason(row[7]),
-        model=row[8],
-        seed=row[9],
-        latency_ms=row[10],
-        input_tokens=row[11],
-        output_tokens=row[12],
-        cost=row[13],
-        error=row[14],
-        attempts=row[15],
-        created_at=row[16],
-        assertions=assertions,
-    )

@@ -1,0 +1,151 @@
+"""Records as rows of the store's tables, derived from the record definitions.
+
+Each record field is one column named after it (a verdict count is one `n_<verdict>`
+column per verdict); `Table.add_missing_columns` gives an existing store the columns of
+fields added since it was made, so an older store opens and its rows read back with the
+new fields at their defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from redline.running.records import FieldKind, RecordField, record_fields
+from redline.running.verdicts import VERDICT_ORDER
+
+R = TypeVar("R")
+
+#: Field names SQL reserves, and the column each is stored in.
+_RESERVED = {"index": "idx"}
+
+_SQL_TYPES = {bool: "INTEGER", int: "INTEGER", float: "REAL"}
+
+
+def encode_text(text: str) -> str | bytes:
+    """Text as SQLite can keep it exactly: lone surrogates (valid in JSON) go in as a BLOB."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def decode_text(value: str | bytes) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogatepass")
+    return value
+
+
+@dataclass(frozen=True)
+class _Column:
+    field: RecordField
+    names: tuple[str, ...]
+    #: The stored value of a non-None value (the values, for several columns); None: as it is.
+    encode: Callable[[Any], Any] | None
+    #: Reads the value from its column (or columns); None: the stored value as it is.
+    decode: Callable[[Any], Any] | None
+
+
+class Table(Generic[R]):
+    """One record class as rows of one table: its column names and how values are kept."""
+
+    def __init__(self, record: type[R], name: str) -> None:
+        self.record = record
+        self.name = name
+        self._columns = tuple(_column(f) for f in record_fields(record) if f.column is not None)
+        self.names: tuple[str, ...] = tuple(n for c in self._columns for n in c.names)
+        readers: list[tuple[str, int | slice, Callable[[Any], Any] | None]] = []
+        at = 0
+        for c in self._columns:
+            width = len(c.names)
+            where = at if width == 1 else slice(at, at + width)
+            readers.append((c.field.name, where, c.decode))
+            at += width
+        self._readers = tuple(readers)
+
+    def select(self, alias: str = "") -> str:
+        """The column list for a SELECT, each prefixed with `alias.` when given."""
+        prefix = f"{alias}." if alias else ""
+        return ", ".join(prefix + n for n in self.names)
+
+    def insert(self, verb: str = "INSERT") -> str:
+        marks = ", ".join("?" * len(self.names))
+        return f"{verb} INTO {self.name} ({', '.join(self.names)}) VALUES ({marks})"
+
+    def row(self, record: R) -> list[Any]:
+        out: list[Any] = []
+        for c in self._columns:
+            value = getattr(record, c.field.name)
+            if len(c.names) > 1:
+                out.extend(c.encode(value))  # type: ignore[misc]
+            elif c.encode is None or value is None:
+                out.append(value)
+            else:
+                out.append(c.encode(value))
+        return out
+
+    def read(self, row: Sequence[Any], **others: Any) -> R:
+        """The record of a row selected with `select()`; `others` are its non-column fields."""
+        values = {
+            name: row[where] if decode is None else decode(row[where])
+            for name, where, decode in self._readers
+        }
+        return self.record(**values, **others)
+
+    def add_missing_columns(self, db: sqlite3.Connection) -> None:
+        """Add the columns of fields newer than the store: nullable, read back as defaults."""
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({self.name})")}
+        for c in self._columns:
+            for n in c.names:
+                if n not in have:
+                    sql_type = _SQL_TYPES.get(c.field.type, "TEXT")
+                    db.execute(f"ALTER TABLE {self.name} ADD COLUMN {n} {sql_type}")
+
+
+def _column(f: RecordField) -> _Column:
+    assert f.column is not None
+    name = _RESERVED.get(f.column, f.column)
+    if f.kind is FieldKind.COUNTS:
+        return _Column(
+            f,
+            tuple(f"n_{v}" for v in VERDICT_ORDER),
+            lambda counts: [int(counts.get(v, 0)) for v in VERDICT_ORDER],
+            lambda ns: {v: int(n or 0) for v, n in zip(VERDICT_ORDER, ns, strict=True)},
+        )
+    encode, decode = _CODECS[f.kind](f)
+    absent = None if f.optional or f.required else f.default
+    write = None if encode is _same else encode
+    if decode is _same and absent is None:
+        return _Column(f, (name,), write, None)
+
+    def read(value: Any) -> Any:
+        return absent if value is None else decode(value)
+
+    return _Column(f, (name,), write, read)
+
+
+def _plain(f: RecordField) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    if f.exact:
+        return encode_text, decode_text
+    return _same, _same
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+_Codec = tuple[Callable[[Any], Any], Callable[[Any], Any]]
+_CODECS: dict[FieldKind, Callable[[RecordField], _Codec]] = {
+    FieldKind.PLAIN: _plain,
+    FieldKind.BOOL: lambda f: (int, bool),
+    FieldKind.ENUM: lambda f: (str, f.type),
+    FieldKind.STRINGS: lambda f: (lambda v: json.dumps(list(v)), lambda v: tuple(json.loads(v))),
+    FieldKind.MAPPING: lambda f: (
+        lambda v: json.dumps(dict(v), sort_keys=True, default=str),
+        json.loads,
+    ),
+}
