@@ -143,22 +143,18 @@ class SemanticScorer:
         if not sentences:
             return np.zeros((0, 1), np.float32)
         with self._lock:
-            missing = list(dict.fromkeys(s for s in sentences if (role, s) not in self._sentences))
-        fresh = dict(zip(missing, self.embeddings.embed(missing, role), strict=True))
+            cache = self._sentences
+            known = {s: cache[(role, s)] for s in sentences if (role, s) in cache}
+        missing = list(dict.fromkeys(s for s in sentences if s not in known))
+        if missing:
+            known.update(zip(missing, self.embeddings.embed(missing, role), strict=True))
         with self._lock:
-            rows = []
-            for sentence in sentences:
-                key = (role, sentence)
-                if sentence in fresh:
-                    self._sentences[key] = fresh[sentence]
-                row = fresh.get(sentence)
-                if row is None:
-                    row = self._sentences[key]
-                self._sentences.move_to_end(key)
-                rows.append(row)
+            for sentence in dict.fromkeys(sentences):
+                self._sentences[(role, sentence)] = known[sentence]
+                self._sentences.move_to_end((role, sentence))
             while len(self._sentences) > _SENTENCE_CACHE:
                 self._sentences.popitem(last=False)
-        return np.stack(rows)
+        return np.stack([known[s] for s in sentences])
 
     def concept(self, text: str, concept: str) -> ConceptMatch:
         """The best-matching sentence of `text` for `concept`, with raw and calibrated scores.
