@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from redline.cli import main
+from redline.presentation import VERDICT_COLOURS, WEB_COLOURS
 from redline.report import build_run_report
 from redline.report.html import html_report
 from redline.report.junit import xml_safe
@@ -162,3 +163,15 @@ def test_report_defaults_to_latest_run_and_needs_an_output(
     assert "`red`" in capsys.readouterr().out
     assert main(["report", "red"]) == 2
     assert "choose at least one" in capsys.readouterr().err
+
+
+def test_html_draws_each_verdict_in_its_terminal_colour(tmp_path: Path) -> None:
+    with open_store(tmp_path) as store:
+        write_run(store, RunSpec("h", [CaseSpec("c", [OK, WRONG])]))
+        page = html_report(build_run_report(store, "h"))
+    palette = dict(re.findall(r"--([a-z]+):(#[0-9a-f]{6});", page))
+    for verdict, colour in VERDICT_COLOURS.items():
+        # `redline show` prints "wrong" red; the report's "wrong" badge is a web red.
+        assert palette[verdict.value] == WEB_COLOURS[colour]
+    assert 'class="badge v-wrong"' in page and ".v-wrong { background: var(--wrong); }" in page
+    assert len(set(palette[v.value] for v in VERDICT_COLOURS)) == len(VERDICT_COLOURS)

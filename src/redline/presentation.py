@@ -1,10 +1,55 @@
-"""How results look to a person: one style and one order per case outcome, for CLI and TUI."""
+"""How results look to a person: one name, colour and order per verdict, case outcome, run
+result and cause, for the CLI and the TUI alike.
+
+Styles are Rich style strings: the CLI prints them, the TUI renders them as Text styles.
+A verdict has one colour wherever it is shown, so a reader who learnt that magenta means
+malformed in `redline show` reads the triage app's bar the same way.
+"""
 
 from __future__ import annotations
 
-from redline.running.records import CaseOutcome
+from redline.deciding.cause import Cause
+from redline.running.records import CaseOutcome, RunResult
+from redline.running.verdicts import Verdict
 
-#: Rich style strings (the CLI prints them, the TUI renders them as Text styles).
+#: One colour per verdict, distinct from each other (the verdict bar is split by them) and
+#: readable on dark and light themes alike.
+VERDICT_COLOURS = {
+    Verdict.OK: "green",
+    Verdict.WRONG: "red",
+    Verdict.MALFORMED: "magenta",
+    Verdict.REFUSED: "yellow",
+    Verdict.TRUNCATED: "cyan",
+    Verdict.TRANSPORT: "blue",
+}
+
+#: The named colours above as a web page draws them: dark enough to carry white text on a
+#: badge, so the HTML report reads a verdict in the same colour as the terminal.
+WEB_COLOURS = {
+    "green": "#2e7d32",
+    "red": "#c62828",
+    "magenta": "#ad1457",
+    "yellow": "#9a6b00",
+    "cyan": "#00796b",
+    "blue": "#1565c0",
+}
+
+#: A verdict named in text: its colour, bold.
+VERDICT_STYLES = {verdict: f"bold {colour}" for verdict, colour in VERDICT_COLOURS.items()}
+
+#: Short verdict names for narrow columns and the filter language (`v:malf`).
+VERDICT_SHORT_NAMES = {
+    Verdict.OK: "ok",
+    Verdict.WRONG: "wrong",
+    Verdict.MALFORMED: "malf",
+    Verdict.REFUSED: "refus",
+    Verdict.TRUNCATED: "trunc",
+    Verdict.TRANSPORT: "transp",
+}
+
+#: The verdict bar's cell: one per share of the samples.
+VERDICT_BAR_CELL = "█"
+
 OUTCOME_STYLES = {
     CaseOutcome.PASS: "green",
     CaseOutcome.FAIL: "bold red",
@@ -27,3 +72,33 @@ OUTCOME_LABELS = {
     CaseOutcome.MARGINAL: "MARGIN",
     CaseOutcome.PASS: "pass",
 }
+
+#: A run's result in a list of runs.
+RESULT_STYLES = {
+    RunResult.GREEN: "green",
+    RunResult.RED: "bold red",
+    RunResult.INCONCLUSIVE: "yellow",
+}
+
+#: A run's result as the headline of a run (its header, the last line of `redline run`).
+RESULT_HEADLINE_STYLES = {
+    RunResult.GREEN: "bold green",
+    RunResult.RED: "bold red",
+    RunResult.INCONCLUSIVE: "bold yellow",
+}
+
+#: The cause Step 1 (and `redline rerun`) concluded: a regression red, the case's own
+#: problem yellow, noise cyan.
+CAUSE_STYLES = {
+    Cause.PROMPT: "bold red",
+    Cause.MODEL: "bold red",
+    Cause.CASE: "bold yellow",
+    Cause.NOISE: "bold cyan",
+    Cause.CASE_CHANGED: "bold magenta",
+    Cause.UNDECIDED: "bold",
+}
+
+
+def result_headline_style(result: RunResult | None) -> str:
+    """A finished run's result style; a run without a result (cut off) reads as inconclusive."""
+    return RESULT_HEADLINE_STYLES[result or RunResult.INCONCLUSIVE]

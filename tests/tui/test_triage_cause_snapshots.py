@@ -94,8 +94,8 @@ def _app(tmp_path: Path, store: RunStore) -> TriageApp:
 @pytest.mark.parametrize(
     "keys",
     [
-        pytest.param((), id="home_triage_column_prompt_noise_stopped_changed"),
-        pytest.param(("down", "enter"), id="step1_prompt_regression_two_arms"),
+        pytest.param((), id="home-triage-column-prompt-noise-stopped-changed"),
+        pytest.param(("down", "enter"), id="step1-prompt-regression-two-arms"),
     ],
 )
 def test_cause_snapshot(

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from helpers import screen_text, settle
+from textual.strip import Strip
 from textual.widgets import DataTable, Static
 from triage_repo import TriageRepo
 from triage_store import (
@@ -25,10 +26,11 @@ from redline_tui.screens.help import HelpScreen
 from redline_tui.screens.history import HistoryScreen, rate_chart
 from redline_tui.screens.outputs import OutputsScreen
 from redline_tui.screens.rerun import RerunScreen
-from redline_tui.screens.run import RunScreen, header_text
+from redline_tui.screens.run import RunScreen
 from redline_tui.screens.runs import RunsScreen
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.lazy_text import LazyText
+from redline_tui.widgets.run_summary import header_text
 from redline_tui.widgets.verdict_bar import VerdictBar
 
 pytestmark = pytest.mark.anyio
@@ -293,24 +295,55 @@ async def test_outputs_wrap_by_default_and_the_panes_scroll_together(
         assert raw.row_count == 201 and raw.virtual_size.width == len(prose)
 
 
-async def test_one_megabyte_output_scrolls_in_the_lazy_viewer(triage_repo: TriageRepo) -> None:
+async def test_one_megabyte_output_shows_the_lines_at_the_scrolled_position_lazily(
+    triage_repo: TriageRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A megabyte on one line, then 20,000 short lines: the pane shows the right rows at
+    every scroll position, and paints only the rows on screen (never the thousands of rows
+    the long line wraps to)."""
     app = TriageApp(triage_repo.ctx)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("down", "2")
         await settle(pilot)
         raw = app.screen.query_one("#raw-output", LazyText)
+        painted: set[int] = set()
+        paint = raw.render_line
+
+        def counted(y: int) -> Strip:
+            painted.add(round(raw.scroll_y) + y)
+            return paint(y)
+
+        monkeypatch.setattr(raw, "render_line", counted)
         raw.set_lines(["x" * 1_000_000, *(f"line {i}" for i in range(20_000))])
         raw.focus()
-        await pilot.press("end", "pageup")
         await pilot.pause()
-        width = raw.scrollable_content_region.width
-        assert raw.row_count == -(-1_000_000 // width) + 20_000  # wrapped to the pane
-        assert raw.scroll_y > 0
-        await pilot.press("w", "end", "pagedown", "right")
+        width, height = raw.scrollable_content_region.size
+        long_rows = -(-1_000_000 // width)
+        assert _rows(raw, height)[:2] == ["x" * width] * 2  # the long line, wrapped
+        await pilot.press("end")
         await pilot.pause()
-        assert raw.virtual_size.width == 1_000_000
-        assert raw.virtual_size.height == 20_001
+        assert _rows(raw, height)[-1] == "line 19999"
+        assert _rows(raw, height)[0] == f"line {20_000 - height}"
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert _rows(raw, height)[0] == f"line {20_000 - 2 * height}"
+        bottom = long_rows + 20_000 - height
+        # Painted: the first screenful and the last two, nothing between.
+        assert painted <= {*range(height), *range(bottom - height, bottom + height)}
+        await pilot.press("w", "home")
+        await pilot.pause()
+        top = _rows(raw, height)
+        assert set(top[0]) == {"x"} and top[1:3] == ["line 0", "line 1"]  # cut, not wrapped
+        await pilot.press("end")
+        await pilot.pause()
+        height = raw.scrollable_content_region.height  # a sideways scrollbar took a row
+        assert _rows(raw, height)[-1] == "line 19999"
+
+
+def _rows(view: LazyText, height: int) -> list[str]:
+    """The text of each row the view shows now, as painted."""
+    return [view.render_line(y).text.rstrip() for y in range(height)]
 
 
 async def test_history_bars_reruns_and_marginal_analysis(triage_repo: TriageRepo) -> None:

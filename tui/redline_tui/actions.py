@@ -227,6 +227,27 @@ async def _loosen(
         await _tell(screen, "Nothing to loosen", f"{case.case_id} has no assertions.")
         return
     failing = Counter(a.index for s in ctx.samples(run.id, case) for a in s.assertions if a.failed)
+    values = await screen.app.push_screen_wait(_loosen_picker(case, assertions, failing))
+    if values is None:
+        return
+    await _plan_and_stage(
+        screen,
+        ctx,
+        lambda: plan_loosen(
+            path,
+            case.case_id,
+            int(values["choice"]),
+            values["value"],
+            values["reason"],
+            ctx.today(),
+        ),
+    )
+
+
+def _loosen_picker(
+    case: CaseRecord, assertions: list[Mapping[str, Any]], failing: Counter[int]
+) -> PickerDialog:
+    """Pick one assertion (the most failed first) and type its new value and a reason."""
     default = failing.most_common(1)[0][0] if failing else 0
     choices = [_assertion_choice(i, item, failing.get(i, 0)) for i, item in enumerate(assertions)]
 
@@ -248,34 +269,18 @@ async def _loosen(
             return str(exc)
         return None
 
-    values = await screen.app.push_screen_wait(
-        PickerDialog(
-            f"Loosen one assertion of {case.case_id}",
-            choices,
-            [
-                Field("value", "New value", strip=False),
-                Field("reason", "Reason (written next to it in the case file)"),
-            ],
-            "Pick the assertion (↑ ↓), then type its new value: text is kept literally, "
-            "numbers are checked.",
-            initial=default,
-            on_pick=current,
-            check=check,
-        )
-    )
-    if values is None:
-        return
-    await _plan_and_stage(
-        screen,
-        ctx,
-        lambda: plan_loosen(
-            path,
-            case.case_id,
-            int(values["choice"]),
-            values["value"],
-            values["reason"],
-            ctx.today(),
-        ),
+    return PickerDialog(
+        f"Loosen one assertion of {case.case_id}",
+        choices,
+        [
+            Field("value", "New value", strip=False),
+            Field("reason", "Reason (written next to it in the case file)"),
+        ],
+        "Pick the assertion (↑ ↓), then type its new value: text is kept literally, "
+        "numbers are checked.",
+        initial=default,
+        on_pick=current,
+        check=check,
     )
 
 
@@ -312,14 +317,7 @@ async def _accept_baseline(
     except RedlineError as exc:
         await _tell(screen, "Unknown run", str(exc))
         return
-    record = next(
-        (
-            c
-            for c in ctx.store.cases(source.id)
-            if c.case_id == case.case_id and c.suite == case.suite
-        ),
-        None,
-    )
+    record = ctx.store.case(source.id, case.suite, case.case_id)
     if record is None:
         await _tell(screen, "No result", f"run {source.id} has no result for {case.case_id}")
         return

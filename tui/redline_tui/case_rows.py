@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.text import Text
 
-from redline.deciding.cause import CauseProgress
-from redline.presentation import OUTCOME_ORDER
+from redline.deciding.cause import Cause, CauseProgress
+from redline.deciding.groups import CaseTrend, Trend
+from redline.presentation import CAUSE_STYLES, OUTCOME_ORDER, VERDICT_SHORT_NAMES
 from redline.running.records import CaseRecord, TriageRecord
 from redline.running.verdicts import VERDICT_ORDER, Verdict
-
-_OUTCOME_ORDER = OUTCOME_ORDER
-
-#: Short verdict names for the breakdown column.
-VERDICT_ABBREVIATIONS = {
-    Verdict.OK: "ok",
-    Verdict.WRONG: "wrong",
-    Verdict.MALFORMED: "malf",
-    Verdict.REFUSED: "refus",
-    Verdict.TRUNCATED: "trunc",
-    Verdict.TRANSPORT: "transp",
-}
+from redline_tui.failure_groups import GroupRow
 
 #: Sortable columns: key → (label, sort key).
 SORT_COLUMNS = ("outcome", "case", "tier", "passes", "required")
@@ -46,7 +36,7 @@ def pass_rate(case: CaseRecord) -> float:
 def breakdown(case: CaseRecord) -> str:
     """Non-ok verdicts of a case, e.g. `2 wrong 1 trunc`; empty when every sample is ok."""
     parts = [
-        f"{case.verdicts.get(v, 0)} {VERDICT_ABBREVIATIONS[v]}"
+        f"{case.verdicts.get(v, 0)} {VERDICT_SHORT_NAMES[v]}"
         for v in VERDICT_ORDER
         if v is not Verdict.OK and case.verdicts.get(v, 0)
     ]
@@ -59,7 +49,7 @@ def sort_cases(
     """Failing first by default; ties broken by pass rate, then suite and id."""
 
     def outcome_key(c: CaseRecord) -> tuple[object, ...]:
-        return (_OUTCOME_ORDER[c.result], pass_rate(c), c.suite, c.case_id)
+        return (OUTCOME_ORDER[c.result], pass_rate(c), c.suite, c.case_id)
 
     keys = {
         "outcome": outcome_key,
@@ -113,14 +103,10 @@ class CaseFilter:
 
 
 #: The Triage column's word for each stored state (a changed case reads "changed").
-TRIAGE_WORDS = {"case-changed": "changed"}
+TRIAGE_WORDS = {Cause.CASE_CHANGED.value: "changed"}
+#: A concluded cause in its own style; the states an action left, in theirs.
 TRIAGE_STYLES = {
-    "prompt": "bold red",
-    "model": "bold red",
-    "case": "bold yellow",
-    "noise": "cyan",
-    "changed": "bold magenta",
-    "undecided": "yellow",
+    **{TRIAGE_WORDS.get(cause.value, cause.value): style for cause, style in CAUSE_STYLES.items()},
     "retired": "dim",
     "accepted": "green",
     "quarantined": "magenta",
@@ -143,3 +129,74 @@ def triage_text(state: TriageRecord | None, live: CauseProgress | None, running:
         return Text(f"stopped {state.progress:.0%}", style="dim")
     word = TRIAGE_WORDS.get(state.state, state.state)
     return Text(word, style=TRIAGE_STYLES.get(word, ""))
+
+
+@dataclass(frozen=True)
+class CaseView:
+    """Which cases the home table shows and in which order: a filter, a failure group,
+    a sort column and its direction. One value, so a change re-renders once."""
+
+    case_filter: CaseFilter = CaseFilter()
+    group: GroupRow | None = None
+    sort_column: str = "outcome"
+    reverse: bool = False
+
+    def apply(self, cases: Sequence[CaseRecord]) -> list[CaseRecord]:
+        if self.group is not None:
+            keys = self.group.keys
+            cases = [c for c in cases if case_key(c) in keys]
+        return sort_cases(self.case_filter.apply(cases), self.sort_column, self.reverse)
+
+    def next_verdict(self) -> CaseView:
+        """The verdict filter's next step: all → ok → wrong → … → all."""
+        order: list[Verdict | None] = [None, *VERDICT_ORDER]
+        verdict = order[(order.index(self.case_filter.verdict) + 1) % len(order)]
+        return replace(self, case_filter=CaseFilter(self.case_filter.text, verdict))
+
+    def next_sort(self) -> CaseView:
+        index = SORT_COLUMNS.index(self.sort_column)
+        return replace(
+            self, sort_column=SORT_COLUMNS[(index + 1) % len(SORT_COLUMNS)], reverse=False
+        )
+
+    def sorted_by(self, column: str) -> CaseView:
+        """Sorted by `column`; the same column again turns the order around."""
+        if column == self.sort_column:
+            return replace(self, reverse=not self.reverse)
+        return replace(self, sort_column=column, reverse=False)
+
+    def describe(self) -> str:
+        """`group: … · filter: none · sort: outcome`, as the status line shows it."""
+        group = f"group: {self.group.group.signature.label} · " if self.group else ""
+        direction = " (reversed)" if self.reverse else ""
+        return f"{group}filter: {self.case_filter.describe()} · sort: {self.sort_column}{direction}"
+
+
+_TREND_STYLES = {Trend.NEW: "bold red", Trend.STILL_FAILING: "red", Trend.FLAPPING: "yellow"}
+
+
+@dataclass(frozen=True)
+class CaseMarks:
+    """What a case's past says beside its result: its rates, trend and marks."""
+
+    history: tuple[float | None, ...]
+    changed: bool
+    marginal: bool
+    trend: CaseTrend | None = None
+    quarantined: bool = False
+
+    def text(self) -> Text:
+        words: list[tuple[str, str]] = []
+        if self.trend is not None:
+            words.append((self.trend.label, _TREND_STYLES[self.trend.trend]))
+        if self.quarantined:
+            words.append(("quarantined", "magenta"))
+        if self.changed:
+            words.append(("changed", "bold magenta"))
+        if self.marginal:
+            words.append(("marginal", "bold yellow"))
+        text = Text(overflow="ellipsis", no_wrap=True)
+        for word, style in words:
+            text.append(" " if text else "")
+            text.append(word, style=style)
+        return text

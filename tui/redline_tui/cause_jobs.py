@@ -116,7 +116,9 @@ class CauseJobs:
         app = self._app
 
         def post(message: CauseProgressed) -> None:
-            # Once the app has stopped, the samples and the state are stored all the same.
+            # Waits until the app has taken the message: the analysis never runs ahead of
+            # what the screens show. Once the app has stopped, the samples and the state
+            # are stored all the same.
             with contextlib.suppress(RuntimeError):
                 app.call_from_thread(app.post_message, message)
 

@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.reactive import reactive
 from textual.widgets import Footer, Header, Static
 
 from redline.judge.labels import LabelItem
@@ -48,28 +49,38 @@ class LabelApp(App[int]):
         Binding("q", "quit_labelling", "Quit"),
     ]
 
+    #: The item shown, and the optional 1–5 score given to it so far.
+    position: reactive[int] = reactive(0, init=False)
+    score: reactive[int | None] = reactive(None, init=False)
+
     def __init__(self, items: Sequence[LabelItem], rubric_card: str, record: RecordLabel) -> None:
         super().__init__()
         self.items = list(items)
         self.rubric_card = rubric_card
         self.record = record
-        self.position = 0
         self.labelled = 0
-        self.score: int | None = None
+        self.status = Static(id="label-status")
+        self.output = Static(id="label-output")
+        self.output_box = VerticalScroll(self.output, id="label-output-box")
+        self.output_box.border_title = "output"
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(id="label-status")
+        yield self.status
         with Horizontal(id="label-body"):
-            with VerticalScroll(id="label-output-box"):
-                yield Static(id="label-output")
-            with VerticalScroll(id="label-rubric-box"):
+            yield self.output_box
+            with VerticalScroll(id="label-rubric-box") as rubric:
+                rubric.border_title = "rubric"
                 yield Static(Text(self.rubric_card), id="label-rubric")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#label-output-box").border_title = "output"
-        self.query_one("#label-rubric-box").border_title = "rubric"
+        self._show()
+
+    def watch_position(self) -> None:
+        self._show()
+
+    def watch_score(self) -> None:
         self._show()
 
     @property
@@ -77,8 +88,7 @@ class LabelApp(App[int]):
         return self.items[self.position] if self.position < len(self.items) else None
 
     def _show(self) -> None:
-        status = self.query_one("#label-status", Static)
-        output = self.query_one("#label-output", Static)
+        status, output = self.status, self.output
         item = self.current
         if item is None:
             status.update(Text(f"All done: {self.labelled} labelled. Press q to quit."))
@@ -93,12 +103,11 @@ class LabelApp(App[int]):
             )
         )
         output.update(Text(escape_output(item.output)))
-        self.query_one("#label-output-box", VerticalScroll).scroll_home(animate=False)
+        self.output_box.scroll_home(animate=False)
 
     def action_score(self, score: int) -> None:
         if self.current is not None:
             self.score = score
-            self._show()
 
     def action_label(self, passed: bool) -> None:
         item = self.current
@@ -116,6 +125,5 @@ class LabelApp(App[int]):
         self.exit(self.labelled)
 
     def _advance(self) -> None:
-        self.position += 1
         self.score = None
-        self._show()
+        self.position += 1

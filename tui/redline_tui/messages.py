@@ -89,3 +89,11 @@ class TriageMarked(Message):
         super().__init__()
         self.key = key
         self.state = state
+
+
+class RetryProgressed(Message):
+    """A retry of a run's infrastructure failures moved on (None: nothing to show)."""
+
+    def __init__(self, message: str | None) -> None:
+        super().__init__()
+        self.message = message

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from textual.screen import Screen
-from textual.widgets import Static
 
 from redline.config import Config
 from redline.errors import RedlineError
@@ -22,6 +21,7 @@ from redline.running.store import RunStore
 from redline.running.verdicts import Verdict
 from redline.suite.cases import load_suites
 from redline_tui.context import TriageContext
+from redline_tui.messages import RetryProgressed
 from redline_tui.widgets.dialogs import Choice, MessageDialog, PickerDialog
 
 
@@ -67,7 +67,10 @@ def retry_run(
 
 
 async def retry_transport(screen: Screen[None], ctx: TriageContext, run: RunRecord) -> bool:
-    """Ask, then draw again in a thread; True when the run was completed (reload it)."""
+    """Ask, then draw again in a thread; True when the run was completed (reload it).
+
+    How far it got reaches `screen` as `RetryProgressed` messages.
+    """
     app = screen.app
     if ctx.config is None:
         await app.push_screen_wait(
@@ -84,6 +87,33 @@ async def retry_transport(screen: Screen[None], ctx: TriageContext, run: RunReco
             )
         )
         return False
+    picked = await app.push_screen_wait(_retry_picker(plan))
+    if picked is None:
+        return False
+    verdicts = plan.verdicts(picked["choice"] == "truncated")
+
+    def progress(p: RunProgress) -> None:
+        # Called on the run's thread: post_message is the thread-safe way back.
+        screen.post_message(
+            RetryProgressed(f"Retrying run {run.id}: {p.done} of {p.total} sample(s) drawn")
+        )
+
+    screen.post_message(RetryProgressed(f"Retrying run {run.id}…"))
+    try:
+        record = await asyncio.to_thread(retry_run, ctx.store, config, run, verdicts, progress)
+    except RedlineError as exc:
+        screen.post_message(RetryProgressed(None))
+        await app.push_screen_wait(MessageDialog("Refused: the run cannot be retried", str(exc)))
+        return False
+    result = record.result.value if record.result is not None else record.status.value
+    screen.post_message(
+        RetryProgressed(f"Run {run.id} retried: {plan.describe()} drawn again; now {result}.")
+    )
+    return True
+
+
+def _retry_picker(plan: RetryPlan) -> PickerDialog:
+    """Transport failures only, or the truncated samples too."""
     choices = []
     if plan.transport:
         choices.append(Choice(f"{plan.transport} transport sample(s)", "transport", _NOTE))
@@ -96,34 +126,12 @@ async def retry_transport(screen: Screen[None], ctx: TriageContext, run: RunReco
                 "only helps when the cut was chance.",
             )
         )
-    picked = await app.push_screen_wait(
-        PickerDialog(
-            f"Draw again the infrastructure failures of run {run.id}?",
-            choices,
-            [],
-            "Enter draws them again; Esc cancels.",
-        )
+    return PickerDialog(
+        f"Draw again the infrastructure failures of run {plan.run.id}?",
+        choices,
+        [],
+        "Enter draws them again; Esc cancels.",
     )
-    if picked is None:
-        return False
-    verdicts = plan.verdicts(picked["choice"] == "truncated")
-    status = screen.query_one("#batch-status", Static)
-    status.display = True
-
-    def progress(p: RunProgress) -> None:
-        app.call_from_thread(
-            status.update, f"Retrying run {run.id}: {p.done} of {p.total} sample(s) drawn"
-        )
-
-    try:
-        record = await asyncio.to_thread(retry_run, ctx.store, config, run, verdicts, progress)
-    except RedlineError as exc:
-        status.display = False
-        await app.push_screen_wait(MessageDialog("Refused: the run cannot be retried", str(exc)))
-        return False
-    result = record.result.value if record.result is not None else record.status.value
-    status.update(f"Run {run.id} retried: {plan.describe()} drawn again; now {result}.")
-    return True
 
 
 _NOTE = (

@@ -19,6 +19,7 @@ from redline.cli.output import add_format_option, make_console, print_json
 from redline.config import load_config
 from redline.deciding.cause import CauseAnalysis, CauseProgress, Diagnosis, Settings, p_value_label
 from redline.errors import CaseInSeveralSuites, CaseNotFound
+from redline.presentation import CAUSE_STYLES
 from redline.running.records import CaseRecord, RunRecord
 from redline.running.store import RunStore
 
@@ -148,7 +149,9 @@ def _print_diagnosis(console: Console, d: Diagnosis) -> None:
         )
     for name, value in d.p_values.items():
         console.print(Text(f"  p = {value:.3g}: {p_value_label(name)}", style="dim"))
-    console.print(Text("conclusion: ", style="bold") + Text(d.cause.value, style="bold red"))
+    console.print(
+        Text("conclusion: ", style="bold") + Text(d.cause.value, style=CAUSE_STYLES[d.cause])
+    )
     console.print(Text(d.sentence))
 
 

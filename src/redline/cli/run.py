@@ -35,6 +35,7 @@ from redline.config import Config, load_config
 from redline.deciding.compare import compare_runs
 from redline.deciding.quarantine import quarantined_cases
 from redline.errors import StoreMissing, UsageError, relpath
+from redline.presentation import result_headline_style
 from redline.running.against import against_options
 from redline.running.budget import budget_note, estimate_run
 from redline.running.exchange import check_out_dir, export_run
@@ -627,10 +628,7 @@ def _result_line(
     marginal = sum(c.result is CaseOutcome.MARGINAL for c in cases)
     line = Text()
     line.append(f"run {record.id}: ", style="bold")
-    style = {RunResult.GREEN: "bold green", RunResult.RED: "bold red"}.get(
-        record.result or RunResult.INCONCLUSIVE, "bold yellow"
-    )
-    line.append(str(record.result), style=style)
+    line.append(str(record.result), style=result_headline_style(record.result))
     line.append(
         f"  {len(cases)} case(s): {len(cases) - failed - undecided - marginal} pass, "
         f"{failed} fail, {undecided} inconclusive"

@@ -12,11 +12,10 @@ from rich.text import Text
 
 from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import load_config
+from redline.presentation import RESULT_STYLES
 from redline.running.exchange import run_json
 from redline.running.records import CaseOutcome, CaseRecord, RunKind, RunRecord
 from redline.running.store import RunStore
-
-_RESULT_STYLES = {"green": "green", "red": "bold red", "inconclusive": "yellow"}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,13 +69,12 @@ def _runs(args: argparse.Namespace) -> int:
             counts = Counter(c.result for c in cases)
             kind = str(run.kind) + (f" of {run.parent_id}" if run.parent_id else "")
             commit = (run.git_commit or "-")[:10] + ("+dirty" if run.git_dirty else "")
-            result = str(run.result) if run.result else "-"
             row = [
                 Text(run.id, style="cyan"),
                 Text(run.started_at[:19].replace("T", " ")),
                 Text(kind),
                 Text(str(run.status)),
-                Text(result, style=_RESULT_STYLES.get(result, "")),
+                Text(str(run.result or "-"), style=RESULT_STYLES[run.result] if run.result else ""),
                 Text(_case_counts(counts, len(cases))),
                 Text(run.model_id),
                 Text(commit),

@@ -8,8 +8,9 @@ import json
 from rich.text import Text
 
 from redline.cli.output import make_console
-from redline.cli.show import VERDICT_STYLES, require_store
+from redline.cli.show import require_store
 from redline.config import load_config
+from redline.presentation import VERDICT_STYLES
 from redline.running.search import search_run
 from redline.running.store import RunStore
 from redline.textsafe import escape_output

@@ -18,7 +18,7 @@ from rich.text import Text
 from redline.cli.output import add_format_option, make_console, make_table, print_json
 from redline.config import Config, load_config
 from redline.errors import CaseInSeveralSuites, CaseNotFound, RedlineError, StoreMissing, UsageError
-from redline.presentation import OUTCOME_STYLES
+from redline.presentation import OUTCOME_STYLES, VERDICT_STYLES, result_headline_style
 from redline.running.budget import budget_note
 from redline.running.exchange import case_json, run_json, sample_json
 from redline.running.records import CaseRecord, CiOrigin, RunRecord, SampleRecord
@@ -27,14 +27,6 @@ from redline.running.verdicts import VERDICT_ORDER, AssertionStatus, Verdict
 from redline.textsafe import escape_output
 
 RESULT_STYLES = OUTCOME_STYLES
-VERDICT_STYLES = {
-    Verdict.OK: "green",
-    Verdict.WRONG: "red",
-    Verdict.MALFORMED: "magenta",
-    Verdict.REFUSED: "red",
-    Verdict.TRUNCATED: "yellow",
-    Verdict.TRANSPORT: "yellow",
-}
 STATUS_STYLES = {
     AssertionStatus.PASSED: "green",
     AssertionStatus.FAILED: "red",
@@ -97,10 +89,7 @@ def _show(args: argparse.Namespace) -> int:
         suites = sorted({s.suite for s in samples})
         if len(suites) > 1:
             raise CaseInSeveralSuites(args.case, suites, "pick one with --suite")
-        case = next(
-            (c for c in store.cases(run.id) if c.case_id == args.case and c.suite == suites[0]),
-            None,
-        )
+        case = store.case(run.id, suites[0], args.case)
         if args.format == "json":
             if args.diff:
                 raise UsageError("--diff prints diffs for people; drop it with --format json")
@@ -152,8 +141,7 @@ def run_header(run: RunRecord, origin: CiOrigin | None = None) -> Text:
         text.append(f" of {run.parent_id}")
     text.append(f"  {run.status}")
     if run.result is not None:
-        style = {"green": "bold green", "red": "bold red"}.get(str(run.result), "bold yellow")
-        text.append(f"  {run.result}", style=style)
+        text.append(f"  {run.result}", style=result_headline_style(run.result))
     text.append(f"\nmodel {run.model_id} (alias {run.model_alias})")
     text.append(f"  suites {', '.join(run.suites)}")
     commit = run.git_commit[:12] if run.git_commit else "no git commit"

@@ -932,11 +932,11 @@ class CauseAnalysis:
         for arm in self.arms:
             if arm.run_id is None:
                 continue
-            for record in self.store.cases(arm.run_id):
-                if record.case_id == self.case.case_id and record.suite == self.case.suite:
-                    arm.passes = record.passes
-                    arm.samples = record.content_samples
-                    arm.verdicts = dict(record.verdicts)
+            record = self.store.case(arm.run_id, self.case.suite, self.case.case_id)
+            if record is not None:
+                arm.passes = record.passes
+                arm.samples = record.content_samples
+                arm.verdicts = dict(record.verdicts)
 
     def _diagnose(self, decision: Decision, *, final: bool, stopped: bool = False) -> Diagnosis:
         arms = self.current()

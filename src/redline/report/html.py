@@ -10,19 +10,25 @@ from __future__ import annotations
 import html
 
 from redline.deciding.baseline import golden_diff
-from redline.presentation import OUTCOME_ORDER
+from redline.presentation import OUTCOME_ORDER, RESULT_STYLES, VERDICT_COLOURS, WEB_COLOURS
 from redline.report import CaseReport, RunReport, failed_assertions, previous_run_sentence
 from redline.running.budget import budget_note
-from redline.running.records import CaseOutcome
+from redline.running.records import CaseOutcome, RunResult
 from redline.running.usage import usage_summary
 from redline.running.verdicts import VERDICT_ORDER, Verdict
 from redline.textsafe import escape_output
 
 _OUTCOME_ORDER = OUTCOME_ORDER
 
-_CSS = """
-:root { --ok:#2e7d32; --wrong:#c62828; --malformed:#ad1457; --refused:#6a1b9a;
-  --truncated:#ef6c00; --transport:#546e7a; --fg:#1d1d1f; --muted:#666; --line:#ddd; }
+_PALETTE = " ".join(
+    [f"--{verdict}:{WEB_COLOURS[colour]};" for verdict, colour in VERDICT_COLOURS.items()]
+    + [f"--inconclusive:{WEB_COLOURS[RESULT_STYLES[RunResult.INCONCLUSIVE]]};"]
+)
+
+_CSS = (
+    ":root { "
+    + _PALETTE
+    + """ --fg:#1d1d1f; --muted:#666; --line:#ddd; }
 body { font: 14px/1.45 system-ui, sans-serif; color: var(--fg); margin: 1.5rem auto;
   max-width: 72rem; padding: 0 1rem; }
 h1 { font-size: 1.4rem; } h2 { font-size: 1.15rem; margin-top: 2rem; }
@@ -39,19 +45,20 @@ dt { color: var(--muted); } dd { margin: 0; }
 .v-malformed { background: var(--malformed); } .v-refused { background: var(--refused); }
 .v-truncated { background: var(--truncated); } .v-transport { background: var(--transport); }
 .r-pass, .r-green { background: var(--ok); } .r-fail, .r-red { background: var(--wrong); }
-.r-inconclusive, .r-running, .r-interrupted { background: var(--truncated); }
+.r-inconclusive, .r-running, .r-interrupted { background: var(--inconclusive); }
 .bar { display: flex; height: .9rem; width: 100%; border-radius: .2rem; overflow: hidden;
   background: #eee; }
 .bar span { display: block; height: 100%; }
 .passbar { width: 6rem; display: inline-flex; vertical-align: middle; margin-right: .4rem; }
-.banner { border-left: 4px solid var(--truncated); background: #fff4e5; padding: .5rem .75rem; }
-.mark { color: var(--truncated); font-size: 12px; }
+.banner { border-left: 4px solid var(--inconclusive); background: #fff4e5; padding: .5rem .75rem; }
+.mark { color: var(--inconclusive); font-size: 12px; }
 .diff .add { color: var(--ok); } .diff .del { color: var(--wrong); }
 .diff .hunk { color: var(--muted); }
 .spark rect { fill: #7a8a99; } .spark rect.none { fill: #ddd; }
 details { margin: .4rem 0; } summary { cursor: pointer; }
 .sample { border-top: 1px dashed var(--line); padding-top: .4rem; margin-top: .4rem; }
 """
+)
 
 
 def _e(text: object) -> str:

@@ -596,6 +596,16 @@ class RunStore:
             ).fetchall()
         return [_CASES.read(r) for r in rows]
 
+    def case(self, run_id: str, suite: str, case_id: str) -> CaseRecord | None:
+        """This case's result in that run; None when the run did not run it."""
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_CASES.select()} FROM cases "
+                "WHERE run_id = ? AND suite = ? AND case_id = ?",
+                (run_id, suite, case_id),
+            ).fetchone()
+        return None if row is None else _CASES.read(row)
+
     def samples(
         self, run_id: str, case_id: str | None = None, suite: str | None = None
     ) -> list[SampleRecord]:

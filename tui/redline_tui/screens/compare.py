@@ -14,6 +14,8 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
@@ -130,6 +132,61 @@ def header_text(comparison: Comparison) -> Text:
     return text
 
 
+class ComparisonMade(Message):
+    """The comparison worker compared the two runs."""
+
+    def __init__(self, comparison: Comparison) -> None:
+        super().__init__()
+        self.comparison = comparison
+
+
+class ComparisonFailed(Message):
+    """The two runs could not be compared: why, and what to do."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+
+class ChangedCases(VerticalScroll):
+    """The cases whose file changed between the runs: new cases, both rates for reading."""
+
+    DEFAULT_CSS = """
+    ChangedCases { height: auto; max-height: 10; }
+    ChangedCases #changed-title { padding: 0 1; }
+    ChangedCases #changed-table { height: auto; max-height: 8; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="changed-section")
+        self.pairs: list[tuple[CaseRecord, CaseRecord]] = []
+        self._title = Static("", id="changed-title")
+        self._table: RowTable[Text] = RowTable(id="changed-table")
+        for key, label in (("case", "Case"), ("a", "Rate A"), ("b", "Rate B")):
+            self._table.add_column(label, key=key)
+        self.display = False
+
+    def compose(self) -> ComposeResult:
+        yield self._title
+        yield self._table
+
+    def show(self, pairs: list[tuple[CaseRecord, CaseRecord]]) -> None:
+        self.pairs = pairs
+        self._table.clear()
+        for i, (a, b) in enumerate(pairs):
+            self._table.add_row(
+                Text(f"{a.suite}/{a.case_id}"), Text(rate_cell(a)), Text(rate_cell(b)), key=str(i)
+            )
+        self._title.update(
+            Text(
+                f"Case file changed between the runs ({len(pairs)}): a new case, "
+                "not a regression; both rates for reading",
+                style="bold magenta",
+            )
+        )
+        self.display = bool(pairs)
+
+
 class CompareScreen(Screen[None]):
     """Per case: rate A vs B, delta, one-sided Fisher p, largest drop first; changed cases
     apart with both rates; either run picked from the runs list."""
@@ -154,6 +211,14 @@ class CompareScreen(Screen[None]):
         "of both runs for the highlighted case; tab moves between the two tables."
     )
 
+    DEFAULT_CSS = """
+    CompareScreen #compare-header { height: auto; padding: 0 1; }
+    CompareScreen #compare-table { height: 1fr; }
+    """
+
+    #: The column the rows are sorted by (None: largest drop first) and whether descending.
+    order: reactive[tuple[str | None, bool]] = reactive((None, False), init=False)
+
     def __init__(self, ctx: TriageContext, run: RunRecord, other: str | None = None) -> None:
         super().__init__()
         self.ctx = ctx
@@ -161,26 +226,32 @@ class CompareScreen(Screen[None]):
         self.run_a_id = other
         self.comparison: Comparison | None = None
         self.rows: list[CaseDelta] = []
-        self.changed_rows: list[tuple[CaseRecord, CaseRecord]] = []
-        #: The column the rows are sorted by (None: largest drop first) and its direction.
-        self.sort_key: str | None = None
-        self.descending = False
+        self.header = Static("Loading comparison…", id="compare-header")
+        self.table: RowTable[Text] = RowTable(id="compare-table")
+        self.changed = ChangedCases()
+        self.status = Static("", id="compare-status", classes="status-line")
+
+    @property
+    def sort_key(self) -> str | None:
+        return self.order[0]
+
+    @property
+    def descending(self) -> bool:
+        return self.order[1]
+
+    @property
+    def changed_rows(self) -> list[tuple[CaseRecord, CaseRecord]]:
+        return self.changed.pairs
 
     def compose(self) -> ComposeResult:
-        yield Static("Loading comparison…", id="compare-header")
-        yield RowTable[Text](id="compare-table")
-        with VerticalScroll(id="changed-section"):
-            yield Static("", id="changed-title")
-            changed: RowTable[Text] = RowTable(id="changed-table")
-            for key, label in (("case", "Case"), ("a", "Rate A"), ("b", "Rate B")):
-                changed.add_column(label, key=key)
-            yield changed
-        yield Static("", id="compare-status")
+        yield self.header
+        yield self.table
+        yield self.changed
+        yield self.status
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#changed-section").display = False
-        self.query_one("#compare-table").focus()
+        self.table.focus()
         self._load()
 
     @work(thread=True, exclusive=True, group="compare-load")
@@ -193,50 +264,37 @@ class CompareScreen(Screen[None]):
                     r for r in store.runs(kind=RunKind.RUN) if r.started_at < self.run_b.started_at
                 ]
                 if not earlier:
-                    self.app.call_from_thread(
-                        self._error,
-                        "No earlier run to compare with: press a to pick run A from the runs.",
+                    self.post_message(
+                        ComparisonFailed(
+                            "No earlier run to compare with: press a to pick run A from the runs."
+                        )
                     )
                     return
                 other = earlier[0].id
             price = self.ctx.config.price if self.ctx.config is not None else None
             comparison = compare_runs(store, other, self.run_b.id, price)
         except RedlineError as exc:
-            self.app.call_from_thread(self._error, str(exc))
+            self.post_message(ComparisonFailed(str(exc)))
             return
-        self.app.call_from_thread(self._show, comparison)
+        self.post_message(ComparisonMade(comparison))
+
+    @on(ComparisonFailed)
+    def _failed(self, event: ComparisonFailed) -> None:
+        self._error(event.message)
 
     def _error(self, message: str) -> None:
-        if not self.is_attached:
-            return
-        self.query_one("#compare-header", Static).update(Text(message, style="bold red"))
+        self.header.update(Text(message, style="bold red"))
 
-    def _show(self, comparison: Comparison) -> None:
-        if not self.is_attached:
-            return
+    @on(ComparisonMade)
+    def _show(self, event: ComparisonMade) -> None:
+        comparison = event.comparison
         self.comparison = comparison
         self.run_a_id = comparison.a.run.id
-        self.query_one("#compare-header", Static).update(header_text(comparison))
+        self.header.update(header_text(comparison))
         self._fill()
-        self.changed_rows = list(comparison.changed)
-        changed = self.query_one("#changed-table", DataTable)
-        changed.clear()
-        for i, (a, b) in enumerate(self.changed_rows):
-            changed.add_row(
-                Text(f"{a.suite}/{a.case_id}"), Text(rate_cell(a)), Text(rate_cell(b)), key=str(i)
-            )
-        self.query_one("#changed-title", Static).update(
-            Text(
-                f"Case file changed between the runs ({len(self.changed_rows)}): a new case, "
-                "not a regression; both rates for reading",
-                style="bold magenta",
-            )
-        )
-        self.query_one("#changed-section").display = bool(self.changed_rows)
+        self.changed.show(list(comparison.changed))
         shown = "withheld" if comparison.withheld else f"{len(self.rows)} compared"
-        self.query_one("#compare-status", Static).update(
-            Text(f"{shown} · enter: outputs of both · a/b: pick a run · x: swap")
-        )
+        self.status.update(Text(f"{shown} · enter: outputs of both · a/b: pick a run · x: swap"))
 
     def _shown(self) -> list[Column]:
         return columns(self.comparison) if self.comparison is not None else []
@@ -250,7 +308,7 @@ class CompareScreen(Screen[None]):
         if self.sort_key is not None:
             rows = sort_rows(rows, self.sort_key, self.descending)
         self.rows = rows
-        table = self.query_one("#compare-table", DataTable)
+        table = self.table
         table.clear(columns=True)
         for col in self._shown():
             arrow = ""
@@ -270,7 +328,9 @@ class CompareScreen(Screen[None]):
         """Sort by column `key`; the same column again turns the order around."""
         if descending is None:
             descending = not self.descending if key == self.sort_key else False
-        self.sort_key, self.descending = key, descending
+        self.order = (key, descending)
+
+    def watch_order(self) -> None:
         self._fill()
 
     @on(DataTable.HeaderSelected, "#compare-table")
@@ -306,7 +366,7 @@ class CompareScreen(Screen[None]):
                 return
             case_b = self.changed_rows[row][1]
         else:
-            row = self.query_one("#compare-table", DataTable).cursor_row
+            row = self.table.cursor_row
             if not 0 <= row < len(self.rows):
                 return
             case_b = self.rows[row].b

@@ -12,6 +12,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from redline_tui.widgets.dialogs import DIALOG_CSS
+
 _GENERAL = (
     ("?", "This help"),
     ("ctrl+p", "Command palette: every action by name"),
@@ -38,6 +40,10 @@ _KEY_NAMES = {"slash": "/", "question_mark": "?"}
 
 
 class HelpScreen(ModalScreen[None]):
+    """Every key of the screen underneath, its own guide, and the app's keys."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    SCOPED_CSS = False
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "close", "Close")]
 
     def __init__(self, under: Screen[object]) -> None:

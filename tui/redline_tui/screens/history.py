@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Static
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Static
 
 from redline.deciding.history import (
     CaseHistory,
@@ -35,7 +37,6 @@ from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.row_table import RowTable
 
 _BAR = 20
-_RESULT_STYLES = OUTCOME_STYLES
 #: What the chart's glyphs stand for, shown under it.
 CHART_LEGEND = (
     "█ pass rate (the part beyond its 95% interval's low end is ▓) · ─ rest of the "
@@ -57,7 +58,7 @@ def rate_chart(point: HistoryPoint) -> Text:
     over it, `│` between the cells where the required count sits (at the end too, where a
     contract case, every sample required, has it)."""
     rerun = point.kind is not RunKind.RUN
-    colour = "cyan" if rerun else _RESULT_STYLES[point.result].replace("bold ", "")
+    colour = "cyan" if rerun else OUTCOME_STYLES[point.result].replace("bold ", "")
     content = point.content_samples or point.samples
     filled = round(_BAR * point.passes / content) if content else 0
     low, high = wilson_interval(point.passes, content) if content else (0.0, 0.0)
@@ -92,7 +93,7 @@ def point_cells(point: HistoryPoint, current_run: str, run: RunRecord | None) ->
         Text(kind + point.run_id, style="italic cyan" if rerun else ""),
         rate_chart(point),
         Text(f"{point.passes}/{content}"),
-        Text(point.result.value, style=_RESULT_STYLES[point.result]),
+        Text(point.result.value, style=OUTCOME_STYLES[point.result]),
         Text(marks, style="bold magenta"),
         Text(branch),
     ]
@@ -145,6 +146,15 @@ def marginal_text(history: CaseHistory, marginal: Marginal | None) -> Text:
     return text
 
 
+class HistoryRead(Message):
+    """The loading worker read the case's history and the runs it spans."""
+
+    def __init__(self, history: CaseHistory, runs: dict[str, RunRecord]) -> None:
+        super().__init__()
+        self.history = history
+        self.runs = runs
+
+
 class HistoryScreen(CaseStepScreen):
     """Pass rates per run with intervals, scheduled runs and reruns apart, model and case
     changes marked, other branches dimmed or hidden."""
@@ -163,26 +173,35 @@ class HistoryScreen(CaseStepScreen):
         "A marginal case gets more samples (m) or is retired (t): noise is not a regression."
     )
 
+    DEFAULT_CSS = """
+    HistoryScreen #history-trend, HistoryScreen #marginal { height: auto; padding: 0 1; }
+    HistoryScreen #history-table { height: 1fr; }
+    """
+
+    #: Runs of other branches than this run's are hidden (else dimmed).
+    hide_other_branches: reactive[bool] = reactive(False, init=False)
+
     def __init__(self, ctx: TriageContext, run: RunRecord, case: CaseRecord) -> None:
         super().__init__(ctx, run, case)
         self.history: CaseHistory | None = None
         self.marginal: Marginal | None = None
         self.runs: dict[str, RunRecord] = {}
-        self.hide_other_branches = False
         self.shown: list[HistoryPoint] = []
+        self.trend = Static("Loading history…", id="history-trend")
+        self.table: RowTable[Text] = RowTable(id="history-table", zebra_stripes=False)
+        for key, label in _COLUMNS:
+            self.table.add_column(label, key=key)
+        self.marginal_note = Static("", id="marginal")
 
     def compose(self) -> ComposeResult:
         yield Static(step_title(self.STEP, self.run, self.case), classes="step-title")
-        yield Static("Loading history…", id="history-trend")
-        table: RowTable[Text] = RowTable(id="history-table", zebra_stripes=False)
-        for key, label in _COLUMNS:
-            table.add_column(label, key=key)
-        yield table
-        yield Static("", id="marginal")
+        yield self.trend
+        yield self.table
+        yield self.marginal_note
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#history-table").focus()
+        self.table.focus()
         self._load()
 
     @work(thread=True, exclusive=True, group="history-load")
@@ -190,18 +209,18 @@ class HistoryScreen(CaseStepScreen):
         history = case_history(self.ctx.store, self.case.case_id, self.case.suite)
         ids = {p.run_id for p in (*history.scheduled, *history.reruns)}
         runs = {r.id: r for r in self.ctx.store.runs() if r.id in ids}
-        self.app.call_from_thread(self._show, history, runs)
+        self.post_message(HistoryRead(history, runs))
 
-    def _show(self, history: CaseHistory, runs: dict[str, RunRecord]) -> None:
-        if not self.is_attached:
-            return
+    @on(HistoryRead)
+    def _show(self, event: HistoryRead) -> None:
+        history = event.history
         self.history = history
-        self.runs = runs
+        self.runs = event.runs
         self._fill()
         self.marginal = find_marginal(history.scheduled)
         text = changes_text(history)
         text.append_text(marginal_text(history, self.marginal))
-        self.query_one("#marginal", Static).update(text)
+        self.marginal_note.update(text)
 
     def _other_branch(self, point: HistoryPoint) -> bool:
         run = self.runs.get(point.run_id)
@@ -216,7 +235,7 @@ class HistoryScreen(CaseStepScreen):
         )
         others = sum(1 for p in points if self._other_branch(p))
         self.shown = [p for p in points if not (self.hide_other_branches and self._other_branch(p))]
-        table = self.query_one("#history-table", DataTable)
+        table = self.table
         table.clear()
         for point in self.shown:
             cells = point_cells(point, self.run.id, self.runs.get(point.run_id))
@@ -237,9 +256,11 @@ class HistoryScreen(CaseStepScreen):
         else:
             trend.append(f"  ({branch})")
         trend.append("\n" + CHART_LEGEND, style="dim")
-        self.query_one("#history-trend", Static).update(trend)
+        self.trend.update(trend)
 
     def action_toggle_branches(self) -> None:
         self.hide_other_branches = not self.hide_other_branches
+
+    def watch_hide_other_branches(self) -> None:
         if self.history is not None:
             self._fill()

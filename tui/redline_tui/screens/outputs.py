@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from redline.deciding.baseline import GoldenReference
@@ -19,8 +19,7 @@ from redline_tui.context import TriageContext, rerun_label
 from redline_tui.messages import SampleSource, Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
 from redline_tui.widgets.key_bar import KeyBar
-from redline_tui.widgets.lazy_text import LazyText
-from redline_tui.widgets.sample_text import diff_lines, safe_lines
+from redline_tui.widgets.sample_panes import SamplePanes
 from redline_tui.widgets.verdict_bar import verdict_badge
 
 
@@ -30,6 +29,15 @@ def failing_reasons(sample: SampleRecord) -> list[str]:
     if sample.error:
         reasons.insert(0, f"error: {sample.error}")
     return reasons
+
+
+class SamplesRead(Message):
+    """The loading worker read the case's samples and its golden output."""
+
+    def __init__(self, rows: list[tuple[str, SampleRecord]], golden: GoldenReference) -> None:
+        super().__init__()
+        self.rows = rows
+        self.golden = golden
 
 
 class OutputsScreen(CaseStepScreen):
@@ -56,6 +64,11 @@ class OutputsScreen(CaseStepScreen):
         "Click a step tab (1 Rerun, 2 Outputs, 3 History) at the top to switch steps."
     )
 
+    DEFAULT_CSS = """
+    OutputsScreen #samples { height: 8; min-height: 4; }
+    OutputsScreen #sample-reasons { height: auto; max-height: 5; padding: 0 1; }
+    """
+
     def __init__(
         self,
         ctx: TriageContext,
@@ -70,11 +83,7 @@ class OutputsScreen(CaseStepScreen):
         self.start_sample = sample
         self.samples: list[tuple[str, SampleRecord]] = []
         self._golden = GoldenReference(None, "Loading the golden output…")
-        self._syncing = False
-
-    def compose(self) -> ComposeResult:
-        yield Static(step_title(self.STEP, self.run, self.case), classes="step-title")
-        table: DataTable[Text | str] = DataTable(
+        self.table: DataTable[Text | str] = DataTable(
             id="samples", cursor_type="row", zebra_stripes=True
         )
         for key, label in (
@@ -84,20 +93,18 @@ class OutputsScreen(CaseStepScreen):
             ("finish", "Finish"),
             ("failing", "Failing assertions"),
         ):
-            table.add_column(label, key=key)
-        yield table
-        yield Static("", id="sample-reasons")
-        with Horizontal(id="sample-panes"):
-            with Vertical(classes="pane"):
-                yield LazyText(id="raw-output")
-            with Vertical(classes="pane"):
-                yield LazyText(id="golden-diff")
+            self.table.add_column(label, key=key)
+        self.reasons = Static("", id="sample-reasons")
+        self.panes = SamplePanes(id="sample-panes")
+
+    def compose(self) -> ComposeResult:
+        yield Static(step_title(self.STEP, self.run, self.case), classes="step-title")
+        yield self.table
+        yield self.reasons
+        yield self.panes
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#raw-output").border_title = "raw output (escaped)"
-        self.query_one("#golden-diff").border_title = "diff to golden output"
-        self._show_wrap_state()
         self._load()
 
     @work(thread=True, exclusive=True, group="outputs-load")
@@ -115,18 +122,17 @@ class OutputsScreen(CaseStepScreen):
                     for s in self.ctx.store.samples(rerun.id, self.case.case_id, self.case.suite)
                 )
         golden = self.ctx.golden(self.case.suite, self.case.case_id)
-        self.app.call_from_thread(self._show, rows, golden)
+        self.post_message(SamplesRead(rows, golden))
 
-    def _show(self, rows: list[tuple[str, SampleRecord]], golden: GoldenReference) -> None:
-        if not self.is_attached:
-            return
+    @on(SamplesRead)
+    def _show(self, event: SamplesRead) -> None:
+        rows = event.rows
         self.samples = rows
-        self._golden = golden
-        table = self.query_one("#samples", DataTable)
-        table.clear()
+        self._golden = event.golden
+        self.table.clear()
         for i, (label, sample) in enumerate(rows):
             reasons = failing_reasons(sample)
-            table.add_row(
+            self.table.add_row(
                 Text(label),
                 str(sample.index),
                 verdict_badge(sample.verdict),
@@ -134,19 +140,19 @@ class OutputsScreen(CaseStepScreen):
                 Text(preview("; ".join(reasons), 60)),
                 key=str(i),
             )
-        if rows:
-            start = next(
-                (
-                    i
-                    for i, (label, sample) in enumerate(rows)
-                    if label == self.sources[0].label and sample.index == self.start_sample
-                ),
-                0,
-            )
-            table.move_cursor(row=start, animate=False)
-            self.show_sample(start)
-        else:
-            self.query_one("#sample-reasons", Static).update(Text("No samples stored."))
+        if not rows:
+            self.reasons.update(Text("No samples stored."))
+            return
+        start = next(
+            (
+                i
+                for i, (label, sample) in enumerate(rows)
+                if label == self.sources[0].label and sample.index == self.start_sample
+            ),
+            0,
+        )
+        self.table.move_cursor(row=start, animate=False)
+        self.show_sample(start)
 
     def show_sample(self, row: int) -> None:
         label, sample = self.samples[row]
@@ -161,12 +167,10 @@ class OutputsScreen(CaseStepScreen):
         head.append("  " + "  ".join(m for m in meta if m))
         for reason in reasons:
             head.append("\n  " + preview(reason, 400))
-        self.query_one("#sample-reasons", Static).update(head)
-        self.query_one("#raw-output", LazyText).set_lines(safe_lines(sample.output))
-        lines, kinds, spans = diff_lines(
-            self._golden, sample.output, f"{label} sample {sample.index} [{sample.verdict}]"
+        self.reasons.update(head)
+        self.panes.show(
+            sample.output, self._golden, f"{label} sample {sample.index} [{sample.verdict}]"
         )
-        self.query_one("#golden-diff", LazyText).set_lines(lines, kinds, spans)
 
     @on(DataTable.RowHighlighted, "#samples")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -178,41 +182,20 @@ class OutputsScreen(CaseStepScreen):
         self.action_focus_raw()
 
     def action_cursor_down(self) -> None:
-        self.query_one("#samples", DataTable).action_cursor_down()
+        self.table.action_cursor_down()
 
     def action_cursor_up(self) -> None:
-        self.query_one("#samples", DataTable).action_cursor_up()
-
-    @on(LazyText.Scrolled)
-    def _pane_scrolled(self, event: LazyText.Scrolled) -> None:
-        """The raw output and the diff scroll together, at the same fraction of their length."""
-        if self._syncing:
-            return
-        other_id = "golden-diff" if event.view.id == "raw-output" else "raw-output"
-        other = self.query_one(f"#{other_id}", LazyText)
-        self._syncing = True
-        try:
-            other.scroll_to_fraction(event.view.scroll_fraction())
-        finally:
-            self._syncing = False
+        self.table.action_cursor_up()
 
     def action_toggle_wrap(self) -> None:
-        for view in self.query(LazyText):
-            view.wrap = not view.wrap
-        self._show_wrap_state()
-
-    def _show_wrap_state(self) -> None:
-        wrapped = self.query_one("#raw-output", LazyText).wrap
-        state = "wrapped" if wrapped else "not wrapped: ← → scroll"
-        self.query_one("#raw-output").border_subtitle = f"{state} · w toggles"
-        self.query_one("#golden-diff").border_subtitle = "scrolls with the raw output"
+        self.panes.toggle_wrap()
 
     def action_focus_raw(self) -> None:
-        self.query_one("#raw-output").focus()
+        self.panes.raw.focus()
 
     def action_focus_diff(self) -> None:
-        self.query_one("#golden-diff").focus()
+        self.panes.diff.focus()
 
     def selected_sample(self) -> SampleRecord | None:
-        row = self.query_one("#samples", DataTable).cursor_row
+        row = self.table.cursor_row
         return self.samples[row][1] if 0 <= row < len(self.samples) else None

@@ -4,7 +4,7 @@ its cases, failing first."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.text import Text
@@ -12,114 +12,66 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from redline.deciding.groups import CaseTrend, Trend
-from redline.deciding.history import case_history, find_marginal, sparkline
+from redline.deciding.groups import CaseTrend
+from redline.deciding.history import case_history, find_marginal
 from redline.deciding.quarantine import QuarantinedCase, quarantined_cases
-from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
-from redline.running.outcome import add_counts, too_noisy
 from redline.running.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
-from redline.running.verdicts import VERDICT_ORDER, Verdict
 from redline_tui.actions import start_case_action
 from redline_tui.batch import CauseBatch
-from redline_tui.case_rows import (
-    SORT_COLUMNS,
-    TRIAGE_WIDTH,
-    CaseFilter,
-    breakdown,
-    case_key,
-    sort_cases,
-    triage_text,
-)
+from redline_tui.case_rows import CaseFilter, CaseMarks, CaseView, case_key
 from redline_tui.context import TriageContext
 from redline_tui.failure_groups import GroupRow, describer, failure_groups, trend_of
-from redline_tui.formatting import short_model_id
-from redline_tui.messages import CaseKey, CauseProgressed, OpenStep, Step
+from redline_tui.messages import CaseKey, CauseProgressed, OpenStep, RetryProgressed, Step
 from redline_tui.retry import retry_transport
 from redline_tui.screens.compare import CompareScreen
 from redline_tui.screens.runs import RunsScreen
 from redline_tui.screens.search import SearchScreen
+from redline_tui.widgets.case_table import CaseTable
 from redline_tui.widgets.key_bar import KeyBar
-from redline_tui.widgets.row_table import RowTable
-from redline_tui.widgets.verdict_bar import VerdictBar
+from redline_tui.widgets.run_summary import RunSummary
 
-_OUTCOME_LABELS = {
-    outcome: Text(label, style=OUTCOME_STYLES[outcome]) for outcome, label in OUTCOME_LABELS.items()
-}
-#: What a triage needs first comes first: at 80-100 columns the last ones scroll.
-_COLUMNS = (
-    ("outcome", "Result"),
-    ("triage", "Triage"),
-    ("case", "Case"),
-    ("passes", "Passes"),
-    ("required", "Req"),
-    ("marks", "Marks"),
-    ("verdicts", "Verdicts"),
-    ("history", "History"),
-    ("tier", "Tier"),
-)
-#: Longer case names are cut with an ellipsis (the full name is in every step's title).
-_CASE_WIDTH = 34
-_MARKS_WIDTH = 24
 #: Typed first in the filter box, searches inside the outputs instead of filtering.
 SEARCH_PREFIX = '"'
-_TREND_STYLES = {Trend.NEW: "bold red", Trend.STILL_FAILING: "red", Trend.FLAPPING: "yellow"}
-_HISTORY_WIDTH = 10
-#: Rows added before the first paint; more follow after each refresh.
-_FIRST_ROWS = 100
 
 
-@dataclass(frozen=True)
-class CaseMarks:
-    history: tuple[float | None, ...]
-    changed: bool
-    marginal: bool
-    trend: CaseTrend | None = None
-    quarantined: bool = False
+class RunLoaded(Message):
+    """The loading worker read the run (None: the store holds no run yet)."""
 
-    def text(self) -> Text:
-        words: list[tuple[str, str]] = []
-        if self.trend is not None:
-            words.append((self.trend.label, _TREND_STYLES[self.trend.trend]))
-        if self.quarantined:
-            words.append(("quarantined", "magenta"))
-        if self.changed:
-            words.append(("changed", "bold magenta"))
-        if self.marginal:
-            words.append(("marginal", "bold yellow"))
-        text = Text(overflow="ellipsis", no_wrap=True)
-        for word, style in words:
-            text.append(" " if text else "")
-            text.append(word, style=style)
-        return text
+    def __init__(
+        self,
+        run: RunRecord | None,
+        cases: list[CaseRecord],
+        origin: CiOrigin | None,
+        triage: dict[str, TriageRecord],
+    ) -> None:
+        super().__init__()
+        self.run = run
+        self.cases = cases
+        self.origin = origin
+        self.triage = triage
 
 
-def header_text(run: RunRecord, origin: CiOrigin | None = None) -> Text:
-    result = run.result.value.upper() if run.result else run.status.value
-    style = {"RED": "bold red", "GREEN": "bold green"}.get(result, "bold yellow")
-    commit = (run.git_commit or "no commit")[:10] + (" (dirty)" if run.git_dirty else "")
-    text = Text()
-    text.append(f"run {run.id}", style="bold")
-    text.append(f" [{run.kind.value}] ")
-    text.append(result, style=style)
-    text.append("  suites: " + ", ".join(run.suites))
-    # Short lines: the header keeps to 4 rows at 80 columns.
-    text.append(f"\nmodel {short_model_id(run.model_id)}")
-    text.append(f"\ncommit {commit}  ·  manifest: {len(run.manifest)} inputs hashed")
-    text.append(f"\nstarted {_when(run.started_at)}  ·  finished {_when(run.finished_at)}")
-    if origin is not None:
-        # A pulled run: where CI ran it, the label a link where the terminal supports one.
-        text.append("\npulled from ")
-        text.append(origin.label, style=f"bold link {origin.url}")
-        text.append(f" {origin.url}")
-    return text
+class MarksRead(Message):
+    """Marks and sparklines of some of a run's cases, read after the first paint."""
+
+    def __init__(self, run_id: str, marks: dict[str, CaseMarks]) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.marks = marks
 
 
-def _when(stamp: str | None) -> str:
-    return "—" if stamp is None else stamp[:16].replace("T", " ") + " UTC"
+class GroupsFound(Message):
+    """The run's failing cases, grouped by how they fail."""
+
+    def __init__(self, run_id: str, groups: list[GroupRow]) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.groups = groups
 
 
 class RunScreen(Screen[None]):
@@ -247,45 +199,79 @@ class RunScreen(Screen[None]):
         "the highlighted case."
     )
 
+    DEFAULT_CSS = """
+    RunScreen #run-top { height: auto; padding: 0 1; }
+    RunScreen #case-filter { margin-top: 1; display: none; }
+    RunScreen #case-filter.shown { display: block; }
+    RunScreen #groups { height: auto; max-height: 9; margin-top: 1; display: none; }
+    RunScreen #quarantined {
+        height: auto;
+        max-height: 6;
+        padding: 0 1;
+        color: $text-muted;
+        display: none;
+    }
+    RunScreen #batch-status {
+        height: auto;
+        padding: 0 1;
+        background: $primary-muted;
+        display: none;
+    }
+    """
+
     def __init__(self, ctx: TriageContext, run_id: str | None = None) -> None:
         super().__init__()
         self.ctx = ctx
         self._run_id = run_id
         self.run: RunRecord | None = None
-        self.all_cases: list[CaseRecord] = []
-        self.shown: list[CaseRecord] = []
-        self.marks: dict[str, CaseMarks] = {}
-        self.triage: dict[str, TriageRecord] = {}
-        self.case_filter = CaseFilter()
-        self.group: GroupRow | None = None
         self.groups: list[GroupRow] = []
         self.cause_batch: CauseBatch | None = None
-        self.sort_column = "outcome"
-        self.sort_reverse = False
-        self._generation = 0
         #: Keys typed before the run's rows were on screen, replayed once they are.
         self._early_keys: list[tuple[str, str | None]] = []
         self._loaded = False
+        self.table = CaseTable(ctx.jobs, id="cases")
+        self.summary = RunSummary()
+        self.filter_box = Input(
+            placeholder='filter: text, v:wrong …, or "phrase to search', id="case-filter"
+        )
+        self.group_list = OptionList(id="groups")
+        self.quarantined = Static("", id="quarantined")
+        self.batch_status = Static("", id="batch-status")
+        self.status = Static("", id="run-status", classes="status-line")
 
     def compose(self) -> ComposeResult:
         with Vertical(id="run-top"):
-            yield Static("Loading run…", id="run-header")
-            yield VerdictBar(id="verdict-bar")
-            yield Static("", id="noise-banner")
-            yield Input(
-                placeholder='filter: text, v:wrong …, or "phrase to search', id="case-filter"
-            )
-            yield OptionList(id="groups")
-        yield RowTable[Text](id="cases")
-        yield Static("", id="quarantined")
-        yield Static("", id="batch-status")
-        yield Static("", id="run-status")
+            yield self.summary
+            yield self.filter_box
+            yield self.group_list
+        yield self.table
+        yield self.quarantined
+        yield self.batch_status
+        yield self.status
         yield KeyBar()
 
+    @property
+    def shown(self) -> list[CaseRecord]:
+        return self.table.shown
+
+    @property
+    def all_cases(self) -> list[CaseRecord]:
+        return self.table.all_cases
+
+    @property
+    def marks(self) -> dict[str, CaseMarks]:
+        return self.table.marks
+
+    @property
+    def case_filter(self) -> CaseFilter:
+        return self.table.view.case_filter
+
+    @property
+    def sort_column(self) -> str:
+        return self.table.view.sort_column
+
     def on_mount(self) -> None:
-        for hidden in ("#noise-banner", "#groups", "#quarantined", "#batch-status"):
-            self.query_one(hidden).display = False
-        self.query_one("#cases").focus()
+        self.table.focus()
         self._load()
 
     def on_key(self, event: events.Key) -> None:
@@ -310,42 +296,28 @@ class RunScreen(Screen[None]):
         cases = store.cases(run.id) if run else []
         origin = store.ci_origins([run.id]).get(run.id) if run else None
         triage = store.triage(run.id) if run else {}
-        self.app.call_from_thread(self._show_run, run, cases, origin, triage)
+        by_key = {f"{s}/{c}": t for (s, c), t in triage.items()}
+        self.post_message(RunLoaded(run, cases, origin, by_key))
 
-    def _show_run(
-        self,
-        run: RunRecord | None,
-        cases: list[CaseRecord],
-        origin: CiOrigin | None = None,
-        triage: dict[tuple[str, str], TriageRecord] | None = None,
-    ) -> None:
-        if not self.is_attached:
-            return
-        self.triage = {f"{s}/{c}": t for (s, c), t in (triage or {}).items()}
+    @on(RunLoaded)
+    def _show_run(self, event: RunLoaded) -> None:
+        run = event.run
         if run is None:
-            self.query_one("#run-header", Static).update(
-                Text("No runs in the store yet: start with `redline run`.")
-            )
-            self._replay_early_keys()
+            self.summary.show_no_run()
+            self.app.call_later(self._replay_early_keys)
             return
         self.run = run
-        self.all_cases = cases
-        self.query_one("#run-header", Static).update(header_text(run, origin))
-        counts = add_counts(c.verdicts for c in cases)
-        self.query_one(VerdictBar).set_counts(counts)
-        noisy = too_noisy(counts)
-        banner = self.query_one("#noise-banner", Static)
-        if noisy:
-            banner.update(Text(f"Inconclusive: {noisy}. Rerun once the infrastructure is sound."))
-        banner.display = noisy is not None
-        self._show_quarantined(quarantined_cases(run, cases))
-        self.refresh_table()
-        self.call_after_refresh(self._replay_early_keys)
-        self.call_after_refresh(self._load_marks, run, cases)
+        self.summary.show_run(run, event.cases, event.origin)
+        self._show_quarantined(quarantined_cases(run, event.cases))
+        self.table.show_cases(run.id, event.cases, event.triage)
+        # Replayed from the app, as typed keys come: a key posted by this screen would not
+        # bubble past it to the app, which runs the bindings.
+        self.call_after_refresh(self.app.call_later, self._replay_early_keys)
+        self.call_after_refresh(self._load_marks, run, event.cases)
 
     def _show_quarantined(self, held: list[QuarantinedCase]) -> None:
         """Quarantined cases on their own: they ran, but cannot turn the run red."""
-        box = self.query_one("#quarantined", Static)
+        box = self.quarantined
         box.display = bool(held)
         text = Text(f"Quarantined ({len(held)}), not counted in the result:", style="bold magenta")
         for item in held:
@@ -378,114 +350,48 @@ class RunScreen(Screen[None]):
                 quarantined=case_key(case) in held,
             )
             if len(batch) >= 200:
-                self.app.call_from_thread(self._apply_marks, dict(batch))
+                self.post_message(MarksRead(run.id, dict(batch)))
                 batch.clear()
-        self.app.call_from_thread(self._apply_marks, batch)
+        self.post_message(MarksRead(run.id, batch))
         groups = failure_groups(self.ctx.store, run, cases, trends, describer(self.ctx.config))
-        self.app.call_from_thread(self._apply_groups, run, groups)
+        self.post_message(GroupsFound(run.id, groups))
 
-    def _apply_groups(self, run: RunRecord, groups: list[GroupRow]) -> None:
-        if not self.is_attached or self.run is None or self.run.id != run.id:
+    def _is_open(self, run_id: str) -> bool:
+        return self.run is not None and self.run.id == run_id
+
+    @on(MarksRead)
+    def _apply_marks(self, event: MarksRead) -> None:
+        if self._is_open(event.run_id):
+            self.table.apply_marks(event.marks)
+
+    @on(GroupsFound)
+    def _apply_groups(self, event: GroupsFound) -> None:
+        if not self._is_open(event.run_id):
             return
-        self.groups = groups
-        options = self.query_one("#groups", OptionList)
-        options.clear_options()
-        options.add_options(Option(Text(g.label()), id=str(i)) for i, g in enumerate(groups))
+        self.groups = event.groups
+        self.group_list.clear_options()
+        self.group_list.add_options(
+            Option(Text(g.label()), id=str(i)) for i, g in enumerate(event.groups)
+        )
         self._show_status()
 
-    def _apply_marks(self, marks: dict[str, CaseMarks]) -> None:
-        if not self.is_attached:
-            return
-        self.marks.update(marks)
-        table = self.query_one("#cases", DataTable)
-        for key, mark in marks.items():
-            if key in table.rows:
-                history = Text(sparkline(mark.history[-_HISTORY_WIDTH:]))
-                table.update_cell(key, "history", history)
-                table.update_cell(key, "marks", mark.text())
-
-    def _add_columns(self, table: DataTable[Text]) -> None:
-        """Fixed widths from the data: a thousand rows must not be measured cell by cell."""
-        widths = {
-            "outcome": 6,
-            "case": min(_CASE_WIDTH, max((len(case_key(c)) for c in self.all_cases), default=4)),
-            "tier": 8,
-            "passes": max((len(f"{c.passes}/{c.samples}") for c in self.all_cases), default=6),
-            "required": 3,
-            "verdicts": max((len(breakdown(c)) for c in self.all_cases), default=8),
-            "history": _HISTORY_WIDTH,
-            "marks": _MARKS_WIDTH,
-            "triage": TRIAGE_WIDTH,
-        }
-        for key, label in _COLUMNS:
-            table.add_column(label, key=key, width=max(widths[key], len(label)))
-
-    def refresh_table(self) -> None:
-        table: DataTable[Text] = self.query_one("#cases", DataTable)
-        if not table.columns:
-            self._add_columns(table)
-        selected = self.selected_case()
-        cases = self.all_cases
-        if self.group is not None:
-            keys = self.group.keys
-            cases = [c for c in cases if case_key(c) in keys]
-        self.shown = sort_cases(self.case_filter.apply(cases), self.sort_column, self.sort_reverse)
-        table.clear()
-        self._generation += 1
-        target = self.shown.index(selected) if selected in self.shown else None
-        self._add_rows(self._generation, 0, target)
-        self._show_status()
-
+    @on(CaseTable.Refilled)
     def _show_status(self) -> None:
-        failing = sum(1 for c in self.all_cases if c.result is CaseOutcome.FAIL)
-        direction = " (reversed)" if self.sort_reverse else ""
+        cases = self.table.all_cases
+        failing = sum(1 for c in cases if c.result is CaseOutcome.FAIL)
         groups = f" in {len(self.groups)} group(s) (f)" if self.groups else ""
-        group = f"group: {self.group.group.signature.label} · " if self.group else ""
-        self.query_one("#run-status", Static).update(
+        self.status.update(
             Text(
-                f"{len(self.shown)} of {len(self.all_cases)} cases · {failing} failing{groups} · "
-                f"{group}filter: {self.case_filter.describe()} · "
-                f"sort: {self.sort_column}{direction}"
+                f"{len(self.table.shown)} of {len(cases)} cases · {failing} failing{groups} · "
+                + self.table.view.describe()
             )
         )
 
-    def _add_rows(self, generation: int, start: int, target: int | None) -> None:
-        """The first screenful of rows paints at once; the rest follow in one batch after it."""
-        if generation != self._generation or not self.is_attached:
-            return
-        table: DataTable[Text] = self.query_one("#cases", DataTable)
-        end = min(start + _FIRST_ROWS, len(self.shown)) if start == 0 else len(self.shown)
-        for case in self.shown[start:end]:
-            mark = self.marks.get(case_key(case))
-            table.add_row(
-                _OUTCOME_LABELS[case.result],
-                self._triage_cell(case),
-                Text(case_key(case), overflow="ellipsis", no_wrap=True),
-                Text(f"{case.passes}/{case.samples}"),
-                Text(str(case.required)),
-                mark.text() if mark else Text(""),
-                Text(breakdown(case)),
-                Text(sparkline(mark.history[-_HISTORY_WIDTH:]) if mark else "…"),
-                Text(case.tier),
-                key=case_key(case),
-            )
-        if target is not None and start <= target < end:
-            table.move_cursor(row=target, animate=False)
-        if end < len(self.shown):
-            self.call_after_refresh(self._add_rows, generation, end, target)
-
-    def _triage_cell(self, case: CaseRecord) -> Text:
-        key = (self.run.id if self.run else "", case.suite, case.case_id)
-        jobs = self.ctx.jobs
-        running = jobs is not None and jobs.running(key)
-        live = jobs.progress(key) if jobs is not None else None
-        return triage_text(self.triage.get(case_key(case)), live, running)
-
     def cause_update(self, event: CauseProgressed) -> None:
         """A background analysis of one of this run's cases moved on: redraw its cell."""
-        if self.cause_batch is not None and self.cause_batch.advance(event) and self.is_attached:
+        if self.cause_batch is not None and self.cause_batch.advance(event):
             self._show_batch()
-        if self.run is None or event.key[0] != self.run.id or not self.is_attached:
+        if not self._is_open(event.key[0]):
             return
         run_id, suite, case_id = event.key
         if event.diagnosis is not None:
@@ -493,31 +399,20 @@ class RunScreen(Screen[None]):
             if event.diagnosis.stopped and state == "undecided":
                 state = "stopped"
             progress = event.diagnosis.progress
-            self.triage[f"{suite}/{case_id}"] = TriageRecord(
-                run_id, suite, case_id, state, progress
-            )
+            record = TriageRecord(run_id, suite, case_id, state, progress)
+            self.table.set_triage(suite, case_id, record)
         elif event.error is not None:
-            self.triage.pop(f"{suite}/{case_id}", None)
-        self._redraw_triage(f"{suite}/{case_id}")
+            self.table.set_triage(suite, case_id, None)
+        else:
+            self.table.redraw_triage(f"{suite}/{case_id}")
 
     def show_triage_state(self, key: CaseKey, state: str) -> None:
         """An action settled a case (retired, accepted): its cell says so."""
-        if self.run is None or key[0] != self.run.id:
-            return
-        self.triage[f"{key[1]}/{key[2]}"] = TriageRecord(*key, state)
-        self._redraw_triage(f"{key[1]}/{key[2]}")
-
-    def _redraw_triage(self, row: str) -> None:
-        table = self.query_one("#cases", DataTable)
-        case = next((c for c in self.all_cases if case_key(c) == row), None)
-        if case is not None and row in table.rows:
-            table.update_cell(row, "triage", self._triage_cell(case))
+        if self._is_open(key[0]):
+            self.table.set_triage(key[1], key[2], TriageRecord(*key, state))
 
     def selected_case(self) -> CaseRecord | None:
-        table = self.query_one("#cases", DataTable)
-        if not self.shown or table.cursor_row < 0 or table.cursor_row >= len(self.shown):
-            return None
-        return self.shown[table.cursor_row]
+        return self.table.selected_case()
 
     def action_open_step(self, step: int) -> None:
         case = self.selected_case()
@@ -538,66 +433,49 @@ class RunScreen(Screen[None]):
         event.stop()
         self.action_open_step(Step.RERUN)
 
-    @on(DataTable.HeaderSelected, "#cases")
-    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
-        column = str(event.column_key.value)
-        if column not in SORT_COLUMNS:
-            return
-        if column == self.sort_column:
-            self.sort_reverse = not self.sort_reverse
-        else:
-            self.sort_column, self.sort_reverse = column, False
-        self.refresh_table()
-
     def action_cursor_down(self) -> None:
-        self.query_one("#cases", DataTable).action_cursor_down()
+        self.table.action_cursor_down()
 
     def action_cursor_up(self) -> None:
-        self.query_one("#cases", DataTable).action_cursor_up()
+        self.table.action_cursor_up()
 
     def action_filter(self) -> None:
-        box = self.query_one("#case-filter", Input)
-        box.add_class("shown")
-        box.focus()
+        self.filter_box.add_class("shown")
+        self.filter_box.focus()
 
     def action_clear_filter(self) -> None:
-        groups = self.query_one("#groups", OptionList)
-        if groups.display:
-            groups.display = False
-            self.query_one("#cases").focus()
+        if self.group_list.display:
+            self.group_list.display = False
+            self.table.focus()
             return
-        box = self.query_one("#case-filter", Input)
-        box.value = ""
-        box.remove_class("shown")
-        self.case_filter = CaseFilter()
-        self.group = None
-        self.refresh_table()
-        self.query_one("#cases").focus()
+        self.filter_box.value = ""
+        self.filter_box.remove_class("shown")
+        self.table.view = CaseView(sort_column=self.sort_column, reverse=self.table.view.reverse)
+        self.table.focus()
 
     @on(Input.Changed, "#case-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         if event.value.startswith(SEARCH_PREFIX):
             return
-        self.case_filter = CaseFilter.parse(event.value, self.case_filter.verdict)
-        self.refresh_table()
+        view = self.table.view
+        case_filter = CaseFilter.parse(event.value, view.case_filter.verdict)
+        self.table.view = replace(view, case_filter=case_filter)
 
     @on(Input.Submitted, "#case-filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.table.focus()
         if event.value.startswith(SEARCH_PREFIX):
             phrase = event.value[len(SEARCH_PREFIX) :].rstrip('"')
             event.input.value = ""
             event.input.remove_class("shown")
-            self.query_one("#cases").focus()
             self.action_search(phrase)
-            return
-        self.query_one("#cases").focus()
 
     def action_groups(self) -> None:
         """Show (or hide) the failure groups above the table."""
-        options = self.query_one("#groups", OptionList)
+        options = self.group_list
         if options.display:
             options.display = False
-            self.query_one("#cases").focus()
+            self.table.focus()
             return
         if not self.groups:
             self.notify("No failing case to group (or still reading the run)")
@@ -610,12 +488,10 @@ class RunScreen(Screen[None]):
     @on(OptionList.OptionSelected, "#groups")
     def _group_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.group = self.groups[int(event.option_id or 0)]
         event.option_list.display = False
-        self.refresh_table()
-        table = self.query_one("#cases", DataTable)
-        table.focus()
-        table.move_cursor(row=0, animate=False)
+        self.table.view = replace(self.table.view, group=self.groups[int(event.option_id or 0)])
+        self.table.focus()
+        self.table.move_cursor(row=0, animate=False)
 
     def action_search(self, text: str = "") -> None:
         if self.run is None:
@@ -638,8 +514,7 @@ class RunScreen(Screen[None]):
             self.notify("No failing case shown: nothing to rerun", severity="warning")
             return
         self.cause_batch = CauseBatch.start(self.ctx.jobs, self.ctx.config, self.run, failing)
-        for case in failing:
-            self._redraw_triage(case_key(case))
+        self.table.redraw_triages(failing)
         self._show_batch()
 
     def action_stop_batch(self) -> None:
@@ -652,9 +527,8 @@ class RunScreen(Screen[None]):
     def _show_batch(self) -> None:
         if self.cause_batch is None:
             return
-        box = self.query_one("#batch-status", Static)
-        box.display = True
-        box.update(Text(self.cause_batch.status()))
+        self.batch_status.display = True
+        self.batch_status.update(Text(self.cause_batch.status()))
         if self.cause_batch.finished:
             self.notify(self.cause_batch.status(), timeout=8)
 
@@ -666,17 +540,16 @@ class RunScreen(Screen[None]):
         if await retry_transport(self, self.ctx, self.run):
             self.reload()
 
+    @on(RetryProgressed)
+    def _retry_progressed(self, event: RetryProgressed) -> None:
+        self.batch_status.display = event.message is not None
+        self.batch_status.update(event.message or "")
+
     def action_cycle_verdict(self) -> None:
-        order: list[Verdict | None] = [None, *VERDICT_ORDER]
-        current = order.index(self.case_filter.verdict)
-        self.case_filter = CaseFilter(self.case_filter.text, order[(current + 1) % len(order)])
-        self.refresh_table()
+        self.table.view = self.table.view.next_verdict()
 
     def action_cycle_sort(self) -> None:
-        index = SORT_COLUMNS.index(self.sort_column)
-        self.sort_column = SORT_COLUMNS[(index + 1) % len(SORT_COLUMNS)]
-        self.sort_reverse = False
-        self.refresh_table()
+        self.table.view = self.table.view.next_sort()
 
     def action_compare(self) -> None:
         if self.run is not None:
@@ -695,16 +568,15 @@ class RunScreen(Screen[None]):
         """Show another run on this screen: its header, verdicts and cases."""
         self._run_id = run_id
         self.run = None
-        self.marks.clear()
-        self.group = None
         self.groups = []
-        self.query_one("#groups", OptionList).display = False
-        self.query_one("#cases", DataTable).clear(columns=True)
+        self.group_list.display = False
+        self.table.view = replace(self.table.view, group=None)
+        self.table.forget_run()
         self._load()
 
     def reload(self) -> None:
         """Read the run again (after an action changed baselines or case files)."""
         if self.run is not None:
             self._run_id = self.run.id
-        self.marks.clear()
+        self.table.marks.clear()
         self._load()

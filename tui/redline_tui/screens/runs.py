@@ -12,9 +12,12 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from redline.presentation import RESULT_STYLES
 from redline.running.records import RunKind, RunRecord
 from redline_tui.context import TriageContext
 from redline_tui.formatting import short_model_id
@@ -23,7 +26,6 @@ from redline_tui.widgets.row_table import RowTable
 
 #: How many recent runs the screen lists.
 RECENT_RUNS = 500
-_RESULT_STYLES = {"red": "bold red", "green": "green", "inconclusive": "yellow"}
 _COLUMNS = (
     ("id", "Run", 12),
     ("started", "Started (UTC)", 16),
@@ -40,7 +42,7 @@ def run_result_text(run: RunRecord) -> Text:
     """`RED`, `GREEN`, `INCONCLUSIVE`, or the status of a run that did not finish."""
     if run.result is None:
         return Text(run.status.value, style="dim")
-    return Text(run.result.value.upper(), style=_RESULT_STYLES.get(run.result.value, ""))
+    return Text(run.result.value.upper(), style=RESULT_STYLES[run.result])
 
 
 def run_cells(run: RunRecord, current: str | None = None) -> list[Text]:
@@ -59,6 +61,14 @@ def run_cells(run: RunRecord, current: str | None = None) -> list[Text]:
     ]
 
 
+class RunsRead(Message):
+    """The loading worker read the recent runs."""
+
+    def __init__(self, runs: list[RunRecord]) -> None:
+        super().__init__()
+        self.runs = runs
+
+
 class RunsScreen(Screen[str | None]):
     """Recent runs, newest first; enter picks one, escape goes back without choosing."""
 
@@ -74,6 +84,13 @@ class RunsScreen(Screen[str | None]):
         "Reruns are hidden unless f shows them. Enter picks the highlighted run."
     )
 
+    DEFAULT_CSS = """
+    RunsScreen #runs-table { height: 1fr; }
+    """
+
+    #: Reruns are listed too (hidden by default: the runs to open are scheduled runs).
+    show_reruns: reactive[bool] = reactive(False, init=False)
+
     def __init__(self, ctx: TriageContext, title: str, current: str | None = None) -> None:
         super().__init__()
         self.ctx = ctx
@@ -81,34 +98,33 @@ class RunsScreen(Screen[str | None]):
         self.current = current
         self.all_runs: list[RunRecord] = []
         self.shown: list[RunRecord] = []
-        self.show_reruns = False
+        self.table: RowTable[Text] = RowTable(id="runs-table")
+        for key, label, width in _COLUMNS:
+            self.table.add_column(label, key=key, width=width)
+        self.status = Static("Loading runs…", id="runs-status", classes="status-line")
 
     def compose(self) -> ComposeResult:
         yield Static(Text(self.title_text, style="bold"), id="runs-title", classes="step-title")
-        table: RowTable[Text] = RowTable(id="runs-table")
-        for key, label, width in _COLUMNS:
-            table.add_column(label, key=key, width=width)
-        yield table
-        yield Static("Loading runs…", id="runs-status")
+        yield self.table
+        yield self.status
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#runs-table").focus()
+        self.table.focus()
         self._load()
 
     @work(thread=True, exclusive=True, group="runs-load")
     def _load(self) -> None:
         runs = self.ctx.store.runs(limit=RECENT_RUNS)
-        self.app.call_from_thread(self._show, runs)
+        self.post_message(RunsRead(runs))
 
-    def _show(self, runs: list[RunRecord]) -> None:
-        if not self.is_attached:
-            return
-        self.all_runs = runs
+    @on(RunsRead)
+    def _show(self, event: RunsRead) -> None:
+        self.all_runs = event.runs
         self._fill()
 
     def _fill(self) -> None:
-        table: DataTable[Text] = self.query_one("#runs-table", DataTable)
+        table = self.table
         table.clear()
         self.shown = [r for r in self.all_runs if self.show_reruns or r.kind is RunKind.RUN]
         if self.current is not None and all(r.id != self.current for r in self.shown):
@@ -119,12 +135,14 @@ class RunsScreen(Screen[str | None]):
         if self.shown:
             table.move_cursor(row=target, animate=False)
         reruns = "shown" if self.show_reruns else "hidden (f shows them)"
-        self.query_one("#runs-status", Static).update(
+        self.status.update(
             Text(f"{len(self.shown)} runs, newest first · reruns {reruns} · enter picks")
         )
 
     def action_toggle_reruns(self) -> None:
         self.show_reruns = not self.show_reruns
+
+    def watch_show_reruns(self) -> None:
         self._fill()
 
     @on(DataTable.RowSelected, "#runs-table")
@@ -133,7 +151,7 @@ class RunsScreen(Screen[str | None]):
         self.action_pick()
 
     def action_pick(self) -> None:
-        row = self.query_one("#runs-table", DataTable).cursor_row
+        row = self.table.cursor_row
         if 0 <= row < len(self.shown):
             self.dismiss(self.shown[row].id)
 

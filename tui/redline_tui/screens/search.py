@@ -8,6 +8,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
@@ -19,6 +20,16 @@ from redline_tui.messages import OpenStep, SampleSource, Step
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.row_table import RowTable
 from redline_tui.widgets.verdict_bar import verdict_badge
+
+
+class SearchDone(Message):
+    """The search worker's hits for a phrase, or why it could not search."""
+
+    def __init__(self, text: str, hits: list[SearchHit], error: str | None = None) -> None:
+        super().__init__()
+        self.text = text
+        self.hits = hits
+        self.error = error
 
 
 class SearchScreen(Screen[None]):
@@ -35,6 +46,11 @@ class SearchScreen(Screen[None]):
         'From the home screen, / then "phrase searches the same way.'
     )
 
+    DEFAULT_CSS = """
+    SearchScreen #search-text { margin: 1 0; }
+    SearchScreen #search-hits { height: 1fr; }
+    """
+
     def __init__(
         self, ctx: TriageContext, run: RunRecord, cases: list[CaseRecord], text: str = ""
     ) -> None:
@@ -44,13 +60,7 @@ class SearchScreen(Screen[None]):
         self.cases = {(c.suite, c.case_id): c for c in cases}
         self.hits: list[SearchHit] = []
         self._text = text
-
-    def compose(self) -> ComposeResult:
-        yield Static(Text(f"Search run {self.run.id}", style="bold"), classes="step-title")
-        yield Input(
-            self._text, placeholder="word or phrase in outputs, reasons, case ids", id="search-text"
-        )
-        table: RowTable[Text] = RowTable(id="search-hits")
+        self.table: RowTable[Text] = RowTable(id="search-hits")
         for key, label in (
             ("case", "Case"),
             ("index", "#"),
@@ -58,9 +68,16 @@ class SearchScreen(Screen[None]):
             ("where", "Found in"),
             ("snippet", "Text"),
         ):
-            table.add_column(label, key=key)
-        yield table
-        yield Static("", id="search-status")
+            self.table.add_column(label, key=key)
+        self.status = Static("", id="search-status", classes="status-line")
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"Search run {self.run.id}", style="bold"), classes="step-title")
+        yield Input(
+            self._text, placeholder="word or phrase in outputs, reasons, case ids", id="search-text"
+        )
+        yield self.table
+        yield self.status
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -72,7 +89,7 @@ class SearchScreen(Screen[None]):
         self._search(event.value)
 
     def _search(self, text: str) -> None:
-        self.query_one("#search-status", Static).update(Text(f"Searching for {text!r}…"))
+        self.status.update(Text(f"Searching for {text!r}…"))
         self._run_search(text)
 
     @work(thread=True, exclusive=True, group="search")
@@ -80,19 +97,18 @@ class SearchScreen(Screen[None]):
         try:
             hits = search_run(self.ctx.store, self.run.id, text)
         except RedlineError as exc:
-            self.app.call_from_thread(self._show_error, str(exc))
+            self.post_message(SearchDone(text, [], str(exc)))
             return
-        self.app.call_from_thread(self._show, text, hits)
+        self.post_message(SearchDone(text, hits))
 
-    def _show_error(self, message: str) -> None:
-        if self.is_attached:
-            self.query_one("#search-status", Static).update(Text(message))
-
-    def _show(self, text: str, hits: list[SearchHit]) -> None:
-        if not self.is_attached:
+    @on(SearchDone)
+    def _show(self, event: SearchDone) -> None:
+        if event.error is not None:
+            self.status.update(Text(event.error))
             return
+        text, hits = event.text, event.hits
         self.hits = hits
-        table = self.query_one("#search-hits", DataTable)
+        table = self.table
         table.clear()
         for hit in hits:
             snippet = Text(hit.snippet.replace("\n", " ⏎ "))
@@ -105,7 +121,7 @@ class SearchScreen(Screen[None]):
                 snippet,
             )
         cases = len({(h.suite, h.case_id) for h in hits})
-        self.query_one("#search-status", Static).update(
+        self.status.update(
             Text(
                 f"{len(hits)} sample(s) in {cases} case(s) hold {text.strip()!r}"
                 + (" — enter opens one in Outputs" if hits else "")
@@ -115,7 +131,7 @@ class SearchScreen(Screen[None]):
             table.focus()
 
     def action_open(self) -> None:
-        table = self.query_one("#search-hits", DataTable)
+        table = self.table
         if not self.hits or not 0 <= table.cursor_row < len(self.hits):
             return
         hit = self.hits[table.cursor_row]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
@@ -69,8 +69,35 @@ class Choice:
     detail: str = ""
 
 
+#: The look every dialog shares: a bordered box centred over the screen it asks about.
+#: Unscoped (the dialogs set SCOPED_CSS off): the rules style the dialog screens themselves.
+DIALOG_CSS = """
+.dialog-screen { align: center middle; }
+.dialog {
+    width: 90%;
+    max-width: 110;
+    height: auto;
+    max-height: 90%;
+    border: thick $accent;
+    background: $surface;
+    padding: 0 1;
+}
+.dialog.confirm, .dialog.help { height: 90%; }
+.dialog.picker #choices { height: auto; max-height: 8; }
+.dialog-title { text-style: bold; padding: 0 0 1 0; }
+.dialog-note { height: auto; color: $text-muted; }
+.dialog-error { height: auto; color: $text-error; }
+.dialog-buttons { height: auto; align-horizontal: right; }
+.dialog-buttons Button { margin: 0 1; }
+#confirm-diff { height: 1fr; border: round $primary-muted; }
+"""
+
+
 class FormDialog(ModalScreen[dict[str, str] | None]):
     """Asks for a few values; a required field left empty keeps the dialog open."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    SCOPED_CSS = False
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
@@ -79,16 +106,14 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
         self._title = title
         self._fields = tuple(fields)
         self._note = note
+        self.form = FormFields(self._fields)
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(Text(self._title), classes="dialog-title")
             if self._note:
                 yield Static(Text(self._note), classes="dialog-note")
-            for field in self._fields:
-                yield Label(Text(field.label + (" (required)" if field.required else "")))
-                yield Input(value=field.default, id=f"field-{field.key}")
-            yield Static("", id="form-error", classes="dialog-error")
+            yield self.form
             with Horizontal(classes="dialog-buttons"):
                 yield Button("OK", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
@@ -108,29 +133,66 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
         self.dismiss(None)
 
     def _submit(self) -> None:
-        values = _read_fields(self, self._fields)
+        values = self.form.read()
         if values is not None:
             self.dismiss(values)
 
 
-def _read_fields(screen: ModalScreen[Any], fields: Sequence[Field]) -> dict[str, str] | None:
-    """The fields' values, or None after showing in `#form-error` what is missing or wrong."""
-    values = {}
-    for f in fields:
-        value = screen.query_one(f"#field-{f.key}", Input).value
-        values[f.key] = value.strip() if f.strip else value
-    error = screen.query_one("#form-error", Static)
-    missing = [f.label for f in fields if f.required and not values[f.key].strip()]
-    if missing:
-        error.update(Text("Required: " + ", ".join(missing)))
-        return None
-    for f in fields:
-        problem = f.check(values[f.key]) if f.check is not None else None
-        if problem is not None:
-            error.update(Text(f"{f.label}: {problem}"))
-            screen.query_one(f"#field-{f.key}", Input).focus()
+class FormFields(Vertical):
+    """A dialog's labelled inputs and the line under them saying what is missing or wrong."""
+
+    DEFAULT_CSS = """
+    FormFields { height: auto; }
+    """
+
+    def __init__(self, fields: Sequence[Field]) -> None:
+        super().__init__()
+        self._fields = tuple(fields)
+        self._labels = {
+            f.key: Label(Text(f.label + (" (required)" if f.required else "")), id=f"label-{f.key}")
+            for f in self._fields
+        }
+        self._inputs = {f.key: Input(value=f.default, id=f"field-{f.key}") for f in self._fields}
+        self._error = Static("", id="form-error", classes="dialog-error")
+
+    def compose(self) -> ComposeResult:
+        for field in self._fields:
+            yield self._labels[field.key]
+            yield self._inputs[field.key]
+        yield self._error
+
+    def read(self) -> dict[str, str] | None:
+        """The fields' values, or None after showing what is missing or wrong."""
+        values = {}
+        for f in self._fields:
+            value = self._inputs[f.key].value
+            values[f.key] = value.strip() if f.strip else value
+        missing = [f.label for f in self._fields if f.required and not values[f.key].strip()]
+        if missing:
+            self.show_error("Required: " + ", ".join(missing))
             return None
-    return values
+        for f in self._fields:
+            problem = f.check(values[f.key]) if f.check is not None else None
+            if problem is not None:
+                self.show_error(f"{f.label}: {problem}")
+                self._inputs[f.key].focus()
+                return None
+        return values
+
+    def show_error(self, message: str) -> None:
+        self._error.update(Text(message))
+
+    def relabel(self, key: str, label: str, default: str) -> None:
+        """Another entry was picked: this field asks for (and starts from) its value."""
+        self._labels[key].update(Text(label))
+        self._inputs[key].value = default
+
+    def focus_first(self) -> bool:
+        """Focus the first field; False when there is none."""
+        if not self._fields:
+            return False
+        self._inputs[self._fields[0].key].focus()
+        return True
 
 
 class PickerDialog(FormDialog):
@@ -155,74 +217,68 @@ class PickerDialog(FormDialog):
         self._initial = initial
         self._on_pick = on_pick
         self._check = check
+        self.options = OptionList(
+            *(Option(Text(c.label), id=str(i)) for i, c in enumerate(self._choices)), id="choices"
+        )
+        self.detail = Static("", id="choice-detail", classes="dialog-note")
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog picker"):
             yield Label(Text(self._title), classes="dialog-title")
             if self._note:
                 yield Static(Text(self._note), classes="dialog-note")
-            yield OptionList(
-                *(Option(Text(c.label), id=str(i)) for i, c in enumerate(self._choices)),
-                id="choices",
-            )
-            yield Static("", id="choice-detail", classes="dialog-note")
-            for field in self._fields:
-                yield Label(
-                    Text(field.label + (" (required)" if field.required else "")),
-                    id=f"label-{field.key}",
-                )
-                yield Input(value=field.default, id=f"field-{field.key}")
-            yield Static("", id="form-error", classes="dialog-error")
+            yield self.options
+            yield self.detail
+            yield self.form
             with Horizontal(classes="dialog-buttons"):
                 yield Button("OK", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        options = self.query_one("#choices", OptionList)
+        options = self.options
         if self._choices:
             options.highlighted = min(self._initial, len(self._choices) - 1)
         options.focus()
 
     @property
     def picked(self) -> int | None:
-        return self.query_one("#choices", OptionList).highlighted
+        return self.options.highlighted
 
     @on(OptionList.OptionHighlighted, "#choices")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
         choice = self._choices[event.option_index]
-        self.query_one("#choice-detail", Static).update(Text(choice.detail))
+        self.detail.update(Text(choice.detail))
         if self._on_pick is None:
             return
         for key, (label, default) in self._on_pick(choice.value).items():
-            self.query_one(f"#label-{key}", Label).update(Text(label))
-            self.query_one(f"#field-{key}", Input).value = default
+            self.form.relabel(key, label, default)
 
     @on(OptionList.OptionSelected, "#choices")
     def _selected(self, event: OptionList.OptionSelected) -> None:
-        if self._fields:
-            self.query_one(f"#field-{self._fields[0].key}", Input).focus()
-        else:
+        if not self.form.focus_first():
             self._submit()
 
     def _submit(self) -> None:
-        error = self.query_one("#form-error", Static)
         index = self.picked
         if index is None:
-            error.update(Text("Pick an entry from the list first"))
+            self.form.show_error("Pick an entry from the list first")
             return
-        values = _read_fields(self, self._fields)
+        values = self.form.read()
         if values is None:
             return
         values["choice"] = self._choices[index].value
         problem = self._check(values) if self._check is not None else None
         if problem is not None:
-            error.update(Text(problem))
+            self.form.show_error(problem)
             return
         self.dismiss(values)
 
 
 class ConfirmDialog(ModalScreen[bool]):
     """Shows the exact change (a unified diff) and the commit message; y applies, n cancels."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    SCOPED_CSS = False
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "confirm", "Apply"),
@@ -261,6 +317,9 @@ class ConfirmDialog(ModalScreen[bool]):
 class MessageDialog(ModalScreen[None]):
     """A result or a refusal the user must read before going on."""
 
+    DEFAULT_CSS = DIALOG_CSS
+    SCOPED_CSS = False
+
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter", "close", "Close")]
 
     def __init__(self, title: str, body: str) -> None:
@@ -285,6 +344,9 @@ class MessageDialog(ModalScreen[None]):
 
 class QuestionDialog(ModalScreen[bool]):
     """A yes/no question (e.g. before spending money); y goes ahead, n or escape does not."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    SCOPED_CSS = False
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Yes"),

@@ -7,17 +7,8 @@ from collections.abc import Mapping
 from rich.text import Text
 from textual.widget import Widget
 
+from redline.presentation import VERDICT_BAR_CELL, VERDICT_COLOURS, VERDICT_STYLES
 from redline.running.verdicts import VERDICT_ORDER, Verdict
-
-#: One colour per verdict, chosen to read on dark and light themes alike.
-VERDICT_STYLES: Mapping[Verdict, str] = {
-    Verdict.OK: "bold green",
-    Verdict.WRONG: "bold red",
-    Verdict.MALFORMED: "bold magenta",
-    Verdict.REFUSED: "bold yellow",
-    Verdict.TRUNCATED: "bold cyan",
-    Verdict.TRANSPORT: "bold blue",
-}
 
 
 def verdict_badge(verdict: Verdict) -> Text:
@@ -36,7 +27,7 @@ def bar_text(counts: Mapping[Verdict, int], width: int) -> Text:
         widest = max(cells, key=lambda v: cells[v])
         cells[widest] -= 1
     for verdict in present:
-        text.append("█" * cells[verdict], style=VERDICT_STYLES[verdict].replace("bold ", ""))
+        text.append(VERDICT_BAR_CELL * cells[verdict], style=VERDICT_COLOURS[verdict])
     return text
 
 
