@@ -16,7 +16,13 @@ from redline.config import Config, ModelRef, parse_config
 from redline.errors import ConfigError
 from redline.providers import Provider, make_provider
 from redline.providers.completion import ChatRequest, Completion, FinishReason
-from redline.providers.local import LocalProvider, default_slots, locate_model
+from redline.providers.local import (
+    COPY_LIMIT_BYTES,
+    LocalProvider,
+    copies_for,
+    default_slots,
+    locate_model,
+)
 
 DEFAULT = "smollm2-135m-instruct-q4_1"
 
@@ -134,8 +140,8 @@ def test_samples_in_flight_default_to_two_per_core_and_follow_the_config(
     pinned = make_provider(config.model("local"), config)
 
     assert default_slots() == 2 * (os.cpu_count() or 1)
-    assert default.max_parallel == default_slots()
-    assert pinned.max_parallel == 3
+    assert default.max_parallel == 4 * default_slots()
+    assert pinned.max_parallel == 4 * 3
 
 
 @pytest.mark.parametrize("value", ["0", "'four'", "true"])
@@ -174,3 +180,15 @@ def test_real_model_decodes_several_samples_at_once(tmp_path: Path) -> None:
     assert [s.extra["seed"] for s in samples] == [1, 2, 3]
     assert all(s.output_tokens is not None and 0 < s.output_tokens <= 8 for s in samples)
     assert all(s.text.strip() for s in samples)
+
+
+def test_a_small_model_runs_as_one_copy_per_thread_and_a_large_one_as_one(
+    tmp_path: Path,
+) -> None:
+    small, large = tmp_path / "small.gguf", tmp_path / "large.gguf"
+    small.write_bytes(b"GGUF")
+    with large.open("wb") as handle:  # sparse: no disk space used
+        handle.truncate(COPY_LIMIT_BYTES + 1)
+
+    assert copies_for(small, threads=2) == 2
+    assert copies_for(large, threads=2) == 1

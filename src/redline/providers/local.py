@@ -9,11 +9,15 @@ dependencies redline never installs). Any other GGUF file is accepted as
 One model instance per (file, threads, context, slots) is loaded lazily, once
 per process. It decodes several samples at once: llama.cpp's parallel slots with
 continuous batching put every running sample's next token into one batch, so a
-decoding step serves several samples for little more than the cost of one (a
-135M model is bound by per-step overhead and memory, not arithmetic; tokens/s at
-1, 2 and 4 slots: bench/bench_speed.py). `parallel` slots (default: two per
-core) are as many samples as the runner keeps in flight; each slot has its own
-`n_ctx` tokens of context, so memory grows with the slots.
+decoding step serves several samples for less than the cost of as many steps
+(tokens/s at 1, 2 and 4 slots: bench/bench_speed.py; on a CPU a 135M model is
+compute-bound, and a prompt token costs about what a generated one does).
+`parallel` slots (default: two per core) are spread over one single-threaded copy
+of the model per thread (`threads`, default one per core; a model file over 1 GB
+gets one copy using every thread); the runner keeps four samples per slot in
+flight so that a freed slot always has a next sample, preferably of the prompt it
+has just read (see local_slots). Each slot has its own `n_ctx` tokens of context,
+so memory grows with the slots.
 """
 
 from __future__ import annotations
@@ -37,12 +41,15 @@ from redline.errors import ConfigError
 from redline.openmp import prefer_passive_wait
 from redline.providers.completion import ChatRequest, Completion
 from redline.providers.http_provider import MalformedResponse
+from redline.providers.local_slots import Copies
 from redline.providers.openai import parse_chat_completion
 
 DEFAULT_THREADS = os.cpu_count() or 1
 DEFAULT_CONTEXT = 4096
 DEFAULT_MAX_TOKENS = 512
 """Used when a suite sets no max_tokens, so a degenerate loop cannot fill the context."""
+COPY_LIMIT_BYTES = 1 << 30
+"""Model files up to this size get one single-threaded copy per thread."""
 
 
 @dataclass(frozen=True)
@@ -132,18 +139,29 @@ def file_sha256(path: Path) -> str:
 
 
 class _LoadedModel:
-    """One xllamacpp server instance and the threads that wait on its slots."""
+    """The model's copies (xllamacpp server instances) and the threads that wait on them."""
 
-    def __init__(self, server: Any, load_ms: float, slots: int) -> None:
-        self.server = server
+    def __init__(self, servers: list[Any], load_ms: float, slots_each: int) -> None:
+        self.copies = Copies(servers, slots_each)
         self.load_ms = load_ms
-        # One waiting thread per slot: a blocked call occupies its thread until its
-        # sample is decoded, and more calls than slots would only queue inside llama.cpp.
-        self.callers = ThreadPoolExecutor(slots, thread_name_prefix="redline-local")
+        # One waiting thread per sample in flight: a blocked call occupies its thread
+        # until its sample is decoded.
+        self.callers = ThreadPoolExecutor(
+            4 * slots_each * len(servers), thread_name_prefix="redline-local"
+        )
 
 
 _MODELS: dict[tuple[str, int, int, int], _LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
+
+
+def copies_for(path: Path, threads: int) -> int:
+    """Single-threaded copies of the model: one per thread, unless the file is large."""
+    try:
+        small = path.stat().st_size <= COPY_LIMIT_BYTES
+    except OSError:
+        small = False
+    return threads if small else 1
 
 
 def _load(path: Path, threads: int, n_ctx: int, slots: int, verbose: bool) -> _LoadedModel:
@@ -155,18 +173,22 @@ def _load(path: Path, threads: int, n_ctx: int, slots: int, verbose: bool) -> _L
             import xllamacpp
 
             started = time.perf_counter()
-            params = xllamacpp.CommonParams()
-            params.model.path = str(path)
-            params.n_ctx = n_ctx * slots  # llama.cpp divides the context among the slots
-            params.n_parallel = slots
-            params.cont_batching = True
-            params.cpuparams.n_threads = threads
-            params.cpuparams_batch.n_threads = threads
-            params.warmup = False
-            if not verbose:
-                params.verbosity = -1
-            server = xllamacpp.Server(params)
-            loaded = _LoadedModel(server, (time.perf_counter() - started) * 1000, slots)
+            count = min(copies_for(path, threads), slots)
+            slots_each = -(-slots // count)
+            servers = []
+            for _ in range(count):
+                params = xllamacpp.CommonParams()
+                params.model.path = str(path)
+                params.n_ctx = n_ctx * slots_each  # llama.cpp divides it among the slots
+                params.n_parallel = slots_each
+                params.cont_batching = True
+                params.cpuparams.n_threads = threads // count
+                params.cpuparams_batch.n_threads = threads // count
+                params.warmup = False
+                if not verbose:
+                    params.verbosity = -1
+                servers.append(xllamacpp.Server(params))
+            loaded = _LoadedModel(servers, (time.perf_counter() - started) * 1000, slots_each)
             _MODELS[key] = loaded
         return loaded
 
@@ -190,8 +212,9 @@ class LocalProvider:
         self._n_ctx = int(config.options.get("n_ctx", DEFAULT_CONTEXT))
         self._verbose = bool(config.options.get("verbose", False))
         self._slots = int(config.options.get("parallel", default_slots()))
-        #: The runner keeps no more samples in flight than there are slots.
-        self.max_parallel: int | None = self._slots
+        #: Four samples in flight per slot: samples of one prompt wait for its slot (see
+        #: local_slots), so the others need enough different prompts to stay busy.
+        self.max_parallel: int | None = 4 * self._slots
         self._rng = random.Random()
 
     def __repr__(self) -> str:
@@ -230,12 +253,13 @@ class LocalProvider:
                 "type": "json_schema",
                 "json_schema": {"schema": request.response_schema},
             }
-        started = time.perf_counter()
-        try:
-            raw = loaded.server.handle_chat_completions(body)
-        except Exception as exc:  # llama.cpp reports bad requests as exceptions
-            return self._failure(f"local generation failed: {exc}", seed, started)
-        latency_ms = (time.perf_counter() - started) * 1000
+        with loaded.copies.turn(f"{hash((request.system, request.user)):x}") as server:
+            started = time.perf_counter()
+            try:
+                raw = server.handle_chat_completions(body)
+            except Exception as exc:  # llama.cpp reports bad requests as exceptions
+                return self._failure(f"local generation failed: {exc}", seed, started)
+            latency_ms = (time.perf_counter() - started) * 1000
         if isinstance(raw, Mapping) and "error" in raw:
             return self._failure(f"local generation failed: {raw['error']}", seed, started)
         try:

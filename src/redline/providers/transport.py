@@ -16,11 +16,38 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
+import sys
 import urllib.request
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import contextmanager
 
-import aiohttp
 import httpx
+
+
+@contextmanager
+def _without_default_certificates() -> Iterator[None]:
+    """SSL contexts made inside load no CA store (only while aiohttp imports).
+
+    aiohttp builds two default SSL contexts when it is imported, loading the system CA
+    store twice (about a fifth of the CPU the first request of a run needs). This
+    transport never uses them: every https request carries httpx's own context (see
+    `_certificates`). Left without CA certificates, they could only refuse a server,
+    never trust one.
+    """
+    saved = ssl.SSLContext.load_default_certs, ssl.SSLContext.set_default_verify_paths
+    ssl.SSLContext.load_default_certs = lambda self, purpose=None: None  # type: ignore[method-assign]
+    ssl.SSLContext.set_default_verify_paths = lambda self: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ssl.SSLContext.load_default_certs, ssl.SSLContext.set_default_verify_paths = saved  # type: ignore[method-assign]
+
+
+if "aiohttp" in sys.modules:
+    import aiohttp
+else:
+    with _without_default_certificates():
+        import aiohttp
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):
