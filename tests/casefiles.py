@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -79,3 +80,27 @@ def done(
         latency_ms=latency_ms,
         cost=cost,
     )
+
+
+def slop_rubric(
+    model: str = "fake", prompt: str = "MODE:echo {{output}}", *, checks: bool = True
+) -> str:
+    """The rubric the judge tests share, as YAML text: filler scored 1–5, a pass at most 2.
+
+    `model` is the judge's alias and `prompt` its template (the loopback server reads a
+    `MODE:` in it); `checks` adds the yes/no check `is_concise` to every answer.
+    """
+    lines = [
+        "name: slop",
+        "description: Filler, generic transitions and marketing language.",
+        "anchors:",
+        "  1: Straight to the point.",
+        "  3: One or two generic transitions.",
+        "  5: Full of filler.",
+        "pass:",
+        "  max_score: 2",
+    ]
+    if checks:
+        lines += ["checks:", "  is_concise: Is it concise?"]
+    lines += [f"model: {model}", "min_kappa: 0.6", f"prompt: {json.dumps(prompt)}"]
+    return "\n".join(lines) + "\n"

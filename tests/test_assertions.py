@@ -473,9 +473,9 @@ def probe(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_Probe]]:
     _REGISTRY.pop("mentions", None)
 
 
-def test_planned_type_is_rejected_until_registered(tmp_path: Path, probe: type[_Probe]) -> None:
+def test_declared_type_is_rejected_until_registered(tmp_path: Path, probe: type[_Probe]) -> None:
     asserts = "- type: max-words\n  value: 50\n- type: mentions\n  value: refund\n"
-    with pytest.raises(ProblemsError, match="'mentions' is not available yet"):
+    with pytest.raises(ProblemsError, match="'mentions' is not available in this installation"):
         case_with(tmp_path / "before", asserts)
     register("mentions")(probe)
     case = case_with(tmp_path / "after", asserts)

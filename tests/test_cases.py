@@ -150,6 +150,14 @@ def test_unknown_assertion_type(tmp_path: Path) -> None:
     assert "type: python" in problem.hint
 
 
+def test_a_promptfoo_rubric_points_at_the_judge_that_ships(tmp_path: Path) -> None:
+    case = CASE_HEAD + "assert:\n  - type: llm-rubric\n    value: is concise\n"
+    problem = only_problem(write_suite(tmp_path, {"c.yaml": case}))
+    assert "unknown assertion type 'llm-rubric'" in problem.message
+    assert "type: judge" in problem.hint and "rubric: file://" in problem.hint
+    assert "later" not in problem.hint
+
+
 def test_misspelled_assertion_type_gets_a_suggestion(tmp_path: Path) -> None:
     case = CASE_HEAD + "assert:\n  - type: not-contain\n    value: x\n"
     problem = only_problem(write_suite(tmp_path, {"c.yaml": case}))
@@ -255,7 +263,7 @@ def test_all_problems_in_all_files_are_listed_at_once(
         ("suite.yaml", 8),
         ("c.yaml", 4),
     ]
-    assert "not available yet" in caught.value.problems[3].message
+    assert "not available in this installation" in caught.value.problems[3].message
 
 
 @pytest.mark.parametrize("suite_yaml", ["name: demo\nprompt: [\n", "- a list\n"])

@@ -58,14 +58,14 @@ def test_problems_name_the_table_as_written_in_the_file_at_hand(tmp_path: Path) 
     write(tmp_path, '[models]\ndefault = "openai:gpt-4o-latest"\n', "redline.toml")
     with pytest.raises(ConfigError) as refused:
         load_config(tmp_path)
-    assert "redline.toml: [models] default" in str(refused.value)
+    assert "redline.toml:2:1: [models] default" in str(refused.value)
     assert "tool.redline" not in str(refused.value)
     write(tmp_path, '[models]\nlocal = "local:smollm2-135m-instruct-q4_1"\n', "redline.toml")
     with pytest.raises(ConfigError, match=r"add it under \[models\]$"):
         load_config(tmp_path).model("prod")
     (tmp_path / "redline.toml").unlink()
     write(tmp_path, '[tool.redline.models]\ndefault = "openai:gpt-4o-latest"\n')
-    with pytest.raises(ConfigError, match=r"pyproject.toml: \[tool.redline.models\] default"):
+    with pytest.raises(ConfigError, match=r"pyproject.toml:2:1: \[tool.redline.models\] default"):
         load_config(tmp_path)
 
 
@@ -77,3 +77,36 @@ def test_a_key_pasted_as_api_key_env_is_refused_without_echoing_it(tmp_path: Pat
     assert secret not in str(refused.value)
     write(tmp_path, '[tool.redline.providers.openai]\napi_key_env = "OPENAI_API_KEY_2"\n')
     assert load_config(tmp_path).provider("openai").api_key_env == "OPENAI_API_KEY_2"
+
+
+def test_every_problem_of_the_config_is_listed_at_its_line(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "[tool.redline]\n"
+        "concurrency = true\n"
+        "scoer_drop = 0.2\n"
+        "[tool.redline.models]\n"
+        'default = "openai:gpt-4.1-2025-04-14"\n'
+        'cheap = "${MODEL}"\n'
+        "[tool.redline.providers.openai]\n"
+        'timeout_s = "slow"\n',
+    )
+    with pytest.raises(ConfigError) as refused:
+        load_config(tmp_path)
+    lines = str(refused.value).splitlines()
+    assert [line.split(": ", 1)[0] for line in lines] == [
+        "pyproject.toml:2:1",
+        "pyproject.toml:3:1",
+        "pyproject.toml:6:1",
+        "pyproject.toml:8:1",
+    ]
+    assert "`concurrency` must be a whole number, not a boolean" in lines[0]
+    assert "did you mean 'score_drop'?" in lines[1]
+    assert "environment variable" in lines[2]
+    assert "(hint: e.g. timeout_s = " in lines[3]
+
+
+def test_a_config_that_is_not_toml_names_the_line(tmp_path: Path) -> None:
+    write(tmp_path, '[tool.redline]\nconcurrency = 2\nstore = "x\n')
+    with pytest.raises(ConfigError, match=r"^pyproject.toml:3:\d+: not valid TOML"):
+        load_config(tmp_path)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from casefiles import slop_rubric
 from redline.config import ModelRef
 from redline.errors import ProblemsError
 from redline.judge import (
@@ -28,22 +29,7 @@ from redline.judge import (
 )
 from redline.judge.agreement import FAIL, PASS
 
-RUBRIC = """\
-name: slop
-description: Filler and marketing language.
-anchors:
-  1: Straight to the point.
-  3: One or two generic transitions.
-  5: Full of filler.
-pass:
-  max_score: 2
-checks:
-  is_concise: Is it concise?
-model: judge
-min_kappa: 0.6
-prompt: |
-  Judge this: {{output}}
-"""
+RUBRIC = slop_rubric("judge", "Judge this: {{output}}")
 
 MODEL = ModelRef("judge", "loopback", "judge-model-2025-01-01")
 
@@ -262,7 +248,7 @@ def test_each_of_the_three_inputs_changes_its_own_hash_and_makes_calibration_sta
     (tmp_path / "prompt.txt").write_text("Judge: {{output}}\n", encoding="utf-8")
     path = write_rubric(
         tmp_path,
-        RUBRIC.replace("prompt: |\n  Judge this: {{output}}\n", "") + "prompt: file://prompt.txt\n",
+        RUBRIC.replace('prompt: "Judge this: {{output}}"\n', "") + "prompt: file://prompt.txt\n",
     )
     write_calibration(calibration_path(path), _calibration(path, passes=12, fails=10, agree=1.0))
     assert judge_trust(load_rubric(path), MODEL).trusted

@@ -7,26 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from casefiles import slop_rubric
 from redline.cli import ExitCode, main
 from redline.config import parse_config
 from redline.judge import Label, calibration_path, judge_trust, load_rubric, write_labels
 from servers import LoopbackLLMServer
 
-RUBRIC = """\
-name: slop
-description: Filler, generic transitions and marketing language.
-anchors:
-  1: Straight to the point.
-  3: One or two generic transitions.
-  5: Full of filler.
-pass:
-  max_score: 2
-checks:
-  is_concise: Is it concise?
-model: fake
-min_kappa: 0.6
-prompt: "MODE:echo {{output}}"
-"""
+RUBRIC = slop_rubric()
 
 CLEAN = '{"score": 1, "reasoning": "to the point", "is_concise": true}'
 SLOP = '{"score": 5, "reasoning": "filler", "is_concise": false}'

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from casefiles import slop_rubric
 from redline.assertions import SampleEvaluation, evaluate_sample
 from redline.assertions.judge import NOT_ENABLED
 from redline.config import Config, parse_config
@@ -42,21 +43,7 @@ from servers import LoopbackLLMServer
 GOOD = '{"score": 1, "reasoning": "straight to the point", "is_concise": true}'
 SLOPPY = '{"score": 5, "reasoning": "all filler", "is_concise": false}'
 
-RUBRIC = """\
-name: slop
-description: Filler, generic transitions and marketing language.
-anchors:
-  1: Straight to the point.
-  3: One or two generic transitions.
-  5: Full of filler.
-pass:
-  max_score: 2
-checks:
-  is_concise: Is it concise?
-model: fake
-min_kappa: 0.6
-prompt: "MODE:echo {{output}}"
-"""
+RUBRIC = slop_rubric()
 
 
 def _case(case_id: str, answer: str, needle: str, rubric: str = "rubrics/slop.yaml") -> str:

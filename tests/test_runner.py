@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from casefiles import slop_rubric
 from redline.config import Config, parse_config
 from redline.errors import UsageError
 from redline.running.records import CaseOutcome, RunKind, RunResult, RunStatus
@@ -284,19 +285,7 @@ def test_unknown_case_filter_is_a_usage_error_before_any_call(
     assert llm_server.count() == 0
 
 
-JUDGE_RUBRIC = """\
-name: slop
-description: Filler.
-anchors:
-  1: Straight to the point.
-  3: Some filler.
-  5: All filler.
-pass:
-  max_score: 2
-model: fake
-min_kappa: 0.6
-prompt: "MODE:json {{output}}"
-"""
+JUDGE_RUBRIC = slop_rubric(prompt="MODE:json {{output}}", checks=False)
 
 
 def test_a_settled_cut_off_sample_keeps_its_content_verdict_when_judges_run(

@@ -7,16 +7,20 @@ one file); suites name models only by alias.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from redline.errors import ConfigError
+from redline.casemodel.values import is_number, show
+from redline.errors import ConfigError, Problem
+from redline.suite.reading import NodeReader
+from redline.suite.tomlsource import load_toml, toml_node, toml_text
+from redline.suite.yamlsource import Node
 
 PROVIDER_TYPES = ("openai", "anthropic", "local")
 CONFIG_FILES = ("redline.toml", "pyproject.toml")
+DEFAULT_SUITES = ("cases",)
 
 _ENV_REFERENCE = re.compile(r"^\s*(\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|env:.*|%[A-Za-z_]+%)\s*$")
 _ENV_INSIDE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
@@ -93,6 +97,8 @@ class Config:
     #: Ask on a terminal before a run whose estimated cost exceeds this (None: never ask).
     confirm_cost_above: float | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+    #: `raw` with where each value was written, for the sections read elsewhere (semantic).
+    node: Node | None = field(default=None, compare=False, repr=False)
 
     def table(self, *parts: str) -> str:
         """The name under which the user finds a table of this config file."""
@@ -140,7 +146,7 @@ _PROVIDER_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def find_config_file(start: Path | None = None) -> tuple[Path, Mapping[str, Any]] | None:
+def find_config_file(start: Path | None = None) -> tuple[Path, Node] | None:
     """The nearest config at or above `start`: redline.toml wins over pyproject.toml."""
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
@@ -148,12 +154,8 @@ def find_config_file(start: Path | None = None) -> tuple[Path, Mapping[str, Any]
             path = folder / name
             if not path.is_file():
                 continue
-            data = _read_toml(path)
-            if name == "redline.toml":
-                table = data.get("tool", {}).get("redline", data)
-                return path, table
-            table = data.get("tool", {}).get("redline")
-            if isinstance(table, dict):
+            table = _redline_table(path)
+            if table is not None:
                 return path, table
     return None
 
@@ -163,65 +165,96 @@ def load_config(start: Path | None = None) -> Config:
     found = find_config_file(start)
     if found is None:
         root = (start or Path.cwd()).resolve()
-        return _build(root, root / "pyproject.toml", {})
+        return _build(root, root / "pyproject.toml", toml_node({}, "pyproject.toml", {}))
     path, table = found
     return _build(path.parent, path, table)
 
 
 def parse_config(path: Path) -> Config:
     """Parse one given config file (redline.toml or pyproject.toml)."""
-    data = _read_toml(path)
-    table = data.get("tool", {}).get("redline", data if path.name == "redline.toml" else {})
+    table = _redline_table(path)
+    if table is None:
+        table = toml_node({}, path.name, {})
     return _build(path.parent.resolve(), path.resolve(), table)
 
 
+def _redline_table(path: Path) -> Node | None:
+    """The redline table of a config file on disk (see `redline_table`)."""
+    root, problems = load_toml(path, path.name)
+    if root is None:
+        raise ConfigError("\n".join(str(p) for p in problems))
+    return _table_in(root, path.name)
+
+
+def redline_table(text: str, name: str) -> Node | None:
+    """The redline table of a config file's text, as `load_config` finds it: `[tool.redline]`,
+    or all of a redline.toml; None for a pyproject.toml without one. ConfigError when the
+    text is not TOML."""
+    root, problems = toml_text(text, name)
+    if root is None:
+        raise ConfigError("\n".join(str(p) for p in problems))
+    return _table_in(root, name)
+
+
+def _table_in(root: Node, name: str) -> Node | None:
+    tool = root.get("tool")
+    table = tool.get("redline") if tool is not None else None
+    if table is not None and table.is_map:
+        return table
+    return root if name != "pyproject.toml" else None
+
+
 def pinned_models(path: Path | None = None, text: str | None = None) -> dict[str, str]:
-    """alias → pinned id from a config file (or its text): what the guard compares."""
+    """alias → pinned id from a config file (or its text): what the guard compares.
+    ValueError when the text is not TOML."""
     if text is None:
         if path is None:
             raise ValueError("path or text required")
         text = path.read_text(encoding="utf-8")
-    data = tomllib.loads(text)
-    table = data.get("tool", {}).get("redline", data)
-    models = table.get("models", {}) if isinstance(table, dict) else {}
-    return {str(k): str(v) for k, v in models.items()} if isinstance(models, dict) else {}
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        return pinned_in(redline_table(text, "redline.toml"))
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
 
 
-def check_pinned(alias: str, value: object, source: str) -> list[str]:
-    """Problems with one `alias = "provider:name"` entry (a pinned model id)."""
-    where = f"{source}: {table_name(source, 'models')} {alias}"
+def pinned_in(table: Node | None) -> dict[str, str]:
+    """alias → pinned id as a redline table writes them, unchecked."""
+    models = table.get("models") if table is not None else None
+    return {str(k): str(v.value) for k, v in models.items()} if models is not None else {}
+
+
+def suite_folders(table: Node | None) -> list[str]:
+    """Where suites live, relative to the config file: `suites` (one path or a list)."""
+    node = table.get("suites") if table is not None else None
+    if node is None:
+        return list(DEFAULT_SUITES)
+    return [str(item.value) for item in (node.children() if node.is_seq else [node])]
+
+
+def check_pinned(alias: str, value: object) -> str:
+    """What is wrong with one `alias = "provider:name"` entry (a pinned model id), or ""."""
     if not isinstance(value, str) or not value.strip():
-        return [f"{where}: must be a string 'provider:model-id'"]
+        return f"{alias}: must be a string 'provider:model-id'"
     if _ENV_REFERENCE.match(value) or _ENV_INSIDE.search(value):
-        return [
-            f"{where} = {value!r}: a pinned model may not be read from an environment "
+        return (
+            f"{alias} = {value!r}: a pinned model may not be read from an environment "
             "variable; write the exact model id in this file"
-        ]
+        )
     if ":" not in value:
-        return [f"{where} = {value!r}: write it as 'provider:model-id', e.g. 'openai:{value}'"]
+        return f"{alias} = {value!r}: write it as 'provider:model-id', e.g. 'openai:{value}'"
     provider, name = value.split(":", 1)
     if not name:
-        return [f"{where} = {value!r}: the model id after '{provider}:' is empty"]
+        return f"{alias} = {value!r}: the model id after '{provider}:' is empty"
     if re.search(r"latest$", name.strip(), re.IGNORECASE):
-        return [
-            f"{where} = {value!r}: aliases like 'latest' move under you; "
+        return (
+            f"{alias} = {value!r}: aliases like 'latest' move under you; "
             "pin a dated or versioned model id instead"
-        ]
-    return []
+        )
+    return ""
 
 
-def _build(root: Path, source: Path, table: Mapping[str, Any]) -> Config:
-    problems: list[str] = []
-    src = source.name
-
-    known_keys = {
+_TOP_KEYS = frozenset(
+    {
         "models",
         "providers",
         "prices",
@@ -233,161 +266,10 @@ def _build(root: Path, source: Path, table: Mapping[str, Any]) -> Config:
         "max_run_cost",
         "confirm_cost_above",
     }
-    for key in table:
-        if key not in known_keys:
-            problems.append(f"{src}: unknown key {key!r} in {table_name(src)}")
-
-    providers: dict[str, ProviderConfig] = {}
-    raw_providers = table.get("providers", {})
-    if not isinstance(raw_providers, dict):
-        problems.append(f"{src}: {table_name(src, 'providers')} must be a table")
-        raw_providers = {}
-    for name, spec in raw_providers.items():
-        if not isinstance(spec, dict):
-            problems.append(f"{src}: {table_name(src, 'providers', name)} must be a table")
-            continue
-        providers[name], more = _provider(name, spec, src)
-        problems.extend(more)
-
-    models: dict[str, ModelRef] = {}
-    raw_models = table.get("models", {})
-    if not isinstance(raw_models, dict):
-        problems.append(f"{src}: {table_name(src, 'models')} must be a table")
-        raw_models = {}
-    for alias, value in raw_models.items():
-        more = check_pinned(alias, value, src)
-        problems.extend(more)
-        if more:
-            continue
-        provider, name = str(value).split(":", 1)
-        if provider not in providers and provider not in PROVIDER_TYPES:
-            problems.append(
-                f"{src}: {table_name(src, 'models')} {alias}: unknown provider {provider!r} "
-                f"(built in: {', '.join(PROVIDER_TYPES)}; "
-                f"or add {table_name(src, 'providers', provider)})"
-            )
-            continue
-        models[alias] = ModelRef(alias=alias, provider=provider, name=name.strip())
-
-    prices, more = _prices(table.get("prices", {}), models, src)
-    problems.extend(more)
-    max_run_cost, more = _usd(table, "max_run_cost", src)
-    problems.extend(more)
-    confirm_cost_above, more = _usd(table, "confirm_cost_above", src)
-    problems.extend(more)
-
-    concurrency = table.get("concurrency", 4)
-    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-        problems.append(f"{src}: concurrency must be a positive integer")
-        concurrency = 4
-    score_drop = table.get("score_drop", 0.10)
-    if not isinstance(score_drop, int | float) or not 0 <= score_drop < 1:
-        problems.append(f"{src}: score_drop must be a fraction in [0, 1)")
-        score_drop = 0.10
-
-    suites_raw = table.get("suites", ["cases"])
-    if isinstance(suites_raw, str):
-        suites_raw = [suites_raw]
-    suites = tuple(root / str(s) for s in suites_raw)
-
-    if problems:
-        raise ConfigError("\n".join(problems))
-    return Config(
-        root=root,
-        source=source,
-        models=models,
-        providers=providers,
-        prices=prices,
-        store_path=root / str(table.get("store", ".redline/redline.db")),
-        concurrency=concurrency,
-        suites=suites,
-        score_drop=float(score_drop),
-        max_run_cost=max_run_cost,
-        confirm_cost_above=confirm_cost_above,
-        raw=dict(table),
-    )
-
-
-def _prices(
-    raw: object, models: Mapping[str, ModelRef], src: str
-) -> tuple[dict[str, Price], list[str]]:
-    """The price table, keyed by pinned model id; a key may also be an alias of [models]."""
-    where = table_name(src, "prices")
-    if not isinstance(raw, dict):
-        return {}, [f"{src}: {where} must be a table of models"]
-    prices: dict[str, Price] = {}
-    problems: list[str] = []
-    for key, spec in raw.items():
-        entry = f"{src}: {table_name(src, 'prices', _toml_key(key))}"
-        model_id = models[key].id if key in models else key
-        if key not in models and ":" not in key:
-            known = ", ".join(sorted(models)) or "none"
-            problems.append(
-                f"{entry}: {key!r} is neither a pinned alias (known: {known}) nor a model id "
-                "written as 'provider:model-id'"
-            )
-            continue
-        if not isinstance(spec, dict):
-            problems.append(f"{entry} must be a table with input_per_mtok and output_per_mtok")
-            continue
-        unknown = sorted(set(spec) - {"input_per_mtok", "output_per_mtok"})
-        if unknown:
-            problems.append(
-                f"{entry}: unknown key(s) {', '.join(unknown)}; a price has input_per_mtok and "
-                "output_per_mtok (US dollars per million tokens)"
-            )
-        values = [spec.get(k) for k in ("input_per_mtok", "output_per_mtok")]
-        if not all(_is_amount(v) for v in values):
-            problems.append(
-                f"{entry} needs input_per_mtok and output_per_mtok: US dollars per million "
-                "tokens, numbers of at least 0"
-            )
-            continue
-        if model_id in prices:
-            problems.append(f"{entry}: {model_id} is priced twice (by alias and by id)")
-        prices[model_id] = Price(float(values[0]), float(values[1]))  # type: ignore[arg-type]
-    return prices, problems
-
-
-def _usd(table: Mapping[str, Any], key: str, src: str) -> tuple[float | None, list[str]]:
-    value = table.get(key)
-    if value is None:
-        return None, []
-    if not _is_amount(value) or value == 0:
-        return None, [f"{src}: {key} must be a positive amount in US dollars, e.g. {key} = 5.0"]
-    return float(value), []
-
-
-def _is_amount(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-
-
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else f'"{key}"'
-
-
-def _provider(name: str, spec: Mapping[str, Any], src: str) -> tuple[ProviderConfig, list[str]]:
-    problems: list[str] = []
-    where = f"{src}: {table_name(src, 'providers', name)}"
-    ptype = str(spec.get("type", name))
-    if ptype not in PROVIDER_TYPES:
-        problems.append(f"{where} type {ptype!r} is not one of {', '.join(PROVIDER_TYPES)}")
-    if "api_key" in spec:
-        problems.append(
-            f"{where} api_key: never write a key in a file; "
-            "set api_key_env to the NAME of the environment variable that holds it"
-        )
-    key_env = spec.get("api_key_env")
-    if key_env is not None and not (
-        isinstance(key_env, str) and (key_env == "" or _ENV_NAME.match(key_env))
-    ):
-        # Never echo the value: a key pasted here must not reach a CI log as well.
-        problems.append(
-            f"{where} api_key_env must be the NAME of an environment variable "
-            "(letters, digits, _), not a key: never write a key in a file"
-        )
-    defaults = dict(_PROVIDER_DEFAULTS.get(ptype, {}))
-    known = {
+)
+#: Keys of a provider table redline reads itself; any other key is passed to the provider.
+_PROVIDER_KEYS = frozenset(
+    {
         "type",
         "base_url",
         "api_key_env",
@@ -398,21 +280,234 @@ def _provider(name: str, spec: Mapping[str, Any], src: str) -> tuple[ProviderCon
         "threads",
         "api_key",
     }
-    options = {k: v for k, v in spec.items() if k not in known}
-    try:
-        cfg = ProviderConfig(
-            name=name,
-            type=ptype,
-            base_url=spec.get("base_url", defaults.get("base_url")),
-            api_key_env=spec.get("api_key_env", defaults.get("api_key_env")),
-            timeout_s=float(spec.get("timeout_s", 60.0)),
-            max_retries=int(spec.get("max_retries", 4)),
-            backoff_base_s=float(spec.get("backoff_base_s", 0.5)),
-            backoff_max_s=float(spec.get("backoff_max_s", 30.0)),
-            threads=int(spec["threads"]) if "threads" in spec else None,
-            options=options,
+)
+_PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
+_NEVER_A_KEY = "never write a key in a file"
+
+
+def _build(root: Path, source: Path, table: Node) -> Config:
+    problems: list[Problem] = []
+    read = ConfigReader(source.name, problems)
+    read.unknown_keys(table, _TOP_KEYS, read.table())
+    providers = read.providers(table.get("providers"))
+    models = read.models(table.get("models"), providers)
+    prices = read.prices(table.get("prices"), models)
+    max_run_cost = read.usd(table.get("max_run_cost"), "max_run_cost")
+    confirm_cost_above = read.usd(table.get("confirm_cost_above"), "confirm_cost_above")
+    concurrency = read.whole(table.get("concurrency"), "concurrency", 4, minimum=1)
+    score_drop = read.score_drop(table.get("score_drop"))
+    suites = read.paths(table.get("suites"), "suites", list(DEFAULT_SUITES))
+    store = read.text(table.get("store"), "store", ".redline/redline.db", ".redline/redline.db")
+    if problems:
+        raise ConfigError("\n".join(str(p) for p in sorted(problems)))
+    assert concurrency is not None and score_drop is not None and store is not None
+    return Config(
+        root=root,
+        source=source,
+        models=models,
+        providers=providers,
+        prices=prices,
+        store_path=root / store,
+        concurrency=concurrency,
+        suites=tuple(root / s for s in suites),
+        score_drop=score_drop,
+        max_run_cost=max_run_cost,
+        confirm_cost_above=confirm_cost_above,
+        raw=table.plain(),
+        node=table,
+    )
+
+
+class ConfigReader(NodeReader):
+    """A table of one config file, every problem at its line (other modules read their own
+    sections, such as the semantic one, with it too)."""
+
+    def __init__(self, source: str, problems: list[Problem]) -> None:
+        super().__init__(problems, assign=" = ")
+        self.source = source
+
+    def table(self, *parts: str) -> str:
+        return table_name(self.source, *parts)
+
+    def no_pasted_key(self, table: Node, where: str) -> None:
+        """An `api_key` in the file is refused: keys come from the environment only."""
+        pasted = table.get("api_key")
+        if pasted is not None:
+            self.add(
+                pasted.where,
+                f"{where} api_key: {_NEVER_A_KEY}",
+                "set api_key_env to the NAME of the environment variable that holds it",
+            )
+
+    def providers(self, node: Node | None) -> dict[str, ProviderConfig]:
+        found: dict[str, ProviderConfig] = {}
+        if self.mapping(node, "providers", "{openai = {base_url = ...}}") is None:
+            return found
+        assert node is not None
+        for name, spec in node.items():
+            if not spec.is_map:
+                self.add(
+                    spec.where,
+                    f"{self.table('providers', name)} must be a table",
+                    f"write it as {self.table('providers', name)} with base_url = ... below it",
+                )
+                continue
+            found[name] = self.provider(name, spec)
+        return found
+
+    def provider(self, name: str, spec: Node) -> ProviderConfig:
+        where = self.table("providers", name)
+        ptype = self.choice(
+            spec.get("type"), "type", PROVIDER_TYPES, name, f"in {where}: the provider's API"
         )
-    except (TypeError, ValueError) as exc:
-        problems.append(f"{where}: {exc}")
-        cfg = ProviderConfig(name=name, type=ptype)
-    return cfg, problems
+        self.no_pasted_key(spec, where)
+        key_env = spec.get("api_key_env")
+        if key_env is not None and not (
+            isinstance(key_env.value, str)
+            and (key_env.value == "" or _ENV_NAME.match(key_env.value))
+        ):
+            # Never echo the value: a key pasted here must not reach a CI log as well.
+            self.add(
+                key_env.mark,
+                f"{where} api_key_env must be the NAME of an environment variable "
+                f"(letters, digits, _), not a key: {_NEVER_A_KEY}",
+                'e.g. api_key_env = "OPENAI_API_KEY"',
+            )
+        defaults = _PROVIDER_DEFAULTS.get(ptype or "", {})
+        plain = spec.plain()
+        base = ProviderConfig(name=name, type=ptype or name)
+        timeout = self.number(
+            spec.get("timeout_s"), "timeout_s", minimum=0, exclusive_minimum=True, example="60"
+        )
+        retries = self.whole(spec.get("max_retries"), "max_retries", minimum=0, example="4")
+        backoff_base = self.number(spec.get("backoff_base_s"), "backoff_base_s", minimum=0)
+        backoff_max = self.number(spec.get("backoff_max_s"), "backoff_max_s", minimum=0)
+        return replace(
+            base,
+            base_url=plain.get("base_url", defaults.get("base_url")),
+            api_key_env=plain.get("api_key_env", defaults.get("api_key_env")),
+            timeout_s=base.timeout_s if timeout is None else timeout,
+            max_retries=base.max_retries if retries is None else retries,
+            backoff_base_s=base.backoff_base_s if backoff_base is None else backoff_base,
+            backoff_max_s=base.backoff_max_s if backoff_max is None else backoff_max,
+            threads=self.whole(spec.get("threads"), "threads", minimum=1),
+            options={k: v for k, v in plain.items() if k not in _PROVIDER_KEYS},
+        )
+
+    def models(
+        self, node: Node | None, providers: Mapping[str, ProviderConfig]
+    ) -> dict[str, ModelRef]:
+        found: dict[str, ModelRef] = {}
+        if self.mapping(node, "models", '{default = "openai:gpt-4.1-2025-04-14"}') is None:
+            return found
+        assert node is not None
+        where = self.table("models")
+        for alias, value in node.items():
+            wrong = check_pinned(alias, value.value if value.is_scalar else None)
+            if wrong:
+                self.add(value.where, f"{where} {wrong}", "pin an exact id: provider:model-id")
+                continue
+            provider, name = str(value.value).split(":", 1)
+            if provider not in providers and provider not in PROVIDER_TYPES:
+                self.add(
+                    value.where,
+                    f"{where} {alias}: unknown provider {provider!r}",
+                    f"built in: {', '.join(PROVIDER_TYPES)}; "
+                    f"or add {self.table('providers', provider)}",
+                )
+                continue
+            found[alias] = ModelRef(alias=alias, provider=provider, name=name.strip())
+        return found
+
+    def prices(self, node: Node | None, models: Mapping[str, ModelRef]) -> dict[str, Price]:
+        """The price table, keyed by pinned model id; a key may also be an alias of [models]."""
+        found: dict[str, Price] = {}
+        if self.mapping(node, "prices", "{default = {input_per_mtok = 2.0, ...}}") is None:
+            return found
+        assert node is not None
+        for key, spec in node.items():
+            entry = self.table("prices", _toml_key(key))
+            if key not in models and ":" not in key:
+                known = ", ".join(sorted(models)) or "none"
+                self.add(
+                    spec.where,
+                    f"{entry}: {key!r} is neither a pinned alias (known: {known}) nor a model id",
+                    "write the key as an alias of the models table or as 'provider:model-id'",
+                )
+                continue
+            price = self.price(entry, spec)
+            model_id = models[key].id if key in models else key
+            if price is not None and model_id in found:
+                self.add(
+                    spec.where,
+                    f"{entry}: {model_id} is priced twice (by alias and by id)",
+                    "keep one of the two entries",
+                )
+            elif price is not None:
+                found[model_id] = price
+        return found
+
+    def price(self, entry: str, spec: Node) -> Price | None:
+        """One model's price: both amounts, US dollars per million tokens."""
+        example = "input_per_mtok = 2.0 and output_per_mtok = 8.0 below it"
+        if not spec.is_map:
+            self.add(spec.where, f"{entry} must be a table with {', '.join(_PRICE_KEYS)}", example)
+            return None
+        unknown = [key for key, _ in spec.items() if key not in _PRICE_KEYS]
+        if unknown:
+            self.add(
+                (spec.get(unknown[0]) or spec).where,
+                f"{entry}: unknown key(s) {', '.join(unknown)}; a price has input_per_mtok and "
+                "output_per_mtok (US dollars per million tokens)",
+                f"rename it{'s' if len(unknown) > 1 else ''} to one of these",
+            )
+        values = [spec.get(key) for key in _PRICE_KEYS]
+        amounts = [v.value for v in values if v is not None and _is_amount(v.value)]
+        if len(amounts) != len(_PRICE_KEYS):
+            bad = [v for v in values if v is not None and not _is_amount(v.value)]
+            self.add(
+                (bad[0] if bad else spec).where,
+                f"{entry} needs input_per_mtok and output_per_mtok: US dollars per million "
+                "tokens, numbers of at least 0",
+                example,
+            )
+            return None
+        return Price(float(amounts[0]), float(amounts[1]))
+
+    def usd(self, node: Node | None, key: str) -> float | None:
+        """An amount in US dollars above 0 (absent: no limit)."""
+        if node is None:
+            return None
+        if not node.is_scalar or not _is_amount(node.value) or node.value == 0:
+            self.add(
+                node.mark,
+                f"{key} must be a positive amount in US dollars, not {show(node.value)}",
+                f"e.g. {key} = 5.0",
+            )
+            return None
+        return float(node.value)
+
+    def score_drop(self, node: Node | None) -> float | None:
+        value = self.number(node, "score_drop", 0.10, minimum=0, maximum=1, example="0.1")
+        if value is not None and value >= 1:
+            assert node is not None
+            self.add(node.mark, "`score_drop` must be a fraction below 1", "e.g. score_drop = 0.1")
+            return None
+        return value
+
+    def paths(self, node: Node | None, key: str, default: list[str]) -> list[str]:
+        """One path or a list of paths."""
+        if node is None:
+            return default
+        items = node.children() if node.is_seq else [node]
+        found = [self.text(item, key, example='["cases"]') for item in items]
+        return [f for f in found if f is not None]
+
+
+def _is_amount(value: object) -> bool:
+    """US dollars: a number of at least 0."""
+    return is_number(value) and value >= 0  # type: ignore[operator]
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else f'"{key}"'

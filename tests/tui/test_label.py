@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
+from casefiles import slop_rubric
 from redline.cli import ExitCode, main
 from redline.judge import Label, labels_path, load_rubric, read_labels, write_labels
 from redline.judge.labels import LabelItem, label_items, rubric_card
@@ -21,19 +22,7 @@ from redline_tui.label import LabelApp
 pytestmark = pytest.mark.anyio
 
 MARK = "JUDGEMARK"
-RUBRIC = """\
-name: slop
-description: Filler and marketing language.
-anchors:
-  1: Straight to the point.
-  3: One or two generic transitions.
-  5: Full of filler.
-pass:
-  max_score: 2
-model: fake
-min_kappa: 0.6
-prompt: "Judge: {{output}} (asked: {{q}})"
-"""
+RUBRIC = slop_rubric(prompt="Judge: {{output}} (asked: {{q}})", checks=False)
 CASE = """\
 id: 0001-explain
 provenance:

@@ -22,6 +22,7 @@ from ruamel.yaml.scalarstring import ScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from redline.casemodel import CASE_SUFFIXES, SUITE_FILE
+from redline.casemodel.values import kind_of
 from redline.config import Config
 from redline.deciding.baseline import (
     Baseline,
@@ -205,21 +206,20 @@ def case_assertions(case_path: Path) -> list[Mapping[str, Any]]:
     return [a for a in items if isinstance(a, Mapping)]
 
 
+#: What a value typed into the form must be, by the kind of the current value.
+_FORM_KINDS = {
+    "boolean": "true or false",
+    "integer": "a whole number",
+    "number": "a number",
+    "string": "text (taken literally, whatever characters it holds)",
+    "mapping": "a mapping, written as JSON or YAML flow ({key: value})",
+    "list": "a list, written as JSON or YAML flow ([a, b])",
+}
+
+
 def value_kind(value: object) -> str:
     """What a value typed into the form must be, in words, judged by the current value."""
-    if isinstance(value, bool):
-        return "true or false"
-    if isinstance(value, int):
-        return "a whole number"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "text (taken literally, whatever characters it holds)"
-    if isinstance(value, Mapping):
-        return "a mapping, written as JSON or YAML flow ({key: value})"
-    if isinstance(value, list):
-        return "a list, written as JSON or YAML flow ([a, b])"
-    return "a value like the current one"
+    return _FORM_KINDS.get(kind_of(value), "a value like the current one")
 
 
 def value_as_text(value: object) -> str:

@@ -3,8 +3,7 @@
 An assertion type is a subclass of `Assertion` decorated with `@register("name")`.
 Modules outside this package (semantic assertions, the judge) add types the same
 way; `assertion_type` imports them at first use (see `TYPE_MODULES`) and
-from then on accepts their names. Until a planned type is registered the loader
-rejects it with "not available yet" rather than as unknown.
+from then on accepts their names.
 
 Evaluation order is cheap → expensive (`cost`). Layer 1 (deterministic and
 heuristic) always runs completely; Layer 2 (`layer = LAYER_2`: models, judge)
@@ -26,9 +25,10 @@ from redline.casemodel import assertion_model, declared_types
 from redline.errors import Problem
 from redline.providers.completion import Completion
 from redline.running.verdicts import AssertionStatus
+from redline.suite.reading import NodeReader
 from redline.suite.templates import fill
 from redline.suite.words import words as split_words
-from redline.suite.yamlsource import FILE_REF, Node, read_verbatim, type_name
+from redline.suite.yamlsource import FILE_REF, Node, read_verbatim
 
 if TYPE_CHECKING:
     from redline.config import Config
@@ -47,16 +47,7 @@ COST_PYTHON = 70
 COST_MODEL = 100
 COST_JUDGE = 200
 
-#: Known types that a later module provides; the loader says "not available yet".
-PLANNED_TYPES: Mapping[str, str] = {
-    "mentions": "semantic assertions",
-    "not-mentions": "semantic assertions",
-    "tone": "semantic assertions",
-    "grounded-in": "semantic assertions",
-    "judge": "the calibrated judge",
-}
-
-#: The module that registers each planned type. It is imported when a case first names
+#: The module that registers each optional type. It is imported when a case first names
 #: the type, so a suite without them never loads numpy, the embedding engine or pydantic.
 TYPE_MODULES: Mapping[str, str] = {
     "mentions": "redline.assertions.semantic",
@@ -254,6 +245,7 @@ class Spec:
         #: the check as unavailable when it runs).
         self.probe_backends = probe_backends
         self.problems: list[Problem] = []
+        self._reader = NodeReader(self.problems, label=f"{type_name}: ")
         #: Files this assertion reads (schemas, sources): part of the case hash.
         self.files: list[Path] = []
 
@@ -264,7 +256,7 @@ class Spec:
         """Record a problem at `key`'s value (or at the entry when key is None or absent)."""
         target = self.node.get(key) if key is not None else None
         mark = target.mark if target is not None else self.node.mark
-        self.problems.append(mark.problem(f"{self.type_name}: {message}", hint))
+        self._reader.add(mark, message, hint)
 
     def _required(self, key: str, required: bool, what: str) -> Node | None:
         node = self.node.get(key)
@@ -274,11 +266,6 @@ class Spec:
             return None
         return node
 
-    def _wrong_type(self, key: str, node: Node, what: str, example: str) -> None:
-        self.problem(
-            f"`{key}` must be {what}, not {type_name(node)}", f"e.g. {key}: {example}", key
-        )
-
     def string(
         self, key: str = "value", *, required: bool = True, fill_vars: bool = True
     ) -> str | None:
@@ -287,7 +274,7 @@ class Spec:
         if node is None:
             return None
         if not node.is_scalar or isinstance(node.value, bool) or node.value is None:
-            self._wrong_type(key, node, "a string", '"some text"')
+            self._reader.wrong_type(node, key, "a string", '"some text"')
             return None
         text = node.value if isinstance(node.value, str) else str(node.value)
         return self._fill(text, key) if fill_vars else text
@@ -337,45 +324,24 @@ class Spec:
         exclusive_minimum: bool = False,
         example: str = "0.5",
     ) -> float | None:
-        node = self._required(key, required, "a number")
-        if node is None:
-            return None
-        value = node.value
-        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int | float):
-            self._wrong_type(key, node, "a number", example)
-            return None
-        if minimum is not None and (value <= minimum if exclusive_minimum else value < minimum):
-            bound = f"greater than {minimum:g}" if exclusive_minimum else f"at least {minimum:g}"
-            self.problem(f"`{key}` must be {bound}, got {value:g}", "", key)
-            return None
-        if maximum is not None and value > maximum:
-            self.problem(f"`{key}` must be at most {maximum:g}, got {value:g}", "", key)
-            return None
-        return float(value)
+        return self._reader.number(
+            self._required(key, required, "a number"),
+            key,
+            minimum=minimum,
+            maximum=maximum,
+            exclusive_minimum=exclusive_minimum,
+            example=example,
+        )
 
     def integer(
         self, key: str = "value", *, required: bool = True, minimum: int | None = None
     ) -> int | None:
         node = self._required(key, required, "a whole number")
-        if node is None:
-            return None
-        value = node.value
-        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int):
-            self._wrong_type(key, node, "a whole number", "200")
-            return None
-        if minimum is not None and value < minimum:
-            self.problem(f"`{key}` must be at least {minimum}, got {value}", "", key)
-            return None
-        return value
+        return self._reader.whole(node, key, minimum=minimum, example="200")
 
     def boolean(self, key: str = "value", *, default: bool | None = None) -> bool | None:
         node = self._required(key, default is None, "true or false")
-        if node is None:
-            return default
-        if not node.is_scalar or not isinstance(node.value, bool):
-            self._wrong_type(key, node, "true or false", "true")
-            return None
-        return node.value
+        return self._reader.boolean(node, key, default)
 
     def _existing(self, key: str, ref: str) -> Path | None:
         path = self.case_dir / ref[len(FILE_REF) :]

@@ -3,17 +3,27 @@ Layer 2, fail fast; A verdict per sample)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from redline.assertions.base import Assertion, Check, Sample
 from redline.assertions.refusal import sample_refusal
 from redline.providers.completion import Completion, FinishReason
 from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
 
-if TYPE_CHECKING:
-    from redline.suite.cases import Case
+
+class Checked(Protocol):
+    """What a sample's evaluation needs of its case (a loaded `Case` is one)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def vars(self) -> Mapping[str, str]: ...
+    @property
+    def expect_refusal(self) -> bool: ...
+    @property
+    def assertions(self) -> Sequence[Assertion]: ...
 
 
 @dataclass(frozen=True)
@@ -33,7 +43,7 @@ def evaluation_order(assertions: Iterable[Assertion]) -> list[Assertion]:
     return sorted(assertions, key=lambda a: (a.layer, a.cost, a.index))
 
 
-def evaluate_sample(case: Case, completion: Completion) -> SampleEvaluation:
+def evaluate_sample(case: Checked, completion: Completion) -> SampleEvaluation:
     """Run `case`'s assertions on one completion and decide its verdict.
 
     A transport failure has no output to judge. Otherwise every Layer 1

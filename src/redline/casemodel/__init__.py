@@ -56,6 +56,21 @@ PROVENANCE_KEYS = frozenset({"ticket", "reported", "closed", "note", "source", "
 #: Keys every assertion accepts besides its own: `note` records why it is as it is.
 COMMON_KEYS = frozenset({"type", "note"})
 
+
+def prompt_file(key: str, value: str) -> str | None:
+    """The file (relative to the suite folder) a `prompt:` entry names, None for inline text:
+    `system` always names a file; `user` is a template unless it starts with file://."""
+    if key == "system" or value.startswith(FILE_REF):
+        return value.removeprefix(FILE_REF)
+    return None
+
+
+def suite_name(data: Any, folder: str) -> str:
+    """A suite's name: its `name:`, else the name of its folder."""
+    name = data.get("name") if isinstance(data, dict) else None
+    return name if isinstance(name, str) and name.strip() else folder
+
+
 #: Default bars of the semantic assertions (scaled by each backend's calibration).
 DEFAULT_MENTION_THRESHOLD = 0.5
 DEFAULT_TONE_MARGIN = 0.2
@@ -350,4 +365,6 @@ __all__ = [
     "assertion_model",
     "declare",
     "declared_types",
+    "prompt_file",
+    "suite_name",
 ]

@@ -8,8 +8,8 @@ that keeps nothing of the old ones is an addition.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from typing import Any
 
 from redline.casemodel import Compare
 from redline.casemodel.effective import (
@@ -32,7 +32,7 @@ from redline.casemodel.values import (
     show,
     source_change,
 )
-from redline.running.sequential import DEFAULT_QUALITY_BAR
+from redline.running.sequential import pass_rate_bar, passes_needed
 
 
 @dataclass(frozen=True)
@@ -102,10 +102,10 @@ def _bare(suite: SuiteBar) -> EffectiveCase:
     written = Setting(False, True)
     sampling = suite.samples.value if isinstance(suite.samples.value, dict) else None
     if sampling is not None:
-        bar = 1.0 if tier == "contract" else (sampling["bar"] or DEFAULT_QUALITY_BAR)
+        bar = pass_rate_bar(tier, sampling["bar"])
         sampling = {**sampling, "bar": bar}
         samples_setting = Setting(sampling["max"], suite.samples.default, at=suite.samples.at)
-        required = Setting(math.ceil(bar * sampling["max"] - 1e-9))
+        required = Setting(passes_needed(bar, sampling["max"]))
     else:
         samples_setting = suite.samples
     return EffectiveCase(
@@ -226,66 +226,84 @@ def assertion_changes(
     pattern_done = False
     for key, param in params.items():
         a, b = old.params.get(key), new.params.get(key)
-        va = a.value if a is not None else None
-        vb = b.value if b is not None else None
         where = b.at if b is not None else at
         label = _label(index, old, new, key)
         compare = param.compare
         if compare is Compare.REQUIRED_TEXT:
-            if va is None or vb is None:
-                continue
-            change = required_text_change(
-                str(va), old.model.ignore_case, str(vb), new.model.ignore_case
-            )
-            if change is Change.SAME:
-                continue
-            unrelated = change is Change.LOOSER and str(vb) not in str(va)
-            detail = _arrow_of(a, b) + (" (changed)" if unrelated else "")
-            found.append(BarChange(change, label, detail, where))
+            found += _required_text(label, old, new, (a, b), where)
+        elif not differs(_value(a), _value(b)):
             continue
-        if not differs(va, vb):
-            continue
-        if compare is Compare.PATTERN:
-            if pattern_done:
-                continue
+        elif compare is Compare.PATTERN:
+            if not pattern_done:
+                found += _pattern(index, old, new)
             pattern_done = True
-            flags_a = str(old.params["flags"].value) if "flags" in old.params else ""
-            flags_b = str(new.params["flags"].value) if "flags" in new.params else ""
-            change = pattern_change(
-                str(old.params["value"].value), flags_a, str(new.params["value"].value), flags_b
-            )
-            if change is Change.SAME:
-                continue
-            a, b = old.params["value"], new.params["value"]
-            text = f"{show(a.value)}" + (f" /{flags_a}" if flags_a else "")
-            text += f" → {show(b.value)}" + (f" /{flags_b}" if flags_b else "")
-            label = _label(index, old, new)
-            if change is Change.REVIEW:
-                text += " (changed, review)"
-            found.append(BarChange(change, label, text, b.at))
-            continue
-        if compare is Compare.SCHEMA:
+        elif compare is Compare.SCHEMA:
             found += _schema(label, a, b, where)
-            continue
-        if compare in (Compare.CEILING, Compare.FLOOR):
-            change = number_change(va, vb, higher_is_looser=compare is Compare.CEILING)
-        elif compare is Compare.FORBIDDEN_TEXT:
-            change = forbidden_text_change(str(va), str(vb))
-        elif compare is Compare.SOURCE:
-            change = source_change(str(va), str(vb))
-        elif compare is Compare.EXPECT:
-            change = Change.LOOSER if va else Change.TIGHTER
         else:
-            change = Change.REVIEW
-        detail = _arrow_of(a, b)
-        if change is Change.REVIEW:
-            detail += " (changed, review)"
-        elif (
-            change is Change.LOOSER and compare is Compare.FORBIDDEN_TEXT and str(va) not in str(vb)
-        ):
-            detail += " (changed)"
-        found.append(BarChange(change, label, detail, where))
+            found.append(_ordered(compare, label, a, b, where))
     return found
+
+
+def _value(setting: Setting | None) -> Any:
+    return setting.value if setting is not None else None
+
+
+def _required_text(
+    label: str,
+    old: EffectiveAssertion,
+    new: EffectiveAssertion,
+    settings: tuple[Setting | None, Setting | None],
+    at: KeyPath,
+) -> list[BarChange]:
+    """Text the output must contain: shorter or case-blind text asks less."""
+    a, b = settings
+    if a is None or b is None:
+        return []
+    change = required_text_change(
+        str(a.value), old.model.ignore_case, str(b.value), new.model.ignore_case
+    )
+    if change is Change.SAME:
+        return []
+    unrelated = change is Change.LOOSER and str(b.value) not in str(a.value)
+    return [BarChange(change, label, _arrow_of(a, b) + (" (changed)" if unrelated else ""), at)]
+
+
+def _pattern(index: int, old: EffectiveAssertion, new: EffectiveAssertion) -> list[BarChange]:
+    """A regular expression and its flags, compared as one."""
+    flags_a = str(old.params["flags"].value) if "flags" in old.params else ""
+    flags_b = str(new.params["flags"].value) if "flags" in new.params else ""
+    a, b = old.params["value"], new.params["value"]
+    change = pattern_change(str(a.value), flags_a, str(b.value), flags_b)
+    if change is Change.SAME:
+        return []
+    text = f"{show(a.value)}" + (f" /{flags_a}" if flags_a else "")
+    text += f" → {show(b.value)}" + (f" /{flags_b}" if flags_b else "")
+    if change is Change.REVIEW:
+        text += " (changed, review)"
+    return [BarChange(change, _label(index, old, new), text, b.at)]
+
+
+def _ordered(
+    compare: Compare, label: str, a: Setting | None, b: Setting | None, at: KeyPath
+) -> BarChange:
+    """A parameter whose values have an order (a bound, a forbidden text, a source...)."""
+    va, vb = _value(a), _value(b)
+    if compare in (Compare.CEILING, Compare.FLOOR):
+        change = number_change(va, vb, higher_is_looser=compare is Compare.CEILING)
+    elif compare is Compare.FORBIDDEN_TEXT:
+        change = forbidden_text_change(str(va), str(vb))
+    elif compare is Compare.SOURCE:
+        change = source_change(str(va), str(vb))
+    elif compare is Compare.EXPECT:
+        change = Change.LOOSER if va else Change.TIGHTER
+    else:
+        change = Change.REVIEW
+    detail = _arrow_of(a, b)
+    if change is Change.REVIEW:
+        detail += " (changed, review)"
+    elif change is Change.LOOSER and compare is Compare.FORBIDDEN_TEXT and str(va) not in str(vb):
+        detail += " (changed)"
+    return BarChange(change, label, detail, at)
 
 
 def _arrow_of(a: Setting | None, b: Setting | None) -> str:

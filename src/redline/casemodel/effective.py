@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import math
 import posixpath
 import re
 from collections.abc import Callable, Mapping
@@ -37,14 +36,23 @@ from redline.casemodel import (
     assertion_model,
     declared_types,
 )
-from redline.casemodel.values import show
-from redline.running.sequential import DEFAULT_MARGIN, DEFAULT_MAX, DEFAULT_MIN, DEFAULT_QUALITY_BAR
+from redline.casemodel.values import is_number, is_whole, show
+from redline.running.sequential import (
+    DEFAULT_MARGIN,
+    DEFAULT_MAX,
+    DEFAULT_MIN,
+    MAX_MARGIN,
+    pass_rate_bar,
+    passes_needed,
+)
 from redline.suite.templates import fill
 
 #: repository (or folder) path, POSIX style → the file's bytes, or None when absent.
 Reader = Callable[[str], bytes | None]
 KeyPath = tuple[str | int, ...]
 
+#: Text parameters an empty value would make meaningless.
+_NON_EMPTY = (Compare.REQUIRED_TEXT, Compare.FORBIDDEN_TEXT, Compare.SOURCE)
 _REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 
@@ -182,7 +190,7 @@ def case_id(data: Any, path: str) -> str:
     """The case's id: its `id:`, else its file name without the extension."""
     if isinstance(data, dict):
         value = data.get("id")
-        if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
+        if (isinstance(value, str) or is_whole(value)) and str(value).strip():
             return str(value)
     base = posixpath.basename(path)
     for suffix in (".yaml", ".yml"):
@@ -200,7 +208,7 @@ def _samples(data: Mapping[str, Any], default: Any, issues: list[Issue]) -> Any:
             issues.append(Issue(f"unknown key {key!r} in samples", ("samples", str(key))))
     low = _count(value, "min", DEFAULT_MIN, issues)
     high = _count(value, "max", max(DEFAULT_MAX, low), issues)
-    margin = _rate(value, "margin", DEFAULT_MARGIN, 0.49, issues)
+    margin = _rate(value, "margin", DEFAULT_MARGIN, MAX_MARGIN, issues)
     bar = _rate(value, "bar", None, 1.0, issues)
     if low > high:
         issues.append(Issue("`samples.min` is more than `samples.max`", ("samples",)))
@@ -213,7 +221,7 @@ def _rate(
     value = data.get(key, default)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= upper:
+    if not is_number(value) or not 0 < value <= upper:
         issues.append(
             Issue(f"`samples.{key}` must be above 0 and at most {upper:g}", ("samples", key))
         )
@@ -223,10 +231,10 @@ def _rate(
 
 def _count(data: Mapping[str, Any], key: str, default: int, issues: list[Issue]) -> int:
     value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_whole(value) or value < 1:
         issues.append(Issue(f"`{key}` must be a whole number of at least 1", (key,)))
         return default
-    return value
+    return int(value)
 
 
 def _tier(data: Mapping[str, Any], default: str, issues: list[Issue]) -> str:
@@ -267,11 +275,10 @@ class _CaseReader:
         written = _samples(data, suite.samples.value, self.issues)
         sampling: dict[str, Any] | None = None
         if isinstance(written, dict):
-            contract = tier_value == "contract"
-            bar = 1.0 if contract else (written["bar"] or DEFAULT_QUALITY_BAR)
+            bar = pass_rate_bar(tier_value, written["bar"])
             sampling = {**written, "bar": bar}
             samples = Setting(written["max"], "samples" not in data, at=("samples",))
-            required = Setting(math.ceil(bar * written["max"] - 1e-9), True, at=("samples",))
+            required = Setting(passes_needed(bar, written["max"]), True, at=("samples",))
             if "required" in data:
                 self.issues.append(
                     Issue(
@@ -369,7 +376,7 @@ class _CaseReader:
         value = data.get("required")
         if value is None:
             return Setting(default_required(tier, samples), True, at=("required",))
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= samples:
+        if not is_whole(value) or not 1 <= value <= samples:
             self.issues.append(
                 Issue(
                     f"`required` must be a whole number of samples between 1 and {samples}",
@@ -447,21 +454,8 @@ class _CaseReader:
         kind = param.value
         if kind is Value.ANY and not isinstance(value, str):
             return Setting(value, at=at)
-        if kind in (Value.NUMBER, Value.INTEGER):
-            ok = isinstance(value, int if kind is Value.INTEGER else int | float)
-            if isinstance(value, bool) or not ok:
-                self.issues.append(Issue(f"{label} must be a {kind.value}", at))
-                return None
-            low, high = param.minimum, param.maximum
-            if (low is not None and value < low) or (high is not None and value > high):
-                self.issues.append(Issue(f"{label} is out of range", at))
-                return None
-            return Setting(value, at=at)
-        if kind is Value.BOOLEAN:
-            if not isinstance(value, bool):
-                self.issues.append(Issue(f"{label} must be true or false", at))
-                return None
-            return Setting(value, at=at)
+        if kind in (Value.NUMBER, Value.INTEGER, Value.BOOLEAN):
+            return self.scalar(label, param, value, at)
         if value is None or isinstance(value, bool | dict | list):
             self.issues.append(Issue(f"{label} must be text", at))
             return None
@@ -474,26 +468,43 @@ class _CaseReader:
         if kind is Value.JSON_FILE:
             return self.json_file(label, text, at)
         if kind is Value.PATH:
-            target = self.resolve(text.removeprefix(FILE_REF))
-            if self.read(target) is None:
-                self.issues.append(Issue(f"{label}: file {target} does not exist", at))
+            return self.path_param(label, text, at)
+        return self.checked_text(label, param, self.text(text, at, kind, variables), at)
+
+    def scalar(self, label: str, param: Param, value: Any, at: KeyPath) -> Setting | None:
+        """A number, a whole number or a boolean, within the parameter's range."""
+        if param.value is Value.BOOLEAN:
+            if not isinstance(value, bool):
+                self.issues.append(Issue(f"{label} must be true or false", at))
                 return None
-            self.files.append(target)
-            return Setting(text.removeprefix(FILE_REF), source=target, at=at)
-        setting = self.text(text, at, kind, variables)
-        if (
-            setting is not None
-            and setting.value == ""
-            and param.compare
-            in (
-                Compare.REQUIRED_TEXT,
-                Compare.FORBIDDEN_TEXT,
-                Compare.SOURCE,
-            )
-        ):
+            return Setting(value, at=at)
+        if not (is_whole(value) if param.value is Value.INTEGER else is_number(value)):
+            self.issues.append(Issue(f"{label} must be a {param.value.value}", at))
+            return None
+        low, high = param.minimum, param.maximum
+        if (low is not None and value < low) or (high is not None and value > high):
+            self.issues.append(Issue(f"{label} is out of range", at))
+            return None
+        return Setting(value, at=at)
+
+    def path_param(self, label: str, text: str, at: KeyPath) -> Setting | None:
+        target = self.resolve(text.removeprefix(FILE_REF))
+        if self.read(target) is None:
+            self.issues.append(Issue(f"{label}: file {target} does not exist", at))
+            return None
+        self.files.append(target)
+        return Setting(text.removeprefix(FILE_REF), source=target, at=at)
+
+    def checked_text(
+        self, label: str, param: Param, setting: Setting | None, at: KeyPath
+    ) -> Setting | None:
+        """Text that must say something (required, forbidden, source) or must be code."""
+        if setting is None:
+            return None
+        if setting.value == "" and param.compare in _NON_EMPTY:
             self.issues.append(Issue(f"{label} is empty", at))
             return None
-        if setting is not None and param.compare is Compare.CODE:
+        if param.compare is Compare.CODE:
             try:
                 compile(setting.value, "<python assertion>", "eval")
             except SyntaxError:

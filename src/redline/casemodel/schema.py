@@ -27,38 +27,53 @@ _UPPER_BOUNDS = (
 )
 
 
-def schema_diff(old: Any, new: Any, at: str) -> list[tuple[Kind, str]]:
+Diff = list[tuple[Kind, str]]
+Schema = dict[str, Any]
+
+
+def schema_diff(old: Any, new: Any, at: str) -> Diff:
     """How a JSON Schema changed, keyword by keyword, recursively: laxer is a loosening."""
-    out: list[tuple[Kind, str]] = []
     if old == new:
-        return out
-    if (
-        isinstance(old, bool)
-        or isinstance(new, bool)
-        or not isinstance(old, dict)
-        or not (isinstance(new, dict))
-    ):
-        if _strictness(new) > _strictness(old):
-            out.append((Kind.LOOSER, f"{at} {show(old)} → {show(new)}"))
-        elif _strictness(new) < _strictness(old):
-            out.append((Kind.TIGHTER, f"{at} {show(old)} → {show(new)}"))
-        else:
-            out.append((Kind.REVIEW, f"{at} {show(old)} → {show(new)} (changed, review)"))
-        return out
+        return []
+    if isinstance(old, bool) or isinstance(new, bool) or not isinstance(old, dict):
+        return _whole(old, new, at)
+    if not isinstance(new, dict):
+        return _whole(old, new, at)
+    out: Diff = []
+    for keywords in _KEYWORD_GROUPS:
+        out += keywords(old, new, at)
+    return out
 
+
+def _whole(old: Any, new: Any, at: str) -> Diff:
+    """`true`, `false` or a schema replaced by another of these."""
+    if _strictness(new) > _strictness(old):
+        return [(Kind.LOOSER, f"{at} {show(old)} → {show(new)}")]
+    if _strictness(new) < _strictness(old):
+        return [(Kind.TIGHTER, f"{at} {show(old)} → {show(new)}")]
+    return [(Kind.REVIEW, f"{at} {show(old)} → {show(new)} (changed, review)")]
+
+
+def _type(old: Schema, new: Schema, at: str) -> Diff:
     t0, t1 = _types(old.get("type")), _types(new.get("type"))
-    if t0 != t1:
-        detail = f"{at} type {show(old.get('type'))} → {show(new.get('type'))}"
-        if t1 is None or (t0 is not None and not t1 <= _widened(t0)):
-            out.append((Kind.LOOSER, detail + " (widened)"))
-        else:
-            out.append((Kind.TIGHTER, detail))
+    if t0 == t1:
+        return []
+    detail = f"{at} type {show(old.get('type'))} → {show(new.get('type'))}"
+    if t1 is None or (t0 is not None and not t1 <= _widened(t0)):
+        return [(Kind.LOOSER, detail + " (widened)")]
+    return [(Kind.TIGHTER, detail)]
 
+
+def _required(old: Schema, new: Schema, at: str) -> Diff:
     r0 = set(old.get("required", []) or [])
     r1 = set(new.get("required", []) or [])
-    out += [(Kind.LOOSER, f"{at} required property {p!r} removed") for p in sorted(r0 - r1)]
-    out += [(Kind.TIGHTER, f"{at} required property {p!r} added") for p in sorted(r1 - r0)]
+    out = [(Kind.LOOSER, f"{at} required property {p!r} removed") for p in sorted(r0 - r1)]
+    return out + [(Kind.TIGHTER, f"{at} required property {p!r} added") for p in sorted(r1 - r0)]
 
+
+def _additional(old: Schema, new: Schema, at: str) -> Diff:
+    """What other properties or items may be: absent or `true` allows anything."""
+    out: Diff = []
     for key in ("additionalProperties", "unevaluatedProperties", "additionalItems"):
         a, b = old.get(key, True), new.get(key, True)
         if a == b:
@@ -69,33 +84,45 @@ def schema_diff(old: Any, new: Any, at: str) -> list[tuple[Kind, str]]:
             out.append((Kind.LOOSER, f"{at} {key} {show(a)} → {show(b)} (relaxed)"))
         else:
             out.append((Kind.TIGHTER, f"{at} {key} {show(a)} → {show(b)}"))
+    return out
 
-    if "enum" in old or "enum" in new:
-        e0, e1 = old.get("enum"), new.get("enum")
-        if e1 is None:
-            out.append((Kind.LOOSER, f"{at} enum {show(e0)} removed"))
-        elif e0 is None:
-            out.append((Kind.TIGHTER, f"{at} enum {show(e1)} added"))
-        else:
-            wider = [v for v in e1 if v not in e0]
-            narrower = [v for v in e0 if v not in e1]
-            if wider:
-                out.append((Kind.LOOSER, f"{at} enum widened by {show(wider)}"))
-            if narrower:
-                out.append((Kind.TIGHTER, f"{at} enum narrowed by {show(narrower)}"))
 
-    for key in (
-        "const",
-        "pattern",
-        "format",
-        "$ref",
-        "not",
-        "if",
-        "then",
-        "else",
-        "multipleOf",
-        "contentMediaType",
-    ):
+def _enum(old: Schema, new: Schema, at: str) -> Diff:
+    if "enum" not in old and "enum" not in new:
+        return []
+    e0, e1 = old.get("enum"), new.get("enum")
+    if e1 is None:
+        return [(Kind.LOOSER, f"{at} enum {show(e0)} removed")]
+    if e0 is None:
+        return [(Kind.TIGHTER, f"{at} enum {show(e1)} added")]
+    out: Diff = []
+    wider = [v for v in e1 if v not in e0]
+    narrower = [v for v in e0 if v not in e1]
+    if wider:
+        out.append((Kind.LOOSER, f"{at} enum widened by {show(wider)}"))
+    if narrower:
+        out.append((Kind.TIGHTER, f"{at} enum narrowed by {show(narrower)}"))
+    return out
+
+
+#: Keywords whose edit cannot be ordered: adding one tightens, removing loosens, else review.
+_OPAQUE = (
+    "const",
+    "pattern",
+    "format",
+    "$ref",
+    "not",
+    "if",
+    "then",
+    "else",
+    "multipleOf",
+    "contentMediaType",
+)
+
+
+def _opaque(old: Schema, new: Schema, at: str) -> Diff:
+    out: Diff = []
+    for key in _OPAQUE:
         a, b = old.get(key), new.get(key)
         if not differs(a, b):
             continue
@@ -105,19 +132,27 @@ def schema_diff(old: Any, new: Any, at: str) -> list[tuple[Kind, str]]:
             out.append((Kind.TIGHTER, f"{at} {key} {show(b)} added"))
         else:
             out.append((Kind.REVIEW, f"{at} {key} {show(a)} → {show(b)} (changed, review)"))
+    return out
 
+
+def _bounds(old: Schema, new: Schema, at: str) -> Diff:
+    out: Diff = []
     for key in _LOWER_BOUNDS + _UPPER_BOUNDS:
         a, b = old.get(key), new.get(key)
         if differs(a, b):
             kind = number_change(a, b, higher_is_looser=key in _UPPER_BOUNDS)
             detail = f"{at} {key} {show(a)} → {show(b)}"
             out.append((kind, detail + (" (changed, review)" if kind is Kind.REVIEW else "")))
-
     if old.get("uniqueItems") and not new.get("uniqueItems"):
         out.append((Kind.LOOSER, f"{at} uniqueItems true → false"))
     elif new.get("uniqueItems") and not old.get("uniqueItems"):
         out.append((Kind.TIGHTER, f"{at} uniqueItems false → true"))
+    return out
 
+
+def _described(old: Schema, new: Schema, at: str) -> Diff:
+    """Named subschemas (properties, definitions): one no longer described allows anything."""
+    out: Diff = []
     for key in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
         p0 = old.get(key) or {}
         p1 = new.get(key) or {}
@@ -131,7 +166,12 @@ def schema_diff(old: Any, new: Any, at: str) -> list[tuple[Kind, str]]:
                 out.append((Kind.TIGHTER, f"{sub} described"))
             else:
                 out += schema_diff(p0[name], p1[name], sub)
+    return out
 
+
+def _subschemas(old: Schema, new: Schema, at: str) -> Diff:
+    """Schemas of items, contained values and property names."""
+    out: Diff = []
     for key in ("items", "contains", "propertyNames"):
         a, b = old.get(key), new.get(key)
         if not differs(a, b):
@@ -144,29 +184,43 @@ def schema_diff(old: Any, new: Any, at: str) -> list[tuple[Kind, str]]:
             out.append((Kind.TIGHTER, f"{at}.{key} added"))
         else:
             out += schema_diff(a, b, f"{at}.{key}")
-
-    out += _schema_list_diff(
-        old.get("prefixItems"),
-        new.get("prefixItems"),
-        f"{at}.prefixItems",
-        more_is_looser=False,
-    )
-    for key in ("anyOf", "oneOf"):
-        out += _schema_list_diff(old.get(key), new.get(key), f"{at}.{key}", more_is_looser=True)
-    out += _schema_list_diff(
-        old.get("allOf"), new.get("allOf"), f"{at}.allOf", more_is_looser=False
-    )
     return out
 
 
-def _schema_list_diff(
-    old: Any, new: Any, at: str, *, more_is_looser: bool
-) -> list[tuple[Kind, str]]:
+def _branches(old: Schema, new: Schema, at: str) -> Diff:
+    """Lists of schemas: one more `anyOf`/`oneOf` branch loosens, one more `allOf` tightens."""
+    out: Diff = []
+    for key, more_is_looser in (
+        ("prefixItems", False),
+        ("anyOf", True),
+        ("oneOf", True),
+        ("allOf", False),
+    ):
+        out += _schema_list_diff(
+            old.get(key), new.get(key), f"{at}.{key}", more_is_looser=more_is_looser
+        )
+    return out
+
+
+_KEYWORD_GROUPS = (
+    _type,
+    _required,
+    _additional,
+    _enum,
+    _opaque,
+    _bounds,
+    _described,
+    _subschemas,
+    _branches,
+)
+
+
+def _schema_list_diff(old: Any, new: Any, at: str, *, more_is_looser: bool) -> Diff:
     a = old if isinstance(old, list) else ([] if old is None else [old])
     b = new if isinstance(new, list) else ([] if new is None else [new])
     if a == b:
         return []
-    out: list[tuple[Kind, str]] = []
+    out: Diff = []
     if old is not None and new is None:
         return [(Kind.LOOSER, f"{at} removed")]
     if old is None and new is not None:

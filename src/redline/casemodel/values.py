@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -26,7 +27,50 @@ def combine(changes: list[Change]) -> Change:
 
 
 def is_number(value: Any) -> bool:
+    """A YAML/TOML number: an int or a float, never a boolean (`True` is an int in Python)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_whole(value: Any) -> bool:
+    """A whole number written as one: an int, never a boolean."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: What each kind of value is called in messages ("must be a list, not a string").
+KIND_NAMES = {
+    "null": "empty (null)",
+    "boolean": "a boolean",
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "mapping": "a mapping",
+    "list": "a list",
+}
+
+
+def kind_of(value: Any) -> str:
+    """The kind of a parsed YAML/TOML value: a key of KIND_NAMES, or the Python type's name."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "mapping"
+    if isinstance(value, list | tuple):
+        return "list"
+    return type(value).__name__
+
+
+def kind_name(value: Any) -> str:
+    """How a user would call the kind of `value`, for error messages ("a list")."""
+    kind = kind_of(value)
+    return KIND_NAMES.get(kind, f"a {kind}")
 
 
 def differs(a: Any, b: Any) -> bool:

@@ -28,9 +28,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from redline.casemodel import SUITE_FILE
+from redline.casemodel import SUITE_FILE, prompt_file, suite_name
 from redline.config import PROVIDER_TYPES, Config, ModelRef, pinned_models
 from redline.deciding.reference import Reference, find_reference, red_run_commit
 from redline.deciding.stats import (
@@ -55,7 +53,7 @@ from redline.running.records import CaseRecord, RunKind, RunRecord, TriageRecord
 from redline.running.store import RunStore, now_iso
 from redline.running.verdicts import Verdict
 from redline.suite.cases import Case, Suite, find_suite_dirs, load_suite
-from redline.suite.yamlsource import FILE_REF
+from redline.suite.yamlsource import plain_data
 
 if TYPE_CHECKING:
     from redline.running.runner import RunProgress
@@ -474,8 +472,8 @@ def _case_changes(old: Case, new: Case) -> list[ChangeItem]:
 
 def _case_spec(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError):
+        data = plain_data(path.read_bytes())
+    except ValueError:
         return {"(unreadable)": path.read_bytes()}
     return data if isinstance(data, dict) else {"(not a mapping)": data}
 
@@ -641,8 +639,8 @@ class CauseAnalysis:
         dest = Path(self._tmp.name) / side
         export_tree(repo, rev, suite_dir, dest / suite_dir)
         try:
-            spec = yaml.safe_load(spec_bytes.decode("utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError):
+            spec = plain_data(spec_bytes)
+        except ValueError:
             spec = None
         for ref in _prompt_refs(spec):
             rel = (PurePosixPath(suite_dir) / ref).as_posix()
@@ -1139,13 +1137,8 @@ def _with_model(config: Config, alias: str, model_id: str) -> Config:
 def _prompt_refs(spec: object) -> list[str]:
     if not isinstance(spec, dict) or not isinstance(spec.get("prompt"), dict):
         return []
-    refs = []
-    for key, value in spec["prompt"].items():
-        if not isinstance(value, str):
-            continue
-        if key == "system" or value.startswith(FILE_REF):
-            refs.append(value.removeprefix(FILE_REF))
-    return refs
+    refs = (prompt_file(str(k), v) for k, v in spec["prompt"].items() if isinstance(v, str))
+    return [ref for ref in refs if ref is not None]
 
 
 def _normalise(path: str) -> list[str]:
@@ -1168,11 +1161,9 @@ def _suite_name(path: Path) -> str | None:
 
 def _suite_name_of(data: bytes, folder: str) -> str:
     try:
-        spec = yaml.safe_load(data.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError):
+        return suite_name(plain_data(data), folder)
+    except ValueError:
         return folder
-    name = spec.get("name") if isinstance(spec, dict) else None
-    return name if isinstance(name, str) and name else folder
 
 
 __all__ = [

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +13,8 @@ from typing import Any
 from redline.casemodel import RETIRED_DIR, SUITE_FILE
 from redline.casemodel.diff import BarChange, diff_cases
 from redline.casemodel.effective import EffectiveCase, case_id
-from redline.config import pinned_models
-from redline.errors import GitError
+from redline.config import pinned_in, redline_table, suite_folders
+from redline.errors import ConfigError, GitError
 from redline.gitio import (
     INDEX,
     FileChange,
@@ -141,23 +140,14 @@ def _project_config(side: Side, prefix: str) -> _ProjectConfig:
         if raw is None:
             continue
         try:
-            text = raw.decode("utf-8")
-            data = tomllib.loads(text)
-            models = pinned_models(text=text)
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            table = redline_table(raw.decode("utf-8"), name)
+        except (UnicodeDecodeError, ConfigError) as exc:
             problem = Finding(Kind.BROKEN, path, f"{side.name} side does not parse: {exc}", path)
             return _ProjectConfig(path, {}, default_roots, problem)
-        table = data.get("tool", {}).get("redline")
-        if name == "pyproject.toml" and not isinstance(table, dict):
+        if table is None:
             continue
-        if not isinstance(table, dict):
-            table = data
-        roots = table.get("suites", ["cases"])
-        if isinstance(roots, str):
-            roots = [roots]
-        suite_roots = (
-            tuple(join_path(prefix, str(r)) for r in roots) if isinstance(roots, list) else ()
-        )
+        models = pinned_in(table)
+        suite_roots = tuple(join_path(prefix, folder) for folder in suite_folders(table))
         return _ProjectConfig(path, models, suite_roots or default_roots)
     return _ProjectConfig(None, {}, default_roots)
 

@@ -10,9 +10,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from redline.casemodel import GENERATION_KEYS
+from redline.casemodel import GENERATION_KEYS, Compare
 from redline.casemodel.diff import BarChange, diff_suite_bars
 from redline.casemodel.effective import (
     EffectiveCase,
@@ -26,13 +24,8 @@ from redline.casemodel.effective import (
 from redline.casemodel.values import Change, differs, number_change, show
 from redline.gitio import Snapshot, is_binary
 from redline.guard._findings import Finding, Kind
-from redline.suite.yamlsource import utf8_problem, yaml_problem
-
-#: Keys of rubrics that are pass bars, not judge prompt text.
-_FLOOR_KEYS = frozenset({"min_kappa", "min_score"})
-_CEILING_KEYS = frozenset({"max_score"})
-
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from redline.judge.rubric import BAR_KEYS
+from redline.suite.yamlsource import line_at, load_data, utf8_problem
 
 KINDS = {
     Change.LOOSER: Kind.LOOSENING,
@@ -79,6 +72,7 @@ class Side:
 
 
 def parse_yaml(data: bytes | None, path: str, side: str) -> Parsed:
+    """One side's YAML file, read as the loader reads it (`redline.suite.yamlsource`)."""
     if data is None:
         return Parsed(None)
     if is_binary(data):
@@ -91,44 +85,23 @@ def parse_yaml(data: bytes | None, path: str, side: str) -> Parsed:
         line, column, message = utf8_problem(exc)
         detail = f"{side} side: line {line}, column {column}: {message}"
         return Parsed(None, Finding(Kind.BROKEN, path, detail, path, line), data)
-    try:
-        return Parsed(yaml.load(text, Loader=_Loader), None, data)
-    except yaml.MarkedYAMLError as exc:
-        problem = yaml_problem(exc, text, path)
+    value, problem = load_data(text, path)
+    if problem is not None:
         where = f"line {problem.line}, column {problem.column}"
         detail = f"{side} side does not parse: {where}: {problem.message}"
         return Parsed(None, Finding(Kind.BROKEN, path, detail, path, problem.line), data)
-    except yaml.YAMLError as exc:
-        detail = f"{side} side does not parse: {exc}"
-        return Parsed(None, Finding(Kind.BROKEN, path, detail, path), data)
+    return Parsed(value, None, data)
 
 
 def line_of(raw: bytes | None, at: KeyPath) -> int:
     """The line where key path `at` is written (its nearest written ancestor), 1-based; 0 if
-    unknown. Only called for findings, through the C composer when pyyaml has it."""
+    unknown. Only called for findings."""
     if raw is None:
         return 0
     try:
-        node = yaml.compose(raw.decode("utf-8"), Loader=_Loader)
-    except (UnicodeDecodeError, yaml.YAMLError):
+        return line_at(raw.decode("utf-8"), at)
+    except UnicodeDecodeError:
         return 0
-    line = node.start_mark.line + 1 if node is not None else 0
-    for step in at:
-        child: yaml.Node | None = None
-        if isinstance(step, int) and isinstance(node, yaml.SequenceNode):
-            child = node.value[step] if 0 <= step < len(node.value) else None
-        elif isinstance(step, str) and isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if key.value == step:
-                    line = key.start_mark.line + 1
-                    child = value
-                    break
-        if child is None:
-            break
-        node = child
-        if isinstance(step, int):
-            line = node.start_mark.line + 1
-    return line
 
 
 def issue_findings(side: Side, case: EffectiveCase, parsed: Parsed) -> list[Finding]:
@@ -178,7 +151,7 @@ def compare_bars_in(subject: str, old: Any, new: Any) -> list[Finding]:
         if not differs(a, b):
             continue
         key = path.rsplit(".", 1)[-1]
-        change = number_change(a, b, higher_is_looser=key in _CEILING_KEYS)
+        change = number_change(a, b, higher_is_looser=BAR_KEYS[key] is Compare.CEILING)
         detail = f"{path} {show(a)} → {show(b)}"
         if change is Change.REVIEW:
             detail += " (changed, review)"
@@ -191,7 +164,7 @@ def _bars(data: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(data, dict):
         for k, v in data.items():
             path = f"{prefix}.{k}" if prefix else str(k)
-            if k in _FLOOR_KEYS or k in _CEILING_KEYS:
+            if k in BAR_KEYS:
                 found[path] = v
             else:
                 found.update(_bars(v, path))
@@ -200,11 +173,7 @@ def _bars(data: Any, prefix: str = "") -> dict[str, Any]:
 
 def without_bars(data: Any) -> Any:
     if isinstance(data, dict):
-        return {
-            k: without_bars(v)
-            for k, v in data.items()
-            if k not in _FLOOR_KEYS and k not in _CEILING_KEYS
-        }
+        return {k: without_bars(v) for k, v in data.items() if k not in BAR_KEYS}
     return data
 
 

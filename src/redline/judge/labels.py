@@ -19,6 +19,7 @@ import yaml
 from redline.errors import Problem, ProblemsError, relpath
 from redline.judge.rubric import Rubric
 from redline.running.records import SampleRecord
+from redline.suite.reading import NodeReader
 from redline.suite.yamlsource import Node, load_file, type_name
 
 if TYPE_CHECKING:
@@ -105,18 +106,17 @@ def read_labels(path: Path) -> list[Label]:
 
 
 def _read_label(entry: Node, problems: list[Problem]) -> Label | None:
+    read = NodeReader(problems)
     if not entry.is_map:
-        problems.append(entry.mark.problem(f"a label must be a mapping, not {type_name(entry)}"))
+        read.add(entry.mark, f"a label must be a mapping, not {type_name(entry)}")
         return None
     before = len(problems)
-    for key, child in entry.items():
-        if key not in LABEL_KEYS:
-            problems.append(child.where.problem(f"unknown key {key!r} in a label"))
+    read.unknown_keys(entry, LABEL_KEYS, "a label")
 
     def text(key: str) -> str:
         node = entry.get(key)
         if node is None or not node.is_scalar or not isinstance(node.value, str):
-            problems.append((node or entry).where.problem(f"label needs `{key}:` as text"))
+            read.add((node or entry).where, f"label needs `{key}:` as text")
             return ""
         return node.value
 
@@ -124,20 +124,14 @@ def _read_label(entry: Node, problems: list[Problem]) -> Label | None:
     when_node = entry.get("when")
     when = "" if when_node is None else str(when_node.value)
     if when_node is None:
-        problems.append(entry.mark.problem("label needs `when:`"))
+        read.add(entry.mark, "label needs `when:`")
+    label_node = entry.get("label")
     verdict = text("label")
-    if verdict and verdict not in ("pass", "fail"):
-        node = entry.get("label")
-        assert node is not None
-        problems.append(node.mark.problem(f"label must be pass or fail, got {verdict!r}"))
-    score_node = entry.get("score")
-    score: int | None = None
-    if score_node is not None:
-        value = score_node.value
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
-            problems.append(score_node.mark.problem("score must be a whole number from 1 to 5"))
-        else:
-            score = value
+    if verdict and read.choice(label_node, "label", ("pass", "fail"), None, "") is None:
+        verdict = ""
+    score = read.whole(
+        entry.get("score"), "score", minimum=1, maximum=5, expected="a whole number from 1 to 5"
+    )
     stated = entry.get("output_sha256")
     if stated is not None and output and stated.value != output_sha256(output):
         problems.append(

@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from redline.casemodel import Compare
 from redline.errors import Problem, ProblemsError, relpath
+from redline.suite.reading import NodeReader
 from redline.suite.templates import placeholders
 from redline.suite.yamlsource import (
     FILE_REF,
@@ -30,6 +32,13 @@ RUBRIC_KEYS = frozenset(
     | {"max_tokens", "temperature"}
 )
 PASS_KEYS = frozenset({"max_score", "min_score"})
+#: A rubric's bars, and which way each one lowers: a higher `max_score` passes more scores,
+#: a lower `min_score` passes more, a lower `min_kappa` trusts a judge that agrees less.
+BAR_KEYS: Mapping[str, Compare] = {
+    "max_score": Compare.CEILING,
+    "min_score": Compare.FLOOR,
+    "min_kappa": Compare.FLOOR,
+}
 #: The placeholder the judge prompt must contain: the output being judged.
 OUTPUT_PLACEHOLDER = "output"
 #: Field names of every judge answer; a rubric's own checks may not reuse them.
@@ -39,6 +48,7 @@ DEFAULT_TEMPERATURE = 0.0
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _CHECK = re.compile(r"^[a-z][a-z0-9_]*$")
+_SCORE = "a whole number from 1 to 5"
 #: Anchors are written `1: ...`; every key is still checked where it is read.
 _NUMBER_KEY = re.compile(r"^key \d+ is not a string$")
 
@@ -121,15 +131,16 @@ def cached_rubric(path: Path) -> Rubric:
     return found
 
 
-class _RubricReader:
+class _RubricReader(NodeReader):
     def __init__(self, path: Path, problems: list[Problem]) -> None:
+        super().__init__(problems)
         self.path = path.resolve()
         self.shown = relpath(path)
-        self.problems = problems
         self.files: list[Path] = []
 
-    def add(self, node: Node, message: str, hint: str = "") -> None:
-        self.problems.append(node.where.problem(message, hint))
+    def at(self, node: Node, message: str, hint: str = "") -> None:
+        """A problem at `node` as a whole (its key when it has one)."""
+        self.add(node.where, message, hint)
 
     def read(self) -> Rubric | None:
         root, more = load_file(self.path, self.shown)
@@ -139,35 +150,31 @@ class _RubricReader:
                 self.problems.append(Problem(self.shown, 1, 1, "empty rubric file"))
             return None
         if not root.is_map:
-            self.add(root, f"a rubric must be a mapping, not {type_name(root)}")
+            self.at(root, f"a rubric must be a mapping, not {type_name(root)}")
             return None
         before = len(self.problems)
-        for key, child in root.items():
-            if key not in RUBRIC_KEYS:
-                self.add(
-                    child,
-                    f"unknown key {key!r}{did_you_mean(key, RUBRIC_KEYS)}",
-                    f"a rubric has: {', '.join(sorted(RUBRIC_KEYS))}",
-                )
-        name = self.text(root, "name")
+        self.unknown_keys(root, RUBRIC_KEYS, "a rubric")
+        name = self.text_of(root, "name")
         if name is not None and not _NAME.match(name):
-            self.add(
+            self.at(
                 _child(root, "name"),
                 f"name {name!r} must be lower-case letters, digits, '-' or '_'",
                 "it names the labels file labels/<name>.yaml",
             )
             name = None
-        description = self.text(root, "description")
+        description = self.text_of(root, "description")
         anchors = self.anchors(root)
         max_score, min_score = self.pass_rule(root)
         checks = self.checks(root)
-        model = self.text(root, "model", hint="the judge model alias from [tool.redline.models]")
-        min_kappa = self.number(
-            root, "min_kappa", 0.0, 1.0, "min_kappa: 0.6  # your bar; Landis–Koch is convention"
+        model = self.text_of(root, "model", hint="the judge model alias from [tool.redline.models]")
+        min_kappa = self.bar(
+            root, "min_kappa", "min_kappa: 0.6  # your bar; Landis–Koch is convention"
         )
         prompt = self.prompt(root)
-        max_tokens = self.optional_int(root, "max_tokens", DEFAULT_MAX_TOKENS)
-        temperature = self.optional_number(root, "temperature", DEFAULT_TEMPERATURE, 0.0, 2.0)
+        max_tokens = self.whole(root.get("max_tokens"), "max_tokens", DEFAULT_MAX_TOKENS, minimum=1)
+        temperature = self.number(
+            root.get("temperature"), "temperature", DEFAULT_TEMPERATURE, minimum=0.0, maximum=2.0
+        )
         if len(self.problems) > before:
             return None
         assert name is not None and description is not None and anchors is not None
@@ -189,77 +196,48 @@ class _RubricReader:
             files=tuple(self.files),
         )
 
-    def text(self, root: Node, key: str, hint: str = "") -> str | None:
+    def text_of(self, root: Node, key: str, hint: str = "") -> str | None:
+        """A required non-empty string, stripped."""
         node = root.get(key)
         if node is None:
-            self.add(root, f"missing `{key}:`", hint or f"add `{key}: ...`")
+            self.at(root, f"missing `{key}:`", hint or f"add `{key}: ...`")
             return None
-        if not node.is_scalar or not isinstance(node.value, str) or not node.value.strip():
-            self.add(node, f"`{key}` must be a non-empty string, not {type_name(node)}", hint)
-            return None
-        return node.value.strip()
+        value = self.text(node, key)
+        return value.strip() if value is not None else None
 
-    def number(self, root: Node, key: str, low: float, high: float, example: str) -> float | None:
+    def bar(self, root: Node, key: str, example: str) -> float | None:
+        """A calibration bar from 0 to 1: no default, the bar is the author's choice."""
         node = root.get(key)
         if node is None:
-            self.add(root, f"missing `{key}:` (no default: the bar is your choice)", example)
+            self.at(root, f"missing `{key}:` (no default: the bar is your choice)", example)
             return None
-        return self._number(node, key, low, high)
-
-    def optional_number(
-        self, root: Node, key: str, default: float, low: float, high: float
-    ) -> float | None:
-        node = root.get(key)
-        return default if node is None else self._number(node, key, low, high)
-
-    def _number(self, node: Node, key: str, low: float, high: float) -> float | None:
-        value = node.value
-        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int | float):
-            self.add(node, f"`{key}` must be a number, not {type_name(node)}")
-            return None
-        if not low <= value <= high:
-            self.add(node, f"`{key}` must be between {low:g} and {high:g}, got {value:g}")
-            return None
-        return float(value)
-
-    def optional_int(self, root: Node, key: str, default: int) -> int | None:
-        node = root.get(key)
-        if node is None:
-            return default
-        value = node.value
-        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int):
-            self.add(node, f"`{key}` must be a whole number, not {type_name(node)}")
-            return None
-        if value < 1:
-            self.add(node, f"`{key}` must be at least 1, got {value}")
-            return None
-        return value
+        return self.number(node, key, minimum=0.0, maximum=1.0, example="0.6")
 
     def anchors(self, root: Node) -> dict[int, str] | None:
         node = root.get("anchors")
         hint = "anchors:\n  1: ...\n  3: ...\n  5: ...  (2 and 4 optional)"
         if node is None:
-            self.add(root, "missing `anchors:` (what scores 1, 3 and 5 mean)", hint)
+            self.at(root, "missing `anchors:` (what scores 1, 3 and 5 mean)", hint)
             return None
         if not node.is_map:
-            self.add(node, f"`anchors` must be a mapping of score → text, not {type_name(node)}")
+            self.at(node, f"`anchors` must be a mapping of score → text, not {type_name(node)}")
             return None
         anchors: dict[int, str] = {}
         ok = True
         for key, child in node.items():
             score = int(key) if key.strip().isdigit() else None
             if score is None or not 1 <= score <= 5:
-                self.add(child, f"anchor {key!r} is not a score from 1 to 5", hint)
+                self.at(child, f"anchor {key!r} is not a score from 1 to 5", hint)
                 ok = False
             elif not child.is_scalar or not isinstance(child.value, str) or not child.value.strip():
-                self.add(child, f"anchor {score} must be a non-empty text")
+                self.at(child, f"anchor {score} must be a non-empty text")
                 ok = False
             else:
                 anchors[score] = " ".join(child.value.split())
         missing = [s for s in (1, 3, 5) if s not in anchors]
         if ok and missing:
             listed = ", ".join(str(s) for s in missing)
-            self.add(node, f"anchors for scores 1, 3 and 5 are required; missing {listed}", hint)
+            self.at(node, f"anchors for scores 1, 3 and 5 are required; missing {listed}", hint)
             ok = False
         return dict(sorted(anchors.items())) if ok else None
 
@@ -267,30 +245,26 @@ class _RubricReader:
         node = root.get("pass")
         hint = "pass: {max_score: 2}  (slop-like) or pass: {min_score: 4}  (quality-like)"
         if node is None:
-            self.add(root, "missing `pass:` (which scores pass)", hint)
+            self.at(root, "missing `pass:` (which scores pass)", hint)
             return None, None
         if not node.is_map:
-            self.add(node, f"`pass` must be a mapping, not {type_name(node)}", hint)
+            self.at(node, f"`pass` must be a mapping, not {type_name(node)}", hint)
             return None, None
         for key, child in node.items():
             if key not in PASS_KEYS:
-                self.add(child, f"unknown pass rule {key!r}{did_you_mean(key, PASS_KEYS)}", hint)
+                self.at(child, f"unknown pass rule {key!r}{did_you_mean(key, PASS_KEYS)}", hint)
         given = [k for k in ("max_score", "min_score") if node.get(k) is not None]
         if len(given) != 1:
-            self.add(node, "`pass` needs exactly one of max_score or min_score", hint)
+            self.at(node, "`pass` needs exactly one of max_score or min_score", hint)
             return None, None
         rule = node.get(given[0])
         assert rule is not None
         child = rule
-        value = child.value
-        if not child.is_scalar or isinstance(value, bool) or not isinstance(value, int):
-            self.add(child, f"`{given[0]}` must be a whole number from 1 to 5")
-            return None, None
-        if not 1 <= value <= 5:
-            self.add(child, f"`{given[0]}` must be from 1 to 5, got {value}")
+        value = self.whole(child, given[0], minimum=1, maximum=5, expected=_SCORE)
+        if value is None:
             return None, None
         if (given[0] == "max_score" and value == 5) or (given[0] == "min_score" and value == 1):
-            self.add(
+            self.at(
                 child, f"`{given[0]}: {value}` passes every score: the judge would measure nothing"
             )
             return None, None
@@ -301,20 +275,20 @@ class _RubricReader:
         if node is None:
             return {}
         if not node.is_map:
-            self.add(node, f"`checks` must be a mapping of name → question, not {type_name(node)}")
+            self.at(node, f"`checks` must be a mapping of name → question, not {type_name(node)}")
             return None
         checks: dict[str, str] = {}
         ok = True
         for key, child in node.items():
             if not _CHECK.match(key) or key in ANSWER_FIELDS:
-                self.add(
+                self.at(
                     child,
                     f"check name {key!r} must be snake_case and not score/reasoning",
                     "e.g. is_concise: the text has no padding",
                 )
                 ok = False
             elif not child.is_scalar or not isinstance(child.value, str) or not child.value.strip():
-                self.add(child, f"check {key!r} needs a yes/no question as text")
+                self.at(child, f"check {key!r} needs a yes/no question as text")
                 ok = False
             else:
                 checks[key] = " ".join(child.value.split())
@@ -324,21 +298,21 @@ class _RubricReader:
         node = root.get("prompt")
         hint = 'prompt: |\n  Text to judge:\n  """\n  {{output}}\n  """'
         if node is None:
-            self.add(root, "missing `prompt:` (the judge's message template)", hint)
+            self.at(root, "missing `prompt:` (the judge's message template)", hint)
             return None
         if not node.is_scalar or not isinstance(node.value, str) or not node.value.strip():
-            self.add(node, f"`prompt` must be a non-empty string, not {type_name(node)}", hint)
+            self.at(node, f"`prompt` must be a non-empty string, not {type_name(node)}", hint)
             return None
         text: str = node.value
         if text.startswith(FILE_REF):
             path = self.path.parent / text[len(FILE_REF) :]
             if not path.is_file():
-                self.add(node, f"file {relpath(path)} does not exist", "relative to the rubric")
+                self.at(node, f"file {relpath(path)} does not exist", "relative to the rubric")
                 return None
             self.files.append(path.resolve())
             text = read_verbatim(path)
         if OUTPUT_PLACEHOLDER not in placeholders(text):
-            self.add(node, "the prompt never shows the output: it needs {{output}}", hint)
+            self.at(node, "the prompt never shows the output: it needs {{output}}", hint)
             return None
         return text
 

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from redline.casemodel.values import is_whole
 from redline.config import Config, ModelRef, ProviderConfig
 from redline.errors import ConfigError
 from redline.providers.anthropic import AnthropicProvider
@@ -41,7 +42,7 @@ def make_provider(
     if settings.type == "local":
         for option, meaning in (("n_ctx", "context tokens"), ("parallel", "samples at once")):
             value = settings.options.get(option, 1)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            if not is_whole(value) or value < 1:
                 problems.append(f"{where}: {option} must be a positive integer ({meaning})")
         if problems:
             raise ConfigError("\n".join(problems))

@@ -30,6 +30,8 @@ DEFAULT_MIN = 3
 DEFAULT_MAX = 10
 DEFAULT_MARGIN = 0.15
 DEFAULT_QUALITY_BAR = 0.8
+#: Above this `samples.margin` the marginal band would cover every rate: nothing could decide.
+MAX_MARGIN = 0.49
 FALSE_FAIL = 0.01
 FALSE_PASS = 0.30
 
@@ -123,11 +125,26 @@ class SamplingSpec:
     bar: float | None = None
 
     def plan(self, tier: str) -> SequentialPlan:
-        contract = tier == "contract"
-        bar = 1.0 if contract else (self.bar if self.bar is not None else DEFAULT_QUALITY_BAR)
         return SequentialPlan(
-            min=self.min, max=self.max, bar=bar, margin=self.margin, contract=contract
+            min=self.min,
+            max=self.max,
+            bar=pass_rate_bar(tier, self.bar),
+            margin=self.margin,
+            contract=tier == "contract",
         )
+
+
+def pass_rate_bar(tier: str, bar: float | None) -> float:
+    """The pass rate a sequential case must show: every sample for a contract case, else the
+    written `bar` (DEFAULT_QUALITY_BAR when none is)."""
+    if tier == "contract":
+        return 1.0
+    return bar if bar is not None else DEFAULT_QUALITY_BAR
+
+
+def passes_needed(bar: float, samples: int) -> int:
+    """How many of `samples` must pass to meet the pass-rate `bar`."""
+    return math.ceil(bar * samples - 1e-9)
 
 
 def adaptive_plan(tier: str, samples: int, required: int) -> SequentialPlan:

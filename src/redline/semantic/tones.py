@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from redline.errors import ConfigError, relpath
+from redline.suite.reading import NodeReader
+from redline.suite.yamlsource import Mark, load_text
 
 #: Template groups used by grounded-in's courtesy detection, not requested as tones.
 COURTESY_GROUP = "courtesy"
@@ -36,26 +36,30 @@ def requestable_tones(book: ToneBook) -> list[str]:
 
 
 def _parse(text: str, where: str) -> dict[str, tuple[str, ...]]:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-        raise ConfigError(f"{where}{line}: not valid YAML: {exc}") from None
-    tones = data.get("tones") if isinstance(data, dict) else None
-    if not isinstance(tones, dict) or not tones:
-        raise ConfigError(f"{where}: expected a mapping `tones:` of tone name → list of sentences")
-    problems: list[str] = []
+    """A tones file: `tones:` mapping each tone name to its example sentences."""
+    root, problems = load_text(text, where)
+    read = NodeReader(problems)
+    tones = root.get("tones") if root is not None else None
+    if not problems and (tones is None or not tones.is_map or not tones.keys()):
+        read.add(
+            (tones or root).where if root is not None else Mark(where, 1, 1),
+            "expected a mapping `tones:` of tone name → list of sentences",
+            "tones:\n  apologetic: [We are sorry for the trouble.]",
+        )
     book: dict[str, tuple[str, ...]] = {}
-    for name, templates in tones.items():
-        if not isinstance(templates, list) or not templates:
-            problems.append(f"{where}: tones.{name} must be a non-empty list of sentences")
+    for name, templates in tones.items() if tones is not None else ():
+        if not templates.is_seq or not templates.children():
+            expected = "a non-empty list of sentences"
+            if templates.is_seq:
+                read.add(templates.where, f"`tones.{name}` is empty: it needs {expected}")
+            else:
+                read.wrong_type(templates, f"tones.{name}", expected, "[...]")
             continue
-        bad = [t for t in templates if not isinstance(t, str) or not t.strip()]
-        if bad:
-            problems.append(f"{where}: tones.{name} has entries that are not sentences: {bad!r}")
-            continue
-        book[str(name)] = tuple(t.strip() for t in templates)
+        sentences = [
+            read.text(t, f"tones.{name}", example="a sentence") for t in templates.children()
+        ]
+        if all(sentence is not None for sentence in sentences):
+            book[name] = tuple(str(sentence).strip() for sentence in sentences)
     if problems:
-        raise ConfigError("\n".join(problems))
+        raise ConfigError("\n".join(str(p) for p in sorted(problems)))
     return book

@@ -9,14 +9,12 @@ collected, with file:line:column and a hint, before anything runs.
 from __future__ import annotations
 
 import datetime
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from redline.assertions import (
-    PLANNED_TYPES,
     Assertion,
     Spec,
     assertion_type,
@@ -38,15 +36,22 @@ from redline.casemodel import (
     SUITE_KEYS,
     TIERS,
     assertion_model,
+    prompt_file,
 )
 from redline.casemodel.effective import default_required
+from redline.casemodel.values import is_whole
 from redline.errors import Problem, ProblemsError, relpath
 from redline.running.outcome import scale_required
-from redline.running.sequential import SamplingSpec, SequentialPlan
+from redline.running.sequential import (
+    MAX_MARGIN,
+    SamplingSpec,
+    SequentialPlan,
+    passes_needed,
+)
+from redline.suite.reading import NodeReader
 from redline.suite.templates import fill, placeholders
 from redline.suite.yamlsource import (
     FILE_REF,
-    Mark,
     Node,
     did_you_mean,
     load_file,
@@ -64,7 +69,7 @@ _TYPE_HINTS = {
     "output, json and vars",
     "is-valid-json": "use `type: is-json`",
     "contains-json": "use `type: is-json`; the whole output must be JSON",
-    "llm-rubric": "use `type: judge` (available in a later version)",
+    "llm-rubric": "use `type: judge` with `rubric: file://rubrics/<name>.yaml`",
 }
 
 
@@ -217,7 +222,9 @@ def find_suite_dirs(paths: Sequence[Path], problems: list[Problem]) -> list[Path
     return list(unique)
 
 
-class _SuiteLoader:
+class _SuiteLoader(NodeReader):
+    """One suite folder: suite.yaml, then each case file, every problem recorded."""
+
     def __init__(
         self,
         folder: Path,
@@ -225,17 +232,14 @@ class _SuiteLoader:
         problems: list[Problem],
         overrides: Mapping[Path, str | None] | None = None,
     ) -> None:
+        super().__init__(problems)
         self.folder = folder.resolve()
         self.config = config
-        self.problems = problems
         #: Case files read from these texts instead of the disk (None: left out).
         self.overrides = {p.resolve(): t for p, t in (overrides or {}).items()}
 
     def show(self, path: Path) -> str:
         return relpath(path)
-
-    def add(self, mark: Mark, message: str, hint: str = "") -> None:
-        self.problems.append(mark.problem(message, hint))
 
     def load(self) -> Suite | None:
         suite_path = self.folder / SUITE_FILE
@@ -253,14 +257,16 @@ class _SuiteLoader:
             return None
         before = len(self.problems)
         self.unknown_keys(root, SUITE_KEYS, "suite.yaml")
-        name = self.string(root, "name", default=self.folder.name)
+        name = self.text(root.get("name"), "name", default=self.folder.name)
         model = self.model(root)
         samples, spec = self.sampling(root, DEFAULT_SAMPLES, None)
         tier = self.tier(root, DEFAULT_TIER)
         seed = self.seed(root)
-        max_tokens = self.optional_int(root, "max_tokens")
-        temperature = self.temperature(root)
-        description = self.string(root, "description", default="")
+        max_tokens = self.whole(root.get("max_tokens"), "max_tokens", minimum=1, example="400")
+        temperature = self.number(
+            root.get("temperature"), "temperature", minimum=0, maximum=2, example="0.7"
+        )
+        description = self.text(root.get("description"), "description", default="")
         prompt = self.prompt(root)
         retired = self.retired_files()
         cases = self.cases(
@@ -286,42 +292,7 @@ class _SuiteLoader:
             seed=seed,
         )
 
-    # -- typed readers -------------------------------------------------
-
-    def unknown_keys(self, node: Node, allowed: frozenset[str], where: str) -> None:
-        for key, child in node.items():
-            if key not in allowed:
-                hint = f"allowed in {where}: {', '.join(sorted(allowed))}"
-                self.add(child.where, f"unknown key {key!r}{did_you_mean(key, allowed)}", hint)
-
-    def wrong_type(self, node: Node, key: str, expected: str, example: str) -> None:
-        self.add(
-            node.mark,
-            f"`{key}` must be {expected}, not {yaml_type(node)}",
-            f"e.g. {key}: {example}",
-        )
-
-    def string(self, parent: Node, key: str, default: str | None = None) -> str | None:
-        node = parent.get(key)
-        if node is None:
-            return default
-        if not node.is_scalar or not isinstance(node.value, str) or not node.value.strip():
-            self.wrong_type(node, key, "a non-empty string", "some-text")
-            return None
-        return node.value
-
-    def integer(self, parent: Node, key: str, default: int, minimum: int) -> int | None:
-        node = parent.get(key)
-        if node is None:
-            return default
-        value = node.value
-        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int):
-            self.wrong_type(node, key, "a whole number", str(default))
-            return None
-        if value < minimum:
-            self.add(node.mark, f"`{key}` must be at least {minimum}, got {value}")
-            return None
-        return value
+    # -- settings ------------------------------------------------------
 
     def sampling(
         self, parent: Node, default: int, spec: SamplingSpec | None
@@ -329,15 +300,14 @@ class _SuiteLoader:
         """`samples: N` (a fixed count) or `samples: {min, max, margin, bar}` (sequential)."""
         node = parent.get("samples")
         if node is None or not node.is_map:
-            return self.integer(parent, "samples", default, minimum=1), (
-                spec if node is None else None
-            )
+            count = self.whole(node, "samples", default, minimum=1)
+            return count, (spec if node is None else None)
         self.unknown_keys(node, SAMPLES_KEYS, "samples")
         base = SamplingSpec()
-        low = self.integer(node, "min", base.min, minimum=1)
-        high = self.integer(node, "max", max(base.max, low or 1), minimum=1)
-        margin = self.rate(node, "margin", base.margin, upper=0.49)
-        bar = self.rate(node, "bar", None, upper=1.0)
+        low = self.whole(node.get("min"), "min", base.min, minimum=1)
+        high = self.whole(node.get("max"), "max", max(base.max, low or 1), minimum=1)
+        margin = self.rate(node.get("margin"), "margin", base.margin, upper=MAX_MARGIN)
+        bar = self.rate(node.get("bar"), "bar", None, upper=1.0)
         if (
             low is None
             or high is None
@@ -354,72 +324,34 @@ class _SuiteLoader:
             return None, None
         return high, SamplingSpec(min=low, max=high, margin=margin, bar=bar)
 
-    def rate(self, parent: Node, key: str, default: float | None, upper: float) -> float | None:
-        node = parent.get(key)
-        if node is None:
-            return default
-        value = node.value
-        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int | float):
-            self.wrong_type(node, key, "a rate between 0 and 1", "0.8")
-            return None
-        if not 0 < value <= upper:
-            self.add(node.mark, f"`{key}` must be above 0 and at most {upper:g}, got {value:g}")
-            return None
-        return float(value)
+    def rate(
+        self, node: Node | None, key: str, default: float | None, upper: float
+    ) -> float | None:
+        return self.number(
+            node,
+            key,
+            default,
+            minimum=0,
+            maximum=upper,
+            exclusive_minimum=True,
+            example=f"{min(0.8, upper / 2):g}",
+            expected="a rate between 0 and 1",
+        )
 
     def seed(self, root: Node) -> int | None:
         node = root.get("seed")
         if node is None:
             return None
-        value = node.value
-        if node.is_scalar and value == FROZEN_SEED:
+        if node.is_scalar and node.value == FROZEN_SEED:
             return 0
-        if node.is_scalar and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
+        if node.is_scalar and is_whole(node.value) and node.value >= 0:
+            return int(node.value)
         self.wrong_type(node, "seed", f"`{FROZEN_SEED}` or a whole number", FROZEN_SEED)
         return None
 
-    def optional_int(self, parent: Node, key: str) -> int | None:
-        if parent.get(key) is None:
-            return None
-        return self.integer(parent, key, 0, minimum=1)
-
-    def temperature(self, parent: Node) -> float | None:
-        node = parent.get("temperature")
-        if node is None:
-            return None
-        value = node.value
-        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int | float):
-            self.wrong_type(node, "temperature", "a number", "0.7")
-            return None
-        if not 0 <= value <= 2:
-            self.add(node.mark, f"`temperature` must be between 0 and 2, got {value:g}")
-            return None
-        return float(value)
-
     def tier(self, parent: Node, default: str) -> str | None:
-        node = parent.get("tier")
-        if node is None:
-            return default
-        if not node.is_scalar or node.value not in TIERS:
-            shown = node.value if node.is_scalar else yaml_type(node)
-            suggestion = did_you_mean(str(shown), TIERS)
-            self.add(
-                node.mark,
-                f"`tier` must be one of {', '.join(TIERS)}, got {shown!r}{suggestion}",
-                "contract: every sample must pass; quality: one may miss",
-            )
-            return None
-        return str(node.value)
-
-    def boolean(self, parent: Node, key: str, default: bool) -> bool | None:
-        node = parent.get(key)
-        if node is None:
-            return default
-        if not node.is_scalar or not isinstance(node.value, bool):
-            self.wrong_type(node, key, "true or false", "true")
-            return None
-        return node.value
+        hint = "contract: every sample must pass; quality: one may miss"
+        return self.choice(parent.get("tier"), "tier", TIERS, default, hint)
 
     def model(self, root: Node) -> str | None:
         node = root.get("model")
@@ -471,26 +403,25 @@ class _SuiteLoader:
             self.add(node.where, "`prompt` needs `system:` (the system prompt file)")
             system = None
         else:
-            system = self.prompt_text(system_node, "system", files, inline=False)
+            system = self.prompt_text(system_node, "system", files)
         user_node = node.get("user")
         user: str | None = ""
         if user_node is None:
             self.add(node.where, "`prompt` needs `user:` (a template or file:// reference)")
             user = None
         else:
-            user = self.prompt_text(user_node, "user", files, inline=True)
+            user = self.prompt_text(user_node, "user", files)
         if system is None or user is None:
             return None
         return system, user, tuple(files)
 
-    def prompt_text(self, node: Node, key: str, files: list[Path], inline: bool) -> str | None:
+    def prompt_text(self, node: Node, key: str, files: list[Path]) -> str | None:
         if not node.is_scalar or not isinstance(node.value, str) or not node.value:
             self.wrong_type(node, f"prompt.{key}", "a file path or text", "prompts/system.txt")
             return None
-        value = node.value
-        if inline and not value.startswith(FILE_REF):
-            return value
-        relative = value[len(FILE_REF) :] if value.startswith(FILE_REF) else value
+        relative = prompt_file(key, node.value)
+        if relative is None:
+            return str(node.value)
         path = self.folder / relative
         if not path.is_file():
             self.add(
@@ -588,7 +519,8 @@ class _CaseLoader:
         self.prompt_vars = prompt_vars
         self.files: list[Path] = []
 
-    def load(self) -> Case | None:
+    def read_root(self) -> Node | None:
+        """The case file as a mapping (from the disk, or from an edit not written yet)."""
         suite = self.suite
         shown = suite.show(self.path)
         text = suite.overrides.get(self.path.resolve())
@@ -601,35 +533,21 @@ class _CaseLoader:
         if not root.is_map:
             suite.add(root.mark, f"a case must be a mapping, not {yaml_type(root)}")
             return None
+        return root
+
+    def load(self) -> Case | None:
+        suite = self.suite
+        root = self.read_root()
+        if root is None:
+            return None
         before = len(suite.problems)
         suite.unknown_keys(root, CASE_KEYS, "a case")
-        retired = root.get("retired")
-        if retired is not None:
-            suite.add(
-                retired.where,
-                f"this case is marked retired but is not in {RETIRED_DIR}/",
-                f"move it to {RETIRED_DIR}/ to retire it, or remove `retired:` to run it again",
-            )
-        case_id = suite.string(root, "id", default=self.path.stem)
+        self.not_retired(root)
+        case_id = suite.text(root.get("id"), "id", default=self.path.stem)
         provenance = self.provenance(root)
         variables = self.vars(root)
-        tier = suite.tier(root, self.default_tier)
-        samples, spec = suite.sampling(root, self.default_samples, self.default_spec)
-        sampling = spec.plan(tier) if spec is not None and tier is not None else None
-        if sampling is not None and root.get("required") is not None:
-            node = root.get("required")
-            assert node is not None
-            suite.add(
-                node.mark,
-                "`required` counts samples, but with `samples: {min, max}` the count varies",
-                "give the bar as a rate instead: samples: {min: 3, max: 10, bar: 0.8}",
-            )
-        required = (
-            math.ceil(sampling.bar * sampling.max - 1e-9)
-            if sampling is not None
-            else self.required(root, tier, samples)
-        )
-        expect_refusal = suite.boolean(root, "expect_refusal", default=False)
+        tier, samples, sampling, required = self.bar(root)
+        expect_refusal = suite.boolean(root.get("expect_refusal"), "expect_refusal", False)
         golden = self.golden(root)
         quarantine = self.quarantine(root)
         assertions = self.assertions(root, variables or {}, bool(expect_refusal))
@@ -655,6 +573,32 @@ class _CaseLoader:
             golden=golden,
             quarantine=quarantine,
         )
+
+    def not_retired(self, root: Node) -> None:
+        retired = root.get("retired")
+        if retired is not None:
+            self.suite.add(
+                retired.where,
+                f"this case is marked retired but is not in {RETIRED_DIR}/",
+                f"move it to {RETIRED_DIR}/ to retire it, or remove `retired:` to run it again",
+            )
+
+    def bar(self, root: Node) -> tuple[str | None, int | None, SequentialPlan | None, int | None]:
+        """Tier, samples, sequential plan and required passes: how much this case asks."""
+        suite = self.suite
+        tier = suite.tier(root, self.default_tier)
+        samples, spec = suite.sampling(root, self.default_samples, self.default_spec)
+        sampling = spec.plan(tier) if spec is not None and tier is not None else None
+        if sampling is None:
+            return tier, samples, None, self.required(root, tier, samples)
+        node = root.get("required")
+        if node is not None:
+            suite.add(
+                node.mark,
+                "`required` counts samples, but with `samples: {min, max}` the count varies",
+                "give the bar as a rate instead: samples: {min: 3, max: 10, bar: 0.8}",
+            )
+        return tier, samples, sampling, passes_needed(sampling.bar, sampling.max)
 
     def golden(self, root: Node) -> str | None:
         """The reference answer, verbatim: inline text as written, or a file's exact text."""
@@ -779,23 +723,21 @@ class _CaseLoader:
         return values
 
     def required(self, root: Node, tier: str | None, samples: int | None) -> int | None:
-        node = root.get("required")
         if tier is None or samples is None:
             return None
+        node = root.get("required")
         if node is None:
             return default_required(tier, samples)
-        value = node.value
-        if not node.is_scalar or isinstance(value, bool) or not isinstance(value, int):
-            self.suite.wrong_type(node, "required", "a whole number of samples", str(samples))
-            return None
-        if not 1 <= value <= samples:
+        if node.is_scalar and is_whole(node.value) and not 1 <= node.value <= samples:
             self.suite.add(
                 node.mark,
-                f"`required` must be between 1 and samples ({samples}), got {value}",
+                f"`required` must be between 1 and samples ({samples}), got {node.value}",
                 "required is how many of the samples must pass",
             )
             return None
-        return value
+        return self.suite.whole(
+            node, "required", expected="a whole number of samples", example=str(samples)
+        )
 
     def check_prompt_vars(self, root: Node, variables: Mapping[str, str]) -> None:
         missing = [name for name in self.prompt_vars if name not in variables]
@@ -851,30 +793,24 @@ class _CaseLoader:
             return None
         cls = assertion_type(name)
         if cls is None:
-            if name in PLANNED_TYPES:
+            if assertion_model(name) is not None:
                 suite.add(
                     type_node.mark,
-                    f"assertion type {name!r} is not available yet ({PLANNED_TYPES[name]})",
-                    "remove it for now or use a Layer 1 type",
+                    f"assertion type {name!r} is not available in this installation "
+                    "(the module that provides it could not be imported)",
+                    "reinstall redline with its optional dependencies, or remove this assertion",
                 )
-            else:
-                hint = _TYPE_HINTS.get(name, f"known types: {', '.join(known_types())}")
-                suite.add(
-                    type_node.mark,
-                    f"unknown assertion type {name!r}{did_you_mean(name, known_types())}",
-                    hint,
-                )
+                return None
+            hint = _TYPE_HINTS.get(name, f"known types: {', '.join(known_types())}")
+            suite.add(
+                type_node.mark,
+                f"unknown assertion type {name!r}{did_you_mean(name, known_types())}",
+                hint,
+            )
             return None
         model = assertion_model(name)
         assert model is not None  # a registered type is always declared
-        allowed = model.keys | COMMON_KEYS
-        for key, child in entry.items():
-            if key not in allowed:
-                suite.add(
-                    child.where,
-                    f"{name}: unknown key {key!r}{did_you_mean(key, allowed)}",
-                    f"{name} accepts: {', '.join(sorted(allowed))}",
-                )
+        NodeReader(suite.problems, f"{name}: ").unknown_keys(entry, model.keys | COMMON_KEYS, name)
         spec = Spec(
             type_name=name,
             node=entry,

@@ -1,7 +1,9 @@
 """YAML that remembers where every key and value was written.
 
-Validation problems must name file:line:column, so suite and case files are
-read into `Node`s carrying pyyaml marks instead of plain dicts.
+Validation problems must name file:line:column, so every YAML input (suite and case
+files, rubrics, labels, tone files) is read into `Node`s carrying pyyaml marks instead
+of plain dicts, and checked by `redline.suite.reading.NodeReader`. Callers that only
+look at values (the guard, the cause analysis) read the same documents as plain data.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import yaml
 
 from redline.casemodel import FILE_REF
+from redline.casemodel.values import KIND_NAMES, kind_name
 from redline.errors import Problem
 
 __all__ = [
@@ -22,8 +25,11 @@ __all__ = [
     "Mark",
     "Node",
     "did_you_mean",
+    "line_at",
+    "load_data",
     "load_file",
     "load_text",
+    "plain_data",
     "read_verbatim",
     "type_name",
 ]
@@ -96,21 +102,10 @@ class Node:
 def type_name(node: Node) -> str:
     """How a user would call the YAML type of a node, for error messages."""
     if node.is_map:
-        return "a mapping"
+        return KIND_NAMES["mapping"]
     if node.is_seq:
-        return "a list"
-    value = node.value
-    if value is None:
-        return "empty (null)"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return f"a {type(value).__name__}"
+        return KIND_NAMES["list"]
+    return kind_name(node.value)
 
 
 def load_text(text: str, path: str) -> tuple[Node | None, list[Problem]]:
@@ -246,6 +241,59 @@ def _convert(
         items = [_convert(loader, child, path, None, problems) for child in node.value]
         return Node(items, mark, key_mark, "seq")
     return Node(loader.construct_object(node, deep=True), mark, key_mark, "scalar")
+
+
+def load_data(text: str, path: str) -> tuple[Any, Problem | None]:
+    """One YAML document as plain data, without positions: for callers that only compare
+    or look up values (the guard, the cause analysis). Invalid YAML is the same problem,
+    at the same place, as `load_text` reports."""
+    loader = (_CLoader or yaml.SafeLoader)(text)
+    try:
+        return loader.get_single_data(), None
+    except yaml.YAMLError:
+        pass
+    finally:
+        loader.dispose()
+    _, problems = load_text(text, path)
+    return None, problems[0] if problems else Problem(path, 1, 1, "not valid YAML")
+
+
+def line_at(text: str, path: Iterable[str | int]) -> int:
+    """The line (1-based) where key path `path` is written in a YAML document, or its nearest
+    written ancestor's; 0 when the text is not YAML. Composes only (libyaml when present),
+    for callers that need one position, not the values."""
+    try:
+        node = yaml.compose(text, Loader=_CLoader or yaml.SafeLoader)
+    except yaml.YAMLError:
+        return 0
+    line = node.start_mark.line + 1 if node is not None else 0
+    for step in path:
+        child: yaml.Node | None = None
+        if isinstance(step, int) and isinstance(node, yaml.SequenceNode):
+            child = node.value[step] if 0 <= step < len(node.value) else None
+            line = child.start_mark.line + 1 if child is not None else line
+        elif isinstance(step, str) and isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.value == step:
+                    line, child = key.start_mark.line + 1, value
+                    break
+        if child is None:
+            break
+        node = child
+    return line
+
+
+def plain_data(data: bytes, path: str = "") -> Any:
+    """A YAML file's bytes as plain data (None when empty); ValueError when they are not
+    UTF-8 YAML."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(utf8_problem(exc)[2]) from None
+    value, problem = load_data(text, path)
+    if problem is not None:
+        raise ValueError(str(problem))
+    return value
 
 
 def read_verbatim(path: Path) -> str:
