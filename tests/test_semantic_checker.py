@@ -167,12 +167,19 @@ def test_model_backends_need_a_checker_alias(tmp_path: Path) -> None:
     from redline.semantic.settings import settings_from_table
 
     with pytest.raises(ConfigError) as info:
-        settings_from_table({"mentions": "model", "grounded_in": "psychic"}, root=tmp_path)
+        settings_from_table(
+            {"mentions": "model", "grounded_in": "psychic", "tone": "model"}, root=tmp_path
+        )
     message = str(info.value)
     assert "mentions = 'model' needs checker = ALIAS" in message
+    assert "tone = 'model' needs checker = ALIAS" in message
     assert "grounded_in = 'psychic' is not one of nli, model" in message
     settings = settings_from_table({"checker": "fake"}, root=tmp_path)
-    assert (settings.grounded_in, settings.mentions) == ("model", "embeddings")
+    assert (settings.grounded_in, settings.mentions, settings.tone) == (
+        "model",
+        "embeddings",
+        "embeddings",
+    )
 
 
 def test_calibrate_semantic_reports_accuracy_per_language_and_kind(
