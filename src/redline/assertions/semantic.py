@@ -3,7 +3,7 @@
 They run only on samples that passed Layer 1 (the pipeline orders them by
 `layer`). Each names the backend that answers it: the embeddings (mentions,
 not-mentions, tone), a local NLI model or the pinned `checker` chat model
-(grounded-in), or the checker for mentions too (`backend: model`). A case file
+(grounded-in), or the checker for mentions and tone too (`backend: model`). A case file
 whose check no backend here can answer is refused when it is loaded — by
 `redline validate` and before a run's first request — with the options named,
 so no run comes back `unavailable` on every sample. Importing this module only
@@ -82,8 +82,6 @@ def _options(type_name: str) -> str:
             "cache or set nli_model to a local path; or, to check only numbers, dates and "
             "quotes with no model, use `- type: numbers-from` with the same source"
         )
-    if type_name == "tone":
-        return f"options: {_EMBEDDINGS}"
     return f"options: {_EMBEDDINGS}; or {_CHECKER} and write `backend: model` on the assertion"
 
 
@@ -93,7 +91,7 @@ def _probe(spec: Spec, settings: SemanticSettings, backend: str) -> bool:
         return True
     try:
         if backend == "model":
-            _checker(settings, spec.config)
+            _checker(settings, spec.config).ready()
         elif backend == "nli":
             load_nli(settings.nli_model)
         else:
@@ -225,10 +223,14 @@ class NotMentions(_Concept):
 
 @register("tone")
 class Tone(_Semantic):
-    """The output's tone is TONE, leading the runner-up tone by `margin` (backend-scaled)."""
+    """The output's tone is TONE: by the embeddings, leading the runner-up tone by `margin`
+    (backend-scaled); by the checker model (`backend: model`), named as the best-fitting
+    tone of the same list, with the quote that shows it."""
 
-    def __init__(self, spec: Spec, settings: SemanticSettings, tone: str, margin: float) -> None:
-        super().__init__(spec, settings, "embeddings")
+    def __init__(
+        self, spec: Spec, settings: SemanticSettings, backend: str, tone: str, margin: float
+    ) -> None:
+        super().__init__(spec, settings, backend)
         self.tone = tone
         self.threshold = margin
 
@@ -241,7 +243,8 @@ class Tone(_Semantic):
             else DEFAULT_TONE_MARGIN
         )
         settings = _settings(spec)
-        if tone is None or margin is None or settings is None:
+        backend = _backend(spec, settings.tone, CONCEPT_BACKENDS) if settings else None
+        if tone is None or margin is None or settings is None or backend is None:
             return None
         try:
             names = _tone_names(settings.tones)
@@ -255,11 +258,13 @@ class Tone(_Semantic):
                 "value",
             )
             return None
-        if not _probe(spec, settings, "embeddings"):
+        if not _probe(spec, settings, backend):
             return None
-        return cls(spec, settings, tone, margin)
+        return cls(spec, settings, backend, tone, margin)
 
     def check(self, sample: Sample) -> Check:
+        if self.backend == "model":
+            return self._check_with_model(sample)
         try:
             match = self.scorer().tone(sample.text, self.tone)
         except BackendUnavailable as exc:
@@ -269,6 +274,22 @@ class Tone(_Semantic):
         verdict = "is" if passed else "is not clearly"
         reason = f"tone {verdict} {self.tone!r} (needs lead ≥ {margin:.2f}): {match.describe()}"
         return Check.of(passed, reason, match.margin, margin)
+
+    def _check_with_model(self, sample: Sample) -> Check:
+        """One checker call per output for every model-backed tone check of the case."""
+        try:
+            book = load_tones(self.settings.tones)
+            tones = {name: book[name] for name in _tone_names(self.settings.tones)}
+            checker = self.checker()
+            answer = sample.cached(
+                f"checker-tone:{checker.model.id}", lambda s: checker.tone(s.text, tones)
+            )
+        except (BackendUnavailable, ConfigError) as exc:
+            return Check.unavailable(str(exc))
+        passed = answer.tone == self.tone
+        verdict = "is" if passed else "is not"
+        reason = f"tone {verdict} {self.tone!r}: {answer.describe()}"
+        return Check.ok(reason) if passed else Check.fail(reason)
 
 
 @register("grounded-in")

@@ -311,6 +311,7 @@ for _model in (
         DEFAULT_TONE_MARGIN,
         5,
         "the output's tone leads the runner-up by the margin",
+        backend=True,
     ),
     AssertionModel(
         "numbers-from",

