@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import settle, wait_until
 from textual.widgets import DataTable, Static
-from triage_repo import open_triage
+from triage_repo import app_on_run
 
 from cause_repo import CASE, SUITE, History
 from cause_repo import prompt_regression as regression
@@ -59,7 +59,7 @@ async def test_one_key_queues_step_1_for_a_group_and_ends_with_a_summary(
     red_group: tuple[History, RunRecord],
 ) -> None:
     history, red = red_group
-    app = TriageApp(open_triage(history.root, history.store), red.id)
+    app = app_on_run(history, red.id)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         await pilot.press("f", "enter")  # the only group, as the table
@@ -95,7 +95,7 @@ async def test_stopping_a_batch_starts_nothing_more_and_says_so(
 ) -> None:
     history, red = red_group
     llm_server.latency_ms = 200
-    app = TriageApp(open_triage(history.root, history.store), red.id)
+    app = app_on_run(history, red.id)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         await pilot.press("B")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import fill, settle, wait_until
 from textual.widgets import DataTable, Static
-from triage_repo import TriageRepo, open_triage
+from triage_repo import TriageRepo, app_on_run
 from triage_store import RED_RUN
 
 from cause_repo import CASE, SUITE, History
@@ -56,7 +56,7 @@ async def test_step_1_names_the_cause_and_the_triage_column_keeps_it(
     prompt_regression: tuple[History, RunRecord],
 ) -> None:
     history, red = prompt_regression
-    app = TriageApp(open_triage(history.root, history.store), red.id)
+    app = app_on_run(history, red.id)
     async with app.run_test(size=(110, 32)) as pilot:
         await settle(pilot)
         assert _cell(app) == ""
@@ -82,7 +82,7 @@ async def test_step_1_names_the_cause_and_the_triage_column_keeps_it(
         await settle(pilot)
         assert _cell(app) == "prompt"
     # Reopening the app on the same run: the state comes back from the store.
-    again = TriageApp(open_triage(history.root, history.store), red.id)
+    again = app_on_run(history, red.id)
     async with again.run_test(size=(110, 32)) as pilot:
         await settle(pilot)
         assert _cell(again) == "prompt"
@@ -99,7 +99,7 @@ async def test_a_rerun_keeps_running_after_leaving_step_1(
 ) -> None:
     history, red = prompt_regression
     llm_server.latency_ms = 250
-    app = TriageApp(open_triage(history.root, history.store), red.id)
+    app = app_on_run(history, red.id)
     async with app.run_test(size=(110, 32)) as pilot:
         await settle(pilot)
         await pilot.press("enter")
@@ -131,7 +131,7 @@ async def test_stopping_keeps_finished_samples_and_shows_them_at_once(
 ) -> None:
     history, red = prompt_regression
     llm_server.latency_ms = 400
-    app = TriageApp(open_triage(history.root, history.store), red.id)
+    app = app_on_run(history, red.id)
     async with app.run_test(size=(110, 32)) as pilot:
         await settle(pilot)
         await pilot.press("enter")

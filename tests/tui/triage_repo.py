@@ -8,8 +8,10 @@ from pathlib import Path
 
 import git
 
+from cause_repo import History
 from redline.config import parse_config
 from redline.running.store import RunStore
+from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
 
 CASE_TEXT = """\
@@ -113,3 +115,8 @@ def open_triage(root: Path, store: RunStore) -> TriageContext:
         today=lambda: dt.date(2026, 11, 30),
         user="ana",
     )
+
+
+def app_on_run(history: History, run_id: str) -> TriageApp:
+    """The triage app opened on one run of a history built by `cause_repo`."""
+    return TriageApp(open_triage(history.root, history.store), run_id)
