@@ -402,9 +402,9 @@ def bench_slots(repeat: int) -> None:
     prompts: samples of one prompt would queue for the slot that read it); the slot
     counts take turns, `repeat` rounds, so a change in the machine's load hits them alike."""
     from redline.config import parse_config
-    from redline.providers import make_provider
     from redline.providers.base import Provider
     from redline.providers.completion import ChatRequest
+    from redline.providers.factory import make_provider
 
     providers: dict[int, Provider] = {}
     for slots in (1, 2, 4):

@@ -32,8 +32,8 @@ from redline.judge import (
 from redline.judge.agreement import FAIL, PASS
 from redline.judge.calibration import Calibration
 from redline.judge.call import JUDGE_TOOL, ToolCallAnthropicProvider
-from redline.providers import make_provider
 from redline.providers.completion import ChatRequest
+from redline.providers.factory import make_provider
 from redline.running.outcome import case_outcome
 from redline.running.records import CaseOutcome
 from redline.running.verdicts import AssertionStatus, Verdict

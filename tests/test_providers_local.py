@@ -14,8 +14,9 @@ import pytest
 
 from redline.config import Config, ModelRef, parse_config
 from redline.errors import ConfigError
-from redline.providers import Provider, make_provider
+from redline.providers.base import Provider
 from redline.providers.completion import ChatRequest, Completion, FinishReason
+from redline.providers.factory import make_provider
 from redline.providers.local import (
     COPY_LIMIT_BYTES,
     LocalProvider,

@@ -286,7 +286,7 @@ def test_rerun_is_a_new_run_linked_to_its_parent_with_more_samples(
 def test_concurrency_is_bounded_and_capped_by_the_provider(
     tmp_path: Path, llm_server: LoopbackLLMServer, key: str
 ) -> None:
-    from redline.providers import make_provider
+    from redline.providers.factory import make_provider
 
     config = write_config(tmp_path, llm_server)
     suite = write_suite(tmp_path, "s", {f"c{i}": f"MODE:json n{i}" for i in range(6)}, samples=2)

@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from redline.config import Config
-from redline.providers import make_provider
 from redline.providers.completion import ChatRequest
+from redline.providers.factory import make_provider
 from redline.providers.transport import AiohttpTransport
 from servers import VALID_JSON, LoopbackLLMServer
 

@@ -514,7 +514,7 @@ class _CaseRunner:
 
     def provider(self, alias: str) -> Provider:
         if alias not in self.providers:
-            from redline.providers import make_provider
+            from redline.providers.factory import make_provider
 
             model = self.config.model(alias)
             self.providers[alias] = make_provider(model, self.config, os.environ)

@@ -28,7 +28,7 @@ from redline.judge.answer import Judgement, JudgeStatus, judge_prompt_template
 from redline.judge.call import judge_output
 from redline.judge.labels import Label
 from redline.judge.rubric import Rubric
-from redline.providers import Provider
+from redline.providers.base import Provider
 
 MIN_LABELS = 20
 CALIBRATION_SUFFIX = ".calibration.json"

@@ -17,9 +17,10 @@ from redline.judge.answer import (
     read_answer,
 )
 from redline.judge.rubric import Rubric
-from redline.providers import Provider, make_provider
 from redline.providers.anthropic import AnthropicProvider
+from redline.providers.base import Provider
 from redline.providers.completion import ChatRequest, FinishReason
+from redline.providers.factory import make_provider
 from redline.providers.http_provider import Answer
 
 #: The tool an Anthropic judge is forced to call; its input is the answer object.

@@ -28,7 +28,7 @@ from redline.judge.answer import Judgement, JudgeStatus
 from redline.judge.calibration import Trust, judge_trust
 from redline.judge.call import judge_output, judge_provider
 from redline.judge.rubric import Rubric
-from redline.providers import Provider
+from redline.providers.base import Provider
 from redline.providers.completion import Completion
 from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
 

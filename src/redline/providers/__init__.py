@@ -1,6 +1,6 @@
-"""Model providers: OpenAI-compatible, Anthropic, and the embedded local model."""
+"""Model providers: OpenAI-compatible, Anthropic, the embedded local model, and replay.
 
-from redline.providers.base import Provider
-from redline.providers.factory import make_provider
-
-__all__ = ["Provider", "make_provider"]
+`providers.base.Provider` is the interface; `providers.factory.make_provider` builds one
+from a pinned model. Nothing is imported here, so reading a record (which needs
+`providers.completion`) does not load the HTTP stack.
+"""

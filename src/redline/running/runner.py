@@ -28,7 +28,7 @@ from redline.config import Config, ModelRef
 from redline.deciding.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
 from redline.errors import CaseNotFound, UsageError
 from redline.gitio import repo_branch, repo_state
-from redline.providers import make_provider
+from redline.providers.factory import make_provider
 from redline.providers.replay import ReplayProvider
 from redline.redaction import KeyRedactor
 from redline.running.budget import Budget, Estimate, estimate_cost

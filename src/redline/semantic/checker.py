@@ -39,7 +39,7 @@ from redline.config import Config, ModelRef
 from redline.errors import ConfigError
 from redline.judge.answer import parse_structured
 from redline.judge.call import judge_provider
-from redline.providers import Provider
+from redline.providers.base import Provider
 from redline.providers.completion import ChatRequest, Completion
 from redline.semantic.embeddings import BackendUnavailable
 from redline.semantic.nli import CONTRADICTION, ENTAILMENT, NEUTRAL, Entailment
