@@ -41,14 +41,26 @@ class KeyRedactor:
         return text
 
     def sample(self, sample: SampleRecord) -> SampleRecord:
-        """The sample with every known key replaced in its output, error and reasons."""
-        if not self.keys:
+        """The sample with every known key replaced in its output, error and reasons;
+        the sample itself when no key appears in it (the usual case: nothing is copied)."""
+        if not self.keys or not self._found(sample):
             return sample
         return dataclasses.replace(
             sample,
             output=self.text(sample.output),
             error=None if sample.error is None else self.text(sample.error),
             assertions=tuple(
-                dataclasses.replace(a, reason=self.text(a.reason)) for a in sample.assertions
+                a if not self._in(a.reason) else dataclasses.replace(a, reason=self.text(a.reason))
+                for a in sample.assertions
             ),
         )
+
+    def _in(self, text: str) -> bool:
+        return any(value in text for value, _ in self.keys)
+
+    def _found(self, sample: SampleRecord) -> bool:
+        """Whether any key appears in the sample's output, error or assertion reasons."""
+        texts = [sample.output, *(a.reason for a in sample.assertions)]
+        if sample.error is not None:
+            texts.append(sample.error)
+        return self._in("\n".join(texts))

@@ -9,6 +9,7 @@ new fields at their defaults.
 from __future__ import annotations
 
 import json
+import operator
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ _SQL_TYPES = {bool: "INTEGER", int: "INTEGER", float: "REAL"}
 
 def encode_text(text: str) -> str | bytes:
     """Text as SQLite can keep it exactly: lone surrogates (valid in JSON) go in as a BLOB."""
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -66,6 +69,17 @@ class Table(Generic[R]):
             readers.append((c.field.name, where, c.decode))
             at += width
         self._readers = tuple(readers)
+        # Writing a row (one per sample and one per assertion result): every field's value
+        # in one call, then only the values that need it encoded, last column first so a
+        # field spread over several columns does not move the ones before it.
+        fields = [c.field.name for c in self._columns]
+        get = operator.attrgetter(*fields)
+        self._values: Callable[[Any], Any] = get if len(fields) > 1 else lambda r: (get(r),)
+        self._encoders = tuple(
+            (i, c.encode, len(c.names) > 1)
+            for i, c in reversed(tuple(enumerate(self._columns)))
+            if c.encode is not None
+        )
 
     def select(self, alias: str = "") -> str:
         """The column list for a SELECT, each prefixed with `alias.` when given."""
@@ -77,15 +91,13 @@ class Table(Generic[R]):
         return f"{verb} INTO {self.name} ({', '.join(self.names)}) VALUES ({marks})"
 
     def row(self, record: R) -> list[Any]:
-        out: list[Any] = []
-        for c in self._columns:
-            value = getattr(record, c.field.name)
-            if len(c.names) > 1:
-                out.extend(c.encode(value))  # type: ignore[misc]
-            elif c.encode is None or value is None:
-                out.append(value)
-            else:
-                out.append(c.encode(value))
+        out = list(self._values(record))
+        for i, encode, spread in self._encoders:
+            value = out[i]
+            if spread:
+                out[i : i + 1] = encode(value)
+            elif value is not None:
+                out[i] = encode(value)
         return out
 
     def read(self, row: Sequence[Any], **others: Any) -> R:

@@ -1,9 +1,11 @@
 """Run every case N times against one pinned model, judge each sample, keep every output.
 
 All samples of a run share one concurrency bound (`--concurrency`, capped further by the
-provider, e.g. the local model's 1). Each finished sample is stored before the worker takes
-the next one, so an interrupt or a crash loses only the samples in flight; `resume` runs
-just the missing (case, index) samples into the same run.
+provider, e.g. the local model's 1). The samples that finish in one turn of the event loop
+are committed together at the end of it, and none is counted (progress, case results)
+before its commit returns, so an interrupt loses nothing finished and a crash only the
+samples in flight or finished in that same turn; `resume` runs just the missing
+(case, index) samples into the same run.
 
 This module plans and schedules; each sample goes through `running.pipeline` (ask the
 provider, check, judge, record), whatever answers it: the pinned model, or for a replay
@@ -328,8 +330,9 @@ async def _execute(
     else:
         store.reopen_run(record.id)
     limit = _concurrency(options, config, provider, plan)
+    jobs = _Schedule(plan)
     try:
-        await _run_workers(_Schedule(plan), limit, pipeline, store, state, budget)
+        await _run_workers(jobs, limit, pipeline, _Commits(store, jobs, state, budget), budget)
     except BaseException:
         _finish(store, record.id, identity, plan, interrupted=True, budget=budget)
         raise
@@ -377,23 +380,25 @@ async def _run_workers(
     jobs: _Schedule,
     limit: int,
     pipeline: SamplePipeline,
-    store: RunStore,
-    state: _State,
+    commits: _Commits,
     budget: Budget | None,
 ) -> None:
     """Draw every scheduled sample with `limit` workers; on any exception (Ctrl-C
-    included) stop them all, say so, and let it propagate."""
-    state.report()
+    included) stop them all, say so, store what finished, and let it propagate."""
+    commits.state.report()
     workers = [
-        asyncio.ensure_future(_worker(jobs, pipeline, store, state, budget)) for _ in range(limit)
+        asyncio.ensure_future(_worker(jobs, pipeline, commits, budget)) for _ in range(limit)
     ]
     try:
         await asyncio.gather(*workers)
     except BaseException:
-        state.report(stopping=True)
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        try:
+            commits.flush()  # the samples that finished are stored before the run stops
+        finally:
+            commits.state.report(stopping=True)
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
         raise
 
 
@@ -450,14 +455,52 @@ class _State:
             )
 
 
+class _Commits:
+    """Finished samples on their way to the store: those that finish in one turn of the
+    event loop are committed in one transaction at its end (one commit, not one per
+    sample, when answers arrive together), and only then counted as done.
+
+    With a budget each sample is committed on arrival, so it settles its cost before its
+    worker asks the budget for the next sample, as it always did.
+    """
+
+    def __init__(
+        self, store: RunStore, jobs: _Schedule, state: _State, budget: Budget | None
+    ) -> None:
+        self.store = store
+        self.jobs = jobs
+        self.state = state
+        self.budget = budget
+        self.pending: list[tuple[SampleJob, SampleRecord, float]] = []
+
+    async def add(self, job: SampleJob, sample: SampleRecord, reserved: float) -> None:
+        self.pending.append((job, sample, reserved))
+        if self.budget is None:
+            if len(self.pending) > 1:
+                return  # the worker whose sample opened the batch commits it
+            await asyncio.sleep(0)  # the samples finishing in this turn join the batch
+        self.flush()
+
+    def flush(self) -> None:
+        """Commit the pending samples, then count them (progress, schedule, budget)."""
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        self.store.add_samples(sample for _, sample, _ in batch)
+        for job, sample, reserved in batch:
+            if self.budget is not None:
+                self.budget.settle(sample.suite, sample.case_id, sample.cost, reserved)
+            self.jobs.done(job, sample.verdict)
+            self.state.record(sample)
+
+
 async def _worker(
     jobs: _Schedule,
     pipeline: SamplePipeline,
-    store: RunStore,
-    state: _State,
+    commits: _Commits,
     budget: Budget | None = None,
 ) -> None:
-    """Draw samples until the schedule is empty; each is stored before the next starts."""
+    """Draw samples until the schedule is empty; each finished one goes to `commits`."""
     while (job := await jobs.next()) is not None:
         reserved = 0.0
         if budget is not None:
@@ -467,16 +510,12 @@ async def _worker(
                 return
             reserved = admitted
         try:
-            state.start(job)
+            commits.state.start(job)
             sample = await pipeline.draw(job)
         except BaseException:
             jobs.in_flight -= 1
             raise
-        store.add_sample(sample)
-        if budget is not None:
-            budget.settle(sample.suite, sample.case_id, sample.cost, reserved)
-        jobs.done(job, sample.verdict)
-        state.record(sample)
+        await commits.add(job, sample, reserved)
 
 
 def _new_record(
