@@ -43,6 +43,24 @@ def evaluation_order(assertions: Iterable[Assertion]) -> list[Assertion]:
     return sorted(assertions, key=lambda a: (a.layer, a.cost, a.index))
 
 
+#: id of a case's assertions → (those assertions, their evaluation order).
+_ORDERS: dict[int, tuple[tuple[Assertion, ...], tuple[Assertion, ...]]] = {}
+
+
+def _case_order(assertions: Sequence[Assertion]) -> tuple[Assertion, ...]:
+    """A loaded case's evaluation order, sorted once rather than for every sample."""
+    if not isinstance(assertions, tuple):  # a list could change between two samples
+        return tuple(evaluation_order(assertions))
+    known = _ORDERS.get(id(assertions))
+    if known is not None and known[0] is assertions:
+        return known[1]
+    if len(_ORDERS) >= 4096:
+        _ORDERS.clear()
+    ordered = tuple(evaluation_order(assertions))
+    _ORDERS[id(assertions)] = (assertions, ordered)
+    return ordered
+
+
 def evaluate_sample(case: Checked, completion: Completion) -> SampleEvaluation:
     """Run `case`'s assertions on one completion and decide its verdict.
 
@@ -69,7 +87,7 @@ def evaluate_sample(case: Checked, completion: Completion) -> SampleEvaluation:
     settled = False
     final: set[int] = set()
     current_layer = 1
-    for assertion in evaluation_order(case.assertions):
+    for assertion in _case_order(case.assertions):
         if assertion.layer != current_layer:
             current_layer = assertion.layer
             if current_layer > 1 and blocked is None:
@@ -90,7 +108,7 @@ def evaluate_sample(case: Checked, completion: Completion) -> SampleEvaluation:
     verdict = decide_verdict(
         finish_reason=completion.finish_reason,
         transport_error=None,
-        results=[r for r in results if r.index not in undecided],
+        results=[r for r in results if r.index not in undecided] if undecided else results,
         refusal_detected=refusal is not None,
         expect_refusal=case.expect_refusal,
         settled=settled,

@@ -28,8 +28,22 @@ def _file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _key(path: Path, base: Path) -> str:
-    return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+def _key(path: Path, base: Path, folders: dict[Path, str]) -> str:
+    return Path(os.path.relpath(_real(path, folders), _real_folder(base, folders))).as_posix()
+
+
+def _real(path: Path, folders: dict[Path, str]) -> str:
+    """`path.resolve()`, resolving each folder once for all the files in it (`folders`)."""
+    if path.is_symlink():
+        return str(path.resolve())
+    return os.path.join(_real_folder(path.parent, folders), path.name)
+
+
+def _real_folder(folder: Path, folders: dict[Path, str]) -> str:
+    real = folders.get(folder)
+    if real is None:
+        real = folders[folder] = str(folder.resolve())
+    return real
 
 
 def prompt_key(suite: Suite, part: str) -> str:
@@ -48,7 +62,8 @@ def suite_manifest(suite: Suite, model_id: str) -> dict[str, str]:
     for case in suite.cases:
         files.append(case.path)
         files.extend(case.files)
-    manifest = {_key(p, base): _file_hash(p) for p in files}
+    folders: dict[Path, str] = {}
+    manifest = {_key(p, base, folders): _file_hash(p) for p in files}
     manifest[prompt_key(suite, "system")] = _text_hash(suite.system_template)
     manifest[prompt_key(suite, "user")] = _text_hash(suite.user_template)
     manifest[MODEL_KEY] = model_id
@@ -65,8 +80,9 @@ def case_hash(case: Case) -> str:
     """
     digest = hashlib.sha256()
     base = case.path.parent
+    folders: dict[Path, str] = {}
     for path in (case.path, *sorted(case.files)):
-        name = _key(path, base).encode("utf-8")
+        name = _key(path, base, folders).encode("utf-8")
         content = path.read_bytes()
         digest.update(len(name).to_bytes(8, "big") + name)
         digest.update(len(content).to_bytes(8, "big") + content)

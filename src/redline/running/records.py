@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import types
 import typing
 from collections.abc import Mapping
@@ -226,7 +227,7 @@ class SampleRecord:
     @classmethod
     def of_answer(cls, completion: Completion, **fields: Any) -> SampleRecord:
         """The sample holding `completion`; `fields` give the rest (and may override)."""
-        taken = {f.name: getattr(completion, f.answer) for f in _ANSWER_FIELDS}
+        taken = dict(zip(_ANSWER_NAMES, _ANSWERS_OF(completion), strict=True))
         return cls(**(taken | fields))
 
     def as_answer(self) -> Completion:
@@ -285,3 +286,6 @@ class SampleUsage:
 
 
 _ANSWER_FIELDS = tuple(f for f in record_fields(SampleRecord) if f.answer)
+_ANSWER_NAMES = tuple(f.name for f in _ANSWER_FIELDS)
+#: A completion's answer fields in one call (a sample is made of one per request).
+_ANSWERS_OF = operator.attrgetter(*(f.answer for f in _ANSWER_FIELDS))

@@ -91,15 +91,20 @@ def decide_verdict(
     """
     if transport_error is not None:
         return Verdict.TRANSPORT
-    if any(r.status is AssertionStatus.UNAVAILABLE for r in results):
-        return Verdict.TRANSPORT
+    failed = structural = False
+    for r in results:  # one pass: this runs for every sample
+        if r.status is AssertionStatus.FAILED:
+            failed = True
+            structural = structural or r.structural
+        elif r.status is AssertionStatus.UNAVAILABLE:
+            return Verdict.TRANSPORT
     if finish_reason is FinishReason.LENGTH and not settled:
         return Verdict.TRUNCATED
     if refusal_detected and not expect_refusal:
         return Verdict.REFUSED
-    if any(r.failed and r.structural for r in results):
+    if structural:
         return Verdict.MALFORMED
-    if any(r.failed for r in results):
+    if failed:
         return Verdict.WRONG
     if expect_refusal and not refusal_detected:
         return Verdict.WRONG
