@@ -383,22 +383,23 @@ async def _run_workers(
     commits: _Commits,
     budget: Budget | None,
 ) -> None:
-    """Draw every scheduled sample with `limit` workers; on any exception (Ctrl-C
-    included) stop them all, say so, store what finished, and let it propagate."""
+    """Draw every scheduled sample with `limit` workers and one writer committing what
+    they finish; on any exception (Ctrl-C included) store what finished, stop them all,
+    say so, and let it propagate."""
     commits.state.report()
-    workers = [
-        asyncio.ensure_future(_worker(jobs, pipeline, commits, budget)) for _ in range(limit)
-    ]
+    commits.workers = limit
+    tasks = [asyncio.ensure_future(_worker(jobs, pipeline, commits, budget)) for _ in range(limit)]
+    tasks.append(asyncio.ensure_future(commits.write()))
     try:
-        await asyncio.gather(*workers)
+        await asyncio.gather(*tasks)
     except BaseException:
         try:
-            commits.flush()  # the samples that finished are stored before the run stops
+            commits.flush()
         finally:
             commits.state.report(stopping=True)
-            for w in workers:
-                w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         raise
 
 
@@ -456,13 +457,17 @@ class _State:
 
 
 class _Commits:
-    """Finished samples on their way to the store: those that finish in one turn of the
-    event loop are committed in one transaction at its end (one commit, not one per
-    sample, when answers arrive together), and only then counted as done.
+    """Finished samples on their way to the store: committed in batches, each sample
+    counted as done (progress, schedule, budget) only once its commit returned.
 
-    With a budget each sample is committed on arrival, so it settles its cost before its
-    worker asks the budget for the next sample, as it always did.
+    A batch holds what finishes within `WINDOW_S` of its first sample: one commit
+    instead of one per sample while answers arrive together, and no worker waits for
+    it. With a budget each sample is committed on arrival, so it settles its cost
+    before its worker asks the budget for the next sample.
     """
+
+    #: How long a finished sample waits for others to share its commit.
+    WINDOW_S = 0.01
 
     def __init__(
         self, store: RunStore, jobs: _Schedule, state: _State, budget: Budget | None
@@ -472,14 +477,29 @@ class _Commits:
         self.state = state
         self.budget = budget
         self.pending: list[tuple[SampleJob, SampleRecord, float]] = []
+        #: Workers still drawing: the writer stops when none is left.
+        self.workers = 0
+        self._wake = asyncio.Event()
 
-    async def add(self, job: SampleJob, sample: SampleRecord, reserved: float) -> None:
+    def add(self, job: SampleJob, sample: SampleRecord, reserved: float) -> None:
         self.pending.append((job, sample, reserved))
-        if self.budget is None:
-            if len(self.pending) > 1:
-                return  # the worker whose sample opened the batch commits it
-            await asyncio.sleep(0)  # the samples finishing in this turn join the batch
-        self.flush()
+        if self.budget is not None:
+            self.flush()
+        else:
+            self._wake.set()
+
+    def worker_done(self) -> None:
+        self.workers -= 1
+        self._wake.set()
+
+    async def write(self) -> None:
+        """Commit the batches until every worker has stopped."""
+        while self.workers > 0 or self.pending:
+            await self._wake.wait()
+            if self.pending:
+                await asyncio.sleep(self.WINDOW_S)
+            self._wake.clear()
+            self.flush()
 
     def flush(self) -> None:
         """Commit the pending samples, then count them (progress, schedule, budget)."""
@@ -501,21 +521,24 @@ async def _worker(
     budget: Budget | None = None,
 ) -> None:
     """Draw samples until the schedule is empty; each finished one goes to `commits`."""
-    while (job := await jobs.next()) is not None:
-        reserved = 0.0
-        if budget is not None:
-            admitted = budget.admit(job.case.suite, job.case.id)
-            if admitted is None:
-                jobs.dropped()
-                return
-            reserved = admitted
-        try:
-            commits.state.start(job)
-            sample = await pipeline.draw(job)
-        except BaseException:
-            jobs.in_flight -= 1
-            raise
-        await commits.add(job, sample, reserved)
+    try:
+        while (job := await jobs.next()) is not None:
+            reserved = 0.0
+            if budget is not None:
+                admitted = budget.admit(job.case.suite, job.case.id)
+                if admitted is None:
+                    jobs.dropped()
+                    return
+                reserved = admitted
+            try:
+                commits.state.start(job)
+                sample = await pipeline.draw(job)
+            except BaseException:
+                jobs.in_flight -= 1
+                raise
+            commits.add(job, sample, reserved)
+    finally:
+        commits.worker_done()
 
 
 def _new_record(
