@@ -203,6 +203,34 @@ def test_interrupt_stores_finished_samples_and_resume_runs_only_the_missing(
     store.close()
 
 
+def test_a_sample_is_reported_done_only_once_another_reader_sees_it_stored(
+    tmp_path: Path, llm_server: LoopbackLLMServer, key: str
+) -> None:
+    """Samples finishing together share a commit; none is counted before it is durable."""
+    config = write_config(tmp_path, llm_server, concurrency=8)
+    suite = write_suite(tmp_path, "s", {f"c{i}": f"MODE:json n{i}" for i in range(6)}, samples=4)
+    store = RunStore.open(config.store_path)
+    reader = RunStore.open(config.store_path)  # a second connection: what the TUI would read
+    reported: list[tuple[str, str, int]] = []
+    missing: list[tuple[str, str, int]] = []
+
+    def progress(p: RunProgress) -> None:
+        if p.last is not None:
+            key = (p.last.suite, p.last.case_id, p.last.index)
+            reported.append(key)
+            if key not in reader.sample_keys(p.run_id):
+                missing.append(key)
+
+    record = run_suites(
+        load_suites([suite], config), config, store, RunOptions(), progress=progress
+    )
+    assert missing == []
+    assert sorted(reported) == sorted(reader.sample_keys(record.id))
+    assert len(reported) == 24
+    store.close()
+    reader.close()
+
+
 def test_replay_rescores_stored_outputs_without_calling_the_model(
     tmp_path: Path, llm_server: LoopbackLLMServer, key: str
 ) -> None:
