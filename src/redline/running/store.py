@@ -179,6 +179,7 @@ _SAMPLES = Table(SampleRecord, "samples")
 _ASSERTIONS = Table(AssertionResult, "assertion_results")
 _TRIAGE = Table(TriageRecord, "triage")
 _ORIGINS = Table(CiOrigin, "ci_origins")
+_INSERT_SAMPLE = _SAMPLES.insert()
 _INSERT_ASSERTION = (
     f"INSERT INTO assertion_results (sample_id, {_ASSERTIONS.select()}) "
     f"VALUES (?, {', '.join('?' * len(_ASSERTIONS.names))})"
@@ -460,16 +461,14 @@ class RunStore:
 
     @staticmethod
     def _insert_samples(db: sqlite3.Connection, samples: Iterable[SampleRecord]) -> None:
-        insert = _SAMPLES.insert()
+        assertions: list[Any] = []
         for s in samples:
             if not s.created_at:
                 s = replace(s, created_at=now_iso())
-            cur = db.execute(insert, _SAMPLES.row(s))
-            if s.assertions:
-                sample_id = cur.lastrowid
-                db.executemany(
-                    _INSERT_ASSERTION, [(sample_id, *_ASSERTIONS.row(a)) for a in s.assertions]
-                )
+            sample_id = db.execute(_INSERT_SAMPLE, _SAMPLES.row(s)).lastrowid
+            assertions.extend((sample_id, *_ASSERTIONS.row(a)) for a in s.assertions)
+        if assertions:
+            db.executemany(_INSERT_ASSERTION, assertions)
 
     def put_triage(self, record: TriageRecord) -> None:
         """Record where the triage of one case stands (replacing the previous state)."""
