@@ -108,6 +108,8 @@ class _TextMatch(Assertion):
     def __init__(self, spec: Spec, needle: str) -> None:
         super().__init__(spec)
         self.needle = needle
+        #: The needle as reasons show it, made once rather than for every sample.
+        self.shown = _preview(needle)
 
     @classmethod
     def parse(cls, spec: Spec) -> _TextMatch | None:
@@ -126,8 +128,8 @@ class Contains(_TextMatch):
 
     def check(self, sample: Sample) -> Check:
         if self.needle in sample.text:
-            return Check.ok(f"contains {_preview(self.needle)}")
-        return Check.fail(f"does not contain {_preview(self.needle)}")
+            return Check.ok(f"contains {self.shown}")
+        return Check.fail(f"does not contain {self.shown}")
 
 
 @register("icontains")
@@ -136,8 +138,8 @@ class IContains(_TextMatch):
 
     def check(self, sample: Sample) -> Check:
         if self.needle.casefold() in sample.text.casefold():
-            return Check.ok(f"contains {_preview(self.needle)} (ignoring case)")
-        return Check.fail(f"does not contain {_preview(self.needle)} (ignoring case)")
+            return Check.ok(f"contains {self.shown} (ignoring case)")
+        return Check.fail(f"does not contain {self.shown} (ignoring case)")
 
 
 @register("not-contains")
@@ -148,8 +150,8 @@ class NotContains(_TextMatch):
     def check(self, sample: Sample) -> Check:
         at = sample.text.find(self.needle)
         if at < 0:
-            return Check.ok(f"does not contain {_preview(self.needle)}")
-        return Check.fail(f"contains {_preview(self.needle)} at character {at}")
+            return Check.ok(f"does not contain {self.shown}")
+        return Check.fail(f"contains {self.shown} at character {at}")
 
 
 @register("equals")
