@@ -34,7 +34,7 @@ def _key(path: Path, base: Path, folders: dict[Path, str]) -> str:
 
 def _real(path: Path, folders: dict[Path, str]) -> str:
     """`path.resolve()`, resolving each folder once for all the files in it (`folders`)."""
-    if path.is_symlink():
+    if os.path.islink(path):
         return str(path.resolve())
     return os.path.join(_real_folder(path.parent, folders), path.name)
 
@@ -72,15 +72,16 @@ def suite_manifest(suite: Suite, model_id: str) -> dict[str, str]:
     return dict(sorted(manifest.items()))
 
 
-def case_hash(case: Case) -> str:
+def case_hash(case: Case, folders: dict[Path, str] | None = None) -> str:
     """SHA-256 over the case file and every fixture and schema it reads.
 
     Not the prompt or the model: a changed case is "case changed", a changed
-    prompt is what a regression is measured against.
+    prompt is what a regression is measured against. `folders` keeps the resolved
+    folders between the cases of one run, which mostly share them.
     """
     digest = hashlib.sha256()
     base = case.path.parent
-    folders: dict[Path, str] = {}
+    folders = {} if folders is None else folders
     for path in (case.path, *sorted(case.files)):
         name = _key(path, base, folders).encode("utf-8")
         content = path.read_bytes()

@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from redline import __version__
@@ -741,6 +742,7 @@ def _finish(
     counts = store.verdict_counts(run_id)
     records: list[CaseRecord] = []
     not_run: dict[str, int] = {}
+    folders: dict[Path, str] = {}
     for _suite, case, samples in plan.cases:
         verdicts = counts.get((case.suite, case.id))
         stored = sum(verdicts.values()) if verdicts is not None else 0
@@ -762,7 +764,7 @@ def _finish(
                     passes=verdicts.get(Verdict.OK, 0),
                     result=outcome,
                     verdicts=verdicts,
-                    case_hash=case_hash(case),
+                    case_hash=case_hash(case, folders),
                 )
             )
     store.put_cases(records)
