@@ -22,7 +22,7 @@ import pytest
 from redline.config import Config
 from redline.providers.completion import ChatRequest
 from redline.providers.factory import make_provider
-from redline.providers.transport import AiohttpTransport
+from redline.providers.transport import PooledTransport
 from servers import VALID_JSON, LoopbackLLMServer
 
 
@@ -50,7 +50,7 @@ def test_a_provider_used_on_two_loops_leaves_no_unclosed_session(
 
 def test_a_refused_connection_is_a_connect_error_naming_the_address() -> None:
     async def go() -> None:
-        transport = AiohttpTransport(connect_timeout_s=2)
+        transport = PooledTransport(connect_timeout_s=2)
         try:
             await transport.handle_async_request(httpx.Request("GET", "http://127.0.0.1:9/"))
         finally:
@@ -62,10 +62,10 @@ def test_a_refused_connection_is_a_connect_error_naming_the_address() -> None:
 
 _HTTPS_PROBE = """
 import asyncio, sys, httpx
-from redline.providers.transport import AiohttpTransport
+from redline.providers.transport import PooledTransport
 
 async def go():
-    transport = AiohttpTransport(connect_timeout_s=5)
+    transport = PooledTransport(connect_timeout_s=5)
     try:
         answer = await transport.handle_async_request(httpx.Request("GET", sys.argv[1]))
         print(answer.status_code, answer.content.decode())
