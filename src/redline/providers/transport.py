@@ -362,7 +362,13 @@ async def _open_tunnel(
         raw.close()
         raise httpx.ConnectError(f"the proxy refused the tunnel to {authority}: {status_line}")
     raw.set_protocol(connection)
-    tls = await loop.start_tls(raw, connection, _certificates(), server_hostname=route.origin.host)
+    try:
+        tls = await loop.start_tls(
+            raw, connection, _certificates(), server_hostname=route.origin.host
+        )
+    except BaseException:
+        raw.close()
+        raise
     if tls is None:
         raise httpx.ConnectError(f"TLS inside the tunnel to {authority} did not start")
     connection.connection_made(tls)
