@@ -74,12 +74,9 @@ class _Connection(asyncio.Protocol):
         self.route = route
         self.transport: asyncio.Transport | None = None
         self.closed = False
-        #: Answers this connection has carried: a kept-alive one may have been closed since.
-        self.answered = 0
         self._parser = httptools.HttpResponseParser(self)
         self._answer: _Answer | None = None
         self._waiter: asyncio.Future[_Answer] | None = None
-        self._received = False
         self._keep_alive = False
 
     # asyncio.Protocol ------------------------------------------------------------
@@ -89,7 +86,6 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        self._received = True
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -158,22 +154,17 @@ class _Connection(asyncio.Protocol):
         assert self.transport is not None
         loop = asyncio.get_running_loop()
         self._answer, self._waiter = _Answer(), loop.create_future()
-        self._received = self._keep_alive = False
+        self._keep_alive = False
         self.transport.write(head + body)
         try:
             answer = await self._waiter
         finally:
             self._waiter = None
-        self.answered += 1
         return answer
 
     @property
     def reusable(self) -> bool:
         return not self.closed and self._keep_alive
-
-    @property
-    def received_anything(self) -> bool:
-        return self._received
 
     def _fail(self, exc: Exception) -> None:
         if self._waiter is not None and not self._waiter.done():
@@ -208,16 +199,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
             answer = await connection.exchange(head, body)
         except httpx.TransportError as exc:
             connection.close()
-            if not _stale(connection, exc):
-                raise _with_request(exc, request) from None
-            # A kept-alive connection the server had already closed: nothing was
-            # answered, so the request goes once more on a fresh connection.
-            connection = await self._connect(route, request)
-            try:
-                answer = await connection.exchange(head, body)
-            except httpx.TransportError as again:
-                connection.close()
-                raise _with_request(again, request) from None
+            raise _with_request(exc, request) from None
         except BaseException:
             connection.close()  # cancelled mid-answer: the connection's state is unknown
             raise
@@ -290,15 +272,6 @@ class PooledTransport(httpx.AsyncBaseTransport):
         if closer is not None and self._loop is asyncio.get_running_loop():
             await closer.aclose()  # its `finally` closes the idle connections
         self._idle = {}
-
-
-def _stale(connection: _Connection, exc: httpx.TransportError) -> bool:
-    """A kept-alive connection that failed before a single byte of its answer arrived."""
-    return (
-        connection.answered > 0
-        and not connection.received_anything
-        and isinstance(exc, httpx.ReadError | httpx.RemoteProtocolError | httpx.WriteError)
-    )
 
 
 def _with_request(exc: httpx.TransportError, request: httpx.Request) -> httpx.TransportError:
