@@ -21,7 +21,6 @@ from redline.cli.output import make_console
 from redline.cli.progress import LiveProgress, PlainProgress
 from redline.config import Config, load_config
 from redline.errors import StoreMissing, UsageError, relpath
-from redline.running.against import against_options
 from redline.running.exchange import check_out_dir, export_run
 from redline.running.options import RunOptions, resume_options
 from redline.running.records import RunKind, RunRecord, RunResult
@@ -168,6 +167,8 @@ def _run(args: argparse.Namespace) -> int:
     with RunStore.open(config.store_path) as store:
         reference = None
         if args.against:
+            from redline.running.against import against_options  # loads the comparison
+
             reference = store.run(args.against)
             options = against_options(store, reference, suites, options)
         if options.replay is None:
