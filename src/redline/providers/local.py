@@ -23,6 +23,7 @@ so memory grows with the slots.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -40,9 +41,9 @@ from redline.config import ModelRef, Price, ProviderConfig
 from redline.errors import ConfigError
 from redline.openmp import prefer_passive_wait
 from redline.providers.completion import ChatRequest, Completion
-from redline.providers.http_provider import MalformedResponse
+from redline.providers.http_provider import Answer, MalformedResponse
 from redline.providers.local_slots import Copies
-from redline.providers.openai import parse_chat_completion
+from redline.providers.local_stream import ChunkStream
 
 DEFAULT_THREADS = os.cpu_count() or 1
 DEFAULT_CONTEXT = 4096
@@ -245,6 +246,8 @@ class LocalProvider:
             ],
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
             "seed": seed,
+            "stream": True,
+            "timings_per_token": True,  # token counts even when the stream is stopped
         }
         if request.temperature is not None:
             body["temperature"] = request.temperature
@@ -255,20 +258,32 @@ class LocalProvider:
             }
         with loaded.copies.turn(f"{hash((request.system, request.user)):x}") as server:
             started = time.perf_counter()
+            stream = ChunkStream(
+                request.settled, lambda answer: self._completion(answer, seed, started)
+            )
             try:
-                raw = server.handle_chat_completions(body)
+                server.handle_chat_completions(body, stream)
             except Exception as exc:  # llama.cpp reports bad requests as exceptions
                 return self._failure(f"local generation failed: {exc}", seed, started)
             latency_ms = (time.perf_counter() - started) * 1000
-        if isinstance(raw, Mapping) and "error" in raw:
-            return self._failure(f"local generation failed: {raw['error']}", seed, started)
+        if stream.error is not None:
+            return self._failure(f"local generation failed: {stream.error}", seed, started)
         try:
-            answer = parse_chat_completion(raw)
+            answer = stream.answer()
         except MalformedResponse as exc:
             return self._failure(f"local generation returned {exc}", seed, started)
+        completion = self._completion(answer, seed, started, latency_ms)
+        return dataclasses.replace(completion, stopped_early=stream.stopped)
+
+    def _completion(
+        self, answer: Answer, seed: int, started: float, latency_ms: float | None = None
+    ) -> Completion:
+        """The sample's completion from what was generated (so far, while streaming)."""
         cost: float | None = 0.0
         if self._price is not None:
             cost = self._price.cost(answer.input_tokens, answer.output_tokens)
+        if latency_ms is None:
+            latency_ms = (time.perf_counter() - started) * 1000
         return Completion(
             text=answer.text,
             finish_reason=answer.finish_reason,

@@ -322,6 +322,7 @@ async def _execute(
         judges=judges,
         redactor=KeyRedactor.from_config(config, os.environ),
         rejected=state.rejected,
+        stop_when_settled=config.stop_when_settled,
     )
     if options.resume is None:
         store.begin_run(record)
