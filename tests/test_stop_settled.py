@@ -226,3 +226,75 @@ def test_a_stop_setting_that_is_not_true_or_false_is_a_config_error_at_its_line(
     path.write_text('concurrency = 2\nstop_when_settled = "no"\n')
     with pytest.raises(ConfigError, match=r"redline.toml:2:.*stop_when_settled.*true or false"):
         parse_config(path)
+
+
+def _project(root: Path, *, stop: bool) -> None:
+    setting = "" if stop else "stop_when_settled = false\n"
+    (root / "redline.toml").write_text(
+        f'{setting}[models]\nlocal = "local:smollm2-135m-instruct-q4_1"\n'
+        "[providers.local]\nthreads = 2\n",
+        encoding="utf-8",
+    )
+    folder = root / "demo"
+    folder.mkdir(exist_ok=True)
+    (folder / "system.txt").write_text("You are a poet. Answer in verse.\n", encoding="utf-8")
+    (folder / "suite.yaml").write_text(
+        "name: demo\nprompt:\n  system: system.txt\n  user: '{{q}}'\n"
+        "model: local\nsamples: 2\ntier: quality\nmax_tokens: 40\nseed: 11\n",
+        encoding="utf-8",
+    )
+    head = "provenance: {ticket: T-1, reported: 2026-01-02, note: stop}\n"
+    (folder / "poem.yaml").write_text(
+        f"id: poem\n{head}vars:\n  q: Write a poem about the sea, as JSON.\n"
+        "assert:\n  - type: is-json\n",
+        encoding="utf-8",
+    )
+    (folder / "capital.yaml").write_text(
+        f"id: capital\n{head}vars:\n  q: What is the capital of France?\n"
+        "assert:\n  - type: max-chars\n    value: 2000\n  - type: not-contains\n"
+        "    value: zqzqzq\n  - type: compression-ratio\n    value: 0.05\n",
+        encoding="utf-8",
+    )
+
+
+@pytest.mark.slow
+def test_real_model_stops_prose_before_json_early_and_keeps_its_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from redline.cli import main
+    from redline.running.store import RunStore
+
+    monkeypatch.chdir(tmp_path)
+    _project(tmp_path, stop=False)
+    assert main(["run", "demo", "--quiet"]) in (0, 1, 3)
+    _project(tmp_path, stop=True)
+    assert main(["run", "demo", "--quiet"]) in (0, 1, 3)
+    capsys.readouterr()
+    with RunStore.open(tmp_path / ".redline" / "redline.db") as store:
+        full_run, stopped_run = sorted(store.runs(), key=lambda r: r.started_at)
+        full = {(s.case_id, s.index): s for s in store.samples(full_run.id)}
+        cut = {(s.case_id, s.index): s for s in store.samples(stopped_run.id)}
+
+    for index in (0, 1):
+        whole, early = full["poem", index], cut["poem", index]
+        assert whole.stopped_early is None and whole.verdict is Verdict.MALFORMED
+        assert whole.output_tokens == 40 or whole.finish_reason is FinishReason.STOP
+        # Stopped after a few tokens, the reason recorded, the verdict the same.
+        assert early.seed == whole.seed and early.verdict is Verdict.MALFORMED
+        assert early.stopped_early is not None and early.stopped_early.startswith("is-json")
+        assert early.finish_reason is FinishReason.LENGTH
+        assert early.output_tokens is not None and early.output_tokens <= 8
+        assert early.input_tokens == whole.input_tokens
+        assert whole.output.startswith(early.output) and len(early.output) < len(whole.output)
+        # A sample that can still pass is never stopped: it is generated as with the option
+        # off (it was looked at several times on the way) and keeps that verdict.
+        passing, unchecked = cut["capital", index], full["capital", index]
+        assert passing.stopped_early is None and (passing.output_tokens or 0) > 8
+        assert passing.output == unchecked.output and passing.verdict is unchecked.verdict
+        assert passing.verdict in (Verdict.OK, Verdict.TRUNCATED)
+
+    assert main(["show", stopped_run.id, "poem"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.count("stopped early: redline ended the generation after") == 2
+    assert main(["show", full_run.id, "poem"]) == 0
+    assert "stopped early" not in capsys.readouterr().out
