@@ -468,6 +468,7 @@ def bench_quickstart() -> None:
         samples = [json.loads(line) for line in lines]
     generated = sum(s.get("output_tokens") or 0 for s in samples)
     prompts = sum(s.get("input_tokens") or 0 for s in samples)
+    stopped = sum(1 for s in samples if s.get("stopped_early"))
     report(
         "Quickstart (17 cases x 3 samples)",
         f"{run.wall_s:.0f} s",
@@ -488,6 +489,12 @@ def bench_quickstart() -> None:
         f"{run.cpu_s / max(generated, 1) * 1000:.1f} ms",
         "",
         f"{generated} generated, {prompts} prompt tokens",
+    )
+    report(
+        "  samples stopped once settled",
+        f"{stopped} of {len(samples)}",
+        "",
+        "stop_when_settled: generation ends once a verdict cannot change",
     )
 
 

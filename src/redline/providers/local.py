@@ -256,7 +256,8 @@ class LocalProvider:
                 "type": "json_schema",
                 "json_schema": {"schema": request.response_schema},
             }
-        with loaded.copies.turn(f"{hash((request.system, request.user)):x}") as server:
+        prompt = f"{hash((request.system, request.user)):x}"
+        with loaded.copies.turn(prompt, family=f"{hash(request.system):x}") as server:
             started = time.perf_counter()
             stream = ChunkStream(
                 request.settled, lambda answer: self._completion(answer, seed, started)
