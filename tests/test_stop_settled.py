@@ -298,3 +298,17 @@ def test_real_model_stops_prose_before_json_early_and_keeps_its_verdict(
     assert shown.count("stopped early: redline ended the generation after") == 2
     assert main(["show", full_run.id, "poem"]) == 0
     assert "stopped early" not in capsys.readouterr().out
+
+
+def test_the_html_report_says_which_samples_redline_stopped_and_why(tmp_path: Path) -> None:
+    from redline.report import build_run_report
+    from redline.report.html import html_report
+    from runfactory import MALFORMED, CaseSpec, RunSpec, open_store, write_run
+
+    why = "is-json: not JSON (Expecting value at line 1 column 1); output starts '<b>Sure'"
+    spec = CaseSpec("c", [MALFORMED, MALFORMED], output_tokens=4, stopped_early=[why, None])
+    with open_store(tmp_path) as store:
+        write_run(store, RunSpec("s", [spec]))
+        page = html_report(build_run_report(store, "s"))
+    assert page.count("stopped early: redline ended the generation after 4 tokens") == 1
+    assert "output starts &#x27;&lt;b&gt;Sure" in page and "<b>Sure" not in page
