@@ -245,8 +245,7 @@ def _project(root: Path, *, stop: bool) -> None:
     )
     head = "provenance: {ticket: T-1, reported: 2026-01-02, note: stop}\n"
     (folder / "poem.yaml").write_text(
-        f"id: poem\n{head}vars:\n  q: Write a poem about the sea, as JSON.\n"
-        "assert:\n  - type: is-json\n",
+        f"id: poem\n{head}vars:\n  q: Write a poem about the sea.\nassert:\n  - type: is-json\n",
         encoding="utf-8",
     )
     (folder / "capital.yaml").write_text(
