@@ -499,12 +499,17 @@ def bench_quickstart() -> None:
 
 
 def _compile_bytecode() -> None:
-    """Compile redline's own modules as an installed wheel has them (`uv sync
-    --compile-bytecode` compiles site-packages; this checkout is an editable install,
-    whose modules Python compiles on first import unless PYTHONDONTWRITEBYTECODE is set,
-    and then on every start: about 0.5 s of the first request's CPU)."""
+    """Bytecode as the README's install has it: `uv sync --compile-bytecode` compiles
+    site-packages; redline's own modules (an editable install) Python compiles on first
+    import, unless PYTHONDONTWRITEBYTECODE is set, and then on every start. Without
+    bytecode a start spends about 0.5 s compiling, which is not what a user waits for."""
     import compileall
+    import sysconfig
 
+    site = Path(sysconfig.get_paths()["purelib"])
+    if not (site / "httpx" / "__pycache__").is_dir():
+        print("  (site-packages had no bytecode: compiled as `uv sync --compile-bytecode` does)")
+        compileall.compile_dir(site, quiet=1, workers=0)
     for folder in ("src", "tui"):
         compileall.compile_dir(ROOT / folder, quiet=1)
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):

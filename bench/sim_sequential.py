@@ -32,7 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from redline.deciding.cause import ArmCounts, ArmKind, Bar, Cause, Settings, decide
+from redline.deciding.cause import ArmCounts, ArmKind, Bar, Settings, decide
+from redline.deciding.causes import Cause
 from redline.running.outcome import scale_required
 from redline.running.sequential import Decision, SequentialPlan
 

@@ -26,7 +26,8 @@ from cause_repo import (
     History,
 )
 from redline.cli import ExitCode, main
-from redline.deciding.cause import ArmKind, Bar, Cause, Change, Settings
+from redline.deciding.cause import ArmKind, Bar, Change, Settings
+from redline.deciding.causes import Cause
 from redline.running import runner
 from redline.running.records import RunKind
 from servers import LoopbackLLMServer

@@ -11,11 +11,11 @@ from redline.deciding.cause import (
     ArmCounts,
     ArmKind,
     Bar,
-    Cause,
     Settings,
     decide,
     samples_to_decide,
 )
+from redline.deciding.causes import Cause
 from redline.deciding.stats import at_least, difference_interval
 
 CONTRACT = Bar(5, 5)

@@ -1,19 +1,27 @@
-"""The aiohttp transport under the HTTP providers: closed with its loop, errors in httpx terms."""
+"""The transport under the HTTP providers: keep-alive, closed with its loop, errors in httpx
+terms, proxies from the environment."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import gc
+import gzip
 import http.server
+import json
 import logging
 import os
 import shutil
+import socket
 import ssl
+import struct
 import subprocess
 import sys
 import threading
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -22,7 +30,7 @@ import pytest
 from redline.config import Config
 from redline.providers.completion import ChatRequest
 from redline.providers.factory import make_provider
-from redline.providers.transport import AiohttpTransport
+from redline.providers.transport import PooledTransport
 from servers import VALID_JSON, LoopbackLLMServer
 
 
@@ -50,7 +58,7 @@ def test_a_provider_used_on_two_loops_leaves_no_unclosed_session(
 
 def test_a_refused_connection_is_a_connect_error_naming_the_address() -> None:
     async def go() -> None:
-        transport = AiohttpTransport(connect_timeout_s=2)
+        transport = PooledTransport(connect_timeout_s=2)
         try:
             await transport.handle_async_request(httpx.Request("GET", "http://127.0.0.1:9/"))
         finally:
@@ -62,10 +70,10 @@ def test_a_refused_connection_is_a_connect_error_naming_the_address() -> None:
 
 _HTTPS_PROBE = """
 import asyncio, sys, httpx
-from redline.providers.transport import AiohttpTransport
+from redline.providers.transport import PooledTransport
 
 async def go():
-    transport = AiohttpTransport(connect_timeout_s=5)
+    transport = PooledTransport(connect_timeout_s=5)
     try:
         answer = await transport.handle_async_request(httpx.Request("GET", sys.argv[1]))
         print(answer.status_code, answer.content.decode())
@@ -119,8 +127,7 @@ def https_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def test_https_trusts_the_configured_certificates_and_refuses_others(
     https_server: tuple[str, Path],
 ) -> None:
-    """aiohttp's own default SSL contexts are built without CA certificates (start-up
-    speed): https must still verify against httpx's trust store, SSL_CERT_FILE included."""
+    """https verifies against httpx's trust store, SSL_CERT_FILE included."""
     url, cert = https_server
     env = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
 
@@ -154,3 +161,368 @@ def test_importing_the_transport_leaves_default_ssl_contexts_with_their_ca_store
     )
     fresh = ssl.create_default_context().cert_store_stats()["x509_ca"]
     assert int(done.stdout) == fresh
+
+
+# --- the wire: a scripted raw-socket server --------------------------------------------
+
+
+class RawServer:
+    """Accepts connections on 127.0.0.1 and runs `serve(connection, number)` for each."""
+
+    def __init__(self, serve: Callable[[socket.socket, int], None]) -> None:
+        self._serve = serve
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.connections = 0
+        self.port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1/x"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            number = self.connections
+            threading.Thread(target=self._run, args=(connection, number), daemon=True).start()
+
+    def _run(self, connection: socket.socket, number: int) -> None:
+        with connection:
+            self._serve(connection, number)
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def read_request(connection: socket.socket) -> bytes:
+    """One request (head and Content-Length body), or b"" when the client closed."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = connection.recv(65536)
+        if not chunk:
+            return b""
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        body += connection.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+def ok(body: bytes, *headers: str) -> bytes:
+    extra = "".join(f"{h}\r\n" for h in headers)
+    return f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
+
+
+def post(
+    url: str, transport: PooledTransport | None = None, count: int = 1
+) -> list[httpx.Response]:
+    """`count` POSTs in a row through one transport (closed afterwards), as a provider sends."""
+
+    async def go() -> list[httpx.Response]:
+        used = transport or PooledTransport(connect_timeout_s=5)
+        try:
+            answers = []
+            for n in range(count):
+                request = httpx.Request("POST", url, json={"n": n})
+                answers.append(await used.handle_async_request(request))
+            return answers
+        finally:
+            await used.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.fixture
+def raw_server() -> Iterator[Callable[[Callable[[socket.socket, int], None]], RawServer]]:
+    started: list[RawServer] = []
+
+    def start(serve: Callable[[socket.socket, int], None]) -> RawServer:
+        server = RawServer(serve)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.close()
+
+
+ServerFactory = Callable[[Callable[[socket.socket, int], None]], RawServer]
+
+
+def test_kept_alive_connections_carry_many_requests(raw_server: ServerFactory) -> None:
+    def serve(connection: socket.socket, _: int) -> None:
+        while request := read_request(connection):
+            connection.sendall(ok(b'{"seen": %d}' % len(request)))
+
+    server = raw_server(serve)
+    answers = post(server.url, count=5)
+    assert [a.status_code for a in answers] == [200] * 5
+    assert server.connections == 1
+
+
+def test_a_connection_the_server_closed_while_idle_is_replaced_without_an_error(
+    raw_server: ServerFactory,
+) -> None:
+    """A kept-alive connection the server dropped between two requests is not a failure."""
+
+    def serve(connection: socket.socket, _: int) -> None:
+        if read_request(connection):
+            connection.sendall(ok(b"first"))  # keep-alive, then gone without a word
+
+    server = raw_server(serve)
+
+    async def go() -> list[bytes]:
+        transport = PooledTransport(connect_timeout_s=5)
+        try:
+            first = await transport.handle_async_request(httpx.Request("POST", server.url))
+            await asyncio.sleep(0.2)  # the server's close arrives while the connection is idle
+            second = await transport.handle_async_request(httpx.Request("POST", server.url))
+            return [first.content, second.content]
+        finally:
+            await transport.aclose()
+
+    assert asyncio.run(go()) == [b"first", b"first"]
+    assert server.connections == 2
+
+
+def test_chunked_answers_and_answers_ended_by_closing_are_read_whole(
+    raw_server: ServerFactory,
+) -> None:
+    def serve(connection: socket.socket, number: int) -> None:
+        read_request(connection)
+        if number == 1:
+            connection.sendall(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+            )
+            read_request(connection)
+        else:
+            connection.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end")
+
+    server = raw_server(serve)
+    assert post(server.url)[0].content == b"hello world"
+    assert post(server.url)[0].content == b"until the end"
+
+
+def test_a_gzip_answer_reaches_the_provider_decoded(raw_server: ServerFactory) -> None:
+    body = gzip.compress(b'{"ok": true}')
+
+    def serve(connection: socket.socket, _: int) -> None:
+        read_request(connection)
+        connection.sendall(ok(body, "Content-Encoding: gzip"))
+
+    assert post(raw_server(serve).url)[0].json() == {"ok": True}
+
+
+def test_the_request_goes_out_as_built(raw_server: ServerFactory) -> None:
+    seen: list[bytes] = []
+
+    def serve(connection: socket.socket, _: int) -> None:
+        seen.append(read_request(connection))
+        connection.sendall(ok(b"{}"))
+
+    server = raw_server(serve)
+    post(server.url + "?q=1")
+    head, _, body = seen[0].partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"POST /v1/x?q=1 HTTP/1.1"
+    assert f"host: 127.0.0.1:{server.port}".encode() in [line.lower() for line in lines]
+    assert f"content-length: {len(body)}".encode() in [line.lower() for line in lines]
+    assert json.loads(body) == {"n": 0}
+
+
+@pytest.mark.parametrize(
+    ("answer", "error", "message"),
+    [
+        (ok(b"0123456789")[:-4], httpx.RemoteProtocolError, "cut off"),
+        (b"", httpx.RemoteProtocolError, "without sending a complete response"),
+        (b"SMTP ready\r\n\r\n", httpx.RemoteProtocolError, "malformed"),
+    ],
+    ids=["body cut off", "closed before answering", "not HTTP"],
+)
+def test_broken_answers_are_protocol_errors_not_timeouts(
+    raw_server: ServerFactory, answer: bytes, error: type[Exception], message: str
+) -> None:
+    def serve(connection: socket.socket, _: int) -> None:
+        read_request(connection)
+        connection.sendall(answer)
+
+    with pytest.raises(error, match=message):
+        post(raw_server(serve).url)
+
+
+def test_a_reset_connection_is_a_read_error(raw_server: ServerFactory) -> None:
+    def serve(connection: socket.socket, _: int) -> None:
+        read_request(connection)
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    with pytest.raises(httpx.ReadError):
+        post(raw_server(serve).url)
+
+
+def test_a_request_cancelled_mid_answer_does_not_leave_its_connection_for_the_next(
+    raw_server: ServerFactory,
+) -> None:
+    """The late answer of a cancelled request must never be read as the next one's."""
+
+    def serve(connection: socket.socket, _: int) -> None:
+        while request := read_request(connection):
+            if b'"slow"' in request:
+                time.sleep(0.5)
+                connection.sendall(ok(b"slow answer"))
+            else:
+                connection.sendall(ok(b"fast answer"))
+
+    server = raw_server(serve)
+
+    async def go() -> bytes:
+        transport = PooledTransport(connect_timeout_s=5)
+        try:
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.1):
+                    await transport.handle_async_request(
+                        httpx.Request("POST", server.url, json="slow")
+                    )
+            answer = await transport.handle_async_request(
+                httpx.Request("POST", server.url, json="fast")
+            )
+            return answer.content
+        finally:
+            await transport.aclose()
+
+    assert asyncio.run(go()) == b"fast answer"
+    assert server.connections == 2
+
+
+# --- proxies from the environment ----------------------------------------------------------
+
+
+class Proxy:
+    """A forward proxy on 127.0.0.1: plain requests forwarded, CONNECT tunnelled."""
+
+    def __init__(self) -> None:
+        self.requests: list[bytes] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://user:pa%40ss@127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        with client:
+            request = read_request(client)
+            self.requests.append(request)
+            line = request.split(b"\r\n", 1)[0].decode()
+            method, target, _ = line.split(" ")
+            if method == "CONNECT":
+                host, port = target.rsplit(":", 1)
+                upstream = socket.create_connection((host, int(port)))
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                _pipe(client, upstream)
+                return
+            url = httpx.URL(target)
+            with socket.create_connection((url.host, url.port or 80)) as upstream:
+                upstream.sendall(request.replace(target.encode(), url.raw_path, 1))
+                client.sendall(upstream.recv(65536))
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def _pipe(a: socket.socket, b: socket.socket) -> None:
+    def copy(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)  # the other side sees the end (close() would not)
+
+    back = threading.Thread(target=copy, args=(b, a), daemon=True)
+    back.start()
+    copy(a, b)
+    back.join(timeout=10)
+    b.close()
+
+
+_PROXY_PROBE = """
+import asyncio, sys, httpx
+from redline.providers.transport import PooledTransport
+
+async def go():
+    transport = PooledTransport(connect_timeout_s=5)
+    try:
+        answer = await transport.handle_async_request(httpx.Request("GET", sys.argv[1]))
+        print(answer.status_code, answer.content.decode())
+    except httpx.RequestError as exc:
+        print(type(exc).__name__, exc)
+    finally:
+        await transport.aclose()
+
+asyncio.run(go())
+"""
+
+
+def _through_proxy(url: str, proxy: Proxy, extra: dict[str, str]) -> str:
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    done = subprocess.run(
+        [sys.executable, "-c", _PROXY_PROBE, url],
+        env={**env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout.strip() or done.stderr
+
+
+def test_plain_http_goes_through_the_proxy_the_environment_names(
+    raw_server: ServerFactory,
+) -> None:
+    def serve(connection: socket.socket, _: int) -> None:
+        read_request(connection)
+        connection.sendall(ok(b"via proxy"))
+
+    server, proxy = raw_server(serve), Proxy()
+    try:
+        # NO_PROXY is cleared: loopback addresses bypass no proxy unless told to.
+        assert _through_proxy(server.url, proxy, {"HTTP_PROXY": proxy.url}) == "200 via proxy"
+        sent = proxy.requests[0]
+        assert sent.startswith(f"GET {server.url} HTTP/1.1".encode())
+        assert b"Proxy-Authorization: Basic " + base64.b64encode(b"user:pa@ss") in sent
+        direct = _through_proxy(
+            server.url, proxy, {"HTTP_PROXY": proxy.url, "NO_PROXY": "127.0.0.1"}
+        )
+        assert direct == "200 via proxy"
+        assert len(proxy.requests) == 1  # NO_PROXY: straight to the server
+    finally:
+        proxy.close()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_https_goes_through_a_connect_tunnel_and_still_verifies_the_origin(
+    https_server: tuple[str, Path],
+) -> None:
+    url, cert = https_server
+    proxy = Proxy()
+    try:
+        trusted = _through_proxy(url, proxy, {"HTTPS_PROXY": proxy.url, "SSL_CERT_FILE": str(cert)})
+        assert trusted == "200 hello"
+        port = httpx.URL(url).port
+        assert proxy.requests[0].startswith(f"CONNECT 127.0.0.1:{port} HTTP/1.1".encode())
+        refused = _through_proxy(url, proxy, {"HTTPS_PROXY": proxy.url, "SSL_CERT_FILE": ""})
+        assert refused.startswith("ConnectError") and "certificate" in refused.lower(), refused
+    finally:
+        proxy.close()

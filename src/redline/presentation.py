@@ -8,7 +8,7 @@ malformed in `redline show` reads the triage app's bar the same way.
 
 from __future__ import annotations
 
-from redline.deciding.cause import Cause
+from redline.deciding.causes import Cause
 from redline.running.records import CaseOutcome, RunResult, SampleRecord
 from redline.running.verdicts import Verdict
 

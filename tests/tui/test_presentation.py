@@ -8,8 +8,8 @@ from rich.style import Style
 from rich.text import Text
 from triage_store import _run_record
 
-from redline.cli.show import verdict_breakdown
-from redline.deciding.cause import Cause
+from redline.cli.output import verdict_breakdown
+from redline.deciding.causes import Cause
 from redline.presentation import CAUSE_STYLES, RESULT_STYLES, VERDICT_COLOURS
 from redline.running.records import RunResult, RunStatus, TriageRecord
 from redline.running.verdicts import VERDICT_ORDER, Verdict

@@ -14,7 +14,8 @@ from triage_store import RED_RUN
 
 from cause_repo import CASE, SUITE, History
 from cause_repo import prompt_regression as regression
-from redline.deciding.cause import ArmKind, Cause
+from redline.deciding.cause import ArmKind
+from redline.deciding.causes import Cause
 from redline.running import runner
 from redline.running.records import RunKind, RunRecord, RunStatus
 from redline_tui.app import TriageApp

@@ -14,12 +14,12 @@ from redline.deciding.cause import (
     ArmCounts,
     ArmKind,
     Bar,
-    Cause,
     Change,
     ChangeItem,
     Diagnosis,
     explain,
 )
+from redline.deciding.causes import Cause
 from redline.deciding.reference import Reference
 from redline.running.records import TriageRecord
 from redline.running.store import RunStore

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from redline.config import Config
-from redline.deciding.cause import ArmKind, Cause, Settings
+from redline.deciding.cause import ArmKind, Settings
+from redline.deciding.causes import Cause
 from redline.running.records import CaseRecord, RunRecord
 from redline_tui.cause_jobs import CauseJobs, case_key
 from redline_tui.messages import CaseKey, CauseProgressed

@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 
 from rich.text import Text
 
-from redline.deciding.cause import Cause, CauseProgress
+from redline.deciding.cause import CauseProgress
+from redline.deciding.causes import Cause
 from redline.deciding.groups import CaseTrend, Trend
 from redline.presentation import CAUSE_STYLES, OUTCOME_ORDER, VERDICT_SHORT_NAMES
 from redline.running.records import CaseRecord, TriageRecord

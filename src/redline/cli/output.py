@@ -14,11 +14,15 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from redline.presentation import VERDICT_STYLES
+from redline.running.verdicts import VERDICT_ORDER, Verdict
 
 #: Width of a console that is not a terminal: wider than any table redline prints.
 _UNBOUNDED = 100_000
@@ -93,3 +97,15 @@ def print_json(data: Any) -> None:
     """One JSON document on stdout (UTF-8, keys in a stable order)."""
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     sys.stdout.flush()
+
+
+def verdict_breakdown(verdicts: Mapping[Verdict, int]) -> Text:
+    """`ok 4 wrong 1 …` with only the non-zero verdicts, coloured."""
+    text = Text()
+    for v in VERDICT_ORDER:
+        n = verdicts.get(v, 0)
+        if n:
+            if text:
+                text.append(" ")
+            text.append(f"{v} {n}", style=VERDICT_STYLES[v])
+    return text

@@ -8,47 +8,28 @@ samples are stored and `--resume RUN_ID` completes the run.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.text import Text
 
-from redline.ci.shard import parse_shard
 from redline.cli import ExitCode
-from redline.cli.compare import comparison_exit, print_comparison
 from redline.cli.output import make_console
-from redline.cli.show import case_table, verdict_breakdown
+from redline.cli.progress import LiveProgress, PlainProgress
 from redline.config import Config, load_config
-from redline.deciding.compare import compare_runs
-from redline.deciding.quarantine import quarantined_cases
 from redline.errors import StoreMissing, UsageError, relpath
-from redline.presentation import result_headline_style
-from redline.running.against import against_options
-from redline.running.budget import budget_note
 from redline.running.exchange import check_out_dir, export_run
 from redline.running.options import RunOptions, resume_options
-from redline.running.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
-from redline.running.records import CaseOutcome, CaseRecord, RunKind, RunRecord, RunResult
-from redline.running.runner import RunProgress, estimate_run, run_model, run_suites, select_cases
+from redline.running.records import RunKind, RunRecord, RunResult
+from redline.running.runner import estimate_run, run_model, run_suites
 from redline.running.seeds import seed_warning
 from redline.running.store import RunStore, new_run_id
-from redline.running.usage import usage_of, usage_summary, usd
-from redline.running.verdicts import VERDICT_ORDER, Verdict
+from redline.running.usage import usd
+from redline.running.verdicts import Verdict
 from redline.suite.cases import Suite, load_suites
-from redline.textsafe import escape_output
 
 _EXIT = {
     RunResult.GREEN: ExitCode.GREEN,
@@ -56,7 +37,6 @@ _EXIT = {
     RunResult.INCONCLUSIVE: ExitCode.INCONCLUSIVE,
 }
 INTERRUPTED_EXIT = 130
-_STOPPING = "stopping: finished samples are stored; cancelling the requests in flight"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -187,24 +167,28 @@ def _run(args: argparse.Namespace) -> int:
     with RunStore.open(config.store_path) as store:
         reference = None
         if args.against:
+            from redline.running.against import against_options  # loads the comparison
+
             reference = store.run(args.against)
             options = against_options(store, reference, suites, options)
         if options.replay is None:
             options = check_cost(console, config, store, suites, options, assume_yes=args.yes)
         live = sys.stdout.isatty() and not args.quiet
         replay = options.replay
-        reporter = _LiveProgress(console, replay) if live else PlainProgress(replay)
+        reporter = LiveProgress(console, replay) if live else PlainProgress(replay)
         try:
             with reporter:
                 record = run_suites(suites, config, store, options, reporter.update)
         except KeyboardInterrupt:
             return _interrupted(store, options.resume or options.run_id)
-        _report_run(console, store, record, suites, options)
+        from redline.cli import run_summary  # after the run: not on the first request's path
+
+        run_summary.report_run(console, store, record, suites, options)
         if args.out is not None:
             export_run(store, record.id, args.out)
             console.print(Text(f"exported to {args.out}"))
         if reference is not None:
-            return _against_report(console, config, store, reference, record)
+            return run_summary.against_report(console, config, store, reference, record)
     assert record.result is not None
     return int(_EXIT[record.result])
 
@@ -237,54 +221,6 @@ def _interrupted(store: RunStore, run_id: str | None) -> int:
         file=sys.stderr,
     )
     return INTERRUPTED_EXIT
-
-
-def _report_run(
-    console: Console,
-    store: RunStore,
-    record: RunRecord,
-    suites: Sequence[Suite],
-    options: RunOptions,
-) -> None:
-    """The summary of a finished run, what it spent, and for a replay what it could not score."""
-    cases = store.cases(record.id)
-    _print_summary(console, record, cases)
-    spent = usage_of([u for per in store.usage(record.id).values() for u in per], None)
-    console.print(Text(usage_summary(spent), style="dim"))
-    if options.replay is None:
-        return
-    scored = {(c.suite, c.case_id) for c in cases}
-    unscored = [
-        f"{c.suite}/{c.id}"
-        for _, c in select_cases(suites, options)
-        if (c.suite, c.id) not in scored
-    ]
-    if unscored:
-        console.print(
-            Text(
-                f"not in the replayed run {options.replay}, so not scored: "
-                f"{', '.join(unscored)} (a replay calls no model; run them to score them)",
-                style="yellow",
-            )
-        )
-
-
-def _against_report(
-    console: Console, config: Config, store: RunStore, reference: RunRecord, record: RunRecord
-) -> int:
-    """The comparison with the reference run; its exit code unless this run is inconclusive."""
-    comparison = compare_runs(store, reference.id, record.id, config.price)
-    console.rule(Text(f"compared with run {reference.id}"))
-    print_comparison(console, comparison)
-    console.print(
-        Text(
-            f"for a pull request: redline compare {reference.id} {record.id} --format markdown",
-            style="dim",
-        )
-    )
-    if record.result is RunResult.INCONCLUSIVE:
-        return int(ExitCode.INCONCLUSIVE)
-    return int(comparison_exit(comparison))
 
 
 def check_cost(
@@ -379,11 +315,19 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         judge=args.judge,
         judge_blocks=args.judge_blocks,
         adaptive=args.adaptive,
-        shard=parse_shard(args.shard) if args.shard else None,
+        shard=_shard(args.shard),
         run_id=new_run_id(),
         budget=args.budget,
     )
     return options, paths
+
+
+def _shard(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    from redline.ci.shard import parse_shard  # CI only: kept off a plain run's start-up
+
+    return parse_shard(text)
 
 
 #: Flags a resumed run takes from its stored options, and those `--against` takes from its
@@ -436,229 +380,3 @@ def _suite_paths(args: argparse.Namespace, config: Config) -> list[Path]:
         parent = _stored_run(config, args.replay)
         stored = RunOptions.from_stored(parent.args).suite_paths(config)
     return list(args.suite_dirs) or stored or list(config.suites)
-
-
-def _counts_text(p: RunProgress) -> str:
-    return " ".join(f"{v} {p.verdicts.get(v, 0)}" for v in VERDICT_ORDER if p.verdicts.get(v))
-
-
-def _duration(seconds: float) -> str:
-    """`45s`, `3m 05s`, `1h 02m`: short enough for a progress line."""
-    total = round(seconds)
-    if total < 60:
-        return f"{total}s"
-    minutes, secs = divmod(total, 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
-
-
-def _rate_text(p: RunProgress) -> str:
-    """Samples per second, or seconds per sample when slower than one a second."""
-    if p.done == 0:
-        return "–"
-    if p.rate >= 1:
-        return f"{p.rate:.1f} samples/s"
-    return f"{p.elapsed_s / p.done:.1f} s/sample"
-
-
-def _eta_text(p: RunProgress) -> str:
-    eta = p.eta_s
-    return "ETA –" if eta is None else f"ETA {_duration(eta)}"
-
-
-def _now_text(p: RunProgress) -> str:
-    """The case in flight (the oldest), and how many others are."""
-    if not p.running:
-        return ""
-    more = f" (+{len(p.running) - 1} more)" if len(p.running) > 1 else ""
-    return f"now {escape_output(p.running[0], keep_layout=False)}{more}"
-
-
-def _start_line(p: RunProgress, replay: str | None) -> str:
-    if replay is not None:
-        return (
-            f"run {p.run_id}: replaying run {replay}: re-scoring {p.total} stored sample(s) "
-            "with today's assertions; no model is called"
-        )
-    return f"run {p.run_id}: {p.total} sample(s) to run"
-
-
-class PlainProgress:
-    """One line per tenth of the run (and the last), and one when a slow run goes quiet.
-
-    For CI logs and pipes: samples done, verdict counts, elapsed time, the observed rate,
-    the time left at that rate, and the case in flight.
-    """
-
-    #: A line at least this often (seconds) while samples finish, however slowly.
-    HEARTBEAT_S = 30.0
-
-    def __init__(self, replay: str | None = None) -> None:
-        self._next = self._step = 1
-        self._replay = replay
-        self._last_line = 0.0
-
-    def __enter__(self) -> PlainProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def update(self, p: RunProgress) -> None:
-        if p.stopping:
-            print(_STOPPING, file=sys.stderr, flush=True)
-            return
-        if p.done == 0 and p.last is None and not p.running:
-            print(_start_line(p, self._replay), flush=True)
-            self._next = self._step = max(1, math.ceil(p.total / 10))
-            self._last_line = time.monotonic()
-            return
-        if not p.running and p.done < p.total:
-            return  # between two samples: the next one's start tells which case is running
-        now = time.monotonic()
-        due = p.done >= self._next or now - self._last_line >= self.HEARTBEAT_S
-        if p.done > 0 and (due or p.done == p.total):
-            if p.done >= self._next:
-                self._next = p.done + self._step
-            self._last_line = now
-            parts = [
-                f"  {p.done}/{p.total} samples",
-                _counts_text(p),
-                _duration(p.elapsed_s),
-                _rate_text(p),
-            ]
-            if p.done < p.total:
-                parts += [_eta_text(p), _now_text(p)]
-            print("  ".join(part for part in parts if part), flush=True)
-
-
-class _LiveProgress:
-    """A rich progress bar: samples, verdict counts, elapsed, rate, ETA, the case in flight."""
-
-    def __init__(self, console: Console, replay: str | None = None) -> None:
-        self._progress = Progress(
-            TextColumn("[bold]run {task.fields[run_id]}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[counts]}"),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TextColumn("{task.fields[eta]}"),
-            TextColumn("{task.fields[now]}"),
-            console=console,
-            transient=False,
-        )
-        self._task: Any = None
-        self._last = 0.0
-        self._replay = replay
-
-    def __enter__(self) -> _LiveProgress:
-        self._progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
-
-    def update(self, p: RunProgress) -> None:
-        if p.stopping:
-            self._progress.console.print(Text(_STOPPING, style="yellow"))
-            return
-        if self._task is None:
-            self._progress.console.print(Text(_start_line(p, self._replay)))
-            self._task = self._progress.add_task(
-                "run", total=p.total, run_id=p.run_id, counts="", rate="", eta="", now=""
-            )
-        now = time.monotonic()
-        if p.done != p.total and now - self._last < 0.1:
-            return
-        self._last = now
-        self._progress.update(
-            self._task,
-            completed=p.done,
-            counts=verdict_breakdown(p.verdicts).markup,
-            rate=_rate_text(p),
-            eta=_eta_text(p) if p.done < p.total else "",
-            # Text, not markup: a case id is the user's text and may hold brackets.
-            now=Text(_now_text(p)).markup if p.done < p.total else "",
-        )
-
-
-def _print_summary(console: Console, record: RunRecord, cases: Sequence[CaseRecord]) -> None:
-    shard = record.args.get("shard")
-    if not cases and shard:
-        console.print(
-            Text(
-                f"run {record.id}: shard {shard[0]}/{shard[1]} owns no case of the selected "
-                "suites, so nothing ran; its empty result is green and `redline merge` "
-                "takes it like any other shard"
-            )
-        )
-        return
-    console.print(case_table(cases, title=f"run {record.id} ({record.kind})"))
-    totals = add_counts(c.verdicts for c in cases)
-    console.print(_result_line(record, cases, totals))
-    share = non_content_share(totals)
-    if share > MAX_NON_CONTENT_SHARE:
-        console.print(
-            Text(
-                f"{share:.0%} of samples are truncated or transport failures "
-                f"(limit {MAX_NON_CONTENT_SHARE:.0%}): this run cannot say anything about content",
-                style="yellow",
-            )
-        )
-    _print_budget_stop(console, record)
-    _print_judges(console, record)
-    held = quarantined_cases(record, cases)
-    if held:
-        console.print(Text("quarantined (reported, not counted in the result):", style="bold"))
-        for q in held:
-            style = "green" if q.passing_again else "yellow"
-            console.print(Text(f"  {q.case.suite}/{q.case.case_id}: {q.label}", style=style))
-    console.print(Text(f"details: redline show {record.id} [CASE]", style="dim"))
-
-
-def _result_line(
-    record: RunRecord, cases: Sequence[CaseRecord], totals: Mapping[Verdict, int]
-) -> Text:
-    """`run ID: red  5 case(s): 3 pass, 2 fail, 0 inconclusive  samples: ...`."""
-    failed = sum(c.result is CaseOutcome.FAIL for c in cases)
-    undecided = sum(c.result is CaseOutcome.INCONCLUSIVE for c in cases)
-    marginal = sum(c.result is CaseOutcome.MARGINAL for c in cases)
-    line = Text()
-    line.append(f"run {record.id}: ", style="bold")
-    line.append(str(record.result), style=result_headline_style(record.result))
-    line.append(
-        f"  {len(cases)} case(s): {len(cases) - failed - undecided - marginal} pass, "
-        f"{failed} fail, {undecided} inconclusive"
-        + (f", {marginal} marginal" if marginal else "")
-        + "  samples: "
-    )
-    line.append_text(verdict_breakdown(totals))
-    return line
-
-
-def _print_budget_stop(console: Console, record: RunRecord) -> None:
-    """When the budget stopped the run: what was not run, and how to finish it."""
-    note = budget_note(record.args)
-    if note is None:
-        return
-    console.print(Text(note, style="bold yellow"))
-    not_run = record.args["budget"].get("not_run_by_case") or {}
-    console.print(Text("not run: " + ", ".join(f"{k} ×{n}" for k, n in not_run.items())))
-    console.print(
-        Text(
-            f"to finish it with a new budget: redline run --resume {record.id} --budget USD",
-            style="dim",
-        )
-    )
-
-
-def _print_judges(console: Console, record: RunRecord) -> None:
-    for path, judge in (record.args.get("judges") or {}).items():
-        status = "trusted" if judge["trusted"] else "advisory"
-        effect = "blocks" if judge["blocks"] else "comments only"
-        console.print(
-            Text(f"judge {judge['rubric']} ({path}): {status}: {judge['reason']}; {effect}")
-        )

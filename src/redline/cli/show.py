@@ -7,7 +7,7 @@ characters and escape sequences are shown visibly, rich markup is never interpre
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -15,7 +15,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from redline.cli.output import add_format_option, make_console, make_table, print_json
+from redline.cli.output import (
+    add_format_option,
+    make_console,
+    make_table,
+    print_json,
+    verdict_breakdown,
+)
 from redline.config import Config, load_config
 from redline.errors import CaseInSeveralSuites, CaseNotFound, RedlineError, StoreMissing, UsageError
 from redline.presentation import (
@@ -28,7 +34,7 @@ from redline.running.budget import budget_note
 from redline.running.exchange import case_json, run_json, sample_json
 from redline.running.records import CaseRecord, CiOrigin, RunRecord, SampleRecord
 from redline.running.store import RunStore
-from redline.running.verdicts import VERDICT_ORDER, AssertionStatus, Verdict
+from redline.running.verdicts import AssertionStatus
 from redline.textsafe import escape_output
 
 RESULT_STYLES = OUTCOME_STYLES
@@ -161,18 +167,6 @@ def run_header(run: RunRecord, origin: CiOrigin | None = None) -> Text:
         text.append(f"\n{stopped}", style="bold yellow")
     if origin is not None:
         text.append(f"\npulled from {origin.label} ({origin.repo}) {origin.url}")
-    return text
-
-
-def verdict_breakdown(verdicts: Mapping[Verdict, int]) -> Text:
-    """`ok 4 wrong 1 …` with only the non-zero verdicts, coloured."""
-    text = Text()
-    for v in VERDICT_ORDER:
-        n = verdicts.get(v, 0)
-        if n:
-            if text:
-                text.append(" ")
-            text.append(f"{v} {n}", style=VERDICT_STYLES[v])
     return text
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from redline.casemodel import SUITE_FILE, prompt_file, suite_name
 from redline.config import PROVIDER_TYPES, Config, ModelRef, pinned_models
+from redline.deciding.causes import Cause
 from redline.deciding.reference import Reference, find_reference, red_run_commit
 from redline.deciding.stats import (
     at_least,
@@ -66,15 +67,6 @@ MIN_BATCH = 10
 NOISE_MIN_SAMPLES = 20
 #: Settings that change how each sample is generated: the reference prompt arm takes them too.
 _GENERATION_SETTINGS = {"suite max_tokens", "suite temperature"}
-
-
-class Cause(StrEnum):
-    PROMPT = "prompt"
-    MODEL = "model"
-    CASE = "case"
-    NOISE = "noise"
-    CASE_CHANGED = "case-changed"
-    UNDECIDED = "undecided"
 
 
 class Change(StrEnum):

@@ -1,25 +1,36 @@
-"""Build the provider for a pinned model, checking everything it needs before any request."""
+"""Build the provider for a pinned model, checking everything it needs before any request.
+
+Each kind of provider is imported when a model needs it: a run on a local model does not
+load the HTTP client, and the first request of an HTTP run does not wait for llama.cpp.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from redline.casemodel.values import is_whole
 from redline.config import Config, ModelRef, ProviderConfig
 from redline.errors import ConfigError
-from redline.providers.anthropic import AnthropicProvider
 from redline.providers.base import Provider
-from redline.providers.http_provider import HttpProvider
-from redline.providers.local import LOCAL_OPTIONS, LocalProvider, locate_model
-from redline.providers.openai import OpenAIProvider
 
-_OPTIONS: Mapping[str, frozenset[str]] = {
+if TYPE_CHECKING:
+    from redline.providers.http_provider import HttpProvider
+
+_HTTP_OPTIONS: Mapping[str, frozenset[str]] = {
     "openai": frozenset(),
     "anthropic": frozenset({"anthropic_version"}),
-    "local": LOCAL_OPTIONS,
 }
+
+
+def _known_options(kind: str) -> frozenset[str]:
+    if kind == "local":
+        from redline.providers.local import LOCAL_OPTIONS
+
+        return LOCAL_OPTIONS
+    return _HTTP_OPTIONS.get(kind, frozenset())
 
 
 def make_provider(
@@ -32,11 +43,12 @@ def make_provider(
     """
     settings = config.provider(model.provider)
     where = f"{config.source.name}: {config.table('providers', settings.name)}"
+    known = _known_options(settings.type)
     problems = [
         f"{where}: unknown option {key!r} for a {settings.type} provider"
-        f" (known: {', '.join(sorted(_OPTIONS.get(settings.type, ()))) or 'none'})"
+        f" (known: {', '.join(sorted(known)) or 'none'})"
         for key in settings.options
-        if key not in _OPTIONS.get(settings.type, frozenset())
+        if key not in known
     ]
     price = config.price(model.id)
     if settings.type == "local":
@@ -46,6 +58,8 @@ def make_provider(
                 problems.append(f"{where}: {option} must be a positive integer ({meaning})")
         if problems:
             raise ConfigError("\n".join(problems))
+        from redline.providers.local import LocalProvider, locate_model
+
         path = locate_model(model.name, config.root)
         return LocalProvider(model, settings, path=path, price=price)
 
@@ -56,8 +70,12 @@ def make_provider(
     assert base_url is not None
     kind: type[HttpProvider]
     if settings.type == "openai":
+        from redline.providers.openai import OpenAIProvider
+
         kind = OpenAIProvider
     elif settings.type == "anthropic":
+        from redline.providers.anthropic import AnthropicProvider
+
         kind = AnthropicProvider
     else:
         raise ConfigError(f"{where}: provider type {settings.type!r} is not supported")

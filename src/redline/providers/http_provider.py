@@ -27,7 +27,7 @@ from redline import __version__
 from redline.config import ModelRef, Price, ProviderConfig
 from redline.providers.completion import ChatRequest, Completion, FinishReason
 from redline.providers.retries import RetryPolicy
-from redline.providers.transport import AiohttpTransport
+from redline.providers.transport import PooledTransport
 
 USER_AGENT = f"redline/{__version__}"
 _BODY_SNIPPET = 300
@@ -72,7 +72,7 @@ class HttpProvider(ABC):
         self._price = price
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._transport = AiohttpTransport(connect_timeout_s=min(config.timeout_s, 10.0))
+        self._transport = PooledTransport(connect_timeout_s=min(config.timeout_s, 10.0))
         #: Built at the first request: the same for every request of this provider.
         self._url: httpx.URL | None = None
         self._headers: httpx.Headers | None = None

@@ -29,7 +29,8 @@ def _file_hash(path: Path) -> str:
 
 
 def _key(path: Path, base: Path) -> str:
-    return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+    """`path` relative to `base`, which the caller has resolved (once, not per file)."""
+    return Path(os.path.relpath(path.resolve(), base)).as_posix()
 
 
 def prompt_key(suite: Suite, part: str) -> str:
@@ -43,7 +44,7 @@ def suite_manifest(suite: Suite, model_id: str) -> dict[str, str]:
     `@model`, `@redline` and `@word-counting` hold the pinned model id, redline's
     version and the word-counting rule as written (a hash would only hide what changed).
     """
-    base = suite.path.parent
+    base = suite.path.parent.resolve()
     files = [suite.path / SUITE_FILE, *suite.prompt_files]
     for case in suite.cases:
         files.append(case.path)
@@ -64,7 +65,7 @@ def case_hash(case: Case) -> str:
     prompt is what a regression is measured against.
     """
     digest = hashlib.sha256()
-    base = case.path.parent
+    base = case.path.parent.resolve()
     for path in (case.path, *sorted(case.files)):
         name = _key(path, base).encode("utf-8")
         content = path.read_bytes()

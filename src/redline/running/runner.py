@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from redline import __version__
-from redline.ci.shard import select
 from redline.config import Config, ModelRef
 from redline.deciding.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
 from redline.errors import CaseNotFound, UsageError
@@ -173,6 +172,8 @@ def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Sui
     if options.shard is not None:
         # A shard may own no case (3 cases over 2 shards can all hash into one): that is
         # an empty, valid run, so the CI matrix job still exports a result to merge.
+        from redline.ci.shard import select  # CI only: kept off a plain run's start-up
+
         k, n = options.shard
         kept = {(c.suite, c.id) for c in select((c for _, c in chosen), k, n)}
         chosen = [(s, c) for s, c in chosen if (c.suite, c.id) in kept]

@@ -9,6 +9,7 @@ collected, with file:line:column and a hint, before anything runs.
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -234,11 +235,18 @@ class _SuiteLoader(NodeReader):
     ) -> None:
         super().__init__(problems)
         self.folder = folder.resolve()
+        self._cwd = Path.cwd().resolve()
         self.config = config
         #: Case files read from these texts instead of the disk (None: left out).
         self.overrides = {p.resolve(): t for p, t in (overrides or {}).items()}
 
     def show(self, path: Path) -> str:
+        """`path` as the user typed it (relative to the working directory when under it)."""
+        if path.is_absolute():
+            try:
+                return str(path.relative_to(self._cwd))
+            except ValueError:
+                pass
         return relpath(path)
 
     def load(self) -> Suite | None:
@@ -441,11 +449,15 @@ class _SuiteLoader(NodeReader):
     # -- cases ---------------------------------------------------------
 
     def case_files(self) -> list[Path]:
-        on_disk = {
-            p.resolve()
-            for p in self.folder.iterdir()
-            if p.is_file() and p.suffix in CASE_SUFFIXES and p.name != SUITE_FILE
-        }
+        with os.scandir(self.folder) as entries:
+            on_disk = {
+                # The folder is resolved: only a symlinked file needs resolving itself.
+                Path(entry.path).resolve() if entry.is_symlink() else self.folder / entry.name
+                for entry in entries
+                if entry.is_file()
+                and os.path.splitext(entry.name)[1] in CASE_SUFFIXES
+                and entry.name != SUITE_FILE
+            }
         planned = {
             p for p in self.overrides if p.parent == self.folder and p.suffix in CASE_SUFFIXES
         }
@@ -523,7 +535,7 @@ class _CaseLoader:
         """The case file as a mapping (from the disk, or from an edit not written yet)."""
         suite = self.suite
         shown = suite.show(self.path)
-        text = suite.overrides.get(self.path.resolve())
+        text = suite.overrides.get(self.path)  # case_files gives resolved paths
         root, more = load_file(self.path, shown) if text is None else load_text(text, shown)
         suite.problems.extend(more)
         if root is None:

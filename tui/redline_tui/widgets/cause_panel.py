@@ -11,13 +11,13 @@ from textual.widgets import Input, Label, ProgressBar, Static
 
 from redline.deciding.cause import (
     ArmCounts,
-    Cause,
     CauseProgress,
     ChangeItem,
     Diagnosis,
     Settings,
     p_value_label,
 )
+from redline.deciding.causes import Cause
 from redline.deciding.reference import Reference
 from redline.errors import RedlineError
 from redline.presentation import CAUSE_STYLES

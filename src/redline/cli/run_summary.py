@@ -1,0 +1,158 @@
+"""What `redline run` prints once the run is over: the case table, the result and why,
+what it spent, and with `--against` the comparison with the reference run.
+
+Its own module so that a run's first request does not wait for the comparison and table
+code to load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rich.console import Console
+from rich.text import Text
+
+from redline.cli import ExitCode
+from redline.cli.compare import comparison_exit, print_comparison
+from redline.cli.output import verdict_breakdown
+from redline.cli.show import case_table
+from redline.config import Config
+from redline.deciding.compare import compare_runs
+from redline.deciding.quarantine import quarantined_cases
+from redline.presentation import result_headline_style
+from redline.running.budget import budget_note
+from redline.running.options import RunOptions
+from redline.running.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
+from redline.running.records import CaseOutcome, CaseRecord, RunRecord, RunResult
+from redline.running.runner import select_cases
+from redline.running.store import RunStore
+from redline.running.usage import usage_of, usage_summary
+from redline.running.verdicts import Verdict
+from redline.suite.cases import Suite
+
+
+def report_run(
+    console: Console,
+    store: RunStore,
+    record: RunRecord,
+    suites: Sequence[Suite],
+    options: RunOptions,
+) -> None:
+    """The summary of a finished run, what it spent, and for a replay what it could not score."""
+    cases = store.cases(record.id)
+    _print_summary(console, record, cases)
+    spent = usage_of([u for per in store.usage(record.id).values() for u in per], None)
+    console.print(Text(usage_summary(spent), style="dim"))
+    if options.replay is None:
+        return
+    scored = {(c.suite, c.case_id) for c in cases}
+    unscored = [
+        f"{c.suite}/{c.id}"
+        for _, c in select_cases(suites, options)
+        if (c.suite, c.id) not in scored
+    ]
+    if unscored:
+        console.print(
+            Text(
+                f"not in the replayed run {options.replay}, so not scored: "
+                f"{', '.join(unscored)} (a replay calls no model; run them to score them)",
+                style="yellow",
+            )
+        )
+
+
+def against_report(
+    console: Console, config: Config, store: RunStore, reference: RunRecord, record: RunRecord
+) -> int:
+    """The comparison with the reference run; its exit code unless this run is inconclusive."""
+    comparison = compare_runs(store, reference.id, record.id, config.price)
+    console.rule(Text(f"compared with run {reference.id}"))
+    print_comparison(console, comparison)
+    console.print(
+        Text(
+            f"for a pull request: redline compare {reference.id} {record.id} --format markdown",
+            style="dim",
+        )
+    )
+    if record.result is RunResult.INCONCLUSIVE:
+        return int(ExitCode.INCONCLUSIVE)
+    return int(comparison_exit(comparison))
+
+
+def _print_summary(console: Console, record: RunRecord, cases: Sequence[CaseRecord]) -> None:
+    shard = record.args.get("shard")
+    if not cases and shard:
+        console.print(
+            Text(
+                f"run {record.id}: shard {shard[0]}/{shard[1]} owns no case of the selected "
+                "suites, so nothing ran; its empty result is green and `redline merge` "
+                "takes it like any other shard"
+            )
+        )
+        return
+    console.print(case_table(cases, title=f"run {record.id} ({record.kind})"))
+    totals = add_counts(c.verdicts for c in cases)
+    console.print(_result_line(record, cases, totals))
+    share = non_content_share(totals)
+    if share > MAX_NON_CONTENT_SHARE:
+        console.print(
+            Text(
+                f"{share:.0%} of samples are truncated or transport failures "
+                f"(limit {MAX_NON_CONTENT_SHARE:.0%}): this run cannot say anything about content",
+                style="yellow",
+            )
+        )
+    _print_budget_stop(console, record)
+    _print_judges(console, record)
+    held = quarantined_cases(record, cases)
+    if held:
+        console.print(Text("quarantined (reported, not counted in the result):", style="bold"))
+        for q in held:
+            style = "green" if q.passing_again else "yellow"
+            console.print(Text(f"  {q.case.suite}/{q.case.case_id}: {q.label}", style=style))
+    console.print(Text(f"details: redline show {record.id} [CASE]", style="dim"))
+
+
+def _result_line(
+    record: RunRecord, cases: Sequence[CaseRecord], totals: Mapping[Verdict, int]
+) -> Text:
+    """`run ID: red  5 case(s): 3 pass, 2 fail, 0 inconclusive  samples: ...`."""
+    failed = sum(c.result is CaseOutcome.FAIL for c in cases)
+    undecided = sum(c.result is CaseOutcome.INCONCLUSIVE for c in cases)
+    marginal = sum(c.result is CaseOutcome.MARGINAL for c in cases)
+    line = Text()
+    line.append(f"run {record.id}: ", style="bold")
+    line.append(str(record.result), style=result_headline_style(record.result))
+    line.append(
+        f"  {len(cases)} case(s): {len(cases) - failed - undecided - marginal} pass, "
+        f"{failed} fail, {undecided} inconclusive"
+        + (f", {marginal} marginal" if marginal else "")
+        + "  samples: "
+    )
+    line.append_text(verdict_breakdown(totals))
+    return line
+
+
+def _print_budget_stop(console: Console, record: RunRecord) -> None:
+    """When the budget stopped the run: what was not run, and how to finish it."""
+    note = budget_note(record.args)
+    if note is None:
+        return
+    console.print(Text(note, style="bold yellow"))
+    not_run = record.args["budget"].get("not_run_by_case") or {}
+    console.print(Text("not run: " + ", ".join(f"{k} ×{n}" for k, n in not_run.items())))
+    console.print(
+        Text(
+            f"to finish it with a new budget: redline run --resume {record.id} --budget USD",
+            style="dim",
+        )
+    )
+
+
+def _print_judges(console: Console, record: RunRecord) -> None:
+    for path, judge in (record.args.get("judges") or {}).items():
+        status = "trusted" if judge["trusted"] else "advisory"
+        effect = "blocks" if judge["blocks"] else "comments only"
+        console.print(
+            Text(f"judge {judge['rubric']} ({path}): {status}: {judge['reason']}; {effect}")
+        )
