@@ -20,8 +20,9 @@ them so (the machine may be shared; compare within one run).
   semantic                        one `mentions` check while two busy processes keep
                                   both cores busy: <= 50 ms; its own CPU and the tokens
                                   it encodes; spinning threads and one engine thread
-  embedded model                  tokens/s at 1, 2 and 4 slots; the Quickstart
-                                  (`redline run` of this repo's suites) <= 90 s
+  embedded model                  tokens/s at 1, 2, 4 and 8 slots; the Quickstart
+                                  (`redline run` of this repo's suites) <= 90 s, and
+                                  how many of its samples were stopped once settled
 """
 
 from __future__ import annotations
@@ -419,7 +420,7 @@ def bench_semantic() -> None:
 
 
 def bench_slots(repeat: int) -> None:
-    """Tokens/s with 1, 2 and 4 slots, each busy with 2 samples per slot (different
+    """Tokens/s with 1, 2, 4 and 8 slots, each busy with 2 samples per slot (different
     prompts: samples of one prompt would queue for the slot that read it); the slot
     counts take turns, `repeat` rounds, so a change in the machine's load hits them alike."""
     from redline.config import parse_config
@@ -428,7 +429,7 @@ def bench_slots(repeat: int) -> None:
     from redline.providers.factory import make_provider
 
     providers: dict[int, Provider] = {}
-    for slots in (1, 2, 4):
+    for slots in (1, 2, 4, 8):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "redline.toml"
             path.write_text(
@@ -489,6 +490,7 @@ def bench_quickstart() -> None:
         samples = [json.loads(line) for line in lines]
     generated = sum(s.get("output_tokens") or 0 for s in samples)
     prompts = sum(s.get("input_tokens") or 0 for s in samples)
+    stopped = sum(1 for s in samples if s.get("stopped_early"))
     report(
         "Quickstart (17 cases x 3 samples)",
         f"{run.wall_s:.0f} s",
@@ -509,6 +511,12 @@ def bench_quickstart() -> None:
         f"{run.cpu_s / max(generated, 1) * 1000:.1f} ms",
         "",
         f"{generated} generated, {prompts} prompt tokens",
+    )
+    report(
+        "  samples stopped once settled",
+        f"{stopped} of {len(samples)}",
+        "",
+        "stop_when_settled: generation ends once a verdict cannot change",
     )
 
 

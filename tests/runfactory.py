@@ -47,6 +47,8 @@ class CaseSpec:
     latency_ms: Sequence[float] | None = None
     input_tokens: int | None = None
     output_tokens: Sequence[int] | int | None = None
+    #: Per-sample reason redline stopped generating (None: the model finished).
+    stopped_early: Sequence[str | None] | None = None
 
 
 @dataclass
@@ -89,6 +91,7 @@ def _sample(spec: CaseSpec, run: RunSpec, index: int, verdict: Verdict) -> Sampl
         input_tokens=spec.input_tokens,
         output_tokens=tokens[index] if isinstance(tokens, Sequence) else tokens,
         error="connection reset" if verdict is TRANSPORT else None,
+        stopped_early=spec.stopped_early[index] if spec.stopped_early is not None else None,
         assertions=(
             tuple(spec.assertions[index])
             if spec.assertions is not None

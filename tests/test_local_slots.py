@@ -51,3 +51,41 @@ def test_one_prompt_alone_still_uses_every_copy() -> None:
     starts = _run(Copies(["first", "second"], slots_each=2), ["A"] * 4)
 
     assert [server for *_, server, _ in starts][:2] == ["first", "second"]
+
+
+def test_two_prompts_on_two_copies_use_both_copies_before_a_second_slot() -> None:
+    starts = _run(Copies(["first", "second"], slots_each=2), ["A", "B"], {"A": 0.2, "B": 0.2})
+
+    assert {key: server for key, server, _ in starts} == {"A": "first", "B": "second"}
+
+
+def test_a_freed_slot_prefers_a_prompt_with_the_system_prompt_it_just_read() -> None:
+    copies = Copies(["only"], slots_each=1)
+    order: list[str] = []
+
+    def sample(key: str, family: str) -> None:
+        with copies.turn(key, family):
+            order.append(key)
+            time.sleep(0.2 if key == "A" else 0.01)
+
+    with ThreadPoolExecutor(3) as pool:
+        for n, (key, family) in enumerate([("A", "support"), ("X", "invoice"), ("B", "support")]):
+            pool.submit(sample, key, family)
+            while copies.in_hand < n + 1:  # in line before the next arrives
+                time.sleep(0.001)
+
+    # B shares A's system prompt (the start of the slot's cached context): it goes before
+    # X, which arrived earlier.
+    assert order == ["A", "B", "X"]
+
+
+def test_once_every_copy_is_busy_a_free_slot_takes_a_running_prompts_sample() -> None:
+    # Copy "first" runs A (long); "second" runs B, then is busy with B's next sample.
+    # The third A would wait for A's slot; with a slot free and nothing else to do, it
+    # starts at once on a free slot instead (reading A again beats an idle slot).
+    keys, hold = ["A", "B", "B", "A"], {"A": 0.6, "B": 0.6}
+    starts = _run(Copies(["first", "second"], slots_each=2), keys, hold)
+
+    first_start = starts[0][2]
+    late_a = [t for key, _, t in starts if key == "A"][1]
+    assert late_a - first_start < 0.3

@@ -133,14 +133,14 @@ def test_real_model_samples_differ_by_seed_and_report_length(tmp_path: Path) -> 
     assert first.text != second.text
 
 
-def test_samples_in_flight_default_to_two_per_core_and_follow_the_config(
+def test_samples_in_flight_default_to_four_per_core_and_follow_the_config(
     tmp_path: Path,
 ) -> None:
     default = make_provider(_local_config(tmp_path).model("local"), _local_config(tmp_path))
     config = _local_config(tmp_path, extra="parallel = 3\n")
     pinned = make_provider(config.model("local"), config)
 
-    assert default_slots() == 2 * (os.cpu_count() or 1)
+    assert default_slots() == 4 * (os.cpu_count() or 1)
     assert default.max_parallel == 4 * default_slots()
     assert pinned.max_parallel == 4 * 3
 

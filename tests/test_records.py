@@ -111,7 +111,13 @@ def test_every_field_round_trips_through_store_export_import_pull_and_replay(
     assert replayed == sample.as_answer()
     assert replayed.text == AWKWARD
     answer = [f for f in record_fields(SampleRecord) if f.answer]
-    assert {f.answer for f in answer} >= {"text", "finish_reason", "cost", "attempts"}
+    assert {f.answer for f in answer} >= {
+        "text",
+        "finish_reason",
+        "cost",
+        "attempts",
+        "stopped_early",
+    }
     for f in answer:
         assert getattr(replayed, f.answer) == getattr(sample, f.name), f.name
         assert getattr(replayed, f.answer) != getattr(Completion("", None), f.answer), f.name

@@ -96,6 +96,9 @@ class Config:
     max_run_cost: float | None = None
     #: Ask on a terminal before a run whose estimated cost exceeds this (None: never ask).
     confirm_cost_above: float | None = None
+    #: Stop generating a sample once a failure no further text could undo settles its
+    #: verdict (providers that stream: the local model); False keeps whole failing outputs.
+    stop_when_settled: bool = True
     raw: Mapping[str, Any] = field(default_factory=dict)
     #: `raw` with where each value was written, for the sections read elsewhere (semantic).
     node: Node | None = field(default=None, compare=False, repr=False)
@@ -265,6 +268,7 @@ _TOP_KEYS = frozenset(
         "semantic",
         "max_run_cost",
         "confirm_cost_above",
+        "stop_when_settled",
     }
 )
 #: Keys of a provider table redline reads itself; any other key is passed to the provider.
@@ -296,11 +300,13 @@ def _build(root: Path, source: Path, table: Node) -> Config:
     confirm_cost_above = read.usd(table.get("confirm_cost_above"), "confirm_cost_above")
     concurrency = read.whole(table.get("concurrency"), "concurrency", 4, minimum=1)
     score_drop = read.score_drop(table.get("score_drop"))
+    stop_when_settled = read.boolean(table.get("stop_when_settled"), "stop_when_settled", True)
     suites = read.paths(table.get("suites"), "suites", list(DEFAULT_SUITES))
     store = read.text(table.get("store"), "store", ".redline/redline.db", ".redline/redline.db")
     if problems:
         raise ConfigError("\n".join(str(p) for p in sorted(problems)))
     assert concurrency is not None and score_drop is not None and store is not None
+    assert stop_when_settled is not None
     return Config(
         root=root,
         source=source,
@@ -313,6 +319,7 @@ def _build(root: Path, source: Path, table: Node) -> Config:
         score_drop=score_drop,
         max_run_cost=max_run_cost,
         confirm_cost_above=confirm_cost_above,
+        stop_when_settled=stop_when_settled,
         raw=table.plain(),
         node=table,
     )

@@ -9,7 +9,7 @@ malformed in `redline show` reads the triage app's bar the same way.
 from __future__ import annotations
 
 from redline.deciding.causes import Cause
-from redline.running.records import CaseOutcome, RunResult
+from redline.running.records import CaseOutcome, RunResult, SampleRecord
 from redline.running.verdicts import Verdict
 
 #: One colour per verdict, distinct from each other (the verdict bar is split by them) and
@@ -102,3 +102,16 @@ CAUSE_STYLES = {
 def result_headline_style(result: RunResult | None) -> str:
     """A finished run's result style; a run without a result (cut off) reads as inconclusive."""
     return RESULT_HEADLINE_STYLES[result or RunResult.INCONCLUSIVE]
+
+
+def stopped_early_note(sample: SampleRecord) -> str | None:
+    """Why a sample's output ends where it does when redline stopped generating it (the
+    verdict could no longer change); None when the model finished by itself."""
+    if sample.stopped_early is None:
+        return None
+    after = f" after {sample.output_tokens} tokens" if sample.output_tokens is not None else ""
+    return (
+        f"stopped early: redline ended the generation{after}, as no further text could "
+        f"change the verdict ({sample.stopped_early}); the output is what was written "
+        "until then (stop_when_settled = false keeps whole outputs)"
+    )

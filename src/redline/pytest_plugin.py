@@ -509,6 +509,7 @@ class _CaseRunner:
                 model_name=model.name,
                 judges=self.judge_session(suite),
                 redactor=KeyRedactor.from_config(self.config, os.environ),
+                stop_when_settled=self.config.stop_when_settled,
             )
         return self.pipelines[suite.name]
 

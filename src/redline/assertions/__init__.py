@@ -22,7 +22,12 @@ from redline.assertions.base import (
     register,
     registered_types,
 )
-from redline.assertions.evaluate import SampleEvaluation, evaluate_sample, evaluation_order
+from redline.assertions.evaluate import (
+    SampleEvaluation,
+    evaluate_sample,
+    evaluation_order,
+    settled_failure,
+)
 from redline.assertions.refusal import REFUSAL_PHRASES, detect_refusal
 
 _BUILTIN_MODULES = (deterministic, heuristic, numbers, python_expr, refusal)
@@ -52,4 +57,5 @@ __all__ = [
     "load_optional_types",
     "register",
     "registered_types",
+    "settled_failure",
 ]

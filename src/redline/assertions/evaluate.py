@@ -3,11 +3,11 @@ Layer 2, fail fast; A verdict per sample)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from redline.assertions.base import Assertion, Check, Sample
+from redline.assertions.base import COST_HEURISTIC, LAYER_1, Assertion, Check, Sample
 from redline.assertions.refusal import sample_refusal
 from redline.providers.completion import Completion, FinishReason
 from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
@@ -114,6 +114,38 @@ def evaluate_sample(case: Checked, completion: Completion) -> SampleEvaluation:
         settled=settled,
     )
     return SampleEvaluation(verdict, tuple(results), refusal is not None, settled, undecided)
+
+
+def settled_failure(case: Checked) -> Callable[[Completion], str | None] | None:
+    """What tells, while a sample is still being generated, that its verdict is settled.
+
+    The returned function takes the output so far (a cut-off completion) and answers the
+    failure no continuation could undo — prose before the JSON, a banned phrase already
+    written, a budget already spent, a token loop — as `check: reason`, or None while
+    the output could still pass. It runs only the case's Layer 1 checks that can settle
+    a verdict and are cheap enough to repeat every few tokens: those marked final, and
+    the parse and heuristic ones whose failure may be final; never a model or a judge.
+    Such a failure also settles the finished output's verdict (`evaluate_sample` on a
+    cut-off output), so stopping there changes no verdict. None when no check of the
+    case can settle one.
+    """
+    checks = [
+        a
+        for a in evaluation_order(case.assertions)
+        if a.layer == LAYER_1 and (a.final or a.cost <= COST_HEURISTIC)
+    ]
+    if not checks:
+        return None
+
+    def failure(partial: Completion) -> str | None:
+        sample = Sample(partial, case.vars, case.id, case.assertions)
+        for assertion in checks:
+            check = _run(assertion, sample)
+            if check.status is AssertionStatus.FAILED and (check.final or assertion.final):
+                return f"{assertion.describe()}: {check.reason}"
+        return None
+
+    return failure
 
 
 def _blocker(

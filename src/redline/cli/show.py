@@ -24,7 +24,12 @@ from redline.cli.output import (
 )
 from redline.config import Config, load_config
 from redline.errors import CaseInSeveralSuites, CaseNotFound, RedlineError, StoreMissing, UsageError
-from redline.presentation import OUTCOME_STYLES, VERDICT_STYLES, result_headline_style
+from redline.presentation import (
+    OUTCOME_STYLES,
+    VERDICT_STYLES,
+    result_headline_style,
+    stopped_early_note,
+)
 from redline.running.budget import budget_note
 from redline.running.exchange import case_json, run_json, sample_json
 from redline.running.records import CaseRecord, CiOrigin, RunRecord, SampleRecord
@@ -222,6 +227,9 @@ def print_sample(
     console.print(head)
     if sample.error:
         console.print(Text("error: " + escape_output(sample.error), style="yellow"))
+    stopped = stopped_early_note(sample)
+    if stopped is not None:
+        console.print(Text(escape_output(stopped, keep_layout=False), style="cyan"))
     for a in sample.assertions:
         line = Text("  ")
         line.append(f"{a.status:<11}", style=STATUS_STYLES[a.status])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -31,6 +32,12 @@ class ChatRequest:
     #: (suite, case id, sample index) this request draws: how a provider answering from
     #: stored evidence (a replay) finds the answer. Model providers ignore it.
     sample: tuple[str, str, int] | None = None
+    #: Asked during generation with the output so far (cut off, finish reason `length`):
+    #: why the sample's verdict can no longer change, or None while it still can. A
+    #: provider that streams stops generating once it answers; others ignore it.
+    settled: Callable[[Completion], str | None] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,10 @@ class Completion:
     extra: dict[str, object] = field(default_factory=dict)
     #: The provider refused the credentials (HTTP 401/403): no other request will fare better.
     credentials_rejected: bool = False
+    #: Why redline stopped generating before the model finished (the failure that settled
+    #: the verdict); None when the model finished or ran out of tokens by itself. The text
+    #: is what was generated up to the stop and `finish_reason` is `length`.
+    stopped_early: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -10,9 +10,13 @@ the same prompt side by side on several.
 So a model copy is handed at most as many samples as it has slots, and a free slot
 takes, in this order: the next sample of the prompt it has just finished (cached);
 the oldest sample whose prompt is not being decoded anywhere, preferably one that
-last ran on this copy; and, only when the copy is otherwise idle, any sample. One
-copy per core, each on one thread: a single-threaded llama.cpp never waits on other
-threads between the hundreds of small operations of a decoding step.
+shares the finished prompt's system prompt (its start is cached too), else one that
+last ran on this copy; and, only when the copy is otherwise idle or every copy is
+busy, any sample (at the end of a run, reading a prompt again beats an idle slot).
+A sample several copies could take goes to the one that has its prompt cached, else
+to the least busy (two samples on two copies decode faster than on one). One copy per
+core, each on one thread: a single-threaded llama.cpp never waits on other threads
+between the hundreds of small operations of a decoding step.
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ class Copy:
         self.server = server
         self.slots = slots
         self.running: dict[str, int] = {}
-        #: The prompt of the sample that last left a slot (its context holds it).
+        #: The prompt of the sample that last left a slot (its context holds it), and
+        #: that prompt's family (its system prompt: the start of the context).
         self.freed: str | None = None
+        self.freed_family: str | None = None
 
     @property
     def busy(self) -> int:
@@ -44,16 +50,17 @@ class Copies:
 
     def __init__(self, servers: list[Any], slots_each: int) -> None:
         self.copies = [Copy(server, slots_each) for server in servers]
-        self._waiting: list[tuple[int, str]] = []
+        self._waiting: list[tuple[int, str, str]] = []
         self._tickets = itertools.count()
         self._last_seen: dict[str, Copy] = {}
         self._changed = threading.Condition()
 
     @contextmanager
-    def turn(self, key: str) -> Iterator[Any]:
-        """Wait for a slot for a sample whose prompt is `key`; yields the server to call."""
+    def turn(self, key: str, family: str = "") -> Iterator[Any]:
+        """Wait for a slot for a sample whose prompt is `key` (and system prompt `family`);
+        yields the server to call."""
         with self._changed:
-            entry = (next(self._tickets), key)
+            entry = (next(self._tickets), key, family)
             self._waiting.append(entry)
             chosen: list[Copy] = []
 
@@ -62,7 +69,7 @@ class Copies:
                 return bool(chosen)
 
             self._changed.wait_for(picked)
-            copy = chosen[0]
+            copy = max(chosen, key=lambda c: self._fit(c, key))
             self._waiting.remove(entry)
             if copy.freed == key:
                 copy.freed = None
@@ -81,6 +88,7 @@ class Copies:
                 else:
                     del copy.running[key]
                 copy.freed = key
+                copy.freed_family = family
                 self._changed.notify_all()
 
     @property
@@ -89,7 +97,7 @@ class Copies:
         with self._changed:
             return len(self._waiting) + sum(c.busy for c in self.copies)
 
-    def _pick(self, copy: Copy) -> tuple[int, str] | None:
+    def _pick(self, copy: Copy) -> tuple[int, str, str] | None:
         """The waiting sample `copy`'s next free slot takes, if any."""
         if copy.busy >= copy.slots or not self._waiting:
             return None
@@ -98,9 +106,20 @@ class Copies:
                 return entry
         running = {key for c in self.copies for key in c.running}
         fresh = [entry for entry in self._waiting if entry[1] not in running]
+        if copy.freed_family:
+            for entry in fresh:
+                if entry[2] == copy.freed_family:
+                    return entry
         for entry in fresh:
             if self._last_seen.get(entry[1], copy) is copy:
                 return entry
         if fresh:
             return fresh[0]
-        return self._waiting[0] if copy.busy == 0 else None
+        if copy.busy == 0 or all(c.busy for c in self.copies):
+            return self._waiting[0]
+        return None
+
+    def _fit(self, copy: Copy, key: str) -> tuple[bool, bool, int]:
+        """How well `copy` suits a sample of `key`: its prompt cached there, last run
+        there, then the fewer samples already running on it."""
+        return (copy.freed == key, self._last_seen.get(key) is copy, -copy.busy)

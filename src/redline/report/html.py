@@ -10,7 +10,13 @@ from __future__ import annotations
 import html
 
 from redline.deciding.baseline import golden_diff
-from redline.presentation import OUTCOME_ORDER, RESULT_STYLES, VERDICT_COLOURS, WEB_COLOURS
+from redline.presentation import (
+    OUTCOME_ORDER,
+    RESULT_STYLES,
+    VERDICT_COLOURS,
+    WEB_COLOURS,
+    stopped_early_note,
+)
 from redline.report import CaseReport, RunReport, failed_assertions, previous_run_sentence
 from redline.running.budget import budget_note
 from redline.running.records import CaseOutcome, RunResult
@@ -211,6 +217,9 @@ def _case_detail(case: CaseReport) -> str:
         )
         if s.error:
             reasons += f"<li>error: {_e(s.error)}</li>"
+        stopped = stopped_early_note(s)
+        if stopped is not None:
+            reasons += f"<li>{_e(stopped)}</li>"
         diff = ""
         if case.golden is not None and s.verdict is not Verdict.OK:
             diff = (

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from redline.assertions import LAYER_1, SampleEvaluation, evaluate_sample
+from redline.assertions import LAYER_1, SampleEvaluation, evaluate_sample, settled_failure
 from redline.errors import CredentialsRejected
 from redline.providers.completion import ChatRequest, Completion
 from redline.redaction import KeyRedactor
@@ -54,6 +54,8 @@ class SamplePipeline:
     `judges` fills in the `judge` assertions (`--judge`); without it they stay skipped.
     `rejected` words the error raised when the provider refuses the key before it ever
     answered: every later request would be refused too, so drawing stops there.
+    `stop_when_settled` lets a provider that streams stop a sample once a failure no
+    further text could undo has settled its verdict (the configuration's key of that name).
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class SamplePipeline:
         judges: JudgeSession | None = None,
         redactor: KeyRedactor | None = None,
         rejected: Callable[[str], str] = _rejected_hint,
+        stop_when_settled: bool = True,
     ) -> None:
         self.provider = provider
         self.run_id = run_id
@@ -72,6 +75,7 @@ class SamplePipeline:
         self.judges = judges
         self.redactor = redactor or KeyRedactor()
         self.rejected = rejected
+        self.stop_when_settled = stop_when_settled
         #: The provider has answered at least once (so its key works).
         self.answered = False
 
@@ -91,6 +95,7 @@ class SamplePipeline:
             temperature=job.suite.temperature,
             seed=job.seed,
             sample=(job.case.suite, job.case.id, job.index),
+            settled=settled_failure(job.case) if self.stop_when_settled else None,
         )
 
     async def ask(self, job: SampleJob) -> Completion:

@@ -220,6 +220,9 @@ class SampleRecord:
     cost: float | None = field(default=None, metadata=answer())
     error: str | None = field(default=None, metadata=answer())
     attempts: int = field(default=1, metadata=answer())
+    #: Why redline stopped generating once the verdict could no longer change (the check
+    #: that settled it); None when the model finished or hit max_tokens by itself.
+    stopped_early: str | None = field(default=None, metadata=answer())
     #: Kept in the store's assertion table, one row each.
     assertions: tuple[AssertionResult, ...] = field(default=(), metadata=NOT_STORED)
     created_at: str = ""

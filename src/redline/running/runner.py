@@ -326,6 +326,7 @@ async def _execute(
         judges=judges,
         redactor=KeyRedactor.from_config(config, os.environ),
         rejected=state.rejected,
+        stop_when_settled=config.stop_when_settled,
     )
     if options.resume is None:
         store.begin_run(record)
@@ -462,14 +463,16 @@ class _Commits:
     """Finished samples on their way to the store: committed in batches, each sample
     counted as done (progress, schedule, budget) only once its commit returned.
 
-    A batch holds what finishes within `WINDOW_S` of its first sample: one commit
-    instead of one per sample while answers arrive together, and no worker waits for
-    it. With a budget each sample is committed on arrival, so it settles its cost
+    A batch holds what finished before the writer's next turn of the event loop (samples
+    whose answers arrived together): one commit instead of one per sample, no worker
+    waits for it, and no finished sample waits on a timer, so a kill loses no more than
+    committing each sample on its own would. With a budget each sample is committed on arrival, so it settles its cost
     before its worker asks the budget for the next sample.
     """
 
-    #: How long a finished sample waits for others to share its commit.
-    WINDOW_S = 0.01
+    #: How long a finished sample waits for others to share its commit: not at all
+    #: (one loop turn), so "a kill -9 loses no finished sample" holds as before.
+    WINDOW_S = 0.0
 
     def __init__(
         self, store: RunStore, jobs: _Schedule, state: _State, budget: Budget | None

@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from redline.deciding.baseline import GoldenReference
+from redline.presentation import stopped_early_note
 from redline.running.records import CaseRecord, RunRecord, SampleRecord
 from redline.textsafe import preview
 from redline_tui.context import TriageContext, rerun_label
@@ -29,6 +30,13 @@ def failing_reasons(sample: SampleRecord) -> list[str]:
     if sample.error:
         reasons.insert(0, f"error: {sample.error}")
     return reasons
+
+
+def _finish(sample: SampleRecord) -> str:
+    """Why the output ends: the finish reason, or `stopped` when redline ended it."""
+    if sample.stopped_early is not None:
+        return "stopped"
+    return sample.finish_reason.value if sample.finish_reason else "—"
 
 
 class SamplesRead(Message):
@@ -136,7 +144,7 @@ class OutputsScreen(CaseStepScreen):
                 Text(label),
                 str(sample.index),
                 verdict_badge(sample.verdict),
-                sample.finish_reason.value if sample.finish_reason else "—",
+                _finish(sample),
                 Text(preview("; ".join(reasons), 60)),
                 key=str(i),
             )
@@ -167,6 +175,9 @@ class OutputsScreen(CaseStepScreen):
         head.append("  " + "  ".join(m for m in meta if m))
         for reason in reasons:
             head.append("\n  " + preview(reason, 400))
+        stopped = stopped_early_note(sample)
+        if stopped is not None:
+            head.append("\n  " + preview(stopped, 600), style="cyan")
         self.reasons.update(head)
         self.panes.show(
             sample.output, self._golden, f"{label} sample {sample.index} [{sample.verdict}]"
