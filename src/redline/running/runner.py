@@ -466,8 +466,8 @@ class _Commits:
     A batch holds what finished before the writer's next turn of the event loop (samples
     whose answers arrived together): one commit instead of one per sample, no worker
     waits for it, and no finished sample waits on a timer, so a kill loses no more than
-    committing each sample on its own would. With a budget each sample is committed on arrival, so it settles its cost
-    before its worker asks the budget for the next sample.
+    committing each sample on its own would. With a budget each sample is committed on
+    arrival, so it settles its cost before its worker asks the budget for the next sample.
     """
 
     #: How long a finished sample waits for others to share its commit: not at all
