@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from casefiles import case_with, done
+from casefiles import case_with, done, write_suite
 from redline.assertions import evaluate_sample, settled_failure
 from redline.config import parse_config
 from redline.errors import ConfigError
@@ -228,6 +228,9 @@ def test_a_stop_setting_that_is_not_true_or_false_is_a_config_error_at_its_line(
         parse_config(path)
 
 
+_HEAD = "provenance: {ticket: T-1, reported: 2026-01-02, note: stop}\n"
+
+
 def _project(root: Path, *, stop: bool) -> None:
     setting = "" if stop else "stop_when_settled = false\n"
     (root / "redline.toml").write_text(
@@ -235,24 +238,18 @@ def _project(root: Path, *, stop: bool) -> None:
         "[providers.local]\nthreads = 2\n",
         encoding="utf-8",
     )
-    folder = root / "demo"
-    folder.mkdir(exist_ok=True)
-    (folder / "system.txt").write_text("You are a poet. Answer in verse.\n", encoding="utf-8")
-    (folder / "suite.yaml").write_text(
-        "name: demo\nprompt:\n  system: system.txt\n  user: '{{q}}'\n"
+    write_suite(
+        root,
+        {
+            "poem.yaml": f"id: poem\n{_HEAD}vars:\n  q: Write a poem about the sea.\n"
+            "assert:\n  - type: is-json\n",
+            "capital.yaml": f"id: capital\n{_HEAD}vars:\n  q: What is the capital of France?\n"
+            "assert:\n  - type: max-chars\n    value: 2000\n  - type: not-contains\n"
+            "    value: zqzqzq\n  - type: compression-ratio\n    value: 0.05\n",
+        },
+        suite_yaml="name: demo\nprompt:\n  system: system.txt\n  user: '{{q}}'\n"
         "model: local\nsamples: 2\ntier: quality\nmax_tokens: 40\nseed: 11\n",
-        encoding="utf-8",
-    )
-    head = "provenance: {ticket: T-1, reported: 2026-01-02, note: stop}\n"
-    (folder / "poem.yaml").write_text(
-        f"id: poem\n{head}vars:\n  q: Write a poem about the sea.\nassert:\n  - type: is-json\n",
-        encoding="utf-8",
-    )
-    (folder / "capital.yaml").write_text(
-        f"id: capital\n{head}vars:\n  q: What is the capital of France?\n"
-        "assert:\n  - type: max-chars\n    value: 2000\n  - type: not-contains\n"
-        "    value: zqzqzq\n  - type: compression-ratio\n    value: 0.05\n",
-        encoding="utf-8",
+        system="You are a poet. Answer in verse.\n",
     )
 
 

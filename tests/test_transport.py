@@ -68,7 +68,7 @@ def test_a_refused_connection_is_a_connect_error_naming_the_address() -> None:
         asyncio.run(go())
 
 
-_HTTPS_PROBE = """
+_GET_PROBE = """
 import asyncio, sys, httpx
 from redline.providers.transport import PooledTransport
 
@@ -84,6 +84,21 @@ async def go():
 
 asyncio.run(go())
 """
+
+
+def get_in_subprocess(url: str, env: dict[str, str]) -> str:
+    """GET `url` through a fresh PooledTransport in a new process whose environment has no
+    proxy or certificate settings but `env`; "status body", or "ErrorClass message"."""
+    own = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+    base = {k: v for k, v in os.environ.items() if k not in own and "proxy" not in k.lower()}
+    done = subprocess.run(
+        [sys.executable, "-c", _GET_PROBE, url],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout.strip() or done.stderr
 
 
 @pytest.fixture
@@ -129,20 +144,8 @@ def test_https_trusts_the_configured_certificates_and_refuses_others(
 ) -> None:
     """https verifies against httpx's trust store, SSL_CERT_FILE included."""
     url, cert = https_server
-    env = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
-
-    def probe(extra: dict[str, str]) -> str:
-        done = subprocess.run(
-            [sys.executable, "-c", _HTTPS_PROBE, url],
-            env={**env, **extra},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        return done.stdout.strip() or done.stderr
-
-    assert probe({"SSL_CERT_FILE": str(cert)}) == "200 hello"
-    refused = probe({})
+    assert get_in_subprocess(url, {"SSL_CERT_FILE": str(cert)}) == "200 hello"
+    refused = get_in_subprocess(url, {})
     assert refused.startswith("ConnectError"), refused
     assert "certificate" in refused.lower()
 
@@ -458,36 +461,6 @@ def _pipe(a: socket.socket, b: socket.socket) -> None:
     b.close()
 
 
-_PROXY_PROBE = """
-import asyncio, sys, httpx
-from redline.providers.transport import PooledTransport
-
-async def go():
-    transport = PooledTransport(connect_timeout_s=5)
-    try:
-        answer = await transport.handle_async_request(httpx.Request("GET", sys.argv[1]))
-        print(answer.status_code, answer.content.decode())
-    except httpx.RequestError as exc:
-        print(type(exc).__name__, exc)
-    finally:
-        await transport.aclose()
-
-asyncio.run(go())
-"""
-
-
-def _through_proxy(url: str, proxy: Proxy, extra: dict[str, str]) -> str:
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    done = subprocess.run(
-        [sys.executable, "-c", _PROXY_PROBE, url],
-        env={**env, **extra},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return done.stdout.strip() or done.stderr
-
-
 def test_plain_http_goes_through_the_proxy_the_environment_names(
     raw_server: ServerFactory,
 ) -> None:
@@ -498,13 +471,11 @@ def test_plain_http_goes_through_the_proxy_the_environment_names(
     server, proxy = raw_server(serve), Proxy()
     try:
         # NO_PROXY is cleared: loopback addresses bypass no proxy unless told to.
-        assert _through_proxy(server.url, proxy, {"HTTP_PROXY": proxy.url}) == "200 via proxy"
+        assert get_in_subprocess(server.url, {"HTTP_PROXY": proxy.url}) == "200 via proxy"
         sent = proxy.requests[0]
         assert sent.startswith(f"GET {server.url} HTTP/1.1".encode())
         assert b"Proxy-Authorization: Basic " + base64.b64encode(b"user:pa@ss") in sent
-        direct = _through_proxy(
-            server.url, proxy, {"HTTP_PROXY": proxy.url, "NO_PROXY": "127.0.0.1"}
-        )
+        direct = get_in_subprocess(server.url, {"HTTP_PROXY": proxy.url, "NO_PROXY": "127.0.0.1"})
         assert direct == "200 via proxy"
         assert len(proxy.requests) == 1  # NO_PROXY: straight to the server
     finally:
@@ -518,11 +489,11 @@ def test_https_goes_through_a_connect_tunnel_and_still_verifies_the_origin(
     url, cert = https_server
     proxy = Proxy()
     try:
-        trusted = _through_proxy(url, proxy, {"HTTPS_PROXY": proxy.url, "SSL_CERT_FILE": str(cert)})
+        trusted = get_in_subprocess(url, {"HTTPS_PROXY": proxy.url, "SSL_CERT_FILE": str(cert)})
         assert trusted == "200 hello"
         port = httpx.URL(url).port
         assert proxy.requests[0].startswith(f"CONNECT 127.0.0.1:{port} HTTP/1.1".encode())
-        refused = _through_proxy(url, proxy, {"HTTPS_PROXY": proxy.url, "SSL_CERT_FILE": ""})
+        refused = get_in_subprocess(url, {"HTTPS_PROXY": proxy.url})
         assert refused.startswith("ConnectError") and "certificate" in refused.lower(), refused
     finally:
         proxy.close()

@@ -96,7 +96,7 @@ def evaluate_sample(case: Checked, completion: Completion) -> SampleEvaluation:
             check = Check(AssertionStatus.SKIPPED, f"not run: {blocked}")
         else:
             check = _run(assertion, sample)
-            if check.status is AssertionStatus.FAILED and (check.final or assertion.final):
+            if _settles(assertion, check):
                 settled = True
                 final.add(assertion.index)
         results.append(_result(assertion, check))
@@ -141,11 +141,16 @@ def settled_failure(case: Checked) -> Callable[[Completion], str | None] | None:
         sample = Sample(partial, case.vars, case.id, case.assertions)
         for assertion in checks:
             check = _run(assertion, sample)
-            if check.status is AssertionStatus.FAILED and (check.final or assertion.final):
+            if _settles(assertion, check):
                 return f"{assertion.describe()}: {check.reason}"
         return None
 
     return failure
+
+
+def _settles(assertion: Assertion, check: Check) -> bool:
+    """A failure no continuation of the output could undo."""
+    return check.status is AssertionStatus.FAILED and (check.final or assertion.final)
 
 
 def _blocker(

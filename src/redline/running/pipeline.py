@@ -76,6 +76,8 @@ class SamplePipeline:
         self.redactor = redactor or KeyRedactor()
         self.rejected = rejected
         self.stop_when_settled = stop_when_settled
+        #: Each case's settled check, built once (not for every sample it draws).
+        self._settled: dict[tuple[str, str], Callable[[Completion], str | None] | None] = {}
         #: The provider has answered at least once (so its key works).
         self.answered = False
 
@@ -95,8 +97,16 @@ class SamplePipeline:
             temperature=job.suite.temperature,
             seed=job.seed,
             sample=(job.case.suite, job.case.id, job.index),
-            settled=settled_failure(job.case) if self.stop_when_settled else None,
+            settled=self._settled_check(job),
         )
+
+    def _settled_check(self, job: SampleJob) -> Callable[[Completion], str | None] | None:
+        if not self.stop_when_settled:
+            return None
+        key = (job.case.suite, job.case.id)
+        if key not in self._settled:
+            self._settled[key] = settled_failure(job.case)
+        return self._settled[key]
 
     async def ask(self, job: SampleJob) -> Completion:
         completion = await self.provider.complete(self.request(job))

@@ -470,10 +470,6 @@ class _Commits:
     arrival, so it settles its cost before its worker asks the budget for the next sample.
     """
 
-    #: How long a finished sample waits for others to share its commit: not at all
-    #: (one loop turn), so "a kill -9 loses no finished sample" holds as before.
-    WINDOW_S = 0.0
-
     def __init__(
         self, store: RunStore, jobs: _Schedule, state: _State, budget: Budget | None
     ) -> None:
@@ -502,7 +498,7 @@ class _Commits:
         while self.workers > 0 or self.pending:
             await self._wake.wait()
             if self.pending:
-                await asyncio.sleep(self.WINDOW_S)
+                await asyncio.sleep(0)  # one loop turn: answers that arrived with it
             self._wake.clear()
             self.flush()
 
