@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from redline.cli import main
-from redline.providers.completion import Completion
+from redline.providers.completion import Completion, FinishReason
+from redline.providers.messages import Step, ToolCall, ToolResult
 from redline.providers.replay import ReplayProvider
 from redline.running.exchange import add_export, read_zip, record_from_json, record_json
 from redline.running.records import (
@@ -34,6 +35,10 @@ from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
 from runfactory import write_config
 
 RUN = "feedc0ffee01"
+_CALLS = (
+    ToolCall("c1", "lookup", '{"order": "A-1", "note": "[bold]x[/] ünï"}'),
+    ToolCall("c2", "refund", "{not json"),
+)
 #: Values a store or an export could mangle: a lone surrogate, NUL, markup, newlines.
 AWKWARD = "line 1\n[bold]x[/] \x00 \ud800 ünï"
 
@@ -51,6 +56,13 @@ def _value(f: RecordField, n: int) -> Any:
         return {"nested": {"list": [1, 2]}, "n": n}
     if f.kind is FieldKind.COUNTS:
         return {v: i + 1 for i, v in enumerate(Verdict)}
+    if f.kind is FieldKind.RECORDS and f.type is ToolCall:
+        return _CALLS
+    if f.kind is FieldKind.RECORDS and f.type is Step:
+        return (
+            Step("", FinishReason.TOOL_CALLS, _CALLS, (ToolResult("c1", "lookup", AWKWARD),), 9),
+            Step(AWKWARD, FinishReason.STOP, latency_ms=3.5, cost=0.25),
+        )
     if f.kind is FieldKind.RECORDS:
         return (
             AssertionResult(0, "contains", AssertionStatus.PASSED, "found", 0.75, 0.5, True),

@@ -25,6 +25,8 @@ FILE_REF = "file://"
 TIERS = ("contract", "quality")
 DEFAULT_SAMPLES = 5
 DEFAULT_TIER = "contract"
+#: Requests a tool loop may make before redline stops it (`max_steps:`).
+DEFAULT_MAX_STEPS = 8
 
 #: Suite keys that change what the model is asked or how it samples (a prompt change when
 #: edited: a new seed draws new outputs as surely as a new prompt does).
@@ -343,6 +345,7 @@ __all__ = [
     "CASE_SUFFIXES",
     "COMMON_KEYS",
     "DEFAULT_DISTINCT_N",
+    "DEFAULT_MAX_STEPS",
     "DEFAULT_MENTION_THRESHOLD",
     "DEFAULT_SAMPLES",
     "DEFAULT_TIER",

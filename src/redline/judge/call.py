@@ -22,6 +22,7 @@ from redline.providers.base import Provider
 from redline.providers.completion import ChatRequest, FinishReason
 from redline.providers.factory import make_provider
 from redline.providers.http_provider import Answer
+from redline.providers.messages import ResponseFormat
 
 #: The tool an Anthropic judge is forced to call; its input is the answer object.
 JUDGE_TOOL = "record_judgement"
@@ -42,7 +43,7 @@ def judge_request(
         max_tokens=rubric.max_tokens,
         temperature=rubric.temperature,
         seed=seed,
-        response_schema=answer_schema(rubric),
+        response_format=ResponseFormat(answer_schema(rubric)),
     )
 
 
@@ -107,12 +108,12 @@ class ToolCallAnthropicProvider(AnthropicProvider):
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         body = super().payload(request)
-        if request.response_schema is not None:
+        if request.response_format is not None:
             body["tools"] = [
                 {
                     "name": JUDGE_TOOL,
                     "description": "Record the judgement of the text against the rubric.",
-                    "input_schema": request.response_schema,
+                    "input_schema": request.response_format.schema,
                 }
             ]
             body["tool_choice"] = {"type": "tool", "name": JUDGE_TOOL}

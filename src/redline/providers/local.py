@@ -253,10 +253,10 @@ class LocalProvider:
         }
         if request.temperature is not None:
             body["temperature"] = request.temperature
-        if request.response_schema is not None:
+        if request.response_format is not None:
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"schema": request.response_schema},
+                "json_schema": {"schema": dict(request.response_format.schema)},
             }
         prompt = f"{hash((request.system, request.user)):x}"
         with loaded.copies.turn(prompt, family=f"{hash(request.system):x}") as server:

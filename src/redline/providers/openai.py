@@ -41,10 +41,10 @@ class OpenAIProvider(HttpProvider):
             body["temperature"] = request.temperature
         if request.seed is not None:
             body["seed"] = request.seed
-        if request.response_schema is not None:
+        if request.response_format is not None:
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "response", "schema": request.response_schema},
+                "json_schema": {"name": "response", "schema": dict(request.response_format.schema)},
             }
         return body
 

@@ -28,6 +28,7 @@ from enum import Enum, StrEnum
 from typing import Any
 
 from redline.providers.completion import Completion, FinishReason
+from redline.providers.messages import LoopEnd, Step, ToolCall
 from redline.running.verdicts import AssertionResult, Verdict
 
 
@@ -84,7 +85,7 @@ class FieldKind(Enum):
     STRINGS = "strings"  # tuple[str, ...]
     MAPPING = "mapping"  # a JSON object
     COUNTS = "counts"  # verdict → count
-    RECORDS = "records"  # a tuple of nested records (assertion results)
+    RECORDS = "records"  # a tuple of nested records (assertion results, tool calls, steps)
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,13 @@ class SampleRecord:
     #: Kept in the store's assertion table, one row each.
     assertions: tuple[AssertionResult, ...] = field(default=(), metadata=NOT_STORED)
     created_at: str = ""
+    #: The function calls of the (last) answer, exactly as received: id, name, raw arguments.
+    tool_calls: tuple[ToolCall, ...] = field(default=(), metadata=answer())
+    #: Every request of the sample's tool loop with what came back and the fixture answers
+    #: sent; empty when the case plays no loop.
+    steps: tuple[Step, ...] = field(default=(), metadata=answer())
+    #: How the tool loop ended (None: no loop).
+    loop_end: LoopEnd | None = None
 
     @classmethod
     def of_answer(cls, completion: Completion, **fields: Any) -> SampleRecord:
@@ -236,6 +244,20 @@ class SampleRecord:
     def as_answer(self) -> Completion:
         """The completion this sample stored, raw output untouched (what a replay serves)."""
         return Completion(**{f.answer: getattr(self, f.name) for f in _ANSWER_FIELDS})
+
+
+def step_completion(step: Step) -> Completion:
+    """One stored step of a tool loop as the completion that answered it."""
+    return Completion(
+        text=step.output,
+        finish_reason=step.finish_reason,
+        input_tokens=step.input_tokens,
+        output_tokens=step.output_tokens,
+        latency_ms=step.latency_ms,
+        cost=step.cost,
+        error=step.error,
+        tool_calls=step.tool_calls,
+    )
 
 
 @dataclass(frozen=True)

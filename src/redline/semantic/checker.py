@@ -41,6 +41,7 @@ from redline.judge.answer import parse_structured
 from redline.judge.call import judge_provider
 from redline.providers.base import Provider
 from redline.providers.completion import ChatRequest, Completion
+from redline.providers.messages import ResponseFormat
 from redline.semantic.embeddings import BackendUnavailable
 from redline.semantic.nli import CONTRADICTION, ENTAILMENT, NEUTRAL, Entailment
 from redline.suite.templates import fill
@@ -420,7 +421,7 @@ class ModelChecker:
             # is cut (and reported malformed) quickly instead of at a large budget.
             max_tokens=min(self.max_tokens, _TOKENS_BASE + _TOKENS_PER_ITEM * items),
             temperature=0.0,
-            response_schema=schema,
+            response_format=ResponseFormat(schema),
         )
         completion = _run_sync(self._complete(request))
         self.calls += 1

@@ -25,6 +25,7 @@ from redline.casemodel import (
     CASE_KEYS,
     CASE_SUFFIXES,
     COMMON_KEYS,
+    DEFAULT_MAX_STEPS,
     DEFAULT_SAMPLES,
     DEFAULT_TIER,
     FROZEN_SEED,
@@ -42,6 +43,13 @@ from redline.casemodel import (
 from redline.casemodel.effective import default_required
 from redline.casemodel.values import is_whole
 from redline.errors import Problem, ProblemsError, relpath
+from redline.providers.messages import (
+    Message,
+    ResponseFormat,
+    ToolChoice,
+    ToolDefinition,
+    ToolFixture,
+)
 from redline.running.outcome import scale_required
 from redline.running.sequential import (
     MAX_MARGIN,
@@ -113,6 +121,19 @@ class Case:
     golden: str | None = None
     #: Runs and reports, but cannot turn a run red until `quarantine.until` has passed.
     quarantine: Quarantine | None = None
+    #: The case's conversation (`messages:`), after the suite's shared messages; empty for
+    #: a one-turn case (the suite's `prompt.user` is then the user turn).
+    messages: tuple[Message, ...] = ()
+    #: Offline answers for the tools the model calls (`tool_results:`): given any, redline
+    #: plays the tool loop until a final answer, an unanswered call or `max_steps`.
+    tool_results: tuple[ToolFixture, ...] = ()
+    max_steps: int = DEFAULT_MAX_STEPS
+    #: The case's own structured-output schema, replacing the suite's.
+    response_format: ResponseFormat | None = None
+
+    @property
+    def plays_loop(self) -> bool:
+        return bool(self.tool_results)
 
     def required_for(self, n: int) -> int:
         """The same pass-rate bar at `n` samples (a rerun with more samples)."""
@@ -138,6 +159,11 @@ class Suite:
     retired_files: tuple[Path, ...] = field(default=())
     #: `seed: frozen` (0) or a base integer: seeds fixed per (case, sample index) across runs.
     seed: int | None = None
+    #: Messages every case's conversation starts with (after the system prompt).
+    messages: tuple[Message, ...] = ()
+    tools: tuple[ToolDefinition, ...] = ()
+    tool_choice: ToolChoice | None = None
+    response_format: ResponseFormat | None = None
 
     def render(self, case: Case) -> tuple[str, str]:
         """(system text, user text) with the case's `{{var}}` values filled in verbatim."""
