@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from redline.casemodel import assertion_model, declared_types
 from redline.errors import Problem
 from redline.providers.completion import Completion
+from redline.providers.messages import ResponseFormat, ToolCall, ToolDefinition
 from redline.running.verdicts import AssertionStatus
 from redline.suite.reading import NodeReader
 from redline.suite.templates import fill
@@ -31,6 +32,8 @@ from redline.suite.words import words as split_words
 from redline.suite.yamlsource import FILE_REF, Node, read_verbatim
 
 if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
     from redline.config import Config
 
 LAYER_1 = 1
@@ -89,6 +92,14 @@ class Sample:
     def text(self) -> str:
         """The raw output exactly as the provider returned it."""
         return self.completion.text
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """Every function call of the sample, in order: each step's, for a tool loop."""
+        steps = self.completion.steps
+        if not steps:
+            return self.completion.tool_calls
+        return self.cached("tool-calls", lambda s: tuple(c for st in steps for c in st.tool_calls))
 
     @property
     def json(self) -> Any:
@@ -232,6 +243,8 @@ class Spec:
         config: Config | None = None,
         display: Callable[[Path], str] = str,
         probe_backends: bool = True,
+        tools: Sequence[ToolDefinition] = (),
+        response_format: ResponseFormat | None = None,
     ) -> None:
         self.type_name = type_name
         self.node = node
@@ -244,6 +257,11 @@ class Spec:
         #: never starts with a check nobody can answer; `assert_behavior`: no, it reports
         #: the check as unavailable when it runs).
         self.probe_backends = probe_backends
+        #: The tools the suite declares (what `tool-args-valid` checks calls against).
+        self.tools: Sequence[ToolDefinition] = tools
+        #: The structured-output schema the case's requests carry (`is-json` without a
+        #: schema of its own checks against it).
+        self.response_format = response_format
         self.problems: list[Problem] = []
         self._reader = NodeReader(self.problems, label=f"{type_name}: ")
         #: Files this assertion reads (schemas, sources): part of the case hash.
@@ -313,6 +331,41 @@ class Spec:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             self.problem(f"{self.display(path)} is not valid JSON: {exc}", "fix the JSON file", key)
             return None
+
+    def schema(self, key: str) -> Validator | None:
+        """A JSON Schema written inline or as a `file://` reference, checked and compiled;
+        None (with a problem) when it is unusable."""
+        node = self.node.get(key)
+        if node is not None and node.is_map:
+            return self.validator(node.plain(), key)
+        before = len(self.problems)
+        schema = self.json_file(key)
+        if len(self.problems) > before:
+            return None
+        return self.validator(schema, key)
+
+    def validator(self, schema: Any, key: str) -> Validator | None:
+        """A validator for `schema`; None (with a problem) when it is no JSON Schema."""
+        if not isinstance(schema, dict):
+            self.problem("the schema must be a JSON object", "", key)
+            return None
+        # jsonschema loads only for a case that names a schema (it is slow to import).
+        from jsonschema import SchemaError
+        from jsonschema.validators import validator_for
+
+        validator_class = validator_for(schema)
+        try:
+            validator_class.check_schema(schema)
+        except SchemaError as exc:
+            where = "/".join(str(p) for p in exc.path) or "(root)"
+            self.problem(
+                f"invalid JSON Schema at {where}: {exc.message}",
+                f"fix the schema (checked as {validator_class.__name__})",
+                key,
+            )
+            return None
+        validator: Validator = validator_class(schema)
+        return validator
 
     def number(
         self,

@@ -33,6 +33,17 @@ def _preview(text: str, limit: int = 60) -> str:
     return repr(shown)
 
 
+def schema_problem(validator: Validator, value: Any) -> str | None:
+    """Where and why `value` does not match the schema (its best error), or None."""
+    from jsonschema.exceptions import best_match
+
+    problem = best_match(validator.iter_errors(value))
+    if problem is None:
+        return None
+    where = "/".join(str(p) for p in problem.absolute_path) or "(root)"
+    return f"at {where}: {problem.message}"
+
+
 @register("is-json")
 class IsJson(Assertion):
     """The whole output is JSON (a sentence around it fails), optionally valid against a schema.
@@ -56,30 +67,18 @@ class IsJson(Assertion):
             spec.problem("give the schema once, as `value:` or `schema:`", "remove one", "schema")
             return None
         if not spec.has(key):
-            return cls(spec, None, "")
+            if spec.response_format is None:
+                return cls(spec, None, "")
+            validator = spec.validator(dict(spec.response_format.schema), "type")
+            return None if validator is None else cls(spec, validator, "the response format")
         before = len(spec.problems)
         schema = spec.json_file(key)
         if len(spec.problems) > before:
             return None
-        if not isinstance(schema, dict):
-            spec.problem("the schema file must hold a JSON object", "", key)
+        validator = spec.validator(schema, key)
+        if validator is None:
             return None
-        # jsonschema loads only for a case that names a schema (it is slow to import).
-        from jsonschema import SchemaError
-        from jsonschema.validators import validator_for
-
-        validator_class = validator_for(schema)
-        try:
-            validator_class.check_schema(schema)
-        except SchemaError as exc:
-            where = "/".join(str(p) for p in exc.path) or "(root)"
-            spec.problem(
-                f"invalid JSON Schema at {where}: {exc.message}",
-                f"fix the schema file (checked as {validator_class.__name__})",
-                key,
-            )
-            return None
-        return cls(spec, validator_class(schema), spec.files[-1].name)
+        return cls(spec, validator, spec.files[-1].name)
 
     def check(self, sample: Sample) -> Check:
         error = sample.json_error
@@ -91,14 +90,9 @@ class IsJson(Assertion):
             )
         if self.validator is None:
             return Check.ok("valid JSON")
-        from jsonschema.exceptions import best_match
-
-        problem = best_match(self.validator.iter_errors(sample.json))
+        problem = schema_problem(self.validator, sample.json)
         if problem is not None:
-            where = "/".join(str(p) for p in problem.absolute_path) or "(root)"
-            return Check.fail(
-                f"JSON does not match {self.schema_name} at {where}: {problem.message}"
-            )
+            return Check.fail(f"JSON does not match {self.schema_name} {problem}")
         return Check.ok(f"valid JSON matching {self.schema_name}")
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Mapping, Sequence
 from types import CodeType, SimpleNamespace
 from typing import Any
 
@@ -52,7 +53,7 @@ _RE = SimpleNamespace(
     IGNORECASE=re.IGNORECASE,
     I=re.IGNORECASE,
 )
-_NAMES = frozenset({"output", "json", "vars", "re", *_BUILTINS})
+_NAMES = ("output", "json", "vars", "re")
 _FORBIDDEN_ATTRIBUTES = frozenset(
     {
         "format",
@@ -71,7 +72,7 @@ _FORBIDDEN_ATTRIBUTES = frozenset(
 )
 
 
-def _refusal_of(tree: ast.Expression) -> tuple[str, ast.AST] | None:
+def _refusal_of(tree: ast.Expression, names: Sequence[str]) -> tuple[str, ast.AST] | None:
     """The first construct the restricted namespace does not allow, with its node."""
     bound = {
         n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
@@ -86,8 +87,8 @@ def _refusal_of(tree: ast.Expression) -> tuple[str, ast.AST] | None:
         if isinstance(node, ast.Name):
             if node.id.startswith("_"):
                 return f"name {node.id!r} is not allowed", node
-            if node.id not in _NAMES and node.id not in bound:
-                allowed = "output, json, vars, re"
+            if node.id not in names and node.id not in _BUILTINS and node.id not in bound:
+                allowed = ", ".join(names)
                 return f"unknown name {node.id!r} (available: {allowed} and basic builtins)", node
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("_") or node.attr in _FORBIDDEN_ATTRIBUTES:
@@ -95,6 +96,39 @@ def _refusal_of(tree: ast.Expression) -> tuple[str, ast.AST] | None:
         elif isinstance(node, ast.NamedExpr | ast.Await | ast.Yield | ast.YieldFrom):
             return f"{type(node).__name__} is not allowed", node
     return None
+
+
+def expression(
+    spec: Spec, key: str, names: Sequence[str], example: str
+) -> tuple[str, CodeType] | None:
+    """The expression at `key`, parsed and checked to use only `names`, `re` and basic
+    builtins: (its text, its code); None (with a problem) when it cannot be used."""
+    source = spec.string(key, fill_vars=False)
+    if source is None:
+        return None
+    text = source.strip()
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        at = f" at column {exc.offset}" if exc.offset else ""
+        spec.problem(f"syntax error{at}: {exc.msg}", f"write one expression, e.g. {example}", key)
+        return None
+    refused = _refusal_of(tree, names)
+    if refused is not None:
+        message, node = refused
+        column = getattr(node, "col_offset", 0) + 1
+        spec.problem(
+            f"{message} (column {column} of the expression)",
+            f"only {', '.join(names)} and basic builtins are available",
+            key,
+        )
+        return None
+    return text, compile(tree, f"<python assertion {spec.index}>", "eval")
+
+
+def evaluate(code: CodeType, names: Mapping[str, Any]) -> Any:
+    """The expression's value with `names` bound (exceptions propagate to the caller)."""
+    return eval(code, {"__builtins__": _BUILTINS, "re": _RE, **names})
 
 
 @register("python")
@@ -110,42 +144,13 @@ class PythonExpr(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> PythonExpr | None:
-        source = spec.string("value", fill_vars=False)
-        if source is None:
-            return None
-        text = source.strip()
-        try:
-            tree = ast.parse(text, mode="eval")
-        except SyntaxError as exc:
-            at = f" at column {exc.offset}" if exc.offset else ""
-            spec.problem(
-                f"syntax error{at}: {exc.msg}",
-                "write one expression, e.g. json['total_idr'] == 12500000",
-                "value",
-            )
-            return None
-        refused = _refusal_of(tree)
-        if refused is not None:
-            message, node = refused
-            column = getattr(node, "col_offset", 0) + 1
-            spec.problem(
-                f"{message} (column {column} of the expression)",
-                "only output, json, vars, re and basic builtins are available",
-                "value",
-            )
-            return None
-        return cls(spec, text, compile(tree, f"<python assertion {spec.index}>", "eval"))
+        found = expression(spec, "value", _NAMES, "json['total_idr'] == 12500000")
+        return None if found is None else cls(spec, *found)
 
     def check(self, sample: Sample) -> Check:
-        namespace = {
-            "__builtins__": _BUILTINS,
-            "output": sample.text,
-            "json": sample.json,
-            "vars": dict(sample.vars),
-            "re": _RE,
-        }
+        namespace = {"output": sample.text, "json": sample.json, "vars": dict(sample.vars)}
         try:
-            value = eval(self.code, namespace)
+            value = evaluate(self.code, namespace)
         except Exception as exc:
             return Check.fail(f"{self.source} raised {type(exc).__name__}: {exc}")
         if value:

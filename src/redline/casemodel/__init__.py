@@ -106,6 +106,7 @@ class Value(StrEnum):
     FLAGS = "flags"  # regex flag letters
     BOOLEAN = "boolean"
     JSON_FILE = "json-file"  # a file:// reference to a JSON document
+    SCHEMA = "schema"  # a JSON Schema written inline, or a file:// reference to one
     PATH = "path"  # a file relative to the case file (file:// optional)
     ANY = "any"  # a string is TEXT; any other YAML value is compared as data
 
@@ -335,6 +336,31 @@ for _model in (
         "judge",
         (Param("rubric", Value.PATH, Compare.IDENTITY),),
         summary="a rubric scored by the pinned judge model",
+    ),
+    AssertionModel(
+        "tool-called",
+        (
+            Param("value", Value.STRING, Compare.IDENTITY),
+            Param("args", Value.SCHEMA, Compare.SCHEMA, default=None),
+            Param("python", Value.RAW, Compare.CODE, default=None),
+            Param("times", Value.INTEGER, Compare.EXACT, default=None, minimum=1),
+            Param("order", Value.INTEGER, Compare.EXACT, default=None, minimum=1),
+        ),
+        summary="the model called the function (in any step of a tool loop); `args`: a JSON "
+        "Schema its arguments match, `python`: an expression over `args` that is true, "
+        "`times`: exactly this many such calls, `order`: the first is call number N",
+    ),
+    AssertionModel(
+        "tool-not-called",
+        (Param("value", Value.STRING, Compare.IDENTITY),),
+        summary="the model never called the function",
+    ),
+    AssertionModel("no-tool-call", (), summary="the model called no function at all"),
+    AssertionModel(
+        "tool-args-valid",
+        (),
+        summary="every call names a tool the suite declares, with arguments valid against "
+        "that tool's parameter schema",
     ),
 ):
     declare(_model)

@@ -456,6 +456,8 @@ class _CaseReader:
             return Setting(value, at=at)
         if kind in (Value.NUMBER, Value.INTEGER, Value.BOOLEAN):
             return self.scalar(label, param, value, at)
+        if kind is Value.SCHEMA and isinstance(value, dict):
+            return Setting(value, at=at)
         if value is None or isinstance(value, bool | dict | list):
             self.issues.append(Issue(f"{label} must be text", at))
             return None
@@ -465,7 +467,7 @@ class _CaseReader:
                 self.issues.append(Issue(f"{label}: unknown regex flag", at))
                 return None
             return Setting(text, at=at)
-        if kind is Value.JSON_FILE:
+        if kind in (Value.JSON_FILE, Value.SCHEMA):
             return self.json_file(label, text, at)
         if kind is Value.PATH:
             return self.path_param(label, text, at)

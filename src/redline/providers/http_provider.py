@@ -26,6 +26,7 @@ import httpx
 from redline import __version__
 from redline.config import ModelRef, Price, ProviderConfig
 from redline.providers.completion import ChatRequest, Completion, FinishReason
+from redline.providers.messages import ToolCall
 from redline.providers.retries import RetryPolicy
 from redline.providers.transport import PooledTransport
 
@@ -46,6 +47,7 @@ class Answer:
     model: str
     input_tokens: int | None
     output_tokens: int | None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class HttpProvider(ABC):
@@ -189,6 +191,7 @@ class HttpProvider(ABC):
             cost=cost,
             attempts=attempts,
             extra=extra,
+            tool_calls=answer.tool_calls,
         )
 
     def _failure(self, error: str, attempts: int, started: float) -> Completion:

@@ -209,6 +209,17 @@ class Step:
     error: str | None = None
 
 
+def loop_end(steps: tuple[Step, ...]) -> LoopEnd | None:
+    """How a stored tool loop ended, read from its steps (None: no loop, or a transport
+    error ended it)."""
+    if not steps or steps[-1].error is not None:
+        return None
+    last = steps[-1]
+    if not last.tool_calls:
+        return LoopEnd.ANSWERED
+    return LoopEnd.MAX_STEPS if last.tool_results else LoopEnd.UNANSWERED
+
+
 __all__ = [
     "FinishReason",
     "ImagePart",
@@ -225,4 +236,5 @@ __all__ = [
     "ToolDefinition",
     "ToolFixture",
     "ToolResult",
+    "loop_end",
 ]

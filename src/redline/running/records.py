@@ -28,7 +28,7 @@ from enum import Enum, StrEnum
 from typing import Any
 
 from redline.providers.completion import Completion, FinishReason
-from redline.providers.messages import LoopEnd, Step, ToolCall
+from redline.providers.messages import LoopEnd, Step, ToolCall, loop_end
 from redline.running.verdicts import AssertionResult, Verdict
 
 
@@ -232,14 +232,17 @@ class SampleRecord:
     #: Every request of the sample's tool loop with what came back and the fixture answers
     #: sent; empty when the case plays no loop.
     steps: tuple[Step, ...] = field(default=(), metadata=answer())
-    #: How the tool loop ended (None: no loop).
-    loop_end: LoopEnd | None = None
 
     @classmethod
     def of_answer(cls, completion: Completion, **fields: Any) -> SampleRecord:
         """The sample holding `completion`; `fields` give the rest (and may override)."""
         taken = dict(zip(_ANSWER_NAMES, _ANSWERS_OF(completion), strict=True))
         return cls(**(taken | fields))
+
+    @property
+    def loop_end(self) -> LoopEnd | None:
+        """How the sample's tool loop ended (None: it played none)."""
+        return loop_end(self.steps)
 
     def as_answer(self) -> Completion:
         """The completion this sample stored, raw output untouched (what a replay serves)."""

@@ -37,7 +37,7 @@ from redline.running.budget import Budget, Estimate, estimate_cost
 from redline.running.manifest import case_hash, suite_manifest
 from redline.running.options import RunOptions, resume_options
 from redline.running.outcome import add_counts, case_outcome, run_result
-from redline.running.pipeline import SampleJob, SamplePipeline, costly
+from redline.running.pipeline import SampleJob, SamplePipeline, costly, refuse_unsupported
 from redline.running.records import (
     CaseOutcome,
     CaseRecord,
@@ -305,6 +305,7 @@ async def _execute(
     model: ModelRef | None,
 ) -> RunRecord:
     chosen = select_cases(suites, options)
+    refuse_unsupported(provider, chosen, model.name if model is not None else "")
     identity = provider.identity()
     record = _open_record(suites, config, store, options, identity, model)
     plan = _plan(chosen, options, store, record.id)

@@ -8,6 +8,7 @@ collected, with file:line:column and a hint, before anything runs.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 from collections.abc import Mapping, Sequence
@@ -46,6 +47,8 @@ from redline.errors import Problem, ProblemsError, relpath
 from redline.providers.messages import (
     Message,
     ResponseFormat,
+    Role,
+    TextPart,
     ToolChoice,
     ToolDefinition,
     ToolFixture,
@@ -169,11 +172,36 @@ class Suite:
         """(system text, user text) with the case's `{{var}}` values filled in verbatim."""
         return fill(self.system_template, case.vars)[0], fill(self.user_template, case.vars)[0]
 
+    def turns(self, case: Case) -> tuple[Message, ...]:
+        """The conversation after the system prompt, `{{var}}` values filled in: the suite's
+        shared messages, then the case's own (or, for a one-turn case, the user template);
+        empty when the request is the one-turn `system` + `user`."""
+        if not self.messages and not case.messages:
+            return ()
+        own = case.messages
+        if not own and self.user_template:
+            own = (Message(Role.USER, self.user_template),)
+        return tuple(_filled(m, case.vars) for m in self.messages + own)
+
+    def response_format_for(self, case: Case) -> ResponseFormat | None:
+        """The structured-output schema the case's requests carry: its own, else the suite's."""
+        return case.response_format or self.response_format
+
     def case(self, case_id: str) -> Case:
         for case in self.cases:
             if case.id == case_id:
                 return case
         raise KeyError(case_id)
+
+
+def _filled(message: Message, vars: Mapping[str, str]) -> Message:
+    """`message` with the `{{var}}` placeholders of its text filled in verbatim."""
+    if isinstance(message.content, str):
+        return dataclasses.replace(message, content=fill(message.content, vars)[0])
+    parts = tuple(
+        TextPart(fill(p.text, vars)[0]) if isinstance(p, TextPart) else p for p in message.content
+    )
+    return dataclasses.replace(message, content=parts)
 
 
 def load_suite(path: Path, config: Config | None = None) -> Suite:

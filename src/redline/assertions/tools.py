@@ -1,0 +1,207 @@
+"""Layer 1 checks of the function calls a model made (every step of a tool loop).
+
+`tool-called` a function by name, optionally with arguments matching a JSON Schema or a
+Python expression over `args`, `times` such calls, the first being call number `order`;
+`tool-not-called` a name; `no-tool-call`; `tool-args-valid`: every call names a tool the
+suite declares, with arguments valid against its parameter schema. Arguments that are not
+a JSON object fail every check that reads them.
+"""
+
+from __future__ import annotations
+
+from types import CodeType
+from typing import TYPE_CHECKING
+
+from redline.assertions.base import COST_PARSE, Assertion, Check, Sample, Spec, register
+from redline.assertions.deterministic import schema_problem
+from redline.assertions.python_expr import evaluate, expression
+from redline.providers.messages import ToolCall
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+
+def _names(calls: tuple[ToolCall, ...]) -> str:
+    return ", ".join(c.name for c in calls) or "none"
+
+
+@register("tool-called")
+class ToolCalled(Assertion):
+    """The function was called, with arguments that pass the given checks."""
+
+    cost = COST_PARSE
+
+    def __init__(
+        self,
+        spec: Spec,
+        name: str,
+        validator: Validator | None,
+        code: tuple[str, CodeType] | None,
+        times: int | None,
+        order: int | None,
+    ) -> None:
+        super().__init__(spec)
+        self.name = name
+        self.validator = validator
+        self.code = code
+        self.times = times
+        self.order = order
+
+    @classmethod
+    def parse(cls, spec: Spec) -> ToolCalled | None:
+        before = len(spec.problems)
+        name = spec.string("value")
+        validator = spec.schema("args") if spec.has("args") else None
+        code = (
+            expression(spec, "python", ("args", "vars"), "args['amount'] <= 100")
+            if spec.has("python")
+            else None
+        )
+        times = spec.integer("times", required=False, minimum=1)
+        order = spec.integer("order", required=False, minimum=1)
+        if name is not None and spec.tools and name not in {t.name for t in spec.tools}:
+            declared = ", ".join(t.name for t in spec.tools)
+            spec.problem(
+                f"tool {name!r} is not one the suite declares (declared: {declared})",
+                "name a tool from the suite's `tools:`",
+                "value",
+            )
+        if len(spec.problems) > before or name is None:
+            return None
+        return cls(spec, name, validator, code, times, order)
+
+    def check(self, sample: Sample) -> Check:
+        calls = sample.tool_calls
+        named = [(i, c) for i, c in enumerate(calls, start=1) if c.name == self.name]
+        if not named:
+            return Check.fail(f"{self.name} was not called (calls: {_names(calls)})")
+        matching: list[int] = []
+        misses: list[str] = []
+        for position, call in named:
+            why = self._mismatch(call, sample)
+            if why is None:
+                matching.append(position)
+            else:
+                misses.append(f"call {position}: {why}")
+        if not matching:
+            return Check.fail(f"{self.name} was called but not as asked: {'; '.join(misses)}")
+        if self.times is not None and len(matching) != self.times:
+            return Check.fail(
+                f"{self.name} was called {len(matching)} time(s) as asked, not {self.times}"
+            )
+        if self.order is not None and matching[0] != self.order:
+            return Check.fail(
+                f"{self.name} was call {matching[0]} of {len(calls)}, not call {self.order} "
+                f"(calls: {_names(calls)})"
+            )
+        return Check.ok(f"{self.name} called as asked ({len(matching)} of {len(calls)} calls)")
+
+    def _mismatch(self, call: ToolCall, sample: Sample) -> str | None:
+        if self.validator is None and self.code is None:
+            return None
+        args, error = call.parsed()
+        if error is not None:
+            return error
+        if self.validator is not None:
+            problem = schema_problem(self.validator, args)
+            if problem is not None:
+                return f"arguments do not match the schema {problem}"
+        if self.code is not None:
+            source, code = self.code
+            try:
+                value = evaluate(code, {"args": args, "vars": dict(sample.vars)})
+            except Exception as exc:
+                return f"{source} raised {type(exc).__name__}: {exc}"
+            if not value:
+                return f"{source} is {value!r}"
+        return None
+
+    def describe(self) -> str:
+        return f"tool-called {self.name}"
+
+
+@register("tool-not-called")
+class ToolNotCalled(Assertion):
+    """The function was never called."""
+
+    cost = COST_PARSE
+
+    def __init__(self, spec: Spec, name: str) -> None:
+        super().__init__(spec)
+        self.name = name
+
+    @classmethod
+    def parse(cls, spec: Spec) -> ToolNotCalled | None:
+        name = spec.string("value")
+        return None if name is None else cls(spec, name)
+
+    def check(self, sample: Sample) -> Check:
+        count = sum(c.name == self.name for c in sample.tool_calls)
+        if count:
+            return Check.fail(f"{self.name} was called {count} time(s)")
+        return Check.ok(f"{self.name} was not called")
+
+
+@register("no-tool-call")
+class NoToolCall(Assertion):
+    """The model answered without calling any function."""
+
+    cost = COST_PARSE
+
+    @classmethod
+    def parse(cls, spec: Spec) -> NoToolCall | None:
+        return cls(spec)
+
+    def check(self, sample: Sample) -> Check:
+        calls = sample.tool_calls
+        if calls:
+            return Check.fail(f"{len(calls)} function call(s): {_names(calls)}")
+        return Check.ok("no function call")
+
+
+@register("tool-args-valid")
+class ToolArgsValid(Assertion):
+    """Every call names a declared tool and its arguments validate against its schema."""
+
+    cost = COST_PARSE
+    structural = True
+
+    def __init__(self, spec: Spec, validators: dict[str, Validator]) -> None:
+        super().__init__(spec)
+        self.validators = validators
+
+    @classmethod
+    def parse(cls, spec: Spec) -> ToolArgsValid | None:
+        if not spec.tools:
+            spec.problem(
+                "the suite declares no tools to check the calls against",
+                "declare them under `tools:` in suite.yaml, or remove this assertion",
+            )
+            return None
+        validators: dict[str, Validator] = {}
+        for tool in spec.tools:
+            validator = spec.validator(dict(tool.parameters), "type")
+            if validator is None:
+                return None
+            validators[tool.name] = validator
+        return cls(spec, validators)
+
+    def check(self, sample: Sample) -> Check:
+        calls = sample.tool_calls
+        for position, call in enumerate(calls, start=1):
+            validator = self.validators.get(call.name)
+            if validator is None:
+                declared = ", ".join(self.validators)
+                return Check.fail(
+                    f"call {position} names {call.name!r}, which is not declared ({declared})"
+                )
+            args, error = call.parsed()
+            if error is not None:
+                return Check.fail(f"call {position} ({call.name}): {error}")
+            problem = schema_problem(validator, args)
+            if problem is not None:
+                return Check.fail(f"call {position} ({call.name}): arguments invalid {problem}")
+        return Check.ok(f"{len(calls)} call(s), all declared and valid")
+
+
+__all__ = ["NoToolCall", "ToolArgsValid", "ToolCalled", "ToolNotCalled"]
