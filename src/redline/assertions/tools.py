@@ -144,16 +144,25 @@ class ToolNotCalled(Assertion):
 
 @register("no-tool-call")
 class NoToolCall(Assertion):
-    """The model answered without calling any function."""
+    """The model answered without calling any function (`value: false`: it called one)."""
 
     cost = COST_PARSE
 
+    def __init__(self, spec: Spec, expected: bool) -> None:
+        super().__init__(spec)
+        self.expected = expected
+
     @classmethod
     def parse(cls, spec: Spec) -> NoToolCall | None:
-        return cls(spec)
+        expected = spec.boolean("value", default=True)
+        return None if expected is None else cls(spec, expected)
 
     def check(self, sample: Sample) -> Check:
         calls = sample.tool_calls
+        if not self.expected:
+            if calls:
+                return Check.ok(f"{len(calls)} function call(s): {_names(calls)}")
+            return Check.fail("no function call")
         if calls:
             return Check.fail(f"{len(calls)} function call(s): {_names(calls)}")
         return Check.ok("no function call")
@@ -161,14 +170,16 @@ class NoToolCall(Assertion):
 
 @register("tool-args-valid")
 class ToolArgsValid(Assertion):
-    """Every call names a declared tool and its arguments validate against its schema."""
+    """Every call (of one tool, when `value` names it) names a declared tool and its
+    arguments validate against that tool's parameter schema."""
 
     cost = COST_PARSE
     structural = True
 
-    def __init__(self, spec: Spec, validators: dict[str, Validator]) -> None:
+    def __init__(self, spec: Spec, validators: dict[str, Validator], only: str | None) -> None:
         super().__init__(spec)
         self.validators = validators
+        self.only = only
 
     @classmethod
     def parse(cls, spec: Spec) -> ToolArgsValid | None:
@@ -178,17 +189,29 @@ class ToolArgsValid(Assertion):
                 "declare them under `tools:` in suite.yaml, or remove this assertion",
             )
             return None
+        only = spec.string("value", required=False)
+        if only is not None and only not in {t.name for t in spec.tools}:
+            spec.problem(
+                f"tool {only!r} is not one the suite declares",
+                "name a tool from the suite's `tools:`, or leave `value` out to check every call",
+                "value",
+            )
+            return None
         validators: dict[str, Validator] = {}
         for tool in spec.tools:
             validator = spec.validator(dict(tool.parameters), "type")
             if validator is None:
                 return None
             validators[tool.name] = validator
-        return cls(spec, validators)
+        return cls(spec, validators, only)
 
     def check(self, sample: Sample) -> Check:
-        calls = sample.tool_calls
-        for position, call in enumerate(calls, start=1):
+        calls = [
+            (i, c)
+            for i, c in enumerate(sample.tool_calls, start=1)
+            if self.only is None or c.name == self.only
+        ]
+        for position, call in calls:
             validator = self.validators.get(call.name)
             if validator is None:
                 declared = ", ".join(self.validators)

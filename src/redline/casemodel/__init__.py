@@ -35,7 +35,12 @@ GENERATION_KEYS = ("model", "temperature", "max_tokens", "seed")
 SAMPLES_KEYS = frozenset({"min", "max", "margin", "bar"})
 #: `seed: frozen` sends the same seed for the same case and sample index in every run.
 FROZEN_SEED = "frozen"
-SUITE_KEYS = frozenset({"name", "prompt", "samples", "tier", "description", *GENERATION_KEYS})
+#: Suite keys that say what every case's request sends besides the prompt text (a prompt
+#: change when edited).
+CONVERSATION_KEYS = ("messages", "tools", "tool_choice", "response_format")
+SUITE_KEYS = frozenset(
+    {"name", "prompt", "samples", "tier", "description", *GENERATION_KEYS, *CONVERSATION_KEYS}
+)
 PROMPT_KEYS = frozenset({"system", "user"})
 CASE_KEYS = frozenset(
     {
@@ -50,6 +55,10 @@ CASE_KEYS = frozenset(
         "retired",
         "golden",
         "quarantine",
+        "messages",
+        "tool_results",
+        "max_steps",
+        "response_format",
     }
 )
 #: `quarantine: {reason, ticket, until}`: the case runs but cannot fail a run until then.
@@ -355,12 +364,16 @@ for _model in (
         (Param("value", Value.STRING, Compare.IDENTITY),),
         summary="the model never called the function",
     ),
-    AssertionModel("no-tool-call", (), summary="the model called no function at all"),
+    AssertionModel(
+        "no-tool-call",
+        (Param("value", Value.BOOLEAN, Compare.EXPECT, default=True),),
+        summary="the model called no function at all (value: false — it called at least one)",
+    ),
     AssertionModel(
         "tool-args-valid",
-        (),
-        summary="every call names a tool the suite declares, with arguments valid against "
-        "that tool's parameter schema",
+        (Param("value", Value.STRING, Compare.IDENTITY, default=None),),
+        summary="every call (of the tool `value` names, else every call) names a tool the "
+        "suite declares, with arguments valid against that tool's parameter schema",
     ),
 ):
     declare(_model)
@@ -370,6 +383,7 @@ __all__ = [
     "CASE_KEYS",
     "CASE_SUFFIXES",
     "COMMON_KEYS",
+    "CONVERSATION_KEYS",
     "DEFAULT_DISTINCT_N",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_MENTION_THRESHOLD",

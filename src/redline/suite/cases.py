@@ -60,6 +60,7 @@ from redline.running.sequential import (
     SequentialPlan,
     passes_needed,
 )
+from redline.suite.conversation import ConversationReader
 from redline.suite.reading import NodeReader
 from redline.suite.templates import fill, placeholders
 from redline.suite.yamlsource import (
@@ -293,6 +294,11 @@ class _SuiteLoader(NodeReader):
         self.config = config
         #: Case files read from these texts instead of the disk (None: left out).
         self.overrides = {p.resolve(): t for p, t in (overrides or {}).items()}
+        #: The suite's conversation settings, which its cases build on.
+        self.messages: tuple[Message, ...] = ()
+        self.has_user = True
+        self.tools: tuple[ToolDefinition, ...] = ()
+        self.response_format: ResponseFormat | None = None
 
     def show(self, path: Path) -> str:
         """`path` as the user typed it (relative to the working directory when under it)."""
@@ -330,6 +336,11 @@ class _SuiteLoader(NodeReader):
         )
         description = self.text(root.get("description"), "description", default="")
         prompt = self.prompt(root)
+        conversation = ConversationReader(self, self.folder, self.show)
+        self.messages = conversation.messages(root.get("messages"))
+        self.tools = conversation.tools(root.get("tools"))
+        tool_choice = conversation.tool_choice(root.get("tool_choice"), self.tools)
+        self.response_format = conversation.response_format(root.get("response_format"))
         retired = self.retired_files()
         cases = self.cases(
             name or self.folder.name, samples or 1, tier or DEFAULT_TIER, prompt, spec
@@ -337,6 +348,7 @@ class _SuiteLoader(NodeReader):
         if len(self.problems) > before or prompt is None:
             return None
         system, user, files = prompt
+        files += tuple(dict.fromkeys(conversation.files))
         return Suite(
             name=name or self.folder.name,
             path=self.folder,
@@ -352,6 +364,10 @@ class _SuiteLoader(NodeReader):
             description=description or "",
             retired_files=retired,
             seed=seed,
+            messages=self.messages,
+            tools=self.tools,
+            tool_choice=tool_choice,
+            response_format=self.response_format,
         )
 
     # -- settings ------------------------------------------------------
@@ -468,10 +484,9 @@ class _SuiteLoader(NodeReader):
             system = self.prompt_text(system_node, "system", files)
         user_node = node.get("user")
         user: str | None = ""
-        if user_node is None:
-            self.add(node.where, "`prompt` needs `user:` (a template or file:// reference)")
-            user = None
-        else:
+        #: Without `user:`, the conversation (`messages:`) gives the turns.
+        self.has_user = user_node is not None
+        if user_node is not None:
             user = self.prompt_text(user_node, "user", files)
         if system is None or user is None:
             return None
@@ -584,6 +599,7 @@ class _CaseLoader:
         self.default_tier = tier
         self.prompt_vars = prompt_vars
         self.files: list[Path] = []
+        self.response_format: ResponseFormat | None = None
 
     def read_root(self) -> Node | None:
         """The case file as a mapping (from the disk, or from an edit not written yet)."""
@@ -616,6 +632,13 @@ class _CaseLoader:
         expect_refusal = suite.boolean(root.get("expect_refusal"), "expect_refusal", False)
         golden = self.golden(root)
         quarantine = self.quarantine(root)
+        conversation = ConversationReader(suite, self.path.parent, suite.show)
+        messages = conversation.messages(root.get("messages"), suite.messages)
+        fixtures = conversation.tool_results(root.get("tool_results"), suite.tools, variables or {})
+        max_steps = suite.whole(root.get("max_steps"), "max_steps", DEFAULT_MAX_STEPS, minimum=1)
+        self.response_format = conversation.response_format(root.get("response_format"))
+        self.files.extend(conversation.files)
+        self.needs_turn(root, messages)
         assertions = self.assertions(root, variables or {}, bool(expect_refusal))
         if variables is not None:
             self.check_prompt_vars(root, variables)
@@ -638,7 +661,24 @@ class _CaseLoader:
             sampling=sampling,
             golden=golden,
             quarantine=quarantine,
+            messages=messages,
+            tool_results=fixtures,
+            max_steps=max_steps or DEFAULT_MAX_STEPS,
+            response_format=self.response_format,
         )
+
+    def needs_turn(self, root: Node, messages: tuple[Message, ...]) -> None:
+        """A case of a suite without `prompt.user` gives its conversation."""
+        suite = self.suite
+        if messages or suite.messages or root.get("messages") is not None:
+            return
+        if not suite.has_user:
+            suite.add(
+                root.mark,
+                "the suite's prompt has no `user:` template and this case has no `messages:`",
+                "give the conversation (messages: [{role: user, content: ...}]), or a "
+                "`user:` template under the suite's `prompt:`",
+            )
 
     def not_retired(self, root: Node) -> None:
         retired = root.get("retired")
@@ -885,6 +925,8 @@ class _CaseLoader:
             case_vars=variables,
             config=suite.config,
             display=suite.show,
+            tools=suite.tools,
+            response_format=self.response_format or suite.response_format,
         )
         assertion = cls.parse(spec)
         suite.problems.extend(spec.problems)
