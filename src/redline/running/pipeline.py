@@ -220,7 +220,7 @@ async def play_loop(
         if results is None:
             break
         turns.append(Message(Role.ASSISTANT, completion.text, tool_calls=completion.tool_calls))
-        turns.extend(Message(Role.TOOL, r.content, r.name, tool_call_id=r.call_id) for r in results)
+        turns.extend(Message(Role.TOOL, r.content, tool_call_id=r.call_id) for r in results)
     last = completions[-1]
     return dataclasses.replace(
         last,
