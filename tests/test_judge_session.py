@@ -32,12 +32,12 @@ from redline.judge import (
 from redline.judge.agreement import FAIL, PASS
 from redline.judge.calibration import Calibration
 from redline.judge.call import JUDGE_TOOL, ToolCallAnthropicProvider
-from redline.providers.completion import ChatRequest
 from redline.providers.factory import make_provider
-from redline.running.outcome import case_outcome
-from redline.running.records import CaseOutcome
-from redline.running.verdicts import AssertionStatus, Verdict
 from redline.suite.cases import Case, Suite, load_suite
+from redline.vocabulary.completion import ChatRequest
+from redline.vocabulary.outcome import case_outcome
+from redline.vocabulary.records import CaseOutcome
+from redline.vocabulary.verdicts import AssertionStatus, Verdict
 from servers import LoopbackLLMServer
 
 GOOD = '{"score": 1, "reasoning": "straight to the point", "is_concise": true}'
