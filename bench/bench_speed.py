@@ -206,7 +206,7 @@ def bench_first_request(repeat: int) -> None:
 
 @contextmanager
 def _pure_python_yaml() -> Iterator[None]:
-    from redline.suite import yamlsource
+    from redline.documents import yamlsource
 
     saved = yamlsource._CLoader
     yamlsource._CLoader = None

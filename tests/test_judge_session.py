@@ -18,13 +18,11 @@ from redline.assertions.judge import NOT_ENABLED
 from redline.config import Config, parse_config
 from redline.errors import ProblemsError
 from redline.judge import (
-    JudgeSession,
     JudgeStatus,
     calibration_path,
     cohens_kappa,
     fingerprint,
     judge_output,
-    judge_pending,
     judge_provider,
     load_rubric,
     write_calibration,
@@ -33,6 +31,7 @@ from redline.judge.agreement import FAIL, PASS
 from redline.judge.calibration import Calibration
 from redline.judge.call import JUDGE_TOOL, ToolCallAnthropicProvider
 from redline.providers.factory import make_provider
+from redline.running.judging import JudgeSession, judge_pending
 from redline.suite.cases import Case, Suite, load_suite
 from redline.vocabulary.completion import ChatRequest
 from redline.vocabulary.outcome import case_outcome
