@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from redline.cli import main
-from redline.providers.messages import LoopEnd, ToolCall
 from redline.running.exchange import export_run, read_export
-from redline.running.records import SampleRecord
 from redline.running.store import RunStore
-from redline.running.verdicts import Verdict
+from redline.vocabulary.messages import LoopEnd, ToolCall
+from redline.vocabulary.records import SampleRecord
+from redline.vocabulary.verdicts import Verdict
 from servers import LoopbackLLMServer
 from test_runner import KEY_ENV, SECRET, write_config
 

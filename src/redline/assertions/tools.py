@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from redline.assertions.base import COST_PARSE, Assertion, Check, Sample, Spec, register
 from redline.assertions.deterministic import schema_problem
 from redline.assertions.python_expr import evaluate, expression
-from redline.providers.messages import ToolCall
+from redline.vocabulary.messages import ToolCall
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator

@@ -17,9 +17,9 @@ from redline.judge.answer import (
 from redline.judge.rubric import Rubric
 from redline.providers.anthropic import AnthropicProvider
 from redline.providers.base import Provider
-from redline.providers.completion import ChatRequest, FinishReason
 from redline.providers.factory import make_provider
-from redline.providers.messages import ResponseFormat
+from redline.vocabulary.completion import ChatRequest, FinishReason
+from redline.vocabulary.messages import ResponseFormat
 
 #: The tool an Anthropic judge is forced to call; its input is the answer object.
 JUDGE_TOOL = "record_judgement"

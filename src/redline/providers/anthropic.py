@@ -6,9 +6,10 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from redline.providers.completion import ChatRequest, Completion, FinishReason
 from redline.providers.http_provider import Answer, HttpProvider, MalformedResponse, optional_int
-from redline.providers.messages import (
+from redline.providers.openai import arguments_text
+from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
+from redline.vocabulary.messages import (
     Message,
     Part,
     Role,
@@ -17,7 +18,6 @@ from redline.providers.messages import (
     ToolChoice,
     ToolChoiceMode,
 )
-from redline.providers.openai import arguments_text
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024

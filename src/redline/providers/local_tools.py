@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from redline.providers.http_provider import Answer
-from redline.providers.messages import (
+from redline.vocabulary.messages import (
     FinishReason,
     Message,
     Role,

@@ -6,9 +6,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from redline.providers.completion import ChatRequest, FinishReason
 from redline.providers.http_provider import Answer, HttpProvider, MalformedResponse, optional_int
-from redline.providers.messages import (
+from redline.vocabulary.completion import ChatRequest, FinishReason
+from redline.vocabulary.messages import (
     Message,
     Part,
     ResponseFormat,

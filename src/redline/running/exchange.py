@@ -16,15 +16,15 @@ from typing import IO, Any
 
 from redline.errors import ExportUnreadable, NoExport, RunAlreadyStored, UsageError
 from redline.running.recordjson import record_from_json, record_json
-from redline.running.records import (
+from redline.running.store import RunStore
+from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
     CiOrigin,
     RunRecord,
     SampleRecord,
 )
-from redline.running.store import RunStore
-from redline.running.verdicts import VERDICT_ORDER
+from redline.vocabulary.verdicts import VERDICT_ORDER
 
 FORMAT = "redline-run-export"
 FORMAT_VERSION = 1

@@ -7,8 +7,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from redline.running.records import FieldKind, RecordField, record_fields
-from redline.running.verdicts import VERDICT_ORDER, Verdict
+from redline.vocabulary.records import FieldKind, RecordField, record_fields
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 R = TypeVar("R")
 

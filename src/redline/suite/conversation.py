@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from redline.providers.messages import (
+from redline.documents.reading import NodeReader
+from redline.documents.yamlsource import (
+    FILE_REF,
+    Mark,
+    Node,
+    did_you_mean,
+    load_text,
+    read_verbatim,
+)
+from redline.vocabulary.messages import (
     ImagePart,
     Message,
     Part,
@@ -31,8 +40,6 @@ from redline.providers.messages import (
     ToolDefinition,
     ToolFixture,
 )
-from redline.suite.reading import NodeReader
-from redline.suite.yamlsource import FILE_REF, Mark, Node, did_you_mean, load_text, read_verbatim
 
 #: Media types a provider takes as an image.
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from redline.providers.messages import (
+from redline.vocabulary.messages import (
     FinishReason,
     Message,
     ResponseFormat,
