@@ -49,7 +49,7 @@ from redline.gitio import (
     repo_path,
     work_tree,
 )
-from redline.running.manifest import prompt_key, suite_manifest
+from redline.running.manifest import CONVERSATION_PART, prompt_key, suite_manifest
 from redline.running.store import RunStore, now_iso
 from redline.suite.cases import Case, Suite, find_suite_dirs, load_suite
 from redline.vocabulary.causes import Cause
@@ -420,6 +420,9 @@ def _changes(red: _SuiteAt, ref: _SuiteAt | None, case_id: str) -> list[ChangeIt
         found.append(ChangeItem(Change.PROMPT, "system prompt text"))
     if rs.user_template != fs.user_template:
         found.append(ChangeItem(Change.PROMPT, "user prompt template"))
+    for name in ("messages", "tools", "tool_choice", "response_format"):
+        if getattr(rs, name) != getattr(fs, name):
+            found.append(ChangeItem(Change.PROMPT, f"suite {name}"))
     if red.model_id and ref.model_id and _pinned(red.model_id) != _pinned(ref.model_id):
         found.append(ChangeItem(Change.MODEL, f"{ref.model_id} → {red.model_id}"))
     for name in ("max_tokens", "temperature", "samples", "tier"):
@@ -619,7 +622,7 @@ class CauseAnalysis:
 
     def _matches_red(self, suite: Suite) -> bool:
         manifest = self.run_record.manifest
-        keys = [prompt_key(suite, "system"), prompt_key(suite, "user")]
+        keys = [prompt_key(suite, part) for part in ("system", "user", CONVERSATION_PART)]
         mine = suite_manifest(suite, self.run_record.model_id)
         return all(manifest.get(k) == mine.get(k) for k in keys)
 
@@ -720,6 +723,10 @@ class CauseAnalysis:
             system_template=ref.suite.system_template,
             user_template=ref.suite.user_template,
             prompt_files=ref.suite.prompt_files,
+            messages=ref.suite.messages,
+            tools=ref.suite.tools,
+            tool_choice=ref.suite.tool_choice,
+            response_format=ref.suite.response_format,
             max_tokens=ref.suite.max_tokens,
             temperature=ref.suite.temperature,
         )
