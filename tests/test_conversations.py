@@ -104,9 +104,14 @@ def samples_of(project: Path, case_id: str) -> list[SampleRecord]:
 
 REFUND_LOOP = """\
 messages:
-  - {role: user, content: "Order A-1 arrived broken, refund me. MODE:tool STEPS:3 CALL:lookup_order ARGS:{\\"order_id\\":\\"A-1\\"}"}
+  - role: user
+    content: >-
+      Order A-1 arrived broken, refund me.
+      MODE:tool STEPS:3 CALL:lookup_order ARGS:{"order_id":"A-1"}
 tool_results:
-  - {tool: lookup_order, args: {order_id: A-1}, content: '{"status": "delivered", "total_cents": 4200}'}
+  - tool: lookup_order
+    args: {order_id: A-1}
+    content: '{"status": "delivered", "total_cents": 4200}'
 max_steps: 5
 assert:
   - {type: tool-called, value: lookup_order, times: 3, args: {required: [order_id]}}
@@ -168,10 +173,16 @@ def test_parallel_calls_are_stored_exactly_as_received(project: Path) -> None:
         {
             "both": """\
             messages:
-              - {role: user, content: 'MODE:tool CALL:lookup_order,issue_refund ARGS:{"order_id":"A-1","amount_cents":900}'}
+              - role: user
+                content: >-
+                  MODE:tool CALL:lookup_order,issue_refund
+                  ARGS:{"order_id":"A-1","amount_cents":900}
             assert:
               - {type: tool-called, value: lookup_order, order: 1}
-              - {type: tool-called, value: issue_refund, order: 2, python: "args['amount_cents'] < 1000"}
+              - type: tool-called
+                value: issue_refund
+                order: 2
+                python: "args['amount_cents'] < 1000"
               - {type: tool-args-valid}
             """
         },
@@ -235,7 +246,9 @@ def test_a_call_no_fixture_answers_ends_the_loop_and_the_answer_is_that_call(
         {
             "unanswered": """\
             messages:
-              - {role: user, content: 'MODE:tool CALL:issue_refund ARGS:{"order_id":"A-1","amount_cents":100}'}
+              - role: user
+                content: >-
+                  MODE:tool CALL:issue_refund ARGS:{"order_id":"A-1","amount_cents":100}
             tool_results:
               - {tool: lookup_order, content: found}
             assert:
