@@ -91,7 +91,7 @@ class ConversationReader:
                     )
                 calls.update(c.id for c in message.tool_calls)
                 out.append(message)
-        if not out:
+        if not root.children():
             self.add(node.mark, "`messages` is empty", _MESSAGE_EXAMPLE)
         return tuple(out)
 
