@@ -493,21 +493,11 @@ class ConversationReader:
         if not ref.startswith(FILE_REF):
             self.add(node.mark, f"`{key}` must be a list or a file:// reference")
             return None
+        text = self._verbatim(node, self.folder)
+        if text is None:
+            return None
         path = self.folder / ref[len(FILE_REF) :]
-        if not path.is_file():
-            self.add(
-                node.mark,
-                f"file {self.show(path)} does not exist",
-                "file:// paths are relative to the file that names them",
-            )
-            return None
-        self.files.append(path.resolve())
         shown = self.show(path)
-        try:
-            text = read_verbatim(path)
-        except UnicodeDecodeError:
-            self.add(node.mark, f"{shown} is not UTF-8 text")
-            return None
         if allow_lines and path.suffix == ".jsonl":
             where = _lines_problem(text, shown)
             text = _as_array(text)
