@@ -115,7 +115,13 @@ class ConversationReader:
             return self._anthropic(Role(role), content, folder)
         parts = self._content(content, folder, Role(role))
         name = entry.get("name")
-        calls = self._tool_calls(entry.get("tool_calls")) if role == Role.ASSISTANT else ()
+        calls = self._tool_calls(entry.get("tool_calls"))
+        if calls and role != Role.ASSISTANT:
+            self.add(
+                entry.mark,
+                f"a {role} message has `tool_calls`; only an assistant turn calls tools",
+                "give the calls to the assistant message that made them",
+            )
         answered = entry.get("tool_call_id")
         if role == Role.TOOL and (answered is None or not isinstance(answered.value, str)):
             self.add(
