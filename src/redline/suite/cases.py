@@ -41,11 +41,13 @@ from redline.casemodel import (
     assertion_model,
     prompt_file,
 )
+from redline.casemodel.conversation import ConversationReader
 from redline.casemodel.effective import default_required
 from redline.casemodel.values import is_whole
 from redline.documents.reading import NodeReader
 from redline.documents.yamlsource import (
     FILE_REF,
+    Mark,
     Node,
     did_you_mean,
     load_file,
@@ -55,7 +57,6 @@ from redline.documents.yamlsource import (
 )
 from redline.documents.yamlsource import type_name as yaml_type
 from redline.errors import Problem, ProblemsError, relpath
-from redline.suite.conversation import ConversationReader
 from redline.text.templates import fill, placeholders
 from redline.vocabulary.messages import (
     Message,
@@ -205,6 +206,28 @@ def _filled(message: Message, vars: Mapping[str, str]) -> Message:
     return dataclasses.replace(message, content=parts)
 
 
+def _mark_at(root: Node, at: tuple[str | int, ...]) -> Mark:
+    """Where key path `at` is written in `root`: its value, else its nearest written
+    ancestor."""
+    node = root
+    for step in at:
+        child = node.get(step) if isinstance(step, str) else None
+        if isinstance(step, int):
+            items = node.children()
+            child = items[step] if 0 <= step < len(items) else None
+        if child is None:
+            break
+        node = child
+    return node.mark
+
+
+def _file_bytes(path: str) -> bytes | None:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
 def load_suite(path: Path, config: Config | None = None) -> Suite:
     """Load one suite folder; raise ProblemsError listing every problem found."""
     problems: list[Problem] = []
@@ -337,11 +360,12 @@ class _SuiteLoader(NodeReader):
         )
         description = self.text(root.get("description"), "description", default="")
         prompt = self.prompt(root)
-        conversation = ConversationReader(self, self.folder, self.show)
-        self.messages = conversation.messages(root.get("messages"))
-        self.tools = conversation.tools(root.get("tools"))
-        tool_choice = conversation.tool_choice(root.get("tool_choice"), self.tools)
-        self.response_format = conversation.response_format(root.get("response_format"))
+        conversation = self.conversation(root, self.folder)
+        data = root.plain()
+        self.messages = conversation.messages(data.get("messages"))
+        self.tools = conversation.tools(data.get("tools"))
+        tool_choice = conversation.tool_choice(data.get("tool_choice"), self.tools)
+        self.response_format = conversation.response_format(data.get("response_format"))
         retired = self.retired_files()
         cases = self.cases(
             name or self.folder.name, samples or 1, tier or DEFAULT_TIER, prompt, spec
@@ -349,7 +373,7 @@ class _SuiteLoader(NodeReader):
         if len(self.problems) > before or prompt is None:
             return None
         system, user, files = prompt
-        files += tuple(dict.fromkeys(conversation.files))
+        files += tuple(dict.fromkeys(Path(p).resolve() for p in conversation.files))
         return Suite(
             name=name or self.folder.name,
             path=self.folder,
@@ -369,6 +393,17 @@ class _SuiteLoader(NodeReader):
             tools=self.tools,
             tool_choice=tool_choice,
             response_format=self.response_format,
+        )
+
+    def conversation(self, root: Node, folder: Path) -> ConversationReader:
+        """The conversation keys' reader for the file `root` was read from (in `folder`),
+        its problems placed at their lines."""
+
+        def report(at: tuple[str | int, ...], message: str, hint: str) -> None:
+            self.add(_mark_at(root, at), message, hint)
+
+        return ConversationReader(
+            report, folder.as_posix(), _file_bytes, lambda p: self.show(Path(p))
         )
 
     # -- settings ------------------------------------------------------
@@ -636,12 +671,13 @@ class _CaseLoader:
         expect_refusal = suite.boolean(root.get("expect_refusal"), "expect_refusal", False)
         golden = self.golden(root)
         quarantine = self.quarantine(root)
-        conversation = ConversationReader(suite, self.path.parent, suite.show)
-        messages = conversation.messages(root.get("messages"), suite.messages)
-        fixtures = conversation.tool_results(root.get("tool_results"), suite.tools, variables or {})
+        conversation = suite.conversation(root, self.path.parent)
+        data = root.plain()
+        messages = conversation.messages(data.get("messages"), earlier=suite.messages)
+        fixtures = conversation.tool_results(data.get("tool_results"), suite.tools)
         max_steps = suite.whole(root.get("max_steps"), "max_steps", DEFAULT_MAX_STEPS, minimum=1)
-        self.response_format = conversation.response_format(root.get("response_format"))
-        self.files.extend(conversation.files)
+        self.response_format = conversation.response_format(data.get("response_format"))
+        self.files.extend(Path(p).resolve() for p in conversation.files)
         self.needs_turn(root, messages)
         assertions = self.assertions(root, variables or {}, bool(expect_refusal))
         if variables is not None:
