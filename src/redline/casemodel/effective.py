@@ -161,11 +161,9 @@ def suite_bar(data: Any) -> SuiteBar:
             for k in prompt
             if k not in PROMPT_KEYS
         ]
-        issues += [
-            Issue(f"`prompt` needs `{k}:`", ("prompt",))
-            for k in sorted(PROMPT_KEYS)
-            if k not in prompt
-        ]
+        # Without `user:` the conversation (`messages:`) gives the turns.
+        if "system" not in prompt:
+            issues.append(Issue("`prompt` needs `system:`", ("prompt",)))
     model = data.get("model")
     if not isinstance(model, str) or not model.strip():
         issues.append(Issue("suite.yaml needs `model:` (a model alias)", ("model",)))
