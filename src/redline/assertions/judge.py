@@ -16,7 +16,6 @@ from redline.assertions.base import COST_JUDGE, LAYER_2, Assertion, Check, Sampl
 from redline.errors import ProblemsError, relpath
 from redline.judge.rubric import Rubric, cached_rubric
 from redline.running.verdicts import AssertionStatus
-from redline.suite.yamlsource import FILE_REF
 
 NOT_ENABLED = "judge not run: judged only in runs started with `redline run --judge`"
 
@@ -35,16 +34,8 @@ class Judge(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> Judge | None:
-        ref = spec.string("rubric", fill_vars=False)
-        if ref is None:
-            return None
-        path = spec.case_dir / ref.removeprefix(FILE_REF)
-        if not path.is_file():
-            spec.problem(
-                f"rubric file {relpath(path)} does not exist",
-                "rubric paths are relative to the case file's folder",
-                "rubric",
-            )
+        path = spec.source("rubric")
+        if path is None:
             return None
         try:
             rubric = cached_rubric(path)
