@@ -1013,7 +1013,7 @@ __all__ = [
     "case_id",
     "default_required",
     "effective_case",
-    "read_assertion",
     "file_refs",
+    "read_assertion",
     "suite_bar",
 ]
