@@ -369,7 +369,14 @@ for _model in (
     ),
     AssertionModel(
         "judge",
-        (Param("rubric", Value.PATH, Compare.IDENTITY),),
+        (
+            Param(
+                "rubric",
+                Value.PATH,
+                Compare.IDENTITY,
+                empty=("`rubric` is empty", "e.g. rubric: file://rubrics/<name>.yaml"),
+            ),
+        ),
         summary="a rubric scored by the pinned judge model",
     ),
 ):

@@ -14,12 +14,11 @@ refuse is returned as an `Issue` with the key path where it was written.
 
 from __future__ import annotations
 
-import ast
 import datetime
 import json
 import posixpath
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +45,9 @@ from redline.casemodel import (
     Value,
     assertion_model,
     declared_types,
+    prompt_file,
 )
+from redline.casemodel.expressions import expression_problem
 from redline.casemodel.values import (
     did_you_mean,
     is_number,
@@ -63,7 +64,7 @@ from redline.running.sequential import (
     pass_rate_bar,
     passes_needed,
 )
-from redline.suite.templates import fill
+from redline.suite.templates import fill, placeholders
 
 #: repository (or folder) path, POSIX style → the file's bytes, or None when absent.
 Reader = Callable[[str], bytes | None]
@@ -138,8 +139,13 @@ class SuiteBar:
     max_tokens: int | None = None
     temperature: float | None = None
     description: str = ""
-    #: `prompt:` entries as written ({system, user}); files are read by whoever has them.
+    #: `prompt:` entries as written ({system, user}).
     prompt: Mapping[str, str] | None = None
+    #: (system, user) templates, files read verbatim: only when read with a `Reader`.
+    templates: tuple[str, str] | None = None
+    #: The prompt files read, and the `{{var}}` names the templates use (every case needs them).
+    prompt_files: tuple[str, ...] = ()
+    placeholders: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -188,9 +194,15 @@ class EffectiveCase:
         return int(self.required.value) / max(1, int(self.samples.value))
 
 
-def suite_bar(data: Any) -> SuiteBar:
-    """Everything suite.yaml says, read as the loader reads it (the model's defaults where it
-    says nothing); prompt files and model aliases are checked by whoever can read them."""
+def suite_bar(
+    data: Any,
+    folder: str = "",
+    read: Reader | None = None,
+    show_path: Callable[[str], str] | None = None,
+) -> SuiteBar:
+    """Everything suite.yaml (in `folder`) says, read as the loader reads it (the model's
+    defaults where it says nothing); with `read`, the prompt files too. Model aliases are
+    checked against the configuration by whoever has it."""
     checks = _Checks()
     if not isinstance(data, dict):
         checks.add((), f"{SUITE_FILE} must be a mapping, not {kind_name(data)}")
@@ -198,6 +210,12 @@ def suite_bar(data: Any) -> SuiteBar:
     checks.unknown_keys(data, (), SUITE_KEYS, SUITE_FILE)
     samples = _samples(checks, data, DEFAULT_SAMPLES)
     tier = checks.choice(data, "tier", TIERS, DEFAULT_TIER, _TIER_HINT)
+    prompt = _prompt(checks, data)
+    files: list[str] = []
+    templates = None
+    if prompt is not None and read is not None:
+        templates = _templates(checks, prompt, folder, read, show_path or _same, files)
+    used = placeholders(templates[0] + "\n" + templates[1]) if templates else []
     return SuiteBar(
         Setting(samples, "samples" not in data, at=("samples",)),
         Setting(tier or DEFAULT_TIER, "tier" not in data, at=("tier",)),
@@ -207,9 +225,43 @@ def suite_bar(data: Any) -> SuiteBar:
         max_tokens=checks.whole(data, ("max_tokens",), None, minimum=1, example="400"),
         temperature=checks.number(data, "temperature", minimum=0, maximum=2, example="0.7"),
         description=checks.text(data, "description", "") or "",
-        prompt=_prompt(checks, data),
+        prompt=prompt,
+        templates=templates,
+        prompt_files=tuple(files),
+        placeholders=tuple(used),
         issues=tuple(checks.issues),
     )
+
+
+def _templates(
+    checks: _Checks,
+    prompt: Mapping[str, str],
+    folder: str,
+    read: Reader,
+    show_path: Callable[[str], str],
+    files: list[str],
+) -> tuple[str, str] | None:
+    """The system and user templates, prompt files read verbatim."""
+    texts: list[str] = []
+    for key in ("system", "user"):
+        relative = prompt_file(key, prompt[key])
+        if relative is None:
+            texts.append(prompt[key])
+            continue
+        target = posixpath.normpath(posixpath.join(folder, relative))
+        raw = read(target)
+        at: KeyPath = ("prompt", key)
+        if raw is None:
+            message = f"prompt file {show_path(target)} does not exist"
+            checks.add(at, message, "paths are relative to the suite folder")
+            continue
+        files.append(target)
+        try:
+            texts.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            line, _, problem = utf8_problem(exc)
+            checks.add(at, f"prompt file {show_path(target)}, line {line}: {problem}")
+    return (texts[0], texts[1]) if len(texts) == len(PROMPT_KEYS) else None
 
 
 def effective_case(
@@ -537,6 +589,8 @@ class _CaseReader:
         golden = self.golden(data)
         quarantine = self.quarantine(data)
         assertions = self.assertions(data, variables, bool(refusal))
+        if isinstance(data.get("vars", {}), dict):
+            self.prompt_vars(suite.placeholders, variables)
         return EffectiveCase(
             id=written_id or case_id({}, self.path),
             path=self.path,
@@ -553,6 +607,18 @@ class _CaseReader:
             issues=tuple(checks.issues),
             provenance=provenance,
         )
+
+    def prompt_vars(self, used: Sequence[str], variables: Mapping[str, str]) -> None:
+        """Every `{{var}}` the suite's prompt uses is given by the case."""
+        missing = [name for name in used if name not in variables]
+        if missing:
+            self.add(
+                ("vars",),
+                f"the suite prompt uses {{{{{missing[0]}}}}} but this case has no var(s) "
+                + ", ".join(missing),
+                f"add under vars: {missing[0]}: ...",
+                on_key=True,
+            )
 
     def bar(
         self, data: Mapping[str, Any], suite: SuiteBar
@@ -864,6 +930,8 @@ class _ParamReader:
             )
             return None
         text = value if isinstance(value, str) else str(value)
+        if not self.says_something(text):
+            return None
         setting = self.text(text, variables)
         if setting is None or not self.says_something(setting.value):
             return None
@@ -964,15 +1032,10 @@ class _ParamReader:
                 self.add(f"unknown regex flag {unknown[0]!r}", "use any of i, m, s, x")
             return not unknown
         if param.compare is Compare.CODE:
-            try:
-                ast.parse(text.strip(), mode="eval")
-            except SyntaxError as exc:
-                where = f" at column {exc.offset}" if exc.offset else ""
-                self.add(
-                    f"syntax error{where}: {exc.msg}",
-                    "write one expression, e.g. json['total_idr'] == 12500000",
-                )
-                return False
+            problem = expression_problem(text)
+            if problem is not None:
+                self.add(*problem)
+            return problem is None
         return True
 
 

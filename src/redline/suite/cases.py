@@ -24,7 +24,6 @@ from redline.casemodel import (
     CASE_SUFFIXES,
     RETIRED_DIR,
     SUITE_FILE,
-    prompt_file,
 )
 from redline.casemodel.effective import (
     EffectiveAssertion,
@@ -40,15 +39,13 @@ from redline.running.sequential import (
     SequentialPlan,
 )
 from redline.suite.reading import NodeReader
-from redline.suite.templates import fill, placeholders
+from redline.suite.templates import fill
 from redline.suite.yamlsource import (
     Node,
     did_you_mean,
     file_bytes,
     load_file,
     load_text,
-    read_verbatim,
-    utf8_problem,
 )
 from redline.suite.yamlsource import type_name as yaml_type
 
@@ -243,16 +240,20 @@ class _SuiteLoader(NodeReader):
                     Problem(self.show(suite_path), 1, 1, "empty file", "see `redline init`")
                 )
             # The case files' own problems are reported too, checked against the defaults.
-            self.cases(self.folder.name, suite_bar({}), None)
+            self.cases(self.folder.name, suite_bar({}))
             return None
         before = len(self.problems)
-        bar = suite_bar(root.plain())
+        bar = suite_bar(
+            root.plain(), self.folder.as_posix(), file_bytes, lambda p: self.show(Path(p))
+        )
         self.report(root, bar.issues)
         name = bar.name or self.folder.name
         model = self.model(root, bar.model)
-        prompt = self.prompt(root, bar.prompt)
+        prompt = None
+        if bar.templates is not None:
+            prompt = (*bar.templates, tuple(Path(p) for p in bar.prompt_files))
         retired = self.retired_files()
-        cases = self.cases(name, bar, prompt)
+        cases = self.cases(name, bar)
         if len(self.problems) > before or prompt is None:
             return None
         system, user, files = prompt
@@ -280,7 +281,7 @@ class _SuiteLoader(NodeReader):
             mark = root.mark_at(issue.at, issue.on_key)
             self.problems.append(mark.problem(self.label + issue.message, issue.hint))
 
-    # -- settings the reader cannot check: the configuration and the prompt files ------
+    # -- what the reader cannot check: the configuration ------------------------------
 
     def model(self, root: Node, alias: str | None) -> str | None:
         node = root.get("model")
@@ -307,39 +308,6 @@ class _SuiteLoader(NodeReader):
             return None
         return alias
 
-    def prompt(
-        self, root: Node, written: Mapping[str, str] | None
-    ) -> tuple[str, str, tuple[Path, ...]] | None:
-        node = root.get("prompt")
-        if node is None or written is None:
-            return None
-        files: list[Path] = []
-        texts = [self.prompt_text(node, key, written[key], files) for key in ("system", "user")]
-        if texts[0] is None or texts[1] is None:
-            return None
-        return texts[0], texts[1], tuple(files)
-
-    def prompt_text(self, node: Node, key: str, value: str, files: list[Path]) -> str | None:
-        relative = prompt_file(key, value)
-        if relative is None:
-            return value
-        mark = node.mark_at((key,))
-        path = self.folder / relative
-        if not path.is_file():
-            self.add(
-                mark,
-                f"prompt file {self.show(path)} does not exist",
-                "paths are relative to the suite folder",
-            )
-            return None
-        files.append(path)
-        try:
-            return read_verbatim(path)
-        except UnicodeDecodeError as exc:
-            line, _, message = utf8_problem(exc)
-            self.add(mark, f"prompt file {self.show(path)}, line {line}: {message}")
-            return None
-
     # -- cases ---------------------------------------------------------
 
     def case_files(self) -> list[Path]:
@@ -363,10 +331,7 @@ class _SuiteLoader(NodeReader):
             return ()
         return tuple(sorted(p for p in retired.iterdir() if p.suffix in CASE_SUFFIXES))
 
-    def cases(
-        self, suite: str, bar: SuiteBar, prompt: tuple[str, str, tuple[Path, ...]] | None
-    ) -> tuple[Case, ...]:
-        used = placeholders(prompt[0] + "\n" + prompt[1]) if prompt else []
+    def cases(self, suite: str, bar: SuiteBar) -> tuple[Case, ...]:
         cases: list[Case] = []
         ids: dict[str, Path] = {}
         files = self.case_files()
@@ -381,7 +346,7 @@ class _SuiteLoader(NodeReader):
                 )
             )
         for path in files:
-            case = _CaseLoader(self, path, suite, bar, used).load()
+            case = _CaseLoader(self, path, suite, bar).load()
             if case is None:
                 continue
             if case.id in ids:
@@ -409,13 +374,11 @@ class _CaseLoader:
         path: Path,
         suite_name: str,
         bar: SuiteBar,
-        prompt_vars: list[str],
     ) -> None:
         self.suite = suite
         self.path = path
         self.suite_name = suite_name
         self.bar = bar
-        self.prompt_vars = prompt_vars
         self.files: list[Path] = []
 
     def read_root(self) -> Node | None:
@@ -449,8 +412,6 @@ class _CaseLoader:
         missing = {i for i, cls in types.items() if cls is None}
         suite.report(root, [i for i in case.issues if _assertion_index(i) not in missing])
         self.files.extend(Path(p).resolve() for p in case.files)
-        if isinstance(data.get("vars", {}), dict):
-            self.check_prompt_vars(root, case.vars)
         assertions = self.assertions(root, case, types)
         if len(suite.problems) > before:
             return None
@@ -470,18 +431,6 @@ class _CaseLoader:
             golden=None if case.golden is None else str(case.golden.value),
             quarantine=_quarantine(case),
         )
-
-    def check_prompt_vars(self, root: Node, variables: Mapping[str, str]) -> None:
-        missing = [name for name in self.prompt_vars if name not in variables]
-        if missing:
-            node = root.get("vars")
-            mark = node.where if node is not None else root.mark
-            names = ", ".join(missing)
-            self.suite.add(
-                mark,
-                f"the suite prompt uses {{{{{missing[0]}}}}} but this case has no var(s) {names}",
-                f"add under vars: {missing[0]}: ...",
-            )
 
     def assertions(
         self, root: Node, case: EffectiveCase, types: Mapping[int, type[Assertion] | None]
