@@ -35,6 +35,7 @@ from redline.casemodel import (
 )
 from redline.casemodel.effective import Issue, effective_case, suite_bar
 from redline.errors import ProblemsError
+from redline.guard import Kind, loosenings_between
 from redline.suite.cases import load_suite
 from redline.suite.yamlsource import load_text
 
@@ -209,3 +210,62 @@ def test_loader_and_guard_agree(
         assert loader_case == guard_case, name
     # Model aliases are checked against the configuration, which only the loader has.
     assert {p for p in loader_suite if "must be an alias" not in p[1]} == guard_suite
+
+
+SUITE_TEXT = "name: s\nmodel: local\nprompt: {system: p.md, user: '{{q}}'}\n"
+CASE_HEAD = "id: c\nprovenance: {ticket: T-1}\nvars: {q: hi}\n"
+
+
+def _both(tmp_path: Path, case_text: str) -> tuple[list[str], list[str]]:
+    """(the loader's messages, the guard's findings) for one case file on disk."""
+    (tmp_path / "suite.yaml").write_text(SUITE_TEXT)
+    (tmp_path / "p.md").write_text("Be brief.")
+    good = CASE_HEAD + "assert: [{type: max-chars, value: 400}]\n"
+    (tmp_path / "c.yaml").write_text(case_text)
+    try:
+        load_suite(tmp_path)
+        loader: list[str] = []
+    except ProblemsError as exc:
+        loader = [f"{p.line}:{p.column} {p.message}" for p in exc.problems]
+    guard = [
+        f"{f.detail}"
+        for f in loosenings_between(good, case_text, path=tmp_path / "c.yaml")
+        if f.kind is Kind.BROKEN
+    ]
+    return loader, guard
+
+
+@pytest.mark.parametrize(
+    ("written", "message"),
+    [
+        ("id: ''\n", "`id` is empty"),
+        ("id: 42\n", "`id` must be a non-empty string, not an integer"),
+        ("golden: 5\n", "`golden` must be text or a file:// reference, not an integer"),
+        ("samples: {min: 0, max: 4}\n", "`min` must be at least 1, got 0"),
+    ],
+)
+def test_what_the_loader_refuses_the_guard_refuses_in_the_same_words(
+    tmp_path: Path, written: str, message: str
+) -> None:
+    case_text = CASE_HEAD.replace("id: c\n", "") + written
+    case_text += "assert: [{type: max-chars, value: 400}]\n"
+    loader, guard = _both(tmp_path, case_text)
+    assert [m.split(" ", 1)[1] for m in loader] == [message]
+    assert guard == [f"new side does not load: {message}"]
+
+
+def test_a_refusal_with_a_null_value_loads_and_the_guard_lets_it_through(tmp_path: Path) -> None:
+    case_text = CASE_HEAD + "assert: [{type: refusal, value: null}]\n"
+    assert _both(tmp_path, case_text) == ([], [])
+    refusal = load_suite(tmp_path).case("c").assertions[0]
+    assert getattr(refusal, "expected", None) is True  # the declared default
+
+
+def test_samples_min_is_reported_under_its_own_key_path(tmp_path: Path) -> None:
+    case_text = CASE_HEAD + "samples:\n  max: 4\n  min: 0\nassert: [{type: max-chars, value: 9}]\n"
+    reading = effective_case(yaml.safe_load(case_text), "c.yaml", None, None)
+    assert [(i.at, i.message) for i in reading.issues] == [
+        (("samples", "min"), "`min` must be at least 1, got 0")
+    ]
+    loader, _ = _both(tmp_path, case_text)
+    assert loader == ["6:8 `min` must be at least 1, got 0"]

@@ -309,7 +309,7 @@ def file_bytes(path: str) -> bytes | None:
     """A file's bytes by its path, None when there is no such file (a case reader's `Reader`)."""
     try:
         return Path(path).read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    except OSError:
         return None
 
 
