@@ -34,10 +34,10 @@ from redline.casemodel import (
     declared_types,
 )
 from redline.casemodel.effective import Issue, effective_case, suite_bar
+from redline.documents.yamlsource import load_text
 from redline.errors import ProblemsError
 from redline.guard import Kind, loosenings_between
 from redline.suite.cases import load_suite
-from redline.suite.yamlsource import load_text
 
 #: One value of every kind a YAML file can hold, including the awkward ones.
 KINDS: dict[str, Any] = {

