@@ -269,3 +269,35 @@ def test_samples_min_is_reported_under_its_own_key_path(tmp_path: Path) -> None:
     ]
     loader, _ = _both(tmp_path, case_text)
     assert loader == ["6:8 `min` must be at least 1, got 0"]
+
+
+def test_a_declared_case_setting_is_read_checked_compared_and_handed_to_the_runner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from redline import casemodel
+
+    monkeypatch.setattr(casemodel, "_SETTINGS", {})
+    casemodel.declare_setting(
+        Param("max_steps", Value.INTEGER, Compare.CEILING, default=None, minimum=1)
+    )
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "q.txt").write_text("What is the total?")
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "s.json").write_text('{"type": "object"}')
+    for kind, value in KINDS.items():
+        case = {**CASE, "max_steps": value}
+        folder = tmp_path / kind.replace(" ", "-")
+        folder.mkdir()
+        for name in ("fixtures", "schemas"):
+            (folder / name).symlink_to(tmp_path / name)
+        loader, guard = _both(folder, yaml.safe_dump(case))
+        usable = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+        assert bool(loader) is not (usable or value is None), kind
+        assert [f"new side does not load: {m.split(' ', 1)[1]}" for m in loader] == guard, kind
+        if usable:
+            assert load_suite(folder).case("c").settings == {"max_steps": value}
+    good = CASE_HEAD + "max_steps: 3\nassert: [{type: max-chars, value: 400}]\n"
+    looser = good.replace("max_steps: 3", "max_steps: 5")
+    found = loosenings_between(good, looser, path=tmp_path / "one" / "c.yaml")
+    assert [(f.kind, f.detail) for f in found] == [(Kind.LOOSENING, "max_steps 3 → 5")]
+    assert loosenings_between(looser, good, path=tmp_path / "one" / "c.yaml") == []

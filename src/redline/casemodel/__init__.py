@@ -109,6 +109,8 @@ class Value(StrEnum):
     STRING = "string"  # inline text; `{{var}}` placeholders filled from the case's vars
     TEXT = "text"  # inline text (vars filled) or the verbatim content of a file:// reference
     RAW = "raw"  # inline text used as written (a regex, an expression)
+    LIST = "list"  # a YAML list, compared as data
+    MAPPING = "mapping"  # a YAML mapping, compared as data
     FLAGS = "flags"  # regex flag letters
     BOOLEAN = "boolean"
     JSON_FILE = "json-file"  # a file:// reference to a JSON document
@@ -254,6 +256,33 @@ def assertion_model(name: str) -> AssertionModel | None:
 
 def declared_types() -> list[str]:
     return sorted(_MODELS)
+
+
+_SETTINGS: dict[str, Param] = {}
+
+
+def declare_setting(param: Param) -> Param:
+    """Add a case key that is a setting of the case (what it sends, how far it may go).
+
+    The declaration is all a new key needs: the reader checks its values by `param.value`
+    (with its bounds and default), the loader hands it to the runner as
+    `Case.settings[key]`, the guard compares two values by `param.compare`, the app's
+    edits set it by key path, and the loader/guard parity test writes every kind of value
+    into it."""
+    if param.key in CASE_KEYS or _SETTINGS.get(param.key, param) != param:
+        raise ValueError(f"case key {param.key!r} is already declared differently")
+    _SETTINGS[param.key] = param
+    return param
+
+
+def case_settings() -> tuple[Param, ...]:
+    """The declared case settings, in the order they were declared."""
+    return tuple(_SETTINGS.values())
+
+
+def case_keys() -> frozenset[str]:
+    """Every key a case file may write: the case's own and the declared settings."""
+    return CASE_KEYS | frozenset(_SETTINGS)
 
 
 for _model in (
@@ -411,7 +440,10 @@ __all__ = [
     "Param",
     "Value",
     "assertion_model",
+    "case_keys",
+    "case_settings",
     "declare",
+    "declare_setting",
     "declared_types",
     "prompt_file",
     "suite_name",

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redline.casemodel import (
-    CASE_KEYS,
     CASE_SUFFIXES,
     COMMON_KEYS,
     DEFAULT_SAMPLES,
@@ -44,6 +43,8 @@ from redline.casemodel import (
     Param,
     Value,
     assertion_model,
+    case_keys,
+    case_settings,
     declared_types,
     prompt_file,
 )
@@ -184,6 +185,8 @@ class EffectiveCase:
     #: `quarantine:` as {reason, ticket, until (ISO date)}: the case cannot fail a run until then.
     quarantine: Setting | None = None
     provenance: Mapping[str, str] = field(default_factory=dict)
+    #: The declared case settings (`redline.casemodel.declare_setting`) the case has.
+    settings: Mapping[str, Setting] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
@@ -570,7 +573,7 @@ class _CaseReader:
             self.add((), f"a case must be a mapping, not {kind_name(data)}")
             data = {}
         checks = self.checks
-        checks.unknown_keys(data, (), CASE_KEYS, "a case")
+        checks.unknown_keys(data, (), case_keys(), "a case")
         if "retired" in data:
             self.add(
                 ("retired",),
@@ -589,6 +592,7 @@ class _CaseReader:
         golden = self.golden(data)
         quarantine = self.quarantine(data)
         assertions = self.assertions(data, variables, bool(refusal))
+        settings = self.settings(data, variables)
         if isinstance(data.get("vars", {}), dict):
             self.prompt_vars(suite.placeholders, variables)
         return EffectiveCase(
@@ -606,7 +610,26 @@ class _CaseReader:
             files=tuple(dict.fromkeys(self.files)),
             issues=tuple(checks.issues),
             provenance=provenance,
+            settings=settings,
         )
+
+    def settings(self, data: Mapping[str, Any], variables: Mapping[str, str]) -> dict[str, Setting]:
+        """Every declared case setting, read as its declaration says (its default when the
+        case writes none)."""
+        found: dict[str, Setting] = {}
+        for param in case_settings():
+            at: KeyPath = (param.key,)
+            value = data.get(param.key)
+            if value is None:
+                if param.required:
+                    self.add((), f"a case needs `{param.key}:`", f"add `{param.key}: ...`")
+                elif param.has_default:
+                    found[param.key] = Setting(param.default, True, at=at)
+                continue
+            setting = _ParamReader(self, None, param, at).read(value, variables)
+            if setting is not None:
+                found[param.key] = setting
+        return found
 
     def prompt_vars(self, used: Sequence[str], variables: Mapping[str, str]) -> None:
         """Every `{{var}}` the suite's prompt uses is given by the case."""
@@ -904,13 +927,14 @@ class _ParamReader:
     """One written parameter of one assertion, read as its declaration says."""
 
     case: _CaseReader
-    model: AssertionModel
+    #: The assertion type the parameter belongs to; None for a case setting.
+    model: AssertionModel | None
     param: Param
     at: KeyPath
 
     @property
     def label(self) -> str:
-        return f"{self.model.name}: "
+        return f"{self.model.name}: " if self.model is not None else ""
 
     def add(self, message: str, hint: str = "") -> None:
         self.case.add(self.at, self.label + message, hint)
@@ -922,6 +946,8 @@ class _ParamReader:
             return None
         if kind is Value.ANY and not isinstance(value, str):
             return Setting(value, at=self.at)
+        if kind in (Value.LIST, Value.MAPPING):
+            return self.data(value)
         if kind in (Value.NUMBER, Value.INTEGER, Value.BOOLEAN):
             return self.scalar(value)
         if isinstance(value, bool | dict | list):
@@ -936,6 +962,17 @@ class _ParamReader:
         if setting is None or not self.says_something(setting.value):
             return None
         return setting if self.well_formed(setting.value) else None
+
+    def data(self, value: Any) -> Setting | None:
+        """A list or a mapping, taken as written."""
+        wanted = list if self.param.value is Value.LIST else dict
+        if not isinstance(value, wanted):
+            expected = "a list" if wanted is list else "a mapping"
+            example = "[...]" if wanted is list else "{...}"
+            key = self.param.key
+            self.case.checks.wrong_type(self.at, value, key, expected, example, self.label)
+            return None
+        return Setting(value, at=self.at)
 
     def scalar(self, value: Any) -> Setting | None:
         """A number, a whole number or a boolean, within the parameter's range."""

@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from redline.assertions import (
     Assertion,
@@ -92,6 +92,8 @@ class Case:
     golden: str | None = None
     #: Runs and reports, but cannot turn a run red until `quarantine.until` has passed.
     quarantine: Quarantine | None = None
+    #: The declared case settings it has (`redline.casemodel.declare_setting`), as read.
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     def required_for(self, n: int) -> int:
         """The same pass-rate bar at `n` samples (a rerun with more samples)."""
@@ -430,6 +432,7 @@ class _CaseLoader:
             sampling=_plan(case),
             golden=None if case.golden is None else str(case.golden.value),
             quarantine=_quarantine(case),
+            settings={key: setting.value for key, setting in case.settings.items()},
         )
 
     def assertions(
