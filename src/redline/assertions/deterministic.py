@@ -25,6 +25,7 @@ from redline.assertions.base import (
     Spec,
     register,
 )
+from redline.casemodel import REGEX_FLAGS
 from redline.vocabulary.verdicts import AssertionStatus
 
 
@@ -172,9 +173,6 @@ class Equals(Assertion):
         return Check.fail(f"output {_preview(sample.text)} != {_preview(self.expected)}")
 
 
-_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
-
-
 @register("regex")
 class Regex(Assertion):
     """The output matches the Python regular expression `value` somewhere (re.search).
@@ -193,7 +191,7 @@ class Regex(Assertion):
         source = spec.text("value")
         flags = 0
         for letter in spec.text("flags") or "":
-            flags |= _FLAGS[letter]
+            flags |= REGEX_FLAGS[letter]
         return None if source is None else cls(spec, re.compile(source, flags))
 
     def check(self, sample: Sample) -> Check:

@@ -12,6 +12,7 @@ This package imports nothing heavy: the pre-commit hook reads it on every commit
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -78,6 +79,9 @@ def suite_name(data: Any, folder: str) -> str:
     name = data.get("name") if isinstance(data, dict) else None
     return name if isinstance(name, str) and name.strip() else folder
 
+
+#: The flag letters a `regex` assertion may write, and what each means.
+REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 #: Default bars of the semantic assertions (scaled by each backend's calibration).
 DEFAULT_MENTION_THRESHOLD = 0.5
@@ -430,6 +434,7 @@ __all__ = [
     "PROMPT_KEYS",
     "PROVENANCE_KEYS",
     "QUARANTINE_KEYS",
+    "REGEX_FLAGS",
     "RETIRED_DIR",
     "SAMPLES_KEYS",
     "SUITE_FILE",

@@ -33,6 +33,7 @@ from redline.casemodel import (
     PROMPT_KEYS,
     PROVENANCE_KEYS,
     QUARANTINE_KEYS,
+    REGEX_FLAGS,
     RETIRED_DIR,
     SAMPLES_KEYS,
     SUITE_FILE,
@@ -50,6 +51,7 @@ from redline.casemodel import (
 )
 from redline.casemodel.expressions import expression_problem
 from redline.casemodel.values import (
+    bound_crossed,
     did_you_mean,
     is_number,
     is_whole,
@@ -71,7 +73,6 @@ from redline.vocabulary.sequential import (
 Reader = Callable[[str], bytes | None]
 KeyPath = tuple[str | int, ...]
 
-_REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 #: A key that is not written (`None` is a written YAML null).
 _ABSENT: Any = object()
 _FILE_HINT = "file:// paths are relative to the case file's folder"
@@ -251,8 +252,9 @@ def _templates(
         if relative is None:
             texts.append(prompt[key])
             continue
-        target = posixpath.normpath(posixpath.join(folder, relative))
-        raw = read(target)
+        # Kept as written (folder/../prompts/x.md): the path is part of the run's record.
+        target = posixpath.join(folder, relative)
+        raw = read(posixpath.normpath(target))
         at: KeyPath = ("prompt", key)
         if raw is None:
             message = f"prompt file {show_path(target)} does not exist"
@@ -418,14 +420,10 @@ class _Checks:
     ) -> bool:
         """Whether `value` is within its bounds; else an issue naming the bound it crossed,
         with the nearest allowed value as the example."""
-        if maximum is not None and value > maximum:
-            bound, nearest = f"at most {maximum:g}", f"{maximum:g}"
-        elif minimum is not None and exclusive_minimum and value <= minimum:
-            bound, nearest = f"greater than {minimum:g}", example
-        elif minimum is not None and value < minimum:
-            bound, nearest = f"at least {minimum:g}", f"{minimum:g}"
-        else:
+        crossed = bound_crossed(value, minimum, maximum, exclusive_minimum, example)
+        if crossed is None:
             return True
+        bound, nearest = crossed
         hint = f"e.g. {key}: {nearest}" if nearest else ""
         self.add(at, f"{label}`{key}` must be {bound}, got {value:g}", hint)
         return False
@@ -872,7 +870,7 @@ class _CaseReader:
             return
         flags = 0
         for letter in str(params["flags"].value if "flags" in params else ""):
-            flags |= _REGEX_FLAGS.get(letter, 0)
+            flags |= REGEX_FLAGS.get(letter, 0)
         try:
             re.compile(str(params[pattern.key].value), flags)
         except re.error as exc:
@@ -1064,7 +1062,7 @@ class _ParamReader:
             )
             return False
         if param.value is Value.FLAGS:
-            unknown = [letter for letter in text if letter not in _REGEX_FLAGS]
+            unknown = [letter for letter in text if letter not in REGEX_FLAGS]
             if unknown:
                 self.add(f"unknown regex flag {unknown[0]!r}", "use any of i, m, s, x")
             return not unknown

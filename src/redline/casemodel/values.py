@@ -74,6 +74,24 @@ def kind_name(value: Any) -> str:
     return KIND_NAMES.get(kind, f"a {kind}")
 
 
+def bound_crossed(
+    value: float,
+    minimum: float | None,
+    maximum: float | None,
+    exclusive_minimum: bool = False,
+    example: str = "",
+) -> tuple[str, str] | None:
+    """(the bound `value` crosses in words, the nearest allowed value to show), or None
+    when it is within its bounds."""
+    if maximum is not None and value > maximum:
+        return f"at most {maximum:g}", f"{maximum:g}"
+    if minimum is not None and exclusive_minimum and value <= minimum:
+        return f"greater than {minimum:g}", example
+    if minimum is not None and value < minimum:
+        return f"at least {minimum:g}", f"{minimum:g}"
+    return None
+
+
 def did_you_mean(word: str, options: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest option, or '' when nothing is close."""
     close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
