@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 SUITE_FILE = "suite.yaml"
@@ -178,6 +179,19 @@ class AssertionModel:
     def keys(self) -> frozenset[str]:
         """Parameter keys besides COMMON_KEYS."""
         return frozenset(self._by_key)
+
+    @cached_property
+    def allowed(self) -> frozenset[str]:
+        """Every key an entry of this type may write."""
+        return self.keys | COMMON_KEYS
+
+    @cached_property
+    def pattern(self) -> Param | None:
+        """The regular expression this type matches with, if it is one."""
+        return next(
+            (p for p in self.params if p.compare is Compare.PATTERN and p.value is Value.RAW),
+            None,
+        )
 
     def param(self, key: str) -> Param | None:
         return self._by_key.get(key)

@@ -24,7 +24,6 @@ from typing import Any
 
 from redline.casemodel import (
     CASE_SUFFIXES,
-    COMMON_KEYS,
     DEFAULT_SAMPLES,
     DEFAULT_TIER,
     FILE_REF,
@@ -134,20 +133,21 @@ class SuiteBar:
     samples: Setting
     tier: Setting
     issues: tuple[Issue, ...] = ()
-    #: The rest of suite.yaml as read (None where unusable or not written).
-    name: str | None = None
-    model: str | None = None
-    seed: int | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
-    description: str = ""
-    #: `prompt:` entries as written ({system, user}).
-    prompt: Mapping[str, str] | None = None
-    #: (system, user) templates, files read verbatim: only when read with a `Reader`.
-    templates: tuple[str, str] | None = None
-    #: The prompt files read, and the `{{var}}` names the templates use (every case needs them).
-    prompt_files: tuple[str, ...] = ()
+    #: The `{{var}}` names the prompt uses: every case must give them.
     placeholders: tuple[str, ...] = ()
+    # The rest of suite.yaml as read (None where unusable or not written): not what its
+    # cases are held to, so two bars that differ only here are equal.
+    name: str | None = field(default=None, compare=False)
+    model: str | None = field(default=None, compare=False)
+    seed: int | None = field(default=None, compare=False)
+    max_tokens: int | None = field(default=None, compare=False)
+    temperature: float | None = field(default=None, compare=False)
+    description: str = field(default="", compare=False)
+    #: `prompt:` entries as written ({system, user}).
+    prompt: Mapping[str, str] | None = field(default=None, compare=False)
+    #: (system, user) templates, files read verbatim: only when read with a `Reader`.
+    templates: tuple[str, str] | None = field(default=None, compare=False)
+    prompt_files: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -562,9 +562,10 @@ class _CaseReader:
     def add(self, at: KeyPath, message: str, hint: str = "", *, on_key: bool = False) -> None:
         self.checks.add(at, message, hint, on_key=on_key)
 
-    @property
-    def folder(self) -> str:
-        return posixpath.dirname(self.path)
+    folder: str = ""
+
+    def __post_init__(self) -> None:
+        self.folder = posixpath.dirname(self.path)
 
     def case(self, data: Any, suite: SuiteBar) -> EffectiveCase:
         if not isinstance(data, dict):
@@ -810,7 +811,7 @@ class _CaseReader:
             return None
         at: KeyPath = ("assert", index)
         label = f"{model.name}: "
-        self.checks.unknown_keys(entry, at, model.keys | COMMON_KEYS, model.name, label)
+        self.checks.unknown_keys(entry, at, model.allowed, model.name, label)
         params: dict[str, Setting] = {}
         for param in model.params:
             canonical = param.alias_of or param.key
@@ -843,9 +844,8 @@ class _CaseReader:
             message = f"an assertion must be a mapping, not {kind_name(entry)}"
             self.add(at, message, "write - type: contains\n  value: ...")
             return None
-        known = declared_types()
         if "type" not in entry:
-            self.add(at, "assertion has no `type:`", f"one of {', '.join(known)}")
+            self.add(at, "assertion has no `type:`", f"one of {', '.join(declared_types())}")
             return None
         name = entry["type"]
         if not isinstance(name, str):
@@ -855,6 +855,7 @@ class _CaseReader:
             return None
         model = assertion_model(name)
         if model is None:
+            known = declared_types()
             hint = FORMER_TYPES.get(name, f"known types: {', '.join(known)}")
             self.add(
                 (*at, "type"), f"unknown assertion type {name!r}{did_you_mean(name, known)}", hint
@@ -865,8 +866,8 @@ class _CaseReader:
         self, model: AssertionModel, params: Mapping[str, Setting], at: KeyPath
     ) -> None:
         """A regular expression compiles with the flags written beside it."""
-        pattern = next((p for p in model.params if p.compare is Compare.PATTERN), None)
-        if pattern is None or pattern.value is not Value.RAW or pattern.key not in params:
+        pattern = model.pattern
+        if pattern is None or pattern.key not in params:
             return
         flags = 0
         for letter in str(params["flags"].value if "flags" in params else ""):
