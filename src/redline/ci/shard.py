@@ -1,8 +1,9 @@
 """Deterministic 1/N slices of a suite for CI matrices, and merging them back into one run.
 
 `redline run --shard K/N` runs the cases whose stable hash of (suite, case id) falls in
-shard K: a case's shard never depends on the other cases, so adding or retiring a case
-moves no other case. `redline merge` joins the shards' exports into one run.
+shard K (`running.planning.shard_of`): a case's shard never depends on the other cases, so
+adding or retiring a case moves no other case. `redline merge` joins the shards' exports
+into one run.
 """
 
 from __future__ import annotations
@@ -13,41 +14,15 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol, TypeVar
 
 from redline.errors import Problem, ProblemsError, RunAlreadyStored, ShardMissing, UsageError
 from redline.running.exchange import RESULTS_FILE, export_run, import_run
 from redline.running.outcome import add_counts, run_result
+from redline.running.planning import select, shard_of
 from redline.running.records import CaseRecord, RunRecord, RunStatus, SampleRecord
 from redline.running.store import RunStore
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
-
-
-class Shardable(Protocol):
-    @property
-    def suite(self) -> str: ...
-
-    @property
-    def id(self) -> str: ...
-
-
-T = TypeVar("T", bound=Shardable)
-
-
-def shard_of(suite: str, case_id: str, n: int) -> int:
-    """The 1-based shard (1..n) that owns this case."""
-    if n < 1:
-        raise ValueError(f"shard count must be >= 1, got {n}")
-    digest = hashlib.sha256(f"{suite}\x00{case_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") % n + 1
-
-
-def select(cases: Iterable[T], k: int, n: int) -> list[T]:
-    """The cases of shard k of n (1-based), in their original order."""
-    if n < 1 or not 1 <= k <= n:
-        raise UsageError(f"shard {k}/{n}: need 1 <= K <= N")
-    return [c for c in cases if shard_of(c.suite, c.id, n) == k]
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -331,3 +306,14 @@ def write_merged(merged: MergedRun, *, out: Path | None, store: RunStore | None)
         ):
             scratch.add_run(merged.run, merged.cases, merged.samples)
             export_run(scratch, merged.run.id, out)
+
+
+__all__ = [
+    "MergedRun",
+    "merge_exports",
+    "merged_run_id",
+    "parse_shard",
+    "select",
+    "shard_of",
+    "write_merged",
+]

@@ -194,6 +194,14 @@ class CaseRecord:
     result: CaseOutcome
     verdicts: Mapping[Verdict, int]
     case_hash: str
+    #: Samples drawn after a sequential test had stopped (in the batch that decided it):
+    #: stored with the run, not counted in `samples`, `passes` or `verdicts`.
+    uncounted: int = 0
+    #: A sequentially sampled case's rule: the pass rate it is decided against and the
+    #: margin either side of it (`required` is then the fewest passes its test calls a
+    #: pass at `samples`); None for a fixed count.
+    bar: float | None = None
+    margin: float | None = None
 
     @property
     def content_samples(self) -> int:
