@@ -37,17 +37,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from redline.deciding.cause import ArmCounts, ArmKind, Bar, Settings, decide
-from redline.deciding.causes import Cause
 from redline.running.options import RunOptions
-from redline.running.outcome import scale_required
 from redline.running.pipeline import SampleJob
 from redline.running.planning import Plan, plan_run
-from redline.running.records import CaseOutcome
 from redline.running.run_record import case_result
 from redline.running.schedule import Schedule
-from redline.running.sequential import SequentialPlan
-from redline.running.verdicts import Verdict
 from redline.suite.cases import Case, Suite
+from redline.vocabulary.causes import Cause
+from redline.vocabulary.outcome import scale_required
+from redline.vocabulary.records import CaseOutcome
+from redline.vocabulary.sequential import SequentialPlan
+from redline.vocabulary.verdicts import Verdict
 
 BAR = 0.8
 DROP = 0.20

@@ -15,15 +15,15 @@ from redline.config import parse_config
 from redline.running.options import RunOptions
 from redline.running.pipeline import SampleJob
 from redline.running.planning import plan_run
-from redline.running.records import CaseOutcome
 from redline.running.run_record import case_result
 from redline.running.runner import RunProgress, run_suites
 from redline.running.schedule import Schedule
 from redline.running.seeds import sample_seed
-from redline.running.sequential import Decision, SequentialDraw, SequentialPlan
 from redline.running.store import RunStore
-from redline.running.verdicts import Verdict
 from redline.suite.cases import Case, Suite, load_suite
+from redline.vocabulary.records import CaseOutcome
+from redline.vocabulary.sequential import Decision, SequentialDraw, SequentialPlan
+from redline.vocabulary.verdicts import Verdict
 from servers import LoopbackLLMServer, rate_answers_json
 
 KEY_ENV = "REDLINE_LOOPBACK_KEY"

@@ -37,13 +37,13 @@ import pytest
 
 if TYPE_CHECKING:
     from redline.config import Config
-    from redline.judge import JudgeSession
     from redline.providers.base import Provider
+    from redline.running.judging import JudgeSession
     from redline.running.pipeline import SamplePipeline
-    from redline.running.records import SampleRecord
     from redline.running.run_record import CaseResult
     from redline.suite.behavior import BehaviorAssertion, BehaviorResult
     from redline.suite.cases import Case, Suite
+    from redline.vocabulary.records import SampleRecord
 
 DEFAULT_BASELINE = "baselines/pytest-behavior.json"
 DEFAULT_SCORE_DROP = 0.10
@@ -363,7 +363,7 @@ class CaseItem(pytest.Item):
         self.user_properties.append(("redline_checks", [a.describe() for a in case.assertions]))
 
     def runtest(self) -> None:
-        from redline.running.records import CaseOutcome
+        from redline.vocabulary.records import CaseOutcome
 
         samples, result = _cases(self.config).decide(self.suite, self.case)
         outcome = result.outcome
@@ -507,7 +507,7 @@ class _CaseRunner:
     def judge_session(self, suite: Suite) -> JudgeSession | None:
         if not self.judge:
             return None
-        from redline.judge import JudgeSession
+        from redline.running.judging import JudgeSession
 
         session = JudgeSession.open([suite], self.config, blocks=self.judge_blocks)
         self.judges[suite.name] = session

@@ -1,15 +1,12 @@
-"""Deterministic 1/N slices of a suite for CI matrices, and merging them back into one run.
+"""Merging the exports of a CI matrix's shards back into one run (`redline merge`).
 
-`redline run --shard K/N` runs the cases whose stable hash of (suite, case id) falls in
-shard K (`running.planning.shard_of`): a case's shard never depends on the other cases, so
-adding or retiring a case moves no other case. `redline merge` joins the shards' exports
-into one run.
+Which cases a shard runs is `running.shards`'s question; here the shards' exports are
+checked against each other (every case in one shard, the same inputs) and joined.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -17,23 +14,9 @@ from pathlib import Path
 
 from redline.errors import Problem, ProblemsError, RunAlreadyStored, ShardMissing, UsageError
 from redline.running.exchange import RESULTS_FILE, export_run, import_run
-from redline.running.outcome import add_counts, run_result
-from redline.running.planning import select, shard_of
-from redline.running.records import CaseRecord, RunRecord, RunStatus, SampleRecord
 from redline.running.store import RunStore
-
-_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """`K/N` as typed on the command line → (k, n), with a clear error otherwise."""
-    match = _SHARD.match(text)
-    if match is None:
-        raise UsageError(f"--shard {text!r}: write it as K/N, e.g. 1/4")
-    k, n = int(match.group(1)), int(match.group(2))
-    if n < 1 or not 1 <= k <= n:
-        raise UsageError(f"--shard {text!r}: K must be between 1 and N (N >= 1)")
-    return k, n
+from redline.vocabulary.outcome import add_counts, run_result
+from redline.vocabulary.records import CaseRecord, RunRecord, RunStatus, SampleRecord
 
 
 @dataclass(frozen=True)
@@ -306,14 +289,3 @@ def write_merged(merged: MergedRun, *, out: Path | None, store: RunStore | None)
         ):
             scratch.add_run(merged.run, merged.cases, merged.samples)
             export_run(scratch, merged.run.id, out)
-
-
-__all__ = [
-    "MergedRun",
-    "merge_exports",
-    "merged_run_id",
-    "parse_shard",
-    "select",
-    "shard_of",
-    "write_merged",
-]

@@ -19,9 +19,9 @@ from redline.running.budget import Budget
 from redline.running.options import RunOptions
 from redline.running.pipeline import SampleJob, SamplePipeline
 from redline.running.planning import Plan
-from redline.running.records import SampleRecord
 from redline.running.schedule import Schedule
-from redline.running.verdicts import Verdict
+from redline.vocabulary.records import SampleRecord
+from redline.vocabulary.verdicts import Verdict
 
 if TYPE_CHECKING:
     from redline.config import Config

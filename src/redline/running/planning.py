@@ -7,17 +7,16 @@ cost estimate, the run and `pytest cases/` all plan through it.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING
 
 from redline.errors import CaseNotFound, UsageError
 from redline.running.options import RunOptions
 from redline.running.pipeline import SampleJob, costly
 from redline.running.seeds import sample_seed
-from redline.running.sequential import SequentialDraw, SequentialPlan, adaptive_plan
-from redline.running.verdicts import Verdict
+from redline.vocabulary.sequential import SequentialDraw, SequentialPlan, adaptive_plan
+from redline.vocabulary.verdicts import Verdict
 
 if TYPE_CHECKING:
     from redline.config import Config, ModelRef
@@ -62,33 +61,6 @@ class Plan:
         return len(self.todo) + sum(d.plan.max - d.drawn for d in undecided)
 
 
-def shard_of(suite: str, case_id: str, n: int) -> int:
-    """The 1-based shard (1..n) that owns this case: a stable hash of (suite, case id), so
-    a case's shard never depends on the other cases."""
-    if n < 1:
-        raise ValueError(f"shard count must be >= 1, got {n}")
-    digest = hashlib.sha256(f"{suite}\x00{case_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") % n + 1
-
-
-class Shardable(Protocol):
-    @property
-    def suite(self) -> str: ...
-
-    @property
-    def id(self) -> str: ...
-
-
-T = TypeVar("T", bound=Shardable)
-
-
-def select(cases: Iterable[T], k: int, n: int) -> list[T]:
-    """The cases of shard k of n (1-based), in their original order."""
-    if n < 1 or not 1 <= k <= n:
-        raise UsageError(f"shard {k}/{n}: need 1 <= K <= N")
-    return [c for c in cases if shard_of(c.suite, c.id, n) == k]
-
-
 def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Suite, Case]]:
     """The cases a run covers: case-id and tier filters, then the shard."""
     chosen = [(s, c) for s in suites for c in s.cases]
@@ -109,6 +81,8 @@ def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Sui
     if options.shard is not None:
         # A shard may own no case (3 cases over 2 shards can all hash into one): that is
         # an empty, valid run, so the CI matrix job still exports a result to merge.
+        from redline.running.shards import select  # CI only: kept off a plain run's start-up
+
         kept = {(c.suite, c.id) for c in select((c for _, c in chosen), *options.shard)}
         chosen = [(s, c) for s, c in chosen if (c.suite, c.id) in kept]
     return chosen
@@ -249,7 +223,5 @@ __all__ = [
     "run_model",
     "samples_for",
     "sampling_plan",
-    "select",
     "select_cases",
-    "shard_of",
 ]

@@ -13,16 +13,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from redline import __version__
-from redline.deciding.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
 from redline.errors import UsageError
 from redline.gitio import repo_branch, repo_state
 from redline.running.budget import Budget
 from redline.running.manifest import case_hash, suite_manifest
 from redline.running.options import RunOptions
-from redline.running.outcome import add_counts, case_outcome, run_result
 from redline.running.planning import Plan
-from redline.running.records import (
+from redline.running.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
+from redline.running.seeds import FROZEN_SEEDS_ARG, frozen_seeds
+from redline.running.store import RunStore, now_iso
+from redline.version import __version__
+from redline.vocabulary.outcome import add_counts, case_outcome, run_result
+from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
     RunKind,
@@ -30,10 +32,8 @@ from redline.running.records import (
     RunResult,
     RunStatus,
 )
-from redline.running.seeds import FROZEN_SEEDS_ARG, frozen_seeds
-from redline.running.sequential import Decision, SequentialDraw
-from redline.running.store import RunStore, now_iso
-from redline.running.verdicts import NON_CONTENT_VERDICTS, Verdict
+from redline.vocabulary.sequential import Decision, SequentialDraw
+from redline.vocabulary.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 if TYPE_CHECKING:
     from redline.config import Config, ModelRef

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from redline.config import Config, ModelRef
 from redline.providers.factory import make_provider
-from redline.providers.replay import ReplayProvider
 from redline.redaction import KeyRedactor
 from redline.running.budget import Budget, Estimate, estimate_cost
 from redline.running.execution import (
@@ -42,7 +41,7 @@ from redline.running.planning import (
     sampling_plan,
     select_cases,
 )
-from redline.running.records import RunKind, RunRecord
+from redline.running.replay import ReplayProvider
 from redline.running.run_record import (
     RETRIES_ARG,
     case_result,
@@ -53,6 +52,7 @@ from redline.running.run_record import (
 from redline.running.schedule import Schedule
 from redline.running.seeds import sample_seed
 from redline.running.store import RunStore, new_run_id
+from redline.vocabulary.records import RunKind, RunRecord
 
 if TYPE_CHECKING:
     from redline.providers.base import Provider
@@ -135,7 +135,7 @@ async def _execute(
         budget = Budget(options.budget, estimate_cost(store, config, model.id, plan.cases))
     judges = None
     if options.judge:
-        from redline.judge import JudgeSession  # the judge stack loads only for --judge
+        from redline.running.judging import JudgeSession  # the judge stack loads only for --judge
 
         judges = JudgeSession.open(suites, config, blocks=options.judge_blocks)
     if judges is not None and options.resume is None:

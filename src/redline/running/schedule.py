@@ -17,7 +17,7 @@ from collections import deque
 
 from redline.running.pipeline import SampleJob
 from redline.running.planning import Plan
-from redline.running.verdicts import Verdict
+from redline.vocabulary.verdicts import Verdict
 
 
 class Schedule:
