@@ -4,6 +4,7 @@ kept and said, never counted; the stored result states the rule it was decided b
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
 from pathlib import Path
@@ -16,12 +17,12 @@ from redline.running.options import RunOptions
 from redline.running.pipeline import SampleJob
 from redline.running.planning import plan_run
 from redline.running.run_record import case_result
-from redline.running.runner import RunProgress, run_suites
+from redline.running.runner import RunProgress, execute_run, run_suites
 from redline.running.schedule import Schedule
 from redline.running.seeds import sample_seed
 from redline.running.store import RunStore
 from redline.suite.cases import Case, Suite, load_suite
-from redline.vocabulary.records import CaseOutcome
+from redline.vocabulary.records import CaseOutcome, RunStatus
 from redline.vocabulary.sequential import Decision, SequentialDraw, SequentialPlan
 from redline.vocabulary.verdicts import Verdict
 from servers import LoopbackLLMServer, rate_answers_json
@@ -180,3 +181,44 @@ def test_validate_says_a_sequential_count_is_a_maximum(
     out = capsys.readouterr().out
     assert "up to 10 samples (sequential)" in out
     assert "up to 20 samples per run" in out
+
+
+def test_an_interrupted_sequential_run_resumes_to_the_same_decision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case_id, _ = _crossing_case(70)
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    with LoopbackLLMServer() as server:
+        (tmp_path / "redline.toml").write_text(
+            server.redline_toml(key_env=KEY_ENV, concurrency=2), encoding="utf-8"
+        )
+        config = parse_config(tmp_path / "redline.toml")
+        suite = load_suite(_write_suite(tmp_path, [case_id, "other"], frozen=True), config)
+        with RunStore.open(tmp_path / "store.db") as store:
+            whole = run_suites([suite], config, store, RunOptions())
+            expected = {c.case_id: c for c in store.cases(whole.id)}
+            server.latency_ms = 50
+            seen: list[RunProgress] = []
+
+            async def interrupted() -> None:
+                options = RunOptions(run_id="cut01")
+                task = asyncio.ensure_future(
+                    execute_run([suite], config, store, options, seen.append)
+                )
+                while not seen or seen[-1].done < 5:
+                    await asyncio.sleep(0.01)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+
+            asyncio.run(interrupted())
+            assert store.run("cut01").status is RunStatus.INTERRUPTED
+            resumed = run_suites([suite], config, store, RunOptions(resume="cut01"))
+            got = {c.case_id: c for c in store.cases(resumed.id)}
+            stored = len(store.samples(resumed.id))
+    fields = ("samples", "passes", "required", "result", "uncounted")
+    for case in (case_id, "other"):
+        assert [getattr(got[case], f) for f in fields] == [
+            getattr(expected[case], f) for f in fields
+        ]
+    assert stored == sum(c.samples + c.uncounted for c in got.values())

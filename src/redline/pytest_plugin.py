@@ -11,8 +11,8 @@
 - A check whose model backend is missing makes the test skip with the reason.
 - With pytest-html installed, the report gets "Assertions" and "Targets" columns.
 - `pytest cases/` collects each redline suite (a folder with suite.yaml) and runs each
-  case as one item: its samples on the suite's pinned model, drawn at the configured
-  concurrency through the same sample pipeline as `redline run` (`--llm-judge` and
+  case as one item: its samples on the suite's pinned model, planned, scheduled and drawn
+  at the configured concurrency by the runner's own code and sample pipeline (`--llm-judge` and
   `--llm-judge-blocks` as `--judge` and `--judge-blocks`) and decided by the same rule
   (a sequentially sampled case draws until decided; marginal and inconclusive cases are
   skipped with the reason; a quarantined case that fails is an expected failure).

@@ -201,18 +201,24 @@ def _plan_replayed(
 
 
 def _plan_sequential(plan: Plan, seq: SequentialCase, have: Mapping[int, Verdict]) -> None:
-    """A sequentially sampled case starts with its `min` samples (or as many as a resumed
-    run drew already), less those stored; a resumed case that its stored samples decide
-    draws nothing more."""
+    """A sequentially sampled case starts with its `min` samples. A resumed one replays
+    its stored verdicts batch by batch, as the first run drew them, up to the first batch
+    that lacks samples, and draws what its batches lack (nothing once they decide it)."""
     draw = seq.draw
     plan.cases.append((seq.suite, seq.case, draw.plan.max))
     plan.sequential[(seq.case.suite, seq.case.id)] = seq
-    draw.drawn = max(draw.plan.min, max(have) + 1 if have else 0)
-    for index in sorted(have):
-        draw.add(index, have[index])
+    draw.drawn = draw.plan.min
+    batch = range(draw.drawn)
+    while batch and all(i in have for i in batch):
+        for i in batch:
+            draw.add(i, have[i])
+        batch = draw.more()
+    for i in sorted(have):
+        draw.add(i, have[i])
+    if have:
+        draw.drawn = max(draw.drawn, max(have) + 1)
     if draw.decision() is None:
         plan.todo.extend(seq.jobs(i for i in range(draw.drawn) if i not in have))
-        plan.todo.extend(seq.more())
 
 
 __all__ = [

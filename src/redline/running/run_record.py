@@ -33,7 +33,7 @@ from redline.vocabulary.records import (
     RunStatus,
 )
 from redline.vocabulary.sequential import Decision, SequentialDraw
-from redline.vocabulary.verdicts import NON_CONTENT_VERDICTS, Verdict
+from redline.vocabulary.verdicts import NON_CONTENT_VERDICTS, VERDICT_ORDER, Verdict
 
 if TYPE_CHECKING:
     from redline.config import Config, ModelRef
@@ -208,7 +208,11 @@ def case_result(
     as transport). `redline run` and `pytest cases/` decide a case with this."""
     if draw is not None:
         decision = draw.decision()
-        counted = dict(draw.counts) if decision is not None else dict(verdicts)
+        counted = (
+            {v: draw.counts.get(v, 0) for v in VERDICT_ORDER}
+            if decision is not None
+            else dict(verdicts)
+        )
         content = sum(n for v, n in counted.items() if v not in NON_CONTENT_VERDICTS)
         return CaseResult(
             _SEQUENTIAL_OUTCOME[decision or Decision.INCONCLUSIVE],

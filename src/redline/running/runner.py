@@ -125,7 +125,7 @@ async def _execute(
 ) -> RunRecord:
     chosen = select_cases(suites, options)
     identity = provider.identity()
-    run_id = options.resume or options.run_id or new_run_id()
+    run_id = options.resume if options.resume is not None else options.run_id or new_run_id()
     record = open_record(suites, config, store, options, identity, model, run_id)
     stored = store.sample_verdicts(record.id) if options.resume is not None else None
     replayed = None if options.replay is None else _replayed_seeds(store, options.replay)

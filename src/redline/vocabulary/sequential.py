@@ -108,9 +108,9 @@ class SequentialPlan:
         return math.log(self.false_fail / (1 - self.false_pass))
 
     def passes_to_pass(self, content: int) -> int:
-        """The fewest passes among `content` content samples that this rule calls a pass,
-        or `content` + 1 when none would: what a sequential case's result states as its
-        `required`, so `passes >= required` holds exactly when it passed."""
+        """The fewest passes among `content` content samples that this rule calls a pass
+        (more than `content` when none would): what a sequential case's result states as
+        its `required`, so `passes >= required` holds exactly when it passed."""
         if self.contract:
             return max(self.min, content)
         if content >= self.min:
