@@ -222,3 +222,26 @@ def test_an_interrupted_sequential_run_resumes_to_the_same_decision(
             getattr(expected[case], f) for f in fields
         ]
     assert stored == sum(c.samples + c.uncounted for c in got.values())
+
+
+def test_a_resume_with_samples_set_aside_draws_each_missing_one_once(tmp_path: Path) -> None:
+    """`--retry-transport` sets aside samples anywhere in a case's batches: the resumed
+    plan draws exactly those again, and ends where the whole run did."""
+    suite = load_suite(_write_suite(tmp_path, ["c"]))
+    case = suite.cases[0]
+    script = "PFPPFPPPPP"
+    whole, draw = _drive(suite, case, script, None)
+    verdict = {i: Verdict.OK if script[i] == "P" else Verdict.WRONG for i in whole}
+    expected = (draw.decision(), draw.counted, draw.uncounted)
+    aside = {1, whole[-2]}
+    have = {i: v for i, v in verdict.items() if i not in aside}
+    plan = plan_run([(suite, case)], RunOptions(), "r1", {(case.suite, case.id): have})
+    assert sorted(job.index for job in plan.todo) == sorted(aside)
+    schedule = Schedule(plan)
+    redrawn = []
+    while (job := schedule.take()) is not None:
+        redrawn.append(job.index)
+        schedule.done(job, verdict[job.index])
+    resumed = plan.sequential[(case.suite, case.id)].draw
+    assert sorted(redrawn) == sorted(aside)
+    assert (resumed.decision(), resumed.counted, resumed.uncounted) == expected
