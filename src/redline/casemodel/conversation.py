@@ -381,9 +381,13 @@ class ConversationReader:
         )
 
     def tool_choice(
-        self, value: Any, tools: Iterable[ToolDefinition], at: KeyPath = ("tool_choice",)
+        self,
+        value: Any,
+        tools: Iterable[ToolDefinition] | None,
+        at: KeyPath = ("tool_choice",),
     ) -> ToolChoice | None:
-        """`auto`, `none`, `required`, or a declared function: `{function: {name: x}}`."""
+        """`auto`, `none`, `required`, or a declared function: `{function: {name: x}}`
+        (`tools` None: not known here, the name is not checked)."""
         if value is None:
             return None
         if value in ("auto", "none", "required"):
@@ -399,8 +403,8 @@ class ConversationReader:
                 "tool_choice: {function: {name: lookup_order}}",
             )
             return None
-        names = [t.name for t in tools]
-        if target not in names:
+        names = None if tools is None else [t.name for t in tools]
+        if names is not None and target not in names:
             self.report(
                 at,
                 f"tool_choice names {target!r}, which `tools:` does not declare"
@@ -455,17 +459,21 @@ class ConversationReader:
     # -- tool fixtures ---------------------------------------------------
 
     def tool_results(
-        self, value: Any, tools: Iterable[ToolDefinition], at: KeyPath = ("tool_results",)
+        self,
+        value: Any,
+        tools: Iterable[ToolDefinition] | None,
+        at: KeyPath = ("tool_results",),
     ) -> tuple[ToolFixture, ...]:
         """`tool_results:` — for a declared tool (and optionally matching arguments), the
-        content the loop answers with: text (verbatim), a file's exact text, or JSON."""
+        content the loop answers with: text (verbatim), a file's exact text, or JSON.
+        `tools` None: the suite's tools are not known here (a tools file left unread)."""
         if value is None:
             return ()
         example = "- {tool: lookup_order, args: {order_id: A-1}, content: file://orders/a1.json}"
         if not isinstance(value, list):
             self.report(at, f"`tool_results` must be a list, not {_kind(value)}", example)
             return ()
-        names = [t.name for t in tools]
+        names = None if tools is None else [t.name for t in tools]
         out = []
         for i, entry in enumerate(value):
             entry_at: KeyPath = (*at, i)
@@ -484,7 +492,7 @@ class ConversationReader:
             if not isinstance(tool, str):
                 self.report(entry_at, "a tool_results entry needs `tool:` (a tool name)", example)
                 continue
-            if tool not in names:
+            if names is not None and tool not in names:
                 declared = ", ".join(names) or "none"
                 self.report(
                     (*entry_at, "tool"),
