@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import difflib
 import json
 import posixpath
 from collections.abc import Callable, Iterable
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redline.casemodel.schema import schema_problem
+from redline.casemodel.values import did_you_mean, kind_name
 from redline.vocabulary.messages import (
     ImagePart,
     Message,
@@ -50,21 +50,6 @@ _RESPONSE_FORMAT_KEYS = frozenset({"json_schema", "strict", "name"})
 _FIXTURE_KEYS = frozenset({"tool", "args", "content"})
 _MESSAGE_EXAMPLE = "- {role: user, content: Where is my refund?}"
 _RELATIVE = "file:// paths are relative to the file that names them"
-
-
-def _close(word: str, options: Iterable[str]) -> str:
-    found = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f" (did you mean {found[0]!r}?)" if found else ""
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "empty (null)"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return f"{type(value).__name__} {value!r}"
 
 
 @dataclass
@@ -116,20 +101,15 @@ class ConversationReader:
 
     def _message(self, entry: Any, at: KeyPath, label: str, folder: str) -> list[Message]:
         if not isinstance(entry, dict):
-            self.report(at, f"{label}a message must be a mapping, not {_kind(entry)}", "")
+            self.report(at, f"{label}a message must be a mapping, not {kind_name(entry)}", "")
             return []
-        for key in entry:
-            if key not in _MESSAGE_KEYS:
-                known = ", ".join(sorted(_MESSAGE_KEYS))
-                self.report(
-                    (*at, str(key)) if not label else at,
-                    f"{label}unknown key {key!r} in a message{_close(str(key), _MESSAGE_KEYS)}",
-                    f"a message has {known}",
-                )
+        self._unknown(entry, _MESSAGE_KEYS, at, label, "a message")
         role = entry.get("role")
         if role not in _ROLES:
             shown = (
-                "no role" if role is None else f"unknown role {role!r}{_close(str(role), _ROLES)}"
+                "no role"
+                if role is None
+                else f"unknown role {role!r}{did_you_mean(str(role), _ROLES)}"
             )
             self.report(
                 at if label or role is None else (*at, "role"),
@@ -408,7 +388,7 @@ class ConversationReader:
             self.report(
                 at,
                 f"tool_choice names {target!r}, which `tools:` does not declare"
-                + _close(target, names),
+                + did_you_mean(target, names),
                 "declare the tool under `tools:` or name a declared one",
             )
             return None
@@ -424,16 +404,9 @@ class ConversationReader:
             return None
         example = "{json_schema: file://schemas/answer.json, strict: true}"
         if not isinstance(value, dict):
-            self.report(at, f"`response_format` must be a mapping, not {_kind(value)}", example)
+            self.report(at, f"`response_format` must be a mapping, not {kind_name(value)}", example)
             return None
-        for key in value:
-            if key not in _RESPONSE_FORMAT_KEYS:
-                self.report(
-                    (*at, str(key)),
-                    f"unknown key {key!r} in response_format"
-                    f"{_close(str(key), _RESPONSE_FORMAT_KEYS)}",
-                    "response_format has json_schema, strict and name",
-                )
+        self._unknown(value, _RESPONSE_FORMAT_KEYS, at, "", "response_format")
         if "json_schema" not in value:
             self.report(at, "response_format needs `json_schema:`", example)
             return None
@@ -471,7 +444,7 @@ class ConversationReader:
             return ()
         example = "- {tool: lookup_order, args: {order_id: A-1}, content: file://orders/a1.json}"
         if not isinstance(value, list):
-            self.report(at, f"`tool_results` must be a list, not {_kind(value)}", example)
+            self.report(at, f"`tool_results` must be a list, not {kind_name(value)}", example)
             return ()
         names = None if tools is None else [t.name for t in tools]
         out = []
@@ -480,14 +453,7 @@ class ConversationReader:
             if not isinstance(entry, dict):
                 self.report(entry_at, "a tool_results entry must be a mapping", example)
                 continue
-            for key in entry:
-                if key not in _FIXTURE_KEYS:
-                    self.report(
-                        (*entry_at, str(key)),
-                        f"unknown key {key!r} in a tool_results entry"
-                        f"{_close(str(key), _FIXTURE_KEYS)}",
-                        "a tool_results entry has tool, args and content",
-                    )
+            self._unknown(entry, _FIXTURE_KEYS, entry_at, "", "a tool_results entry")
             tool, args = entry.get("tool"), entry.get("args")
             if not isinstance(tool, str):
                 self.report(entry_at, "a tool_results entry needs `tool:` (a tool name)", example)
@@ -497,7 +463,7 @@ class ConversationReader:
                 self.report(
                     (*entry_at, "tool"),
                     f"tool_results answers {tool!r}, which the suite does not declare "
-                    f"(declared: {declared}){_close(tool, names)}",
+                    f"(declared: {declared}){did_you_mean(tool, names)}",
                     "declare the tool under the suite's `tools:`, or fix the name",
                 )
                 continue
@@ -576,6 +542,18 @@ class ConversationReader:
             )
             return None
 
+    def _unknown(
+        self, value: dict[Any, Any], allowed: frozenset[str], at: KeyPath, label: str, what: str
+    ) -> None:
+        """Each key of `value` that `what` does not have, at the key (in a file: at `at`)."""
+        for key in value:
+            if key not in allowed:
+                self.report(
+                    at if label else (*at, str(key)),
+                    f"{label}unknown key {key!r} in {what}{did_you_mean(str(key), allowed)}",
+                    f"{what} has {', '.join(sorted(allowed))}",
+                )
+
     def _entry(self, at: KeyPath, where: str, index: int, what: str) -> tuple[KeyPath, str]:
         """Where entry `index` of a list is reported: its own key path inline; in a file,
         the referencing key, with the file and the entry named in the message."""
@@ -584,7 +562,7 @@ class ConversationReader:
         return at, f"{where}, {what} {index + 1}: "
 
     def _wrong(self, at: KeyPath, where: str, message: str, value: Any) -> None:
-        self.report(at, f"{where + ': ' if where else ''}{message}, not {_kind(value)}", "")
+        self.report(at, f"{where + ': ' if where else ''}{message}, not {kind_name(value)}", "")
 
 
 def image_type(data: bytes) -> str | None:
