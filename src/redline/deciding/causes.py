@@ -14,5 +14,9 @@ class Cause(StrEnum):
     MODEL = "model"
     CASE = "case"
     NOISE = "noise"
+    #: Nothing in the repository changed; the model or provider behind the id answers differently.
+    DRIFT = "drift"
+    #: A settings change moved the case's bar above its measured pass rate.
+    SETTINGS = "settings"
     CASE_CHANGED = "case-changed"
     UNDECIDED = "undecided"

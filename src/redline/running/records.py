@@ -194,6 +194,9 @@ class CaseRecord:
     result: CaseOutcome
     verdicts: Mapping[Verdict, int]
     case_hash: str
+    #: What shaped each sample (`manifest.sample_configuration`): results with the same
+    #: value are samples of one pass rate; "" for results stored before it was recorded.
+    config_hash: str = ""
 
     @property
     def content_samples(self) -> int:

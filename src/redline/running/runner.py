@@ -34,7 +34,7 @@ from redline.providers.factory import make_provider
 from redline.providers.replay import ReplayProvider
 from redline.redaction import KeyRedactor
 from redline.running.budget import Budget, Estimate, estimate_cost
-from redline.running.manifest import case_hash, suite_manifest
+from redline.running.manifest import case_hash, sample_configuration, suite_manifest
 from redline.running.options import RunOptions, resume_options
 from redline.running.outcome import add_counts, case_outcome, run_result
 from redline.running.pipeline import SampleJob, SamplePipeline, costly
@@ -743,7 +743,7 @@ def _finish(
     records: list[CaseRecord] = []
     not_run: dict[str, int] = {}
     folders: dict[Path, str] = {}
-    for _suite, case, samples in plan.cases:
+    for suite, case, samples in plan.cases:
         verdicts = counts.get((case.suite, case.id))
         stored = sum(verdicts.values()) if verdicts is not None else 0
         seq = plan.sequential.get((case.suite, case.id))
@@ -765,6 +765,7 @@ def _finish(
                     result=outcome,
                     verdicts=verdicts,
                     case_hash=case_hash(case, folders),
+                    config_hash=sample_configuration(suite, case, model_id),
                 )
             )
     store.put_cases(records)
