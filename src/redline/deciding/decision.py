@@ -147,7 +147,7 @@ def decide(
       of the Newcombe interval of "undone minus yours") showing that undoing it raises
       the rate by less than `margin`, plus `min_noise` samples in every arm and a red
       configuration that clears its bar in at least 1 run of 50 at the bottom of its
-      interval; at the `final` look with stored evidence in some arm that agrees with
+      interval (after a raised bar, only at the last look); at the `final` look with stored evidence in some arm that agrees with
       what the arm drew, "on balance" is enough: undoing raises the observed rate by
       less than half the margin (closer to "the same" than to "a drop of the margin").
     Without a way to run the reference model after a model change, neither "case" nor
@@ -177,7 +177,8 @@ def decide(
         return bar.clears(wilson_interval(passes, samples, level)[0])
 
     old = history.old_bar
-    if old is not None and old.rate < bar.rate and red.samples >= min_noise:
+    raised = old is not None and old.rate < bar.rate
+    if old is not None and raised and red.samples >= min_noise:
         low, high = wilson_interval(red.passes, red.samples, level)
         if high < bar.rate and old.clears(low) >= 0.5:
             return Decision(Cause.SETTINGS, p_values)
@@ -191,7 +192,8 @@ def decide(
         high = difference_interval(u.passes, u.samples, red.passes, red.samples, level)[1]
         p_values[f"{u.kind.value} no better"] = _no_better_p(u, red, margin)
         proven = proven and high < margin
-    if proven and enough and passing:
+    # A raised bar is the more specific answer: noise waits for the last look.
+    if proven and enough and passing and (final or not raised):
         return Decision(Cause.NOISE, p_values)
     on_balance = all(u.rate - red.rate < margin / 2 for u in undo)
     if final and enough and passing and on_balance and _stored_agrees(arms, alpha):
