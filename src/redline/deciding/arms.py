@@ -30,6 +30,8 @@ from redline.running.verdicts import Verdict
 from redline.suite.cases import Suite
 
 if TYPE_CHECKING:
+    from redline.running.budget import Estimate
+    from redline.running.options import RunOptions
     from redline.running.runner import RunProgress
 
 
@@ -163,6 +165,34 @@ class Arm:
     def configuration(self, case_id: str) -> str:
         """The arm's `sample_configuration`: stored results with it count toward the arm."""
         return sample_configuration(self.suite, self.suite.case(case_id), self.model_id)
+
+    def options(self, target: int, where: DrawTarget) -> RunOptions:
+        """The rerun that brings this arm to `target` drawn samples (or extends it)."""
+        from redline.running.runner import RunOptions
+
+        return RunOptions(
+            samples=target,
+            case_ids=(where.case_id,),
+            kind=RunKind.RERUN,
+            parent_id=where.red_run,
+            model_alias=self.alias,
+            resume=self.run_id,
+            extend=self.run_id is not None,
+            budget=where.budget,
+            args={
+                "triage": True,
+                "arm": self.kind.value,
+                "label": self.label,
+                "revision": self.revision,
+                "case": where.case_id,
+            },
+        )
+
+    def estimate(self, target: int, where: DrawTarget) -> Estimate:
+        """What drawing this arm to `target` samples is estimated to cost."""
+        from redline.running.runner import estimate_run
+
+        return estimate_run([self.suite], self.config, where.store, self.options(target, where))
 
     def counts(self, live: Mapping[Verdict, int] | None = None) -> ArmCounts:
         passes = self.passes + sum(r.passes for r in self.stored)
@@ -382,28 +412,11 @@ async def _draw_arm(
     arm: Arm, target: int, where: DrawTarget, on_progress: Callable[[RunProgress], None]
 ) -> None:
     """Run (or extend) the arm's rerun of the case up to `target` samples."""
-    from redline.running.runner import RunOptions, execute_run
+    from redline.running.runner import execute_run
 
     if arm.samples >= target and arm.run_id is not None:
         return
-    options = RunOptions(
-        samples=target,
-        case_ids=(where.case_id,),
-        kind=RunKind.RERUN,
-        parent_id=where.red_run,
-        model_alias=arm.alias,
-        resume=arm.run_id,
-        extend=arm.run_id is not None,
-        budget=where.budget,
-        args={
-            "triage": True,
-            "arm": arm.kind.value,
-            "label": arm.label,
-            "revision": arm.revision,
-            "case": where.case_id,
-        },
-    )
-    await execute_run([arm.suite], arm.config, where.store, options, on_progress)
+    await execute_run([arm.suite], arm.config, where.store, arm.options(target, where), on_progress)
 
 
 def _refresh(arms: Sequence[Arm], where: DrawTarget) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from redline.config import Config
@@ -46,6 +47,7 @@ from redline.errors import CaseNotFound, UsageError
 from redline.gitio import open_repo
 from redline.running.records import CaseRecord, RunKind, RunRecord, SampleRecord, TriageRecord
 from redline.running.store import RunStore, now_iso
+from redline.running.usage import usd
 from redline.running.verdicts import Verdict
 
 #: What a provider says about itself on each sample, in words, as `provider_change` names it.
@@ -54,6 +56,15 @@ _SELF_DESCRIPTION = (
     ("system_fingerprint", "the system fingerprint"),
     ("server_version", "the server's version header"),
 )
+
+
+@dataclass(frozen=True)
+class StepEstimate:
+    """What Step 1 would cost at most; `cost` is None when a model has no price."""
+
+    cost: float | None
+    text: str
+    priced: bool
 
 
 class CauseAnalysis:
@@ -208,6 +219,27 @@ class CauseAnalysis:
 
     # -- sampling ------------------------------------------------------------------------
 
+    def estimate(self) -> StepEstimate:
+        """The estimated cost of drawing every arm to the budget: what Step 1 may spend."""
+        where = self._where()
+        estimates = [arm.estimate(self.settings.budget, where) for arm in self.arms]
+        samples = sum(e.samples for e in estimates)
+        if any(e.price is None for e in estimates):
+            unpriced = next(e for e in estimates if e.price is None)
+            return StepEstimate(None, unpriced.describe(), priced=False)
+        cost = sum(e.cost or 0.0 for e in estimates)
+        arms = len(self.arms)
+        text = (
+            f"estimated cost {usd(cost)} for at most {samples} sample(s): "
+            f"{arms} arm{'s' if arms != 1 else ''} of up to {self.settings.budget}"
+        )
+        return StepEstimate(cost, text, priced=True)
+
+    def _where(self) -> DrawTarget:
+        return DrawTarget(
+            self.store, self.run_record.id, self.case.case_id, self.config.max_run_cost
+        )
+
     def red_counts(self) -> ArmCounts:
         case = self.case
         return ArmCounts(
@@ -255,9 +287,7 @@ class CauseAnalysis:
     def _sample(
         self, total: int, progress: ProgressCallback | None, cancelled: Callable[[], bool]
     ) -> Diagnosis:
-        where = DrawTarget(
-            self.store, self.run_record.id, self.case.case_id, self.config.max_run_cost
-        )
+        where = self._where()
 
         def on_live(live: Mapping[ArmKind, Mapping[Verdict, int]]) -> None:
             if progress is not None:
@@ -388,6 +418,7 @@ __all__ = [
     "ChangeItem",
     "Diagnosis",
     "Settings",
+    "StepEstimate",
     "StoredRun",
     "analyse",
     "decide",

@@ -20,3 +20,11 @@ class Cause(StrEnum):
     SETTINGS = "settings"
     CASE_CHANGED = "case-changed"
     UNDECIDED = "undecided"
+
+
+_CONCLUSIONS = frozenset(c.value for c in Cause if c is not Cause.UNDECIDED)
+
+
+def is_conclusion(state: object) -> bool:
+    """A triage state that answers why the case is red (undecided, running or stopped do not)."""
+    return str(state) in _CONCLUSIONS

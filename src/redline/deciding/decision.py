@@ -147,9 +147,10 @@ def decide(
       of the Newcombe interval of "undone minus yours") showing that undoing it raises
       the rate by less than `margin`, plus `min_noise` samples in every arm and a red
       configuration that clears its bar in at least 1 run of 50 at the bottom of its
-      interval (after a raised bar, only at the last look); at the `final` look with stored evidence in some arm that agrees with
-      what the arm drew, "on balance" is enough: undoing raises the observed rate by
-      less than half the margin (closer to "the same" than to "a drop of the margin").
+      interval (after a raised bar, only at the last look); at the `final` look with
+      stored evidence in some arm that agrees with what the arm drew, "on balance" is
+      enough: undoing raises the observed rate by less than half the margin (closer
+      to "the same" than to "a drop of the margin").
     Without a way to run the reference model after a model change, neither "case" nor
     "noise" can be claimed.
     """

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from redline.deciding.causes import is_conclusion
 from redline.deciding.groups import CaseTrend
 from redline.deciding.history import case_history, find_marginal
 from redline.deciding.quarantine import QuarantinedCase, quarantined_cases
@@ -154,6 +155,13 @@ class RunScreen(Screen[None]):
             "batch",
             "Batch rerun",
             tooltip="Step 1 for every failing case shown (a group or the filter), queued",
+        ),
+        Binding(
+            "ctrl+b",
+            "batch(True)",
+            "Batch rerun, again",
+            show=False,
+            tooltip="Step 1 for every failing case shown, those with a conclusion too",
         ),
         Binding("x", "stop_batch", "Stop batch", show=False, tooltip="Stop the queued Step 1s"),
         Binding(
@@ -499,8 +507,9 @@ class RunScreen(Screen[None]):
             return
         self.app.push_screen(SearchScreen(self.ctx, self.run, self.all_cases, text))
 
-    def action_batch(self) -> None:
-        """Step 1 for every failing case shown, queued within the run's concurrency."""
+    def action_batch(self, again: bool = False) -> None:
+        """Step 1 for every failing case shown, queued within the run's concurrency; cases
+        that already have a conclusion are skipped unless `again`."""
         if self.run is None or self.ctx.jobs is None:
             return
         if self.ctx.config is None:
@@ -513,9 +522,24 @@ class RunScreen(Screen[None]):
         if not failing:
             self.notify("No failing case shown: nothing to rerun", severity="warning")
             return
+        if not again:
+            concluded = [c for c in failing if self._concluded(c)]
+            failing = [c for c in failing if not self._concluded(c)]
+            if concluded:
+                self.notify(
+                    f"{len(concluded)} case(s) with a conclusion skipped; ctrl+b analyses "
+                    "them again",
+                    timeout=6,
+                )
+            if not failing:
+                return
         self.cause_batch = CauseBatch.start(self.ctx.jobs, self.ctx.config, self.run, failing)
         self.table.redraw_triages(failing)
         self._show_batch()
+
+    def _concluded(self, case: CaseRecord) -> bool:
+        record = self.table.triage.get(case_key(case))
+        return record is not None and is_conclusion(record.state)
 
     def action_stop_batch(self) -> None:
         if self.cause_batch is None or self.cause_batch.finished:
