@@ -31,12 +31,12 @@ from redline.deciding.arms import (
 from redline.deciding.causes import Cause
 from redline.deciding.changes import Change, ChangeItem, SuiteExport, find_changes
 from redline.deciding.decision import (
-    NOISE_MIN_SAMPLES,
     Bar,
     Decision,
     History,
     Settings,
     decide,
+    decide_arms,
     look_by_look,
     samples_to_decide,
 )
@@ -318,16 +318,12 @@ class CauseAnalysis:
         return diagnosis
 
     def _decide(self, alpha: float, final: bool) -> Decision:
-        red = next(a for a in self.arms if a.kind is ArmKind.RED).counts()
-        undo = [a.counts() for a in self.arms if a.kind is not ArmKind.RED]
-        return decide(
-            red,
-            undo,
+        return decide_arms(
+            [a.counts() for a in self.arms],
             self.bar,
             alpha,
-            self.settings.margin,
-            bool(self.skipped),
-            min(NOISE_MIN_SAMPLES, self.settings.budget),
+            self.settings,
+            model_untested=bool(self.skipped),
             history=self.history,
             final=final,
         )

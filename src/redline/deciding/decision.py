@@ -34,6 +34,9 @@ MIN_BATCH = 10
 NOISE_MIN_SAMPLES = 20
 #: "Drift" needs at least this many stored samples of the same configuration before the red run.
 DRIFT_MIN_HISTORY = 10
+#: "Noise on balance" (the last look, stored evidence agreeing): the equivalence test at
+#: this confidence instead of the analysis's own; said so in the conclusion.
+ON_BALANCE_CONFIDENCE = 0.8
 #: The red run was picked for being red: to call that one run drift, its drop against the
 #: stored history must be this many times less likely than the error rate of a look.
 DRIFT_STRICTNESS = 10
@@ -149,8 +152,7 @@ def decide(
       configuration that clears its bar in at least 1 run of 50 at the bottom of its
       interval (after a raised bar, only at the last look); at the `final` look with
       stored evidence in some arm that agrees with what the arm drew, "on balance" is
-      enough: undoing raises the observed rate by less than half the margin (closer
-      to "the same" than to "a drop of the margin").
+      enough: the same equivalence test at ON_BALANCE_CONFIDENCE (80%) instead.
     Without a way to run the reference model after a model change, neither "case" nor
     "noise" can be claimed.
     """
@@ -196,10 +198,42 @@ def decide(
     # A raised bar is the more specific answer: noise waits for the last look.
     if proven and enough and passing and (final or not raised):
         return Decision(Cause.NOISE, p_values)
-    on_balance = all(u.rate - red.rate < margin / 2 for u in undo)
+    on_balance_level = 2 * ON_BALANCE_CONFIDENCE - 1
+    on_balance = all(
+        difference_interval(u.passes, u.samples, red.passes, red.samples, on_balance_level)[1]
+        < margin
+        for u in undo
+    )
     if final and enough and passing and on_balance and _stored_agrees(arms, alpha):
         return Decision(Cause.NOISE, p_values, "on-balance")
     return Decision(Cause.UNDECIDED, p_values)
+
+
+def decide_arms(
+    arms: Sequence[ArmCounts],
+    bar: Bar,
+    alpha: float,
+    settings: Settings,
+    *,
+    model_untested: bool = False,
+    history: History | None = None,
+    final: bool = False,
+) -> Decision:
+    """`decide` on an analysis's arms (the red configuration among them) at its settings:
+    how the cause analysis and the triage simulation call it."""
+    red = next(a for a in arms if a.kind is ArmKind.RED)
+    undo = [a for a in arms if a.kind is not ArmKind.RED]
+    return decide(
+        red,
+        undo,
+        bar,
+        alpha,
+        settings.margin,
+        model_untested,
+        min(NOISE_MIN_SAMPLES, settings.budget),
+        history=history,
+        final=final,
+    )
 
 
 def _drift(red: ArmCounts, history: History, alpha: float, p_values: dict[str, float]) -> str:
@@ -224,7 +258,9 @@ def _drift(red: ArmCounts, history: History, alpha: float, p_values: dict[str, f
 
 
 def _stored_agrees(arms: Sequence[ArmCounts], alpha: float) -> bool:
-    """Some arm counts stored evidence, and no arm's stored rate differs from what it drew."""
+    """Some arm counts stored evidence, and no arm's stored rate differs from what it drew
+    (two-sided, at the strictness drift is judged with: a check, not the question)."""
+    alpha = alpha / DRIFT_STRICTNESS
     with_stored = [a for a in arms if a.stored_counts[1] > 0]
     for a in with_stored:
         (sp, sn), (dp, dn) = a.stored_counts, a.drawn_counts

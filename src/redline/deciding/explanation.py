@@ -5,6 +5,7 @@ from __future__ import annotations
 from redline.deciding.arms import ArmCounts, ArmKind
 from redline.deciding.causes import Cause
 from redline.deciding.changes import Change, pinned
+from redline.deciding.decision import ON_BALANCE_CONFIDENCE
 from redline.deciding.diagnosis import Diagnosis
 from redline.deciding.stats import wilson_interval
 
@@ -163,11 +164,10 @@ def _explain_noise(d: Diagnosis, red: ArmCounts, why: str) -> str:
     else:
         shown = "; ".join(f"{a.label}: {_rate(d, a)}" for a in sampled)
         if why == "on-balance":
-            rise = max(a.rate - red.rate for a in sampled if a.kind is not ArmKind.RED)
             same = (
-                f"; undoing the change raises the rate by {max(rise, 0.0) * 100:.0f} points, "
-                f"closer to none than to the {d.margin * 100:.0f}-point margin, and the stored "
-                "runs agree with the reruns"
+                f"; on balance, with the stored runs agreeing with the reruns: undoing the "
+                f"change raises the rate by less than {d.margin * 100:.0f} points at "
+                f"{ON_BALANCE_CONFIDENCE:.0%} confidence"
             )
         else:
             same = f"; undoing the change raises the rate by less than {d.margin * 100:.0f} points"
