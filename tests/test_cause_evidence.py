@@ -236,3 +236,32 @@ def test_the_sample_self_description_survives_export_and_import(
         case = other.case(run.id, SUITE, CASE)
     assert (sample.system_fingerprint, sample.server_version) == ("fp_1", "llama.cpp/b4100")
     assert case is not None and case.config_hash == history.case(run).config_hash != ""
+
+
+def test_the_nightly_report_counts_the_cases_that_drifted_since_last_night(
+    make_history: MakeHistory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = make_history()
+    _nightlies(history, 4)
+    history.server.model_pass_rates[GOOD] = 0.0
+    red = history.run()
+    capsys.readouterr()
+
+    assert main(["report", red.id, "--markdown"]) == ExitCode.GREEN
+
+    out = capsys.readouterr().out
+    assert "1 case drifted since last night: nothing it reads changed" in out
+    assert f"{SUITE}/{CASE}" in out and "loopback:good-model" in out
+
+
+def test_a_red_night_after_a_prompt_change_is_not_counted_as_drift(
+    make_history: MakeHistory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = make_history()
+    _nightlies(history, 4)
+    history.set_prompt("MODE:echo Your refund of 12k for {{name}} was approved.")
+    history.commit("shorter amounts")
+    red = history.run()
+    capsys.readouterr()
+    main(["report", red.id, "--markdown"])
+    assert "drifted since last night" not in capsys.readouterr().out

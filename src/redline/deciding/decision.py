@@ -248,13 +248,18 @@ def _drift(red: ArmCounts, history: History, alpha: float, p_values: dict[str, f
         p_values["drift since the red run"] = p_now
         if p_now < alpha:
             return "now"
-    run_passes, run_samples = history.red_run
-    if run_samples > 0:
-        p_run = fisher_one_sided(before_passes, before_samples, run_passes, run_samples)
+    if history.red_run[1] > 0:
+        p_run = red_run_drift_p(history.before, history.red_run)
         p_values["drift in the red run"] = p_run
         if p_run < alpha / DRIFT_STRICTNESS:
             return "red-run"
     return ""
+
+
+def red_run_drift_p(before: tuple[int, int], red_run: tuple[int, int]) -> float:
+    """p of "the stored history passes more often than the red run" (one-sided Fisher);
+    drift when below a look's error rate divided by DRIFT_STRICTNESS."""
+    return fisher_one_sided(*before, *red_run)
 
 
 def _stored_agrees(arms: Sequence[ArmCounts], alpha: float) -> bool:
