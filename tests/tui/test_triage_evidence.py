@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers import settle, wait_until
+from rich.console import Console
 from textual.widgets import Static
 from triage_repo import app_on_run
 
@@ -18,6 +19,7 @@ from redline.running.records import RunKind, RunRecord
 from redline_tui.app import TriageApp
 from redline_tui.screens.rerun import RerunScreen
 from redline_tui.screens.run import RunScreen
+from redline_tui.widgets.cause_panel import arms_table
 from redline_tui.widgets.dialogs import QuestionDialog
 from servers import LoopbackLLMServer
 
@@ -112,3 +114,51 @@ async def test_step_1_shows_its_cost_and_asks_over_the_threshold(
         await wait_until(pilot, lambda: screen.diagnosis is not None)
     assert history.store.triage(red_run.id)[(SUITE, CASE)].state == "prompt"
     assert len(history.store.runs(kind=RunKind.RERUN)) == 2
+
+
+@pytest.fixture
+def drifted(
+    tmp_path: Path,
+    llm_server: LoopbackLLMServer,
+    loopback_key: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[History, RunRecord]]:
+    """Four green nightlies, then a night where the server behind the same id fails."""
+    ids = itertools.count()
+    monkeypatch.setattr(runner, "new_run_id", lambda: f"d{next(ids):011d}")
+    history = History.create(tmp_path, llm_server)
+    monkeypatch.chdir(history.root)
+    for _ in range(4):
+        history.run()
+    llm_server.model_pass_rates["good-model"] = 0.0
+    red_run = history.run()
+    llm_server.model_pass_rates["good-model"] = 1.0
+    yield history, red_run
+    history.close()
+
+
+async def test_step_1_names_drift_and_shows_the_stored_runs_it_counted(
+    drifted: tuple[History, RunRecord],
+) -> None:
+    history, red_run = drifted
+    app = app_on_run(history, red_run.id)
+    async with app.run_test(size=(130, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RerunScreen)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: screen.diagnosis is not None)
+        conclusion = str(screen.query_one("#cause-conclusion", Static).render())
+        assert conclusion.startswith(" drift ")
+        assert "nothing in your repository changed" in conclusion
+        d = screen.diagnosis
+        assert d is not None
+        console = Console(record=True, width=130)
+        console.print(arms_table(d.red, d.arms, d.confidence))
+        assert "incl. 15/15 stored, from runs" in console.export_text()
+        await pilot.press("escape")
+        await settle(pilot)
+        home = _home(app)
+        assert "drift" in home.table.triage[f"{SUITE}/{CASE}"].state
