@@ -24,7 +24,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from redline.deciding.arms import ArmCounts, ArmKind, StoredRun
-from redline.deciding.causes import Cause
 from redline.deciding.decision import (
     Bar,
     Decision,
@@ -33,6 +32,7 @@ from redline.deciding.decision import (
     decide_arms,
     look_by_look,
 )
+from redline.vocabulary.causes import Cause
 
 BAR = Bar(5, 4)
 NIGHTLY = 5

@@ -16,12 +16,12 @@ import pytest
 from cause_repo import CASE, FLAKY, GOOD, REWORDED_PROMPT, SUITE, History
 from redline.cli import ExitCode, main
 from redline.deciding.cause import ArmKind, Bar, Settings
-from redline.deciding.causes import Cause
 from redline.running import exchange, runner
-from redline.running.records import CaseOutcome, RunKind, RunRecord
 from redline.running.runner import RunOptions, run_suites, sample_seed
 from redline.running.store import RunStore
 from redline.suite.cases import load_suites
+from redline.vocabulary.causes import Cause
+from redline.vocabulary.records import CaseOutcome, RunKind, RunRecord
 from servers import LoopbackLLMServer, keeps_answer
 
 MakeHistory = Callable[..., History]

@@ -15,7 +15,7 @@ from triage_repo import app_on_run
 from cause_repo import CASE, SUITE, History
 from cause_repo import prompt_regression as regression
 from redline.running import runner
-from redline.running.records import RunKind, RunRecord
+from redline.vocabulary.records import RunKind, RunRecord
 from redline_tui.app import TriageApp
 from redline_tui.screens.rerun import RerunScreen
 from redline_tui.screens.run import RunScreen
@@ -67,9 +67,7 @@ async def test_b_skips_cases_with_a_conclusion_and_ctrl_b_analyses_them_again(
         assert len(history.store.runs(kind=RunKind.RERUN)) == first
         assert _batch(app) == "Batch done: 2 of 2 analysed — 2 prompt"
         await pilot.press("ctrl+b")
-        await wait_until(
-            pilot, lambda: len(history.store.runs(kind=RunKind.RERUN)) == 2 * first
-        )
+        await wait_until(pilot, lambda: len(history.store.runs(kind=RunKind.RERUN)) == 2 * first)
         await wait_until(pilot, lambda: _batch(app).startswith("Batch done"))
     states = history.store.triage(red_run.id)
     assert {key[1]: t.state for key, t in states.items()} == dict.fromkeys(CASES, "prompt")

@@ -24,10 +24,10 @@ from redline.deciding.changes import Change, ChangeItem, SuiteAt, pinned, with_m
 from redline.deciding.stats import wilson_interval
 from redline.errors import UsageError
 from redline.running.manifest import sample_configuration
-from redline.running.records import RunKind, RunRecord
 from redline.running.store import RunStore
-from redline.running.verdicts import Verdict
 from redline.suite.cases import Suite
+from redline.vocabulary.records import RunKind, RunRecord
+from redline.vocabulary.verdicts import Verdict
 
 if TYPE_CHECKING:
     from redline.running.budget import Estimate

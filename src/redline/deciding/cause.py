@@ -28,7 +28,6 @@ from redline.deciding.arms import (
     stored_evidence,
     window_start,
 )
-from redline.deciding.causes import Cause
 from redline.deciding.changes import Change, ChangeItem, SuiteExport, find_changes
 from redline.deciding.decision import (
     Bar,
@@ -45,10 +44,11 @@ from redline.deciding.explanation import explain, p_value_label
 from redline.deciding.reference import find_reference, red_run_commit
 from redline.errors import CaseNotFound, UsageError
 from redline.gitio import open_repo
-from redline.running.records import CaseRecord, RunKind, RunRecord, SampleRecord, TriageRecord
 from redline.running.store import RunStore, now_iso
 from redline.running.usage import usd
-from redline.running.verdicts import Verdict
+from redline.vocabulary.causes import Cause
+from redline.vocabulary.records import CaseRecord, RunKind, RunRecord, SampleRecord, TriageRecord
+from redline.vocabulary.verdicts import Verdict
 
 #: What a provider says about itself on each sample, in words, as `provider_change` names it.
 _SELF_DESCRIPTION = (

@@ -16,12 +16,12 @@ from typing import Any
 
 from redline.casemodel import SUITE_FILE, prompt_file, suite_name
 from redline.config import Config, ModelRef, pinned_models
+from redline.documents.yamlsource import plain_data
 from redline.errors import GitError, ProblemsError, RedlineError, UsageError
 from redline.gitio import Repo, export_tree, file_at, list_files, repo_path, work_tree
 from redline.running.manifest import prompt_key, suite_manifest
-from redline.running.records import RunRecord
 from redline.suite.cases import Case, Suite, find_suite_dirs, load_suite
-from redline.suite.yamlsource import plain_data
+from redline.vocabulary.records import RunRecord
 
 #: Settings that change how each sample is generated: the reference prompt arm takes them too.
 GENERATION_SETTINGS = {"suite max_tokens", "suite temperature"}

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from redline.deciding.arms import ArmCounts, ArmKind
-from redline.deciding.causes import Cause
 from redline.deciding.stats import (
     at_least,
     difference_interval,
@@ -25,6 +24,7 @@ from redline.deciding.stats import (
     wilson_interval,
 )
 from redline.errors import UsageError
+from redline.vocabulary.causes import Cause
 
 #: A case that clears its bar in fewer runs than this (1 in 50) is failing, not marginal.
 MARGINAL_FLOOR = 0.02

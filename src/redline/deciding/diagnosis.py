@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redline.deciding.arms import ArmCounts
-from redline.deciding.causes import Cause
 from redline.deciding.changes import Change, ChangeItem
 from redline.deciding.decision import Bar, History
 from redline.deciding.reference import Reference
+from redline.vocabulary.causes import Cause
 
 
 @dataclass(frozen=True)

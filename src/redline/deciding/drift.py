@@ -15,8 +15,8 @@ from redline.deciding.decision import (
     Settings,
     red_run_drift_p,
 )
-from redline.running.records import CaseOutcome, CaseRecord, RunKind, RunRecord
 from redline.running.store import RunStore
+from redline.vocabulary.records import CaseOutcome, CaseRecord, RunKind, RunRecord
 
 
 def drifted_cases(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from redline.deciding.arms import ArmCounts, ArmKind
-from redline.deciding.causes import Cause
 from redline.deciding.changes import Change, pinned
 from redline.deciding.decision import ON_BALANCE_CONFIDENCE
 from redline.deciding.diagnosis import Diagnosis
 from redline.deciding.stats import wilson_interval
+from redline.vocabulary.causes import Cause
 
 
 def p_value_label(key: str) -> str:
