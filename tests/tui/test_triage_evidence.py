@@ -51,7 +51,7 @@ def _batch(app: TriageApp) -> str:
     return str(_home(app).query_one("#batch-status", Static).render())
 
 
-async def test_b_skips_cases_with_a_conclusion_and_ctrl_b_analyses_them_again(
+async def test_b_skips_cases_with_a_conclusion_unless_asked_to_analyse_them_again(
     red: tuple[History, RunRecord],
 ) -> None:
     history, red_run = red
@@ -62,11 +62,17 @@ async def test_b_skips_cases_with_a_conclusion_and_ctrl_b_analyses_them_again(
         await wait_until(pilot, lambda: _batch(app).startswith("Batch done"))
         first = len(history.store.runs(kind=RunKind.RERUN))
         assert first == 4
-        await pilot.press("B")  # both have a conclusion now: nothing is drawn again
+        await pilot.press("B")  # both have a conclusion now: asked, and no skips them
+        await wait_until(pilot, lambda: isinstance(app.screen, QuestionDialog))
+        body = str(app.screen.query_one("#question-body", Static).render())
+        assert "2 of the 2 failing cases shown already have a conclusion" in body
+        await pilot.press("n")
         await settle(pilot)
         assert len(history.store.runs(kind=RunKind.RERUN)) == first
         assert _batch(app) == "Batch done: 2 of 2 analysed — 2 prompt"
-        await pilot.press("ctrl+b")
+        await pilot.press("B")
+        await wait_until(pilot, lambda: isinstance(app.screen, QuestionDialog))
+        await pilot.press("y")
         await wait_until(pilot, lambda: len(history.store.runs(kind=RunKind.RERUN)) == 2 * first)
         await wait_until(pilot, lambda: _batch(app).startswith("Batch done"))
     states = history.store.triage(red_run.id)

@@ -56,7 +56,8 @@ class CaseTrend:
     trend: Trend
     #: For `still failing`: how many runs in a row, this one included.
     runs: int = 1
-    #: Where the model changed inside the runs the mark rests on: `old → new`, "" if not.
+    #: Where the model changed inside the runs the mark rests on: `old → new`, "" if not
+    #: (the label says how many runs ago; the History step shows the ids).
     model_change: str = ""
     #: How many runs ago it changed (0: at this run).
     model_changed_ago: int = 0
@@ -67,7 +68,7 @@ class CaseTrend:
         if self.model_change:
             ago = self.model_changed_ago
             when = "at this run" if ago == 0 else f"{ago} run{'s' if ago != 1 else ''} ago"
-            where = f"model changed {when}: {self.model_change}"
+            where = f"model changed {when}"
         if self.trend is Trend.STILL_FAILING:
             return f"still failing ({self.runs} runs{'; ' + where if where else ''})"
         return f"{self.trend} ({where})" if where else str(self.trend)

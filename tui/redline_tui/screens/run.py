@@ -32,6 +32,7 @@ from redline_tui.screens.compare import CompareScreen
 from redline_tui.screens.runs import RunsScreen
 from redline_tui.screens.search import SearchScreen
 from redline_tui.widgets.case_table import CaseTable
+from redline_tui.widgets.dialogs import QuestionDialog
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.run_summary import RunSummary
 
@@ -154,13 +155,6 @@ class RunScreen(Screen[None]):
             "batch",
             "Batch rerun",
             tooltip="Step 1 for every failing case shown (a group or the filter), queued",
-        ),
-        Binding(
-            "ctrl+b",
-            "batch(True)",
-            "Batch rerun, again",
-            show=False,
-            tooltip="Step 1 for every failing case shown, those with a conclusion too",
         ),
         Binding("x", "stop_batch", "Stop batch", show=False, tooltip="Stop the queued Step 1s"),
         Binding(
@@ -491,9 +485,10 @@ class RunScreen(Screen[None]):
             return
         self.app.push_screen(SearchScreen(self.ctx, self.run, self.all_cases, text))
 
-    def action_batch(self, again: bool = False) -> None:
+    @work(exclusive=True, group="batch-start")
+    async def action_batch(self) -> None:
         """Step 1 for every failing case shown, queued within the run's concurrency; cases
-        that already have a conclusion are skipped unless `again`."""
+        that already have a conclusion are skipped unless the user asks for them too."""
         if self.run is None or self.ctx.jobs is None:
             return
         if self.ctx.config is None:
@@ -506,16 +501,21 @@ class RunScreen(Screen[None]):
         if not failing:
             self.notify("No failing case shown: nothing to rerun", severity="warning")
             return
-        if not again:
-            concluded = [c for c in failing if self._concluded(c)]
-            failing = [c for c in failing if not self._concluded(c)]
-            if concluded:
-                self.notify(
-                    f"{len(concluded)} case(s) with a conclusion skipped; ctrl+b analyses "
-                    "them again",
-                    timeout=6,
+        concluded = [c for c in failing if self._concluded(c)]
+        if concluded:
+            rest = len(failing) - len(concluded)
+            again = await self.app.push_screen_wait(
+                QuestionDialog(
+                    "Some cases have a conclusion",
+                    f"{len(concluded)} of the {len(failing)} failing cases shown already have "
+                    f"a conclusion. Analyse them again too? No queues only the other {rest}.",
+                    "Analyse them again",
                 )
+            )
+            if not again:
+                failing = [c for c in failing if not self._concluded(c)]
             if not failing:
+                self.notify("Every failing case shown has a conclusion: nothing queued")
                 return
         self.cause_batch = CauseBatch.start(self.ctx.jobs, self.ctx.config, self.run, failing)
         self.table.redraw_triages(failing)
