@@ -6,17 +6,16 @@ run are the evidence the cause analysis reuses (same sample configuration, same 
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from cause_repo import CASE, FLAKY, GOOD, REWORDED_PROMPT, SUITE, History
+from cause_repo import CASE, FLAKY, GOOD, REWORDED_PROMPT, SUITE, History, histories
 from redline.cli import ExitCode, main
 from redline.deciding.cause import ArmKind, Bar, Settings
-from redline.running import exchange, runner
+from redline.running import exchange
 from redline.running.runner import RunOptions, run_suites, sample_seed
 from redline.running.store import RunStore
 from redline.suite.cases import load_suites
@@ -34,19 +33,8 @@ def make_history(
     loopback_key: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[MakeHistory]:
-    made: list[History] = []
-    ids = itertools.count()
-    monkeypatch.setattr(runner, "new_run_id", lambda: f"e{next(ids):011d}")
-
-    def make(**kwargs: object) -> History:
-        h = History.create(tmp_path, llm_server, **kwargs)  # type: ignore[arg-type]
-        monkeypatch.chdir(h.root)
-        made.append(h)
-        return h
-
-    yield make
-    for h in made:
-        h.close()
+    with histories(tmp_path, llm_server, monkeypatch, "e") as make:
+        yield make
 
 
 def _nightlies(history: History, n: int) -> list[RunRecord]:

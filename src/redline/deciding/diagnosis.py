@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from redline.deciding.arms import ArmCounts
+from redline.deciding.arms import ArmCounts, ArmKind
 from redline.deciding.changes import Change, ChangeItem
 from redline.deciding.decision import Bar, History
 from redline.deciding.reference import Reference
@@ -101,7 +101,7 @@ class Diagnosis:
         old = self.history.old_bar
         if self.cause is not Cause.SETTINGS or old is None:
             return None
-        arm = next((a for a in self.arms if a.kind.value == "red-configuration"), self.red)
+        arm = next((a for a in self.arms if a.kind is ArmKind.RED), self.red)
         return {
             "old_bar": {"samples": old.samples, "required": old.required},
             "bar": {"samples": self.bar.samples, "required": self.bar.required},
