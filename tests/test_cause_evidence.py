@@ -253,3 +253,29 @@ def test_a_red_night_after_a_prompt_change_is_not_counted_as_drift(
     capsys.readouterr()
     main(["report", red.id, "--markdown"])
     assert "drifted since last night" not in capsys.readouterr().out
+
+
+def test_a_raised_bar_is_settings_when_the_reference_already_has_the_new_bar(
+    make_history: MakeHistory,
+) -> None:
+    history = make_history(model=FLAKY)
+    case = history.root / "cases" / SUITE / f"{CASE}.yaml"
+    case.write_text(
+        case.read_text().replace("tier: contract\nsamples: 5\n", "tier: quality\n"), "utf-8"
+    )
+    suite = history.root / "cases" / SUITE / "suite.yaml"
+    suite.write_text(suite.read_text().replace("samples: 5", "samples: 4"), "utf-8")
+    history.commit("a 3-of-4 bar")
+    _nightlies(history, 8)
+    suite.write_text(suite.read_text().replace("samples: 4", "samples: 10"), "utf-8")
+    history.commit("more samples per case")
+    passed = _run_with(history, 10, passing=True, rate=0.8)  # a lucky night at 9 of 10
+    red = _run_with(history, 10, passing=False, rate=0.8)
+
+    d = history.analyse(red)
+
+    assert d.reference.run is not None and d.reference.run.id == passed.id
+    assert d.changes == ()  # nothing changed since the lucky night
+    assert d.cause is Cause.SETTINGS, d.sentence
+    assert d.history.old_bar == Bar(4, 3)
+    assert "from 3/4 (75%) to 9/10 (90%)" in d.sentence
