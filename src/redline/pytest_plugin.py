@@ -472,10 +472,9 @@ class _CaseRunner:
     ) -> list[SampleRecord]:
         """The jobs' samples, drawn at once up to the run's concurrency (and the provider's
         own limit), as `redline run` draws them; the first error stops the rest."""
-        limit = self.config.concurrency
-        if pipeline.provider.max_parallel is not None:
-            limit = min(limit, pipeline.provider.max_parallel)
-        gate = asyncio.Semaphore(max(1, limit))
+        from redline.providers.base import in_flight
+
+        gate = asyncio.Semaphore(in_flight(pipeline.provider, self.config.concurrency))
 
         async def one(job: SampleJob) -> SampleRecord:
             async with gate:

@@ -19,8 +19,9 @@ from rich.text import Text
 from redline.cli import ExitCode
 from redline.cli.output import make_console
 from redline.cli.progress import LiveProgress, PlainProgress
-from redline.config import Config, load_config
+from redline.config import DEFAULT_CONCURRENCY, Config, load_config
 from redline.errors import StoreMissing, UsageError, relpath
+from redline.provider_options import IN_FLIGHT_PER_SLOT, default_slots
 from redline.running.exchange import check_out_dir, export_run
 from redline.running.options import RunOptions, resume_options
 from redline.running.records import RunKind, RunRecord, RunResult
@@ -79,7 +80,10 @@ def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
         "--concurrency",
         type=_positive,
         metavar="N",
-        help="samples in flight at once (default: config concurrency; the local model runs one)",
+        help=f"samples in flight at once (default: the config's concurrency, "
+        f"{DEFAULT_CONCURRENCY}); the local model takes at most {IN_FLIGHT_PER_SLOT} per "
+        f"parallel slot ({IN_FLIGHT_PER_SLOT * default_slots()} with this machine's default "
+        f"of {default_slots()} slots)",
     )
     parser.add_argument("--shard", metavar="K/N", help="run only shard K of N (CI matrices)")
     parser.add_argument(

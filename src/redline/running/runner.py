@@ -30,6 +30,7 @@ from redline.config import Config, ModelRef
 from redline.deciding.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
 from redline.errors import CaseNotFound, UsageError
 from redline.gitio import repo_branch, repo_state
+from redline.providers.base import in_flight
 from redline.providers.factory import make_provider
 from redline.providers.replay import ReplayProvider
 from redline.redaction import KeyRedactor
@@ -373,9 +374,7 @@ def _open_record(
 def _concurrency(options: RunOptions, config: Config, provider: Provider, plan: _Plan) -> int:
     """Workers for this run: `--concurrency` or the configured one, capped by the
     provider's own limit and by the samples there are to draw."""
-    limit = options.concurrency or config.concurrency
-    if provider.max_parallel is not None:
-        limit = min(limit, provider.max_parallel)
+    limit = in_flight(provider, options.concurrency or config.concurrency)
     return max(1, min(limit, max(len(plan.todo), len(plan.sequential)) or 1))
 
 
