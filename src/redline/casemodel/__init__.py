@@ -22,9 +22,17 @@ CASE_SUFFIXES = (".yaml", ".yml")
 #: A value starting with this names a file relative to the file that holds the value.
 FILE_REF = "file://"
 
-TIERS = ("contract", "quality")
+
+class Tier(StrEnum):
+    """What a case promises: every sample passes (contract), or its pass rate meets a bar."""
+
+    CONTRACT = "contract"
+    QUALITY = "quality"
+
+
+TIERS = tuple(t.value for t in Tier)
 DEFAULT_SAMPLES = 5
-DEFAULT_TIER = "contract"
+DEFAULT_TIER = Tier.CONTRACT
 
 #: Suite keys that change what the model is asked or how it samples (a prompt change when
 #: edited: a new seed draws new outputs as surely as a new prompt does).
@@ -361,6 +369,7 @@ __all__ = [
     "AssertionModel",
     "Compare",
     "Param",
+    "Tier",
     "Value",
     "assertion_model",
     "declare",

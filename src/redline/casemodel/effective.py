@@ -32,6 +32,7 @@ from redline.casemodel import (
     AssertionModel,
     Compare,
     Param,
+    Tier,
     Value,
     assertion_model,
     declared_types,
@@ -56,9 +57,9 @@ _NON_EMPTY = (Compare.REQUIRED_TEXT, Compare.FORBIDDEN_TEXT, Compare.SOURCE)
 _REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 
-def default_required(tier: str, samples: int) -> int:
+def default_required(tier: Tier, samples: int) -> int:
     """Contract: every sample must pass. Quality: one may miss."""
-    if tier == "contract":
+    if tier == Tier.CONTRACT:
         return samples
     return max(1, samples - 1)
 
@@ -237,12 +238,12 @@ def _count(data: Mapping[str, Any], key: str, default: int, issues: list[Issue])
     return int(value)
 
 
-def _tier(data: Mapping[str, Any], default: str, issues: list[Issue]) -> str:
+def _tier(data: Mapping[str, Any], default: Tier, issues: list[Issue]) -> Tier:
     value = data.get("tier", default)
     if value not in TIERS:
         issues.append(Issue(f"`tier` must be one of {', '.join(TIERS)}", ("tier",)))
         return default
-    return str(value)
+    return Tier(value)
 
 
 @dataclass
@@ -270,7 +271,7 @@ class _CaseReader:
             self.issues.append(Issue("marked `retired:` but not in retired/", ("retired",)))
         self.provenance(data.get("provenance"))
         variables = self.vars(data.get("vars"))
-        tier_value = _tier(data, str(suite.tier.value), self.issues)
+        tier_value = _tier(data, Tier(suite.tier.value), self.issues)
         tier = Setting(tier_value, "tier" not in data, at=("tier",))
         written = _samples(data, suite.samples.value, self.issues)
         sampling: dict[str, Any] | None = None
@@ -372,7 +373,7 @@ class _CaseReader:
                 values[str(key)] = str(value)
         return values
 
-    def required(self, data: Mapping[str, Any], tier: str, samples: int) -> Setting:
+    def required(self, data: Mapping[str, Any], tier: Tier, samples: int) -> Setting:
         value = data.get("required")
         if value is None:
             return Setting(default_required(tier, samples), True, at=("required",))

@@ -16,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
+from redline.casemodel import TIERS, Tier
 from redline.cli import ExitCode
 from redline.cli.output import make_console
 from redline.cli.progress import LiveProgress, PlainProgress
@@ -74,7 +75,7 @@ def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
         help="sequential sampling for every case: start with 3 samples and draw more, up to "
         "10, only while the case is undecided against its own bar",
     )
-    parser.add_argument("--tier", choices=("contract", "quality"), help="only this tier")
+    parser.add_argument("--tier", choices=TIERS, help="only this tier")
     parser.add_argument("--model", metavar="ALIAS", help="run on another pinned alias")
     parser.add_argument(
         "--concurrency",
@@ -311,7 +312,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         suites=tuple(relpath(p, config.root) for p in paths),
         samples=args.samples,
         case_ids=tuple(args.cases),
-        tier=args.tier,
+        tier=None if args.tier is None else Tier(args.tier),
         model_alias=args.model,
         concurrency=args.concurrency,
         kind=RunKind.REPLAY if args.replay else RunKind.RUN,

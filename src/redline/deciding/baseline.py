@@ -34,6 +34,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from redline.casemodel import Tier
 from redline.errors import BaselineMissing, CaseNotFound, ConfigError, RunNotFinished, UsageError
 from redline.running.records import (
     CaseOutcome,
@@ -69,7 +70,7 @@ class BaselineCase:
 
     case_id: str
     run_id: str
-    tier: str
+    tier: Tier
     samples: int
     passes: int
     required: int
@@ -84,7 +85,7 @@ class BaselineCase:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "run_id": self.run_id,
-            "tier": self.tier,
+            "tier": str(self.tier),
             "samples": self.samples,
             "passes": self.passes,
             "required": self.required,
@@ -142,7 +143,7 @@ def parse_baseline(text: str, source: str) -> Baseline:
             cases[cid] = BaselineCase(
                 case_id=cid,
                 run_id=str(c["run_id"]),
-                tier=str(c["tier"]),
+                tier=Tier(c["tier"]),
                 samples=int(c["samples"]),
                 passes=int(c["passes"]),
                 required=int(c["required"]),

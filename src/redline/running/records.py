@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
 
+from redline.casemodel import Tier
 from redline.providers.completion import Completion, FinishReason
 from redline.running.verdicts import AssertionResult, Verdict
 
@@ -186,7 +187,7 @@ class CaseRecord:
     run_id: str = field(metadata=stored(key=None))
     suite: str
     case_id: str = field(metadata=stored(key="id"))
-    tier: str
+    tier: Tier
     model_id: str = field(metadata=stored(key="model"))
     samples: int
     required: int

@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+from redline.casemodel import Tier
 from redline.running.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 #: What `redline run --adaptive` and `samples: {}` fill in.
@@ -126,20 +127,20 @@ class SamplingSpec:
     margin: float = DEFAULT_MARGIN
     bar: float | None = None
 
-    def plan(self, tier: str) -> SequentialPlan:
+    def plan(self, tier: Tier) -> SequentialPlan:
         return SequentialPlan(
             min=self.min,
             max=self.max,
             bar=pass_rate_bar(tier, self.bar),
             margin=self.margin,
-            contract=tier == "contract",
+            contract=tier == Tier.CONTRACT,
         )
 
 
-def pass_rate_bar(tier: str, bar: float | None) -> float:
+def pass_rate_bar(tier: Tier, bar: float | None) -> float:
     """The pass rate a sequential case must show: every sample for a contract case, else the
     written `bar` (DEFAULT_QUALITY_BAR when none is)."""
-    if tier == "contract":
+    if tier == Tier.CONTRACT:
         return 1.0
     return bar if bar is not None else DEFAULT_QUALITY_BAR
 
@@ -149,7 +150,7 @@ def passes_needed(bar: float, samples: int) -> int:
     return math.ceil(bar * samples - 1e-9)
 
 
-def adaptive_plan(tier: str, samples: int, required: int) -> SequentialPlan:
+def adaptive_plan(tier: Tier, samples: int, required: int) -> SequentialPlan:
     """`redline run --adaptive` for a case written with a fixed N: its own bar, as a rate."""
     bar = required / samples
     return SamplingSpec(bar=max(0.05, min(bar, 0.95))).plan(tier)

@@ -36,6 +36,7 @@ from redline.casemodel import (
     SUITE_FILE,
     SUITE_KEYS,
     TIERS,
+    Tier,
     assertion_model,
     prompt_file,
 )
@@ -99,7 +100,7 @@ class Case:
     path: Path
     provenance: Mapping[str, str]
     vars: Mapping[str, str]
-    tier: str
+    tier: Tier
     samples: int
     required: int
     expect_refusal: bool
@@ -127,7 +128,7 @@ class Suite:
     path: Path
     model: str
     samples: int
-    tier: str
+    tier: Tier
     max_tokens: int | None
     temperature: float | None
     prompt_files: tuple[Path, ...]
@@ -357,9 +358,10 @@ class _SuiteLoader(NodeReader):
         self.wrong_type(node, "seed", f"`{FROZEN_SEED}` or a whole number", FROZEN_SEED)
         return None
 
-    def tier(self, parent: Node, default: str) -> str | None:
+    def tier(self, parent: Node, default: Tier) -> Tier | None:
         hint = "contract: every sample must pass; quality: one may miss"
-        return self.choice(parent.get("tier"), "tier", TIERS, default, hint)
+        found = self.choice(parent.get("tier"), "tier", TIERS, default, hint)
+        return None if found is None else Tier(found)
 
     def model(self, root: Node) -> str | None:
         node = root.get("model")
@@ -473,7 +475,7 @@ class _SuiteLoader(NodeReader):
         self,
         suite: str,
         samples: int,
-        tier: str,
+        tier: Tier,
         prompt: tuple[str, str, tuple[Path, ...]] | None,
         spec: SamplingSpec | None = None,
     ) -> tuple[Case, ...]:
@@ -518,7 +520,7 @@ class _CaseLoader:
         path: Path,
         suite_name: str,
         samples: int,
-        tier: str,
+        tier: Tier,
         prompt_vars: list[str],
         spec: SamplingSpec | None = None,
     ) -> None:
@@ -595,7 +597,7 @@ class _CaseLoader:
                 f"move it to {RETIRED_DIR}/ to retire it, or remove `retired:` to run it again",
             )
 
-    def bar(self, root: Node) -> tuple[str | None, int | None, SequentialPlan | None, int | None]:
+    def bar(self, root: Node) -> tuple[Tier | None, int | None, SequentialPlan | None, int | None]:
         """Tier, samples, sequential plan and required passes: how much this case asks."""
         suite = self.suite
         tier = suite.tier(root, self.default_tier)
@@ -734,7 +736,7 @@ class _CaseLoader:
                 values[key] = str(value)
         return values
 
-    def required(self, root: Node, tier: str | None, samples: int | None) -> int | None:
+    def required(self, root: Node, tier: Tier | None, samples: int | None) -> int | None:
         if tier is None or samples is None:
             return None
         node = root.get("required")
