@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from redline.deciding.cause import ArmCounts, ArmKind, Bar, Settings, decide
 from redline.deciding.causes import Cause
 from redline.running.outcome import scale_required
-from redline.running.sequential import Decision, SequentialPlan
+from redline.running.records import CaseOutcome
+from redline.running.sequential import SequentialPlan
 
 BAR = 0.8
 DROP = 0.20
@@ -57,23 +58,23 @@ def population(rng: random.Random, n: int) -> list[float]:
     return rates
 
 
-Policy = Callable[[random.Random, float], tuple[Decision, int]]
+Policy = Callable[[random.Random, float], tuple[CaseOutcome, int]]
 
 
 def fixed_policy(n: int) -> Policy:
     required = scale_required(4, 5, n)
 
-    def run(rng: random.Random, p: float) -> tuple[Decision, int]:
+    def run(rng: random.Random, p: float) -> tuple[CaseOutcome, int]:
         passes = sum(rng.random() < p for _ in range(n))
-        return (Decision.PASS if passes >= required else Decision.FAIL), n
+        return (CaseOutcome.PASS if passes >= required else CaseOutcome.FAIL), n
 
     return run
 
 
 def sequential_policy(plan: SequentialPlan) -> Policy:
-    table: dict[tuple[int, int], Decision | None] = {}
+    table: dict[tuple[int, int], CaseOutcome | None] = {}
 
-    def run(rng: random.Random, p: float) -> tuple[Decision, int]:
+    def run(rng: random.Random, p: float) -> tuple[CaseOutcome, int]:
         passes = failures = 0
         while True:
             key = (passes, failures)
@@ -116,12 +117,12 @@ def simulate(policy: Policy, seed: int, cases: int, nights: int) -> Tally:
             tally.samples.append(used)
             if i in dropped:
                 tally.dropped += 1
-                tally.caught_red += decision is Decision.FAIL
-                tally.caught_flagged += decision in (Decision.FAIL, Decision.MARGINAL)
+                tally.caught_red += decision is CaseOutcome.FAIL
+                tally.caught_flagged += decision in (CaseOutcome.FAIL, CaseOutcome.MARGINAL)
             elif base >= BAR:
                 tally.stable_cases += 1
-                tally.false_alarms += decision is Decision.FAIL
-                tally.marginal_stable += decision is Decision.MARGINAL
+                tally.false_alarms += decision is CaseOutcome.FAIL
+                tally.marginal_stable += decision is CaseOutcome.MARGINAL
     return tally
 
 

@@ -49,7 +49,7 @@ from redline.running.records import (
     SampleRecord,
 )
 from redline.running.seeds import FROZEN_SEEDS_ARG, frozen_seeds, sample_seed
-from redline.running.sequential import Decision, SequentialDraw, SequentialPlan, adaptive_plan
+from redline.running.sequential import SequentialDraw, SequentialPlan, adaptive_plan
 from redline.running.store import RunStore, new_run_id, now_iso
 from redline.running.verdicts import Verdict
 
@@ -720,14 +720,6 @@ def sampling_plan(case: Case, adaptive: bool) -> SequentialPlan | None:
     return None
 
 
-_SEQUENTIAL_OUTCOME = {
-    Decision.PASS: CaseOutcome.PASS,
-    Decision.FAIL: CaseOutcome.FAIL,
-    Decision.MARGINAL: CaseOutcome.MARGINAL,
-    Decision.INCONCLUSIVE: CaseOutcome.INCONCLUSIVE,
-}
-
-
 def _finish(
     store: RunStore,
     run_id: str,
@@ -793,7 +785,7 @@ def case_result(
     stored = sum(verdicts.values())
     if draw is not None:
         required = math.ceil(draw.plan.bar * stored - 1e-9) if stored else 1
-        return required, _SEQUENTIAL_OUTCOME[draw.decision() or Decision.INCONCLUSIVE]
+        return required, draw.decision() or CaseOutcome.INCONCLUSIVE
     required = case.required_for(samples)
     undecided = dict(verdicts)
     undecided[Verdict.TRANSPORT] = undecided.get(Verdict.TRANSPORT, 0) + max(0, samples - stored)

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import StrEnum
 
 from redline.casemodel import Tier
+from redline.running.records import CaseOutcome
 from redline.running.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 #: What `redline run --adaptive` and `samples: {}` fill in.
@@ -37,13 +37,6 @@ DEFAULT_QUALITY_BAR = 0.8
 MAX_MARGIN = 0.49
 FALSE_FAIL = 0.01
 FALSE_PASS = 0.30
-
-
-class Decision(StrEnum):
-    PASS = "pass"
-    FAIL = "fail"
-    MARGINAL = "marginal"
-    INCONCLUSIVE = "inconclusive"
 
 
 @dataclass(frozen=True)
@@ -75,7 +68,7 @@ class SequentialPlan:
             high = min(low + 0.02, 0.995)
         return low, high
 
-    def decide(self, passes: int, failures: int, other: int = 0) -> Decision | None:
+    def decide(self, passes: int, failures: int, other: int = 0) -> CaseOutcome | None:
         """The case's result after these samples, or None while more samples are needed.
 
         `failures` are content failures (wrong, malformed, refused); `other` are samples that
@@ -84,16 +77,16 @@ class SequentialPlan:
         drawn = passes + failures + other
         if self.contract:
             if failures:
-                return Decision.FAIL
+                return CaseOutcome.FAIL
             if passes >= self.min:
-                return Decision.PASS
+                return CaseOutcome.PASS
             return _exhausted(drawn, self.max, other)
         if passes + failures >= self.min:
             llr = self._llr(passes, failures)
             if llr >= self._pass_bound:
-                return Decision.PASS
+                return CaseOutcome.PASS
             if llr <= self._fail_bound:
-                return Decision.FAIL
+                return CaseOutcome.FAIL
         return _exhausted(drawn, self.max, other)
 
     def _llr(self, passes: int, failures: int) -> float:
@@ -176,7 +169,7 @@ class SequentialDraw:
         else:
             self.failures += 1
 
-    def decision(self) -> Decision | None:
+    def decision(self) -> CaseOutcome | None:
         return self.plan.decide(self.passes, self.failures, self.other)
 
     def more(self) -> range:
@@ -195,10 +188,10 @@ class SequentialDraw:
         return range(start, self.drawn)
 
 
-def _exhausted(drawn: int, maximum: int, other: int) -> Decision | None:
+def _exhausted(drawn: int, maximum: int, other: int) -> CaseOutcome | None:
     if drawn < maximum:
         return None
-    return Decision.INCONCLUSIVE if other else Decision.MARGINAL
+    return CaseOutcome.INCONCLUSIVE if other else CaseOutcome.MARGINAL
 
 
-__all__ = ["Decision", "SamplingSpec", "SequentialDraw", "SequentialPlan", "adaptive_plan"]
+__all__ = ["SamplingSpec", "SequentialDraw", "SequentialPlan", "adaptive_plan"]
