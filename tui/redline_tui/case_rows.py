@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from rich.text import Text
 
 from redline.deciding.cause import CauseProgress
-from redline.deciding.causes import Cause
+from redline.deciding.causes import Cause, TriageState
 from redline.deciding.groups import CaseTrend, Trend
 from redline.presentation import CAUSE_STYLES, OUTCOME_ORDER, VERDICT_SHORT_NAMES
 from redline.running.records import CaseRecord, TriageRecord
@@ -108,9 +108,9 @@ TRIAGE_WORDS = {Cause.CASE_CHANGED.value: "changed"}
 #: A concluded cause in its own style; the states an action left, in theirs.
 TRIAGE_STYLES = {
     **{TRIAGE_WORDS.get(cause.value, cause.value): style for cause, style in CAUSE_STYLES.items()},
-    "retired": "dim",
-    "accepted": "green",
-    "quarantined": "magenta",
+    TriageState.RETIRED.value: "dim",
+    TriageState.ACCEPTED.value: "green",
+    TriageState.QUARANTINED.value: "magenta",
 }
 TRIAGE_WIDTH = len("quarantined")
 
@@ -126,7 +126,7 @@ def triage_text(state: TriageRecord | None, live: CauseProgress | None, running:
         return Text(f"running {fraction:.0%}", style="bold blue")
     if state is None:
         return Text("")
-    if state.state in ("running", "stopped"):
+    if state.state in (TriageState.RUNNING, TriageState.STOPPED):
         return Text(f"stopped {state.progress:.0%}", style="dim")
     word = TRIAGE_WORDS.get(state.state, state.state)
     return Text(word, style=TRIAGE_STYLES.get(word, ""))

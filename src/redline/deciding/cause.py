@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from redline.casemodel import SUITE_FILE, prompt_file, suite_name
 from redline.config import PROVIDER_TYPES, Config, ModelRef, pinned_models
-from redline.deciding.causes import Cause
+from redline.deciding.causes import Cause, TriageState
 from redline.deciding.reference import Reference, find_reference, red_run_commit
 from redline.deciding.stats import (
     at_least,
@@ -796,10 +796,10 @@ class CauseAnalysis:
         When `cancelled()` turns true, sampling stops: the samples finished so far are kept
         (in the arms' stored runs and in the returned diagnosis, marked `stopped`).
         """
-        self._store_state("running", 0.0, None)
+        self._store_state(TriageState.RUNNING, 0.0, None)
         if not self.arms:
             diagnosis = self._diagnose(Decision(Cause.CASE_CHANGED, {}), final=True)
-            self._store_state(diagnosis.cause.value, 1.0, diagnosis)
+            self._store_state(TriageState.found(diagnosis.cause), 1.0, diagnosis)
             return diagnosis
         total = len(self.arms) * self.settings.budget
         try:
@@ -807,7 +807,7 @@ class CauseAnalysis:
         except BaseException:
             done = sum(a.samples for a in self.arms)
             self._store_state(
-                "stopped",
+                TriageState.STOPPED,
                 done / total,
                 self._diagnose(Decision(Cause.UNDECIDED, {}), final=False, stopped=True),
             )
@@ -833,13 +833,13 @@ class CauseAnalysis:
             if decision.cause is not Cause.UNDECIDED or final:
                 break
             partial = self._diagnose(decision, final=False)
-            self._store_state("running", done / total, partial)
+            self._store_state(TriageState.RUNNING, done / total, partial)
         diagnosis = self._diagnose(decision, final=final or stopped, stopped=stopped)
         done = sum(a.samples for a in self.arms)
         if stopped and diagnosis.cause is Cause.UNDECIDED:
-            self._store_state("stopped", done / total, diagnosis)
+            self._store_state(TriageState.STOPPED, done / total, diagnosis)
         else:
-            self._store_state(diagnosis.cause.value, 1.0, diagnosis)
+            self._store_state(TriageState.found(diagnosis.cause), 1.0, diagnosis)
         if progress is not None:
             progress(CauseProgress(self.current(), done, total, diagnosis.sentence))
         return diagnosis
@@ -966,7 +966,9 @@ class CauseAnalysis:
         )
         return dataclasses.replace(diagnosis, sentence=explain(diagnosis, decision.why))
 
-    def _store_state(self, state: str, fraction: float, diagnosis: Diagnosis | None) -> None:
+    def _store_state(
+        self, state: TriageState, fraction: float, diagnosis: Diagnosis | None
+    ) -> None:
         detail: dict[str, Any] = {}
         if diagnosis is not None:
             detail = diagnosis.to_json()

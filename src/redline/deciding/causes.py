@@ -16,3 +16,25 @@ class Cause(StrEnum):
     NOISE = "noise"
     CASE_CHANGED = "case-changed"
     UNDECIDED = "undecided"
+
+
+class TriageState(StrEnum):
+    """Where the triage of one case stands, as the store keeps it: the cause found (its
+    value is the cause's), the reruns under way or cut off, or the action that settled it."""
+
+    PROMPT = Cause.PROMPT.value
+    MODEL = Cause.MODEL.value
+    CASE = Cause.CASE.value
+    NOISE = Cause.NOISE.value
+    CASE_CHANGED = Cause.CASE_CHANGED.value
+    UNDECIDED = Cause.UNDECIDED.value
+    RUNNING = "running"
+    STOPPED = "stopped"
+    RETIRED = "retired"
+    ACCEPTED = "accepted"
+    QUARANTINED = "quarantined"
+
+    @classmethod
+    def found(cls, cause: Cause) -> TriageState:
+        """The state of a case whose analysis concluded `cause`."""
+        return cls(cause.value)

@@ -28,6 +28,7 @@ from enum import Enum, StrEnum
 from typing import Any
 
 from redline.casemodel import Tier
+from redline.deciding.causes import TriageState
 from redline.providers.completion import Completion, FinishReason
 from redline.running.verdicts import AssertionResult, Verdict
 
@@ -243,14 +244,13 @@ class SampleRecord:
 class TriageRecord:
     """Where the triage of one case of one run stands: its cause, or how far the reruns got.
 
-    `state` is a cause word (prompt, model, case, noise, case-changed, undecided), `running`,
-    `stopped`, or an action taken (retired, accepted); `detail` holds the last diagnosis.
+    `detail` holds the last diagnosis.
     """
 
     run_id: str
     suite: str
     case_id: str
-    state: str
+    state: TriageState
     progress: float = 0.0
     detail: Mapping[str, Any] = field(default_factory=dict)
     updated_at: str = ""

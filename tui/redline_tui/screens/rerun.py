@@ -17,6 +17,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from redline.deciding.cause import ArmCounts, CauseAnalysis, Diagnosis
+from redline.deciding.causes import TriageState
 from redline.errors import RedlineError
 from redline.running.records import CaseRecord, RunRecord
 from redline_tui.cause_jobs import case_key
@@ -30,7 +31,7 @@ from redline_tui.widgets.key_bar import KeyBar
 class DiagnosisRead(Message):
     """The store holds a conclusion (or a stopped analysis) for this case."""
 
-    def __init__(self, diagnosis: Diagnosis, state: str) -> None:
+    def __init__(self, diagnosis: Diagnosis, state: TriageState) -> None:
         super().__init__()
         self.diagnosis = diagnosis
         self.state = state
@@ -117,7 +118,7 @@ class RerunScreen(CaseStepScreen):
             self.panel.show_where(where, diagnosis.red)
             return
         self._show_diagnosis(diagnosis)
-        if event.state == "stopped" or diagnosis.stopped:
+        if event.state == TriageState.STOPPED or diagnosis.stopped:
             self.panel.status(stopped_note(diagnosis))
         else:
             self.panel.status("Stored result; r runs the analysis again.")

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from redline.deciding.causes import TriageState
 from redline.deciding.groups import CaseTrend
 from redline.deciding.history import case_history, find_marginal
 from redline.deciding.quarantine import QuarantinedCase, quarantined_cases
@@ -395,9 +396,9 @@ class RunScreen(Screen[None]):
             return
         run_id, suite, case_id = event.key
         if event.diagnosis is not None:
-            state = event.diagnosis.cause.value
-            if event.diagnosis.stopped and state == "undecided":
-                state = "stopped"
+            state = TriageState.found(event.diagnosis.cause)
+            if event.diagnosis.stopped and state == TriageState.UNDECIDED:
+                state = TriageState.STOPPED
             progress = event.diagnosis.progress
             record = TriageRecord(run_id, suite, case_id, state, progress)
             self.table.set_triage(suite, case_id, record)
@@ -406,7 +407,7 @@ class RunScreen(Screen[None]):
         else:
             self.table.redraw_triage(f"{suite}/{case_id}")
 
-    def show_triage_state(self, key: CaseKey, state: str) -> None:
+    def show_triage_state(self, key: CaseKey, state: TriageState) -> None:
         """An action settled a case (retired, accepted): its cell says so."""
         if self._is_open(key[0]):
             self.table.set_triage(key[1], key[2], TriageRecord(*key, state))
