@@ -205,3 +205,19 @@ def test_concurrency_help_says_what_a_run_draws_at_once() -> None:
     assert f"concurrency, {DEFAULT_CONCURRENCY})" in help_text
     assert f"{IN_FLIGHT_PER_SLOT * default_slots()} with this machine's default" in help_text
     assert "runs one" not in help_text
+
+
+def _reference_rows() -> list[str]:
+    """The table of docs/providers.md as the declarations make it."""
+    rows = ["| type | option | value | default | sets |", "|---|---|---|---|---|"]
+    for kind in PROVIDER_KINDS.values():
+        for o in kind.options:
+            default = o.default_words or f"`{json.dumps(o.default)}`"
+            rows.append(f"| {kind.name} | `{o.key}` | {o.expected} | {default} | {o.meaning} |")
+    return rows
+
+
+def test_the_provider_options_page_lists_every_declared_option() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "providers.md").read_text("utf-8")
+    table = page.split("<!-- options -->")[1].strip().split("\n\n")[0].splitlines()
+    assert table == _reference_rows()

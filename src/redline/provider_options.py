@@ -70,6 +70,8 @@ class Option:
     above_minimum: bool = False
     #: What a hint suggests when the default is none to show.
     example: Any = None
+    #: The default in words, when it depends on the machine ("one per core").
+    default_words: str = ""
 
     @property
     def expected(self) -> str:
@@ -79,10 +81,10 @@ class Option:
             return "a positive integer (at least 1)"
         bounds = []
         if self.minimum is not None:
-            word = "greater than" if self.above_minimum else "at least"
+            word = "greater than" if self.above_minimum else "of at least"
             bounds.append(f"{word} {self.minimum:g}")
         if self.maximum is not None:
-            bounds.append(f"at most {self.maximum:g}")
+            bounds.append(f"{'at' if bounds else 'of at'} most {self.maximum:g}")
         return f"{what} {' and '.join(bounds)}" if bounds else what
 
     @property
@@ -212,15 +214,17 @@ PROVIDER_KINDS: Mapping[str, ProviderKind] = {
                 "threads",
                 OptionKind.WHOLE,
                 os.cpu_count() or 1,
-                "llama.cpp threads, one per core by default",
+                "llama.cpp threads",
                 minimum=1,
+                default_words="one per core",
             ),
             Option(
                 "parallel",
                 OptionKind.WHOLE,
                 default_slots(),
-                "samples decoded at once, four per core by default",
+                "samples decoded at once, over all copies of the model",
                 minimum=1,
+                default_words="four per core",
             ),
             Option("n_ctx", OptionKind.WHOLE, 4096, "context tokens per sample", minimum=1),
             Option("verbose", OptionKind.BOOLEAN, False, "llama.cpp's own log on stderr"),
