@@ -22,6 +22,7 @@ from redline.provider_options import (
     Option,
     OptionKind,
     default_slots,
+    toml_value,
 )
 from servers import LoopbackLLMServer
 
@@ -207,17 +208,14 @@ def test_concurrency_help_says_what_a_run_draws_at_once() -> None:
     assert "runs one" not in help_text
 
 
-def _reference_rows() -> list[str]:
-    """The table of docs/providers.md as the declarations make it."""
-    rows = ["| type | option | value | default | sets |", "|---|---|---|---|---|"]
-    for kind in PROVIDER_KINDS.values():
-        for o in kind.options:
-            default = o.default_words or f"`{json.dumps(o.default)}`"
-            rows.append(f"| {kind.name} | `{o.key}` | {o.expected} | {default} | {o.meaning} |")
-    return rows
-
-
-def test_the_provider_options_page_lists_every_declared_option() -> None:
-    page = (Path(__file__).resolve().parents[1] / "docs" / "providers.md").read_text("utf-8")
-    table = page.split("<!-- options -->")[1].strip().split("\n\n")[0].splitlines()
-    assert table == _reference_rows()
+def test_validate_help_lists_every_declared_option_with_its_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["validate", "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    for kind, option in DECLARED:
+        under = lines[lines.index(f'  type = "{kind}"') + 1 :]
+        line = next(line for line in under if line.split()[0] == option.key)
+        assert option.meaning in line and option.expected in line
+        assert f"default {toml_value(option.default)}" in line

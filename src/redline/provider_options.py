@@ -3,12 +3,14 @@
 The config reader checks every written option against its declaration when the file is
 loaded (so `redline validate` reports a bad one at its line, before any request), fills
 in the declared defaults, and the providers read the checked values from
-`ProviderConfig.options`; CLI help and docs quote the defaults from here.
+`ProviderConfig.options`; `redline validate --help` and `redline run --help` quote the
+declarations.
 
 To add an option, declare it below under the kinds that read it (`Option(key, kind,
-default, meaning, bounds)`) and read `config.options[key]` where it is used. Nothing
-else changes: loading, `redline validate`, the unknown-option check and its suggestions,
-and the generated tests all follow the declaration.
+default, meaning, bounds)`; `_http` holds the options of every HTTP provider) and read
+`config.options[key]` where it is used. Nothing else changes: loading, `redline
+validate`, the unknown-option check and its suggestions, the help and the generated
+tests all follow the declaration.
 
 `replay` (`redline run --replay`) is built from a stored run and has no config table, so
 it declares nothing.
@@ -107,7 +109,7 @@ class Option:
         return ""
 
     def hint(self) -> str:
-        return f"e.g. {self.key} = {_toml(self.suggestion)} ({self.meaning})"
+        return f"e.g. {self.key} = {toml_value(self.suggestion)} ({self.meaning})"
 
     def _right_kind(self, value: Any) -> bool:
         if self.kind in (OptionKind.URL, OptionKind.TEXT):
@@ -161,7 +163,7 @@ def _http(base_url: str, key_variable: str, *own: Option) -> tuple[Option, ...]:
             "api_key_env",
             OptionKind.KEY_VARIABLE,
             key_variable,
-            "the variable holding the key; empty: send none",
+            "the variable holding the key (empty: send none)",
         ),
         Option(
             "timeout_s",
@@ -241,7 +243,8 @@ def _named(value: Any) -> str:
     return f"{kind} ({show(value)})"
 
 
-def _toml(value: Any) -> str:
+def toml_value(value: Any) -> str:
+    """A value as a TOML file writes it."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
