@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from redline.casemodel import TIERS, Tier
-from redline.deciding.causes import Cause, TriageState
+from redline.casemodel import TIERS
 from redline.running.exchange import case_json, record_from_json
-from redline.running.records import CaseRecord, TriageRecord
+from redline.vocabulary.causes import Cause, TriageState
+from redline.vocabulary.records import CaseRecord, TriageRecord
+from redline.vocabulary.tiers import Tier
 from runfactory import CaseSpec, RunSpec, open_store, write_run
 
 #: Every word a triage state was ever stored as; a store written before the enum holds them.

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from redline.casemodel.values import is_number, show
+from redline.documents.reading import NodeReader
+from redline.documents.tomlsource import load_toml, toml_node, toml_text
+from redline.documents.yamlsource import Node, did_you_mean
 from redline.errors import ConfigError, Problem
 from redline.provider_options import PROVIDER_KINDS, OptionKind, ProviderKind
-from redline.suite.reading import NodeReader
-from redline.suite.tomlsource import load_toml, toml_node, toml_text
-from redline.suite.yamlsource import Node, did_you_mean
 
 PROVIDER_TYPES = tuple(PROVIDER_KINDS)
 CONFIG_FILES = ("redline.toml", "pyproject.toml")

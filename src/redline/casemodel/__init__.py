@@ -16,18 +16,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from redline.vocabulary.tiers import Tier
+
 SUITE_FILE = "suite.yaml"
 RETIRED_DIR = "retired"
 CASE_SUFFIXES = (".yaml", ".yml")
 #: A value starting with this names a file relative to the file that holds the value.
 FILE_REF = "file://"
-
-
-class Tier(StrEnum):
-    """What a case promises: every sample passes (contract), or its pass rate meets a bar."""
-
-    CONTRACT = "contract"
-    QUALITY = "quality"
 
 
 TIERS = tuple(t.value for t in Tier)
@@ -37,7 +32,7 @@ DEFAULT_TIER = Tier.CONTRACT
 #: Suite keys that change what the model is asked or how it samples (a prompt change when
 #: edited: a new seed draws new outputs as surely as a new prompt does).
 GENERATION_KEYS = ("model", "temperature", "max_tokens", "seed")
-#: `samples:` as a mapping asks for sequential sampling (see redline.running.sequential).
+#: `samples:` as a mapping asks for sequential sampling (see redline.vocabulary.sequential).
 SAMPLES_KEYS = frozenset({"min", "max", "margin", "bar"})
 #: `seed: frozen` sends the same seed for the same case and sample index in every run.
 FROZEN_SEED = "frozen"
@@ -275,7 +270,7 @@ for _model in (
     _budget("max-chars", "at most this many characters"),
     _budget(
         "max-words",
-        "at most this many words (each CJK/Thai character is a word: redline.suite.words; the "
+        "at most this many words (each CJK/Thai character is a word: redline.text.words; the "
         "counting rule is recorded in every run's manifest, not in case files)",
     ),
     _budget("max-tokens", "at most this many output tokens"),
@@ -369,7 +364,6 @@ __all__ = [
     "AssertionModel",
     "Compare",
     "Param",
-    "Tier",
     "Value",
     "assertion_model",
     "declare",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from redline.casemodel import Compare, Tier
+from redline.casemodel import Compare
 from redline.casemodel.effective import (
     EffectiveAssertion,
     EffectiveCase,
@@ -32,7 +32,8 @@ from redline.casemodel.values import (
     show,
     source_change,
 )
-from redline.running.sequential import pass_rate_bar, passes_needed
+from redline.vocabulary.sequential import pass_rate_bar, passes_needed
+from redline.vocabulary.tiers import Tier
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,13 @@ from redline.casemodel import (
     AssertionModel,
     Compare,
     Param,
-    Tier,
     Value,
     assertion_model,
     declared_types,
 )
 from redline.casemodel.values import is_number, is_whole, show
-from redline.running.sequential import (
+from redline.text.templates import fill
+from redline.vocabulary.sequential import (
     DEFAULT_MARGIN,
     DEFAULT_MAX,
     DEFAULT_MIN,
@@ -46,7 +46,7 @@ from redline.running.sequential import (
     pass_rate_bar,
     passes_needed,
 )
-from redline.suite.templates import fill
+from redline.vocabulary.tiers import Tier
 
 #: repository (or folder) path, POSIX style → the file's bytes, or None when absent.
 Reader = Callable[[str], bytes | None]

@@ -41,10 +41,10 @@ from redline.config import ModelRef, Price, ProviderConfig
 from redline.errors import ConfigError
 from redline.openmp import prefer_passive_wait
 from redline.provider_options import IN_FLIGHT_PER_SLOT
-from redline.providers.completion import ChatRequest, Completion
 from redline.providers.http_provider import Answer, MalformedResponse
 from redline.providers.local_slots import Copies
 from redline.providers.local_stream import ChunkStream
+from redline.vocabulary.completion import ChatRequest, Completion
 
 DEFAULT_MAX_TOKENS = 512
 """Used when a suite sets no max_tokens, so a degenerate loop cannot fill the context."""

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from redline.casemodel import Tier
-from redline.running.records import RunKind, RunRecord
-from redline.running.verdicts import Verdict
+from redline.vocabulary.records import RunKind, RunRecord
+from redline.vocabulary.tiers import Tier
+from redline.vocabulary.verdicts import Verdict
 
 if TYPE_CHECKING:
     from redline.config import Config

@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from redline.casemodel import Tier
-from redline.running.records import CaseOutcome
-from redline.running.verdicts import NON_CONTENT_VERDICTS, Verdict
+from redline.vocabulary.records import CaseOutcome
+from redline.vocabulary.tiers import Tier
+from redline.vocabulary.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 #: What `redline run --adaptive` and `samples: {}` fill in.
 DEFAULT_MIN = 3
