@@ -163,7 +163,7 @@ def _http(base_url: str, key_variable: str, *own: Option) -> tuple[Option, ...]:
             "api_key_env",
             OptionKind.KEY_VARIABLE,
             key_variable,
-            "the variable holding the key (empty: send none)",
+            "the variable that holds the key, empty to send none",
         ),
         Option(
             "timeout_s",

@@ -21,10 +21,11 @@ if TYPE_CHECKING:
 def make_provider(
     model: ModelRef, config: Config, env: Mapping[str, str] | None = None
 ) -> Provider:
-    """The provider for `model`; ConfigError naming every problem (never a key's value).
+    """The provider for `model`; ConfigError when its key is not in the environment or its
+    model file is missing (never echoing a key's value).
 
     The provider's options were checked when the config was loaded; what is left to
-    check is what the config cannot say: the key in the environment, the model file.
+    check is what the config cannot say.
     `env` defaults to the process environment. A provider whose `api_key_env` is
     set to an empty string sends no key (local OpenAI-compatible servers).
     """
