@@ -14,6 +14,10 @@ class Cause(StrEnum):
     MODEL = "model"
     CASE = "case"
     NOISE = "noise"
+    #: Nothing in the repository changed; the model or provider behind the id answers differently.
+    DRIFT = "drift"
+    #: A settings change moved the case's bar above its measured pass rate.
+    SETTINGS = "settings"
     CASE_CHANGED = "case-changed"
     UNDECIDED = "undecided"
 
@@ -26,6 +30,8 @@ class TriageState(StrEnum):
     MODEL = Cause.MODEL.value
     CASE = Cause.CASE.value
     NOISE = Cause.NOISE.value
+    DRIFT = Cause.DRIFT.value
+    SETTINGS = Cause.SETTINGS.value
     CASE_CHANGED = Cause.CASE_CHANGED.value
     UNDECIDED = Cause.UNDECIDED.value
     RUNNING = "running"
@@ -38,3 +44,11 @@ class TriageState(StrEnum):
     def found(cls, cause: Cause) -> TriageState:
         """The state of a case whose analysis concluded `cause`."""
         return cls(cause.value)
+
+
+_CONCLUSIONS = frozenset(c.value for c in Cause if c is not Cause.UNDECIDED)
+
+
+def is_conclusion(state: object) -> bool:
+    """A triage state that answers why the case is red (undecided, running or stopped do not)."""
+    return str(state) in _CONCLUSIONS
