@@ -48,6 +48,11 @@ class ModelRef:
         return f"{self.provider}:{self.name}"
 
 
+#: Default ceiling of one HTTP answer's body: far above any model answer, far below a
+#: memory risk (`max_response_bytes` of a provider table changes it).
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class ProviderConfig:
     """How to reach one provider. `api_key_env` is the NAME of the variable, never the key."""
@@ -61,6 +66,10 @@ class ProviderConfig:
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0
     threads: int | None = None
+    #: The largest answer body read from this provider; a larger one is a transport error.
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    #: A PEM file of CAs trusted in addition to the OS trust store and the bundled CAs.
+    ca_bundle: Path | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -283,15 +292,18 @@ _PROVIDER_KEYS = frozenset(
         "backoff_max_s",
         "threads",
         "api_key",
+        "max_response_bytes",
+        "ca_bundle",
     }
 )
 _PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
+_LINE_BREAK = re.compile(r"[\r\n\0]")
 _NEVER_A_KEY = "never write a key in a file"
 
 
 def _build(root: Path, source: Path, table: Node) -> Config:
     problems: list[Problem] = []
-    read = ConfigReader(source.name, problems)
+    read = ConfigReader(source.name, problems, root=root)
     read.unknown_keys(table, _TOP_KEYS, read.table())
     providers = read.providers(table.get("providers"))
     models = read.models(table.get("models"), providers)
@@ -329,9 +341,11 @@ class ConfigReader(NodeReader):
     """A table of one config file, every problem at its line (other modules read their own
     sections, such as the semantic one, with it too)."""
 
-    def __init__(self, source: str, problems: list[Problem]) -> None:
+    def __init__(self, source: str, problems: list[Problem], root: Path | None = None) -> None:
         super().__init__(problems, assign=" = ")
         self.source = source
+        #: Where relative paths of the file (a provider's ca_bundle) start.
+        self.root = root or Path.cwd()
 
     def table(self, *parts: str) -> str:
         return table_name(self.source, *parts)
@@ -389,6 +403,13 @@ class ConfigReader(NodeReader):
         retries = self.whole(spec.get("max_retries"), "max_retries", minimum=0, example="4")
         backoff_base = self.number(spec.get("backoff_base_s"), "backoff_base_s", minimum=0)
         backoff_max = self.number(spec.get("backoff_max_s"), "backoff_max_s", minimum=0)
+        self.one_line_values(spec, where)
+        largest = self.whole(
+            spec.get("max_response_bytes"),
+            "max_response_bytes",
+            minimum=1024,
+            example=str(DEFAULT_MAX_RESPONSE_BYTES),
+        )
         return replace(
             base,
             base_url=plain.get("base_url", defaults.get("base_url")),
@@ -398,8 +419,36 @@ class ConfigReader(NodeReader):
             backoff_base_s=base.backoff_base_s if backoff_base is None else backoff_base,
             backoff_max_s=base.backoff_max_s if backoff_max is None else backoff_max,
             threads=self.whole(spec.get("threads"), "threads", minimum=1),
+            max_response_bytes=base.max_response_bytes if largest is None else largest,
+            ca_bundle=self.existing_file(spec.get("ca_bundle"), "ca_bundle", where),
             options={k: v for k, v in plain.items() if k not in _PROVIDER_KEYS},
         )
+
+    def one_line_values(self, spec: Node, where: str) -> None:
+        """A CR or LF in a provider's text setting is refused: sent in a header, it would
+        start a header line (or a whole request) of its own."""
+        for key, node in spec.items():
+            if node.is_scalar and isinstance(node.value, str) and _LINE_BREAK.search(node.value):
+                self.add(
+                    node.mark,
+                    f"{where} {key} contains a line break (CR or LF): it would reach the "
+                    "server as a header line of its own",
+                    f"write {key} on one line, without \\r or \\n",
+                )
+
+    def existing_file(self, node: Node | None, key: str, where: str) -> Path | None:
+        text = self.text(node, key, example='"certs/company-ca.pem"')
+        if text is None or node is None:
+            return None
+        path = self.root / text
+        if not path.is_file():
+            self.add(
+                node.mark,
+                f"{where} {key}: no file {text!r} (from {self.root})",
+                "give the path of a PEM file of the CA certificates to trust",
+            )
+            return None
+        return path
 
     def models(
         self, node: Node | None, providers: Mapping[str, ProviderConfig]

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from redline.cli import ExitCode
 from redline.config import load_config
+from redline.errors import ConfigError
+from redline.providers.factory import environment_problems
 from redline.suite.cases import load_suites, summary
 
 
@@ -30,6 +32,9 @@ def run(args: argparse.Namespace) -> int:
     config = load_config()
     paths: list[Path] = list(args.paths) or list(config.suites)
     suites = load_suites(paths, config)
+    problems = environment_problems(config)
+    if problems:
+        raise ConfigError("\n".join(problems))
     counts = summary(suites)
     for suite in suites:
         alias = suite.model

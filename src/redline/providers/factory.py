@@ -7,6 +7,7 @@ load the HTTP client, and the first request of an HTTP run does not wait for lla
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -15,6 +16,7 @@ from redline.casemodel.values import is_whole
 from redline.config import Config, ModelRef, ProviderConfig
 from redline.errors import ConfigError
 from redline.providers.base import Provider
+from redline.proxies import proxy_problems
 
 if TYPE_CHECKING:
     from redline.providers.http_provider import HttpProvider
@@ -23,6 +25,30 @@ _HTTP_OPTIONS: Mapping[str, frozenset[str]] = {
     "openai": frozenset(),
     "anthropic": frozenset({"anthropic_version"}),
 }
+
+
+_LINE_BREAK = re.compile(r"[\r\n\0]")
+
+
+def line_break_in(variable: str) -> str:
+    """What is wrong with a key variable holding a CR or LF (never its value)."""
+    return (
+        f"the environment variable {variable} contains a line break (CR or LF): sent as a "
+        f"header it would start a header line of its own; set {variable} to the key alone, "
+        "on one line"
+    )
+
+
+def environment_problems(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """What in the environment stops any HTTP call of this config before the first one:
+    a key variable holding a line break, a proxy variable redline cannot use."""
+    environ = os.environ if env is None else env
+    problems = [
+        line_break_in(name)
+        for name in config.key_variables()
+        if _LINE_BREAK.search(environ.get(name, "").strip())
+    ]
+    return problems + proxy_problems(environ)
 
 
 def _known_options(kind: str) -> frozenset[str]:
@@ -63,8 +89,10 @@ def make_provider(
         path = locate_model(model.name, config.root)
         return LocalProvider(model, settings, path=path, price=price)
 
+    environ = os.environ if env is None else env
     base_url = _base_url(settings, config, where, problems)
-    api_key = _api_key(settings, os.environ if env is None else env, model, problems)
+    api_key = _api_key(settings, environ, model, problems)
+    problems += proxy_problems(environ)
     if problems:
         raise ConfigError("\n".join(problems))
     assert base_url is not None
@@ -117,6 +145,9 @@ def _api_key(
     if not variable:
         return None
     key = env.get(variable, "").strip()
+    if _LINE_BREAK.search(key):
+        problems.append(line_break_in(variable))
+        return None
     if not key:
         problems.append(
             f"model {model.alias!r} ({model.id}) needs an API key: "
