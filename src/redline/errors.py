@@ -36,6 +36,10 @@ class ConfigError(RedlineError):
     """The configuration (pyproject.toml / redline.toml) is wrong or incomplete."""
 
 
+class ProxyUnsupported(ConfigError):
+    """A proxy variable redline cannot use (an unknown scheme, no host, a bad port)."""
+
+
 class UsageError(RedlineError):
     """The command line asks for something that cannot be done."""
 
@@ -48,8 +52,48 @@ class ProblemsError(RedlineError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
-class CredentialsRejected(RedlineError):
+class RunStopped(RedlineError):
+    """The run stopped itself at its first requests: every later one would fail the same way.
+
+    `kept_in` words it once the run's finished samples are stored (how many, which run,
+    how to go on); `fix` says what to check first.
+    """
+
+    fix = "Fix the cause"
+
+    def __init__(self, reason: str, *, kept: int | None = None, run_id: str | None = None):
+        self.reason = reason
+        self.kept = kept
+        self.run_id = run_id
+        message = f"{reason}. The run stopped at its first request(s) instead of sending the rest"
+        if run_id is None:
+            message += f". {self.fix}, then run again"
+        else:
+            message += (
+                f"; {kept} finished sample(s) are kept in run {run_id}. "
+                f"{self.fix}, then: redline run --resume {run_id}"
+            )
+        super().__init__(message)
+
+    def kept_in(self, kept: int, run_id: str) -> RunStopped:
+        return type(self)(self.reason, kept=kept, run_id=run_id)
+
+
+class CredentialsRejected(RunStopped):
     """The provider refused the API key on the first requests: the run stopped early."""
+
+    fix = "Fix the key (see `api_key_env` in the configuration)"
+
+
+class EndpointUnreachable(RunStopped):
+    """Nothing answered at the model endpoint (refused, DNS, TLS, HTTP 404/405) before any
+    sample did: the base_url is wrong or the server is down."""
+
+    fix = (
+        "Check the provider's base_url (host, port, and the path the API is served under, "
+        "e.g. /v1 for OpenAI-compatible servers), that the server is running and reachable "
+        "from here (proxies: HTTPS_PROXY, NO_PROXY; a company CA: ca_bundle or SSL_CERT_FILE)"
+    )
 
 
 class StoreMissing(UsageError):

@@ -15,12 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from redline.errors import ConfigError
+from redline.errors import ProxyUnsupported
 from redline.redaction import redact_url
-
-
-class ProxyUnsupported(ConfigError):
-    """A proxy variable redline cannot use (an unknown scheme, no host, a bad port)."""
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from redline import __version__
 from redline.config import Config, ModelRef
 from redline.deciding.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
-from redline.errors import CaseNotFound, UsageError
+from redline.errors import CaseNotFound, RunStopped, UsageError
 from redline.gitio import repo_branch, repo_state
 from redline.providers.factory import make_provider
 from redline.providers.replay import ReplayProvider
@@ -37,7 +37,7 @@ from redline.running.budget import Budget, Estimate, estimate_cost
 from redline.running.manifest import case_hash, suite_manifest
 from redline.running.options import RunOptions, resume_options
 from redline.running.outcome import add_counts, case_outcome, run_result
-from redline.running.pipeline import SampleJob, SamplePipeline, costly
+from redline.running.pipeline import ProviderDown, SampleJob, SamplePipeline, costly
 from redline.running.records import (
     CaseOutcome,
     CaseRecord,
@@ -325,7 +325,6 @@ async def _execute(
         model_name=model.name if model is not None else "",
         judges=judges,
         redactor=KeyRedactor.from_config(config, os.environ),
-        rejected=state.rejected,
         stop_when_settled=config.stop_when_settled,
     )
     if options.resume is None:
@@ -336,13 +335,18 @@ async def _execute(
     jobs = _Schedule(plan)
     try:
         await _run_workers(jobs, limit, pipeline, _Commits(store, jobs, state, budget), budget)
+    except RunStopped as stopped:
+        _finish(store, record.id, identity, plan, interrupted=True, budget=budget)
+        raise stopped.kept_in(len(store.sample_keys(record.id)), record.id) from None
     except BaseException:
         _finish(store, record.id, identity, plan, interrupted=True, budget=budget)
         raise
     finally:
         if judges is not None:
             await judges.aclose()
-    return _finish(store, record.id, identity, plan, interrupted=False, budget=budget)
+    return _finish(
+        store, record.id, identity, plan, interrupted=False, budget=budget, down=pipeline.down
+    )
 
 
 def _open_record(
@@ -435,14 +439,6 @@ class _State:
         self.counts[sample.verdict] += 1
         self.report(sample)
 
-    def rejected(self, error: str) -> str:
-        """What a run says when the provider refused the key before it ever answered."""
-        return (
-            f"{error}. The run stopped at its first request(s) instead of "
-            f"sending the rest; {self.done} finished sample(s) are kept in run "
-            f"{self.run_id}. Fix the key, then: redline run --resume {self.run_id}"
-        )
-
     def report(self, last: SampleRecord | None = None, *, stopping: bool = False) -> None:
         if self.progress is not None:
             self.progress(
@@ -524,6 +520,9 @@ async def _worker(
     """Draw samples until the schedule is empty; each finished one goes to `commits`."""
     try:
         while (job := await jobs.next()) is not None:
+            if pipeline.down is not None:
+                jobs.dropped()
+                return
             reserved = 0.0
             if budget is not None:
                 admitted = budget.admit(job.case.suite, job.case.id)
@@ -534,6 +533,9 @@ async def _worker(
             try:
                 commits.state.start(job)
                 sample = await pipeline.draw(job)
+            except ProviderDown:
+                jobs.dropped()
+                return
             except BaseException:
                 jobs.in_flight -= 1
                 raise
@@ -589,6 +591,7 @@ def _reopen(
 ) -> RunRecord:
     record = store.run(run_id)
     stopped = bool((record.args.get("budget") or {}).get("stopped"))
+    stopped = stopped or PROVIDER_DOWN_ARG in record.args
     if record.status is RunStatus.FINISHED and not retry and not stopped and not extend:
         raise UsageError(f"run {record.id} finished already; nothing to resume")
     if record.kind is RunKind.REPLAY:
@@ -737,8 +740,10 @@ def _finish(
     *,
     interrupted: bool,
     budget: Budget | None = None,
+    down: str | None = None,
 ) -> RunRecord:
-    """Store each case's result and the run's, and close the run."""
+    """Store each case's result and the run's, and close the run; `down` is why the
+    circuit breaker stopped it (the run is then inconclusive and can be resumed)."""
     counts = store.verdict_counts(run_id)
     records: list[CaseRecord] = []
     not_run: dict[str, int] = {}
@@ -777,6 +782,9 @@ def _finish(
     if budget is not None and budget.stopped and not interrupted:
         # Money ran out, not evidence: the samples not run could have gone either way.
         result = RunResult.INCONCLUSIVE
+    _record_down(store, run_id, down)
+    if down is not None and not interrupted:
+        result = RunResult.INCONCLUSIVE  # the provider failed, not the prompt
     status = RunStatus.INTERRUPTED if interrupted else RunStatus.FINISHED
     store.finish_run(run_id, status, result, now_iso())
     return store.run(run_id)
@@ -801,6 +809,20 @@ def case_result(
     return required, case_outcome(required, undecided)
 
 
+#: The run argument saying why the circuit breaker stopped the run (the provider died).
+PROVIDER_DOWN_ARG = "provider_down"
+
+
+def _record_down(store: RunStore, run_id: str, down: str | None) -> None:
+    recorded = store.run(run_id).args
+    if down is None and PROVIDER_DOWN_ARG not in recorded:
+        return
+    args = {k: v for k, v in recorded.items() if k != PROVIDER_DOWN_ARG}
+    if down is not None:
+        args[PROVIDER_DOWN_ARG] = down
+    store.update_args(run_id, args)
+
+
 def _record_budget(
     store: RunStore, run_id: str, budget: Budget | None, not_run: dict[str, int]
 ) -> None:
@@ -815,6 +837,7 @@ def _record_budget(
 
 
 __all__ = [
+    "PROVIDER_DOWN_ARG",
     "RETRIES_ARG",
     "ProgressCallback",
     "RunOptions",
