@@ -104,6 +104,41 @@ class StoreMissing(UsageError):
         super().__init__(f"no run store at {path}; {hint}")
 
 
+class StoreFull(RedlineError):
+    """The disk (or the store's size limit) ran out while the run was writing."""
+
+    def __init__(self, path: Path, *, kept: int | None = None, run_id: str | None = None):
+        self.path = path
+        self.kept = kept
+        self.run_id = run_id
+        message = f"the disk holding {path} is full"
+        if run_id is not None:
+            message += (
+                f"; {kept} sample(s) are kept in run {run_id}, marked interrupted. "
+                f"Free space and run `redline run --resume {run_id}`"
+            )
+        else:
+            message += "; free space and run the command again"
+        super().__init__(message)
+
+
+class StoreCorrupt(UsageError):
+    """The store file is damaged, or is not a redline store (not SQLite) at all."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} is not a readable redline store ({reason}): restore it from a backup, "
+            "or move it aside and bring back the runs you need with `redline import` of "
+            "their exports (results.json + samples.jsonl, e.g. CI artifacts); "
+            "a new store is created where the old one was"
+        )
+
+
+class RunLocked(UsageError):
+    """Another live process is running (or resuming) this run."""
+
+
 class RunNotFound(UsageError):
     """No stored run has this id (or id prefix)."""
 

@@ -190,6 +190,7 @@ class HttpClient:
                     proxy=proxy,
                     proxy_auth=proxy_auth,
                     allow_redirects=False,
+                    ssl=trust(self.policy.ca_bundle) if url.startswith("https:") else True,
                 ) as response:
                     location = response.headers.get("Location")
                     if follow_redirects and response.status in _REDIRECTS and location:
@@ -325,9 +326,8 @@ class HttpClient:
         key = None if socks is None else socks.address
         session = self._sessions.get(key)
         if session is None:
-            tls = trust(self.policy.ca_bundle)
             if socks is None:
-                connector: aiohttp.BaseConnector = aiohttp.TCPConnector(limit=0, ssl=tls)
+                connector: aiohttp.BaseConnector = aiohttp.TCPConnector(limit=0)
             else:
                 from aiohttp_socks import ProxyConnector, ProxyType
 
@@ -342,7 +342,6 @@ class HttpClient:
                     password=socks.password,
                     rdns=socks.scheme in ("socks5h", "socks4a"),
                     limit=0,
-                    ssl=tls,
                 )
             session = aiohttp.ClientSession(
                 connector=connector,

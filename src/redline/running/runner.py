@@ -15,6 +15,7 @@ the stored run it re-scores.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import time
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING
 from redline import __version__
 from redline.config import Config, ModelRef
 from redline.deciding.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
-from redline.errors import CaseNotFound, RunStopped, UsageError
+from redline.errors import CaseNotFound, RedlineError, RunStopped, StoreFull, UsageError
 from redline.gitio import repo_branch, repo_state
 from redline.providers.factory import make_provider
 from redline.providers.replay import ReplayProvider
@@ -49,7 +50,7 @@ from redline.running.records import (
 )
 from redline.running.seeds import FROZEN_SEEDS_ARG, frozen_seeds, sample_seed
 from redline.running.sequential import Decision, SequentialDraw, SequentialPlan, adaptive_plan
-from redline.running.store import RunStore, new_run_id, now_iso
+from redline.running.store import HEARTBEAT_S, RunStore, new_run_id, now_iso
 from redline.running.verdicts import Verdict
 
 if TYPE_CHECKING:
@@ -329,24 +330,45 @@ async def _execute(
     )
     if options.resume is None:
         store.begin_run(record)
+        store.claim_run(record.id)
     else:
+        store.claim_run(record.id)  # before any request: one process at a time resumes
         store.reopen_run(record.id)
     limit = _concurrency(options, config, provider, plan)
     jobs = _Schedule(plan)
+    beating = asyncio.ensure_future(_heartbeat(store, record.id))
     try:
-        await _run_workers(jobs, limit, pipeline, _Commits(store, jobs, state, budget), budget)
-    except RunStopped as stopped:
-        _finish(store, record.id, identity, plan, interrupted=True, budget=budget)
-        raise stopped.kept_in(len(store.sample_keys(record.id)), record.id) from None
-    except BaseException:
-        _finish(store, record.id, identity, plan, interrupted=True, budget=budget)
-        raise
+        try:
+            await _run_workers(jobs, limit, pipeline, _Commits(store, jobs, state, budget), budget)
+        except RunStopped as stopped:
+            _finish(store, record.id, identity, plan, interrupted=True, budget=budget)
+            raise stopped.kept_in(len(store.sample_keys(record.id)), record.id) from None
+        except StoreFull:
+            raise
+        except BaseException:
+            _finish(store, record.id, identity, plan, interrupted=True, budget=budget)
+            raise
+        return _finish(
+            store, record.id, identity, plan, interrupted=False, budget=budget, down=pipeline.down
+        )
+    except StoreFull:
+        store.mark_interrupted(record.id)
+        kept = len(store.sample_keys(record.id))
+        raise StoreFull(store.path, kept=kept, run_id=record.id) from None
     finally:
+        beating.cancel()
+        with contextlib.suppress(RedlineError):
+            store.release_run(record.id)
         if judges is not None:
             await judges.aclose()
-    return _finish(
-        store, record.id, identity, plan, interrupted=False, budget=budget, down=pipeline.down
-    )
+
+
+async def _heartbeat(store: RunStore, run_id: str) -> None:
+    """Tell `redline runs` (and a second `--resume`) that this process still runs the run."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_S)
+        with contextlib.suppress(RedlineError):
+            store.heartbeat(run_id)
 
 
 def _open_record(
