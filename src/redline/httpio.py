@@ -21,6 +21,7 @@ keep-alive pools, TLS and proxies); this module owns the policy around it:
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import json
 import os
@@ -179,16 +180,19 @@ class HttpClient:
         if decompress:
             sent["Accept-Encoding"] = "gzip, deflate"
         for _ in range(_MAX_REDIRECTS + 1):
-            session, proxy, proxy_auth = await self._route(url)
+            session, proxy, proxy_headers = await self._route(url)
             try:
+                out = sent
+                if proxy_headers and url.startswith("http:"):
+                    out = {**sent, **proxy_headers}  # no tunnel: the proxy reads the request
                 async with session.request(
                     method,
                     url,
                     data=body,
-                    headers=sent,
+                    headers=out,
                     params=params,
                     proxy=proxy,
-                    proxy_auth=proxy_auth,
+                    proxy_headers=proxy_headers,
                     allow_redirects=False,
                     ssl=trust(self.policy.ca_bundle) if url.startswith("https:") else True,
                 ) as response:
@@ -309,7 +313,7 @@ class HttpClient:
 
     async def _route(
         self, url: str
-    ) -> tuple[aiohttp.ClientSession, str | None, aiohttp.BasicAuth | None]:
+    ) -> tuple[aiohttp.ClientSession, str | None, dict[str, str] | None]:
         """The session (direct, or a SOCKS proxy's), the http(s) proxy and its credentials."""
         await self._bind_loop()
         proxy = proxy_for(url)
@@ -319,7 +323,8 @@ class HttpClient:
             return self._session(proxy), None, None
         auth = None
         if proxy.username is not None:
-            auth = aiohttp.BasicAuth(proxy.username, proxy.password or "")
+            credentials = f"{proxy.username}:{proxy.password or ''}".encode()
+            auth = {"Proxy-Authorization": "Basic " + base64.b64encode(credentials).decode()}
         return self._session(None), proxy.address, auth
 
     def _session(self, socks: Proxy | None) -> aiohttp.ClientSession:
