@@ -21,11 +21,11 @@ from redline.cli import main
 from redline.config import parse_config
 from redline.errors import ConfigError, StoreCorrupt
 from redline.httpio import AnswerTooLarge, BrokenAnswer, HttpClient, HttpPolicy
-from redline.providers.completion import ChatRequest
 from redline.providers.factory import make_provider
-from redline.running.records import RunStatus
 from redline.running.store import SEARCH_PREFIX_CHARS, RunStore
-from redline.running.verdicts import Verdict
+from redline.vocabulary.completion import ChatRequest
+from redline.vocabulary.records import RunStatus
+from redline.vocabulary.verdicts import Verdict
 from servers import LoopbackLLMServer
 from test_runner import KEY_ENV, SECRET, write_config, write_suite
 from test_transport import ServerFactory, ok, post, raw_server, read_request

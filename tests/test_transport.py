@@ -29,8 +29,8 @@ import pytest
 
 from redline.config import Config
 from redline.httpio import BrokenAnswer, HttpAnswer, HttpClient, HttpPolicy, Unreachable
-from redline.providers.completion import ChatRequest
 from redline.providers.factory import make_provider
+from redline.vocabulary.completion import ChatRequest
 from servers import VALID_JSON, LoopbackLLMServer
 
 

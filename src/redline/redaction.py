@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from redline.config import Config
-from redline.running.records import SampleRecord
+from redline.vocabulary.records import SampleRecord
 
 MIN_KEY_LENGTH = 8
 _USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s'\"]+@")

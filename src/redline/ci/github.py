@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote, urlsplit
 
-from redline import __version__
 from redline.ci.provider import (
     CiArtifact,
     CiRun,
@@ -29,6 +28,7 @@ from redline.ci.provider import (
 from redline.errors import ArtifactExpired, ArtifactFailed, CiError, GitError, UsageError
 from redline.httpio import BlockingHttpClient, HttpAnswer, HttpClient, HttpFailure, HttpPolicy
 from redline.providers.retries import RetryPolicy, parse_retry_after
+from redline.version import __version__
 
 DEFAULT_API_URL = "https://api.github.com"
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")

@@ -24,12 +24,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from redline import __version__
 from redline.config import ModelRef, Price, ProviderConfig
 from redline.httpio import HttpClient, HttpFailure, HttpPolicy
-from redline.providers.completion import ChatRequest, Completion, FinishReason
 from redline.providers.retries import RetryPolicy
 from redline.redaction import redact_url
+from redline.version import __version__
+from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
 
 USER_AGENT = f"redline/{__version__}"
 _BODY_SNIPPET = 300

@@ -31,7 +31,8 @@ from redline.errors import (
     StoreFull,
     UsageError,
 )
-from redline.running.records import (
+from redline.running.rows import Table, decode_text
+from redline.vocabulary.records import (
     CaseRecord,
     CiOrigin,
     RunKind,
@@ -42,8 +43,7 @@ from redline.running.records import (
     SampleUsage,
     TriageRecord,
 )
-from redline.running.rows import Table, decode_text
-from redline.running.verdicts import VERDICT_ORDER, AssertionResult, Verdict
+from redline.vocabulary.verdicts import VERDICT_ORDER, AssertionResult, Verdict
 
 SCHEMA_VERSION = 1
 #: Characters of each output the search index holds: a huge output is searched in its
