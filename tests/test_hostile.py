@@ -303,12 +303,18 @@ def test_a_full_disk_keeps_what_was_stored_and_says_how_to_go_on(
         toml.write_text(f'store = "{store}"\n' + toml.read_text(), encoding="utf-8")
         words = "MODE:echo " + "many words of output " * 200
         write_suite(tmp_path, "s", {f"c{i}": words for i in range(200)}, samples=5)
-        monkeypatch.chdir(tmp_path)
-        monkeypatch.setenv(KEY_ENV, SECRET)
         if not mounted:
             pytest.skip("a tmpfs cannot be mounted here (needs root)")
-        assert main(["run", "s", "--quiet"]) == 2
-        err = capsys.readouterr().err
+        done = subprocess.run(
+            [sys.executable, "-m", "redline", "run", "s", "--quiet"],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(SRC), KEY_ENV: SECRET},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2, done.stderr
+        err = " ".join(done.stderr.split())  # the message as one line, however it wrapped
         assert f"the disk holding {tmp_path / store} is full" in err
         assert "redline run --resume" in err and "free space" in err.lower()
         with RunStore.open(tmp_path / store) as opened:

@@ -329,8 +329,8 @@ async def _execute(
         stop_when_settled=config.stop_when_settled,
     )
     if options.resume is None:
-        store.begin_run(record)
         store.claim_run(record.id)
+        store.begin_run(record)
     else:
         store.claim_run(record.id)  # before any request: one process at a time resumes
         store.reopen_run(record.id)

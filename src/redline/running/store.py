@@ -852,11 +852,13 @@ class RunStore:
 
     def _holder_gone(self, run_id: str) -> bool:
         """Whether the process that was running `run_id` is gone (killed, crashed, its
-        machine off): a run only it could finish shows as interrupted."""
+        machine off, or it could not even record its end on a full disk): a run only it
+        could finish shows as interrupted. Every run is claimed before it starts, so a
+        running run nobody holds is one whose holder left."""
         row = self._db.execute(
             "SELECT host, pid, heartbeat FROM run_holders WHERE run_id = ?", (run_id,)
         ).fetchone()
-        return row is not None and not _alive(row[0], row[1], row[2])
+        return row is None or not _alive(row[0], row[1], row[2])
 
     def _assertions_for(
         self, sample_ids: Sequence[int], run_id: str, whole_run: bool
