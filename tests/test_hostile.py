@@ -22,8 +22,11 @@ from redline.config import parse_config
 from redline.errors import ConfigError, StoreCorrupt
 from redline.httpio import AnswerTooLarge, BrokenAnswer, HttpClient, HttpPolicy
 from redline.providers.factory import make_provider
+from redline.running.options import RunOptions
+from redline.running.runner import run_suites
 from redline.running.store import SEARCH_PREFIX_CHARS, RunStore
-from redline.vocabulary.completion import ChatRequest
+from redline.suite.cases import load_suites
+from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
 from redline.vocabulary.records import RunStatus
 from redline.vocabulary.verdicts import Verdict
 from servers import LoopbackLLMServer
@@ -401,10 +404,6 @@ def test_an_output_too_large_for_the_store_never_stops_the_run(
     monkeypatch.setenv(KEY_ENV, SECRET)
     store = RunStore.open(tmp_path / ".redline" / "redline.db")
     store._db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1_100_000)  # SQLite's limit, made small
-    from redline.running.options import RunOptions
-    from redline.running.runner import run_suites
-    from redline.suite.cases import load_suites
-
     config = parse_config(tmp_path / "redline.toml")
     record = run_suites(load_suites([tmp_path / "s"], config), config, store, RunOptions())
     assert record.status is RunStatus.FINISHED
@@ -443,3 +442,59 @@ def test_zlib_is_what_decodes(raw_server: ServerFactory) -> None:
         connection.sendall(ok(body, "Content-Encoding: deflate"))
 
     assert post(raw_server(serve).url, decompress=True)[0].json() == {"ok": 1}
+
+
+class _AnswersThenCrashes:
+    """A provider answering `answers` requests, then failing the run (a crash mid-run)."""
+
+    max_parallel = 1
+
+    def __init__(self, answers: int) -> None:
+        self.left = answers
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        if self.left <= 0:
+            raise _Crash
+        self.left -= 1
+        return Completion(text='{"ok": true}', finish_reason=FinishReason.STOP)
+
+    async def aclose(self) -> None:
+        pass
+
+    def identity(self) -> str:
+        return "hostile:model-2025-01-01"
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_a_key_refused_on_resume_counts_the_samples_kept_before(
+    raw_server: ServerFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def serve(connection: socket.socket, _: int) -> None:
+        while read_request(connection):
+            connection.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 2\r\n\r\nno")
+
+    path = hostile_config(tmp_path, raw_server(serve).url.removesuffix("/x"))
+    write_suite(tmp_path, "s", {f"c{i}": "MODE:json" for i in range(4)}, samples=5)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    config = parse_config(path)
+    store = RunStore.open(config.store_path)
+    with pytest.raises(_Crash):
+        run_suites(
+            load_suites([tmp_path / "s"], config),
+            config,
+            store,
+            RunOptions(suites=("s",)),
+            provider=_AnswersThenCrashes(3),
+        )
+    [record] = store.runs()
+    store.close()
+    assert main(["run", "--resume", record.id, "--quiet"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "HTTP 401" in err and f"3 finished sample(s) are kept in run {record.id}" in err
