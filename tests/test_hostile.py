@@ -498,3 +498,20 @@ def test_a_key_refused_on_resume_counts_the_samples_kept_before(
     assert main(["run", "--resume", record.id, "--quiet"]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "HTTP 401" in err and f"3 finished sample(s) are kept in run {record.id}" in err
+
+
+def test_credentials_in_a_base_url_are_sent_once_and_never_shown(
+    raw_server: ServerFactory, tmp_path: Path
+) -> None:
+    seen: list[bytes] = []
+
+    def serve(connection: socket.socket, _: int) -> None:
+        while request := read_request(connection):
+            seen.append(request)
+            connection.sendall(b"HTTP/1.1 500 Oops\r\nContent-Length: 4\r\n\r\noops")
+
+    url = raw_server(serve).url.replace("http://", "http://buser:b4se-S3CRET@")
+    error, _ = complete(hostile_config(tmp_path, url.removesuffix("/x")))
+    assert error is not None and "b4se-S3CRET" not in error and "HTTP 500" in error
+    assert b"b4se-S3CRET" not in seen[0]  # the API key authenticates; the URL's pair is dropped
+    assert f"Bearer {SECRET}".encode() in seen[0]

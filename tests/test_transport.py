@@ -502,3 +502,70 @@ def test_https_goes_through_a_connect_tunnel_and_still_verifies_the_origin(
         assert refused.startswith("Unreachable") and "certificate" in refused.lower(), refused
     finally:
         proxy.close()
+
+
+class Socks5:
+    """A SOCKS5 proxy on 127.0.0.1 that wants a username and password (RFC 1928, 1929)."""
+
+    def __init__(self, user: bytes = b"suser", password: bytes = b"s0cks-S3CRET") -> None:
+        self.user, self.password = user, password
+        self.seen: list[tuple[bytes, bytes, str]] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        port = self._listener.getsockname()[1]
+        self.url = f"socks5://{user.decode()}:{password.decode()}@127.0.0.1:{port}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        with client:
+            _, count = client.recv(2)
+            if 2 not in client.recv(count):
+                client.sendall(b"\x05\xff")
+                return
+            client.sendall(b"\x05\x02")  # username/password
+            _, length = client.recv(2)
+            user = client.recv(length)
+            (length,) = client.recv(1)
+            password = client.recv(length)
+            if (user, password) != (self.user, self.password):
+                client.sendall(b"\x01\x01")
+                return
+            client.sendall(b"\x01\x00")
+            _, _, _, kind = client.recv(4)
+            if kind == 1:
+                host = socket.inet_ntoa(client.recv(4))
+            else:
+                (length,) = client.recv(1)
+                host = client.recv(length).decode()
+            (port,) = struct.unpack("!H", client.recv(2))
+            self.seen.append((user, password, f"{host}:{port}"))
+            upstream = socket.create_connection((host, port))
+            client.sendall(b"\x05\x00\x00\x01" + socket.inet_aton("127.0.0.1") + b"\x00\x00")
+            _pipe(client, upstream)
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def test_a_socks5_proxy_with_credentials_carries_the_request(raw_server: ServerFactory) -> None:
+    def serve(connection: socket.socket, _: int) -> None:
+        read_request(connection)
+        connection.sendall(ok(b"via socks"))
+
+    server, proxy = raw_server(serve), Socks5()
+    try:
+        assert get_in_subprocess(server.url, {"ALL_PROXY": proxy.url}) == "200 via socks"
+        assert proxy.seen == [(b"suser", b"s0cks-S3CRET", f"127.0.0.1:{server.port}")]
+        wrong = proxy.url.replace("s0cks-S3CRET", "wrong-pass")
+        refused = get_in_subprocess(server.url, {"ALL_PROXY": wrong})
+        assert refused.startswith("Unreachable") and "proxy" in refused, refused
+        assert "wrong-pass" not in refused
+    finally:
+        proxy.close()

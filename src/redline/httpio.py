@@ -179,8 +179,10 @@ class HttpClient:
         sent = {**self._headers, **(headers or {})}
         if decompress:
             sent["Accept-Encoding"] = "gzip, deflate"
+        url = _credentials_to_header(url, sent)
         for _ in range(_MAX_REDIRECTS + 1):
             session, proxy, proxy_headers = await self._route(url)
+            refusals = _socks_refusals() if session is not self._sessions.get(None) else ()
             try:
                 out = sent
                 if proxy_headers and url.startswith("http:"):
@@ -221,6 +223,12 @@ class HttpClient:
                     )
             except HttpFailure:
                 raise
+            except refusals as exc:
+                raise Unreachable(
+                    self.redact(
+                        f"the SOCKS proxy refused the connection to {self._where(url)}: {exc}"
+                    )
+                ) from None
             except aiohttp.ClientError as exc:
                 raise self._failure(exc, url) from None
             except OSError as exc:
@@ -371,6 +379,27 @@ class HttpClient:
         if closer is not None and self._loop is asyncio.get_running_loop():
             await closer.aclose()  # its `finally` closes the sessions
         self._sessions = {}
+
+
+def _socks_refusals() -> tuple[type[Exception], ...]:
+    """What aiohttp-socks raises when a SOCKS proxy refuses or cannot be reached."""
+    from aiohttp_socks import ProxyConnectionError, ProxyError, ProxyTimeoutError
+
+    return (ProxyError, ProxyConnectionError, ProxyTimeoutError)
+
+
+def _credentials_to_header(url: str, headers: dict[str, str]) -> str:
+    """`url` without userinfo; its credentials become Basic authentication unless the
+    caller authenticates otherwise (an API key wins over a base_url's user:password)."""
+    if "@" not in url:
+        return url
+    target = URL(url)
+    if target.user is None:
+        return url
+    if not any(name.lower() == "authorization" for name in headers):
+        secret = f"{target.user}:{target.password or ''}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(secret).decode()
+    return str(target.with_user(None))
 
 
 async def _close_at_loop_shutdown(

@@ -17,6 +17,7 @@ from redline.config import Config, ModelRef, ProviderConfig
 from redline.errors import ConfigError
 from redline.providers.base import Provider
 from redline.proxies import proxy_problems
+from redline.redaction import redact_url
 
 if TYPE_CHECKING:
     from redline.providers.http_provider import HttpProvider
@@ -126,7 +127,7 @@ def _base_url(
         return None
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        problems.append(f"{where}: base_url {url!r} is not an http(s) URL")
+        problems.append(f"{where}: base_url {redact_url(url)!r} is not an http(s) URL")
         return None
     return url
 
