@@ -413,16 +413,20 @@ def test_a_request_cancelled_mid_answer_does_not_leave_its_connection_for_the_ne
 class Proxy:
     """A forward proxy on 127.0.0.1: plain requests forwarded, CONNECT tunnelled."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[bytes] = []
+        self._tls = tls
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://user:pa%40ss@127.0.0.1:{self._listener.getsockname()[1]}"
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://user:pa%40ss@127.0.0.1:{self._listener.getsockname()[1]}"
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
         while True:
             try:
                 client, _ = self._listener.accept()
+                if self._tls is not None:
+                    client = self._tls.wrap_socket(client, server_side=True)
             except OSError:
                 return
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
@@ -567,5 +571,27 @@ def test_a_socks5_proxy_with_credentials_carries_the_request(raw_server: ServerF
         refused = get_in_subprocess(server.url, {"ALL_PROXY": wrong})
         assert refused.startswith("Unreachable") and "proxy" in refused, refused
         assert "wrong-pass" not in refused
+    finally:
+        proxy.close()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_an_https_proxy_is_reached_over_tls_it_trusts(
+    raw_server: ServerFactory, https_server: tuple[str, Path]
+) -> None:
+    def serve(connection: socket.socket, _: int) -> None:
+        read_request(connection)
+        connection.sendall(ok(b"via https proxy"))
+
+    _, cert = https_server
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, cert.with_name("key.pem"))
+    server, proxy = raw_server(serve), Proxy(tls=context)
+    try:
+        env = {"HTTP_PROXY": proxy.url, "SSL_CERT_FILE": str(cert)}
+        assert get_in_subprocess(server.url, env) == "200 via https proxy"
+        assert b"Proxy-Authorization: Basic " + base64.b64encode(b"user:pa@ss") in proxy.requests[0]
+        refused = get_in_subprocess(server.url, {"HTTP_PROXY": proxy.url})
+        assert refused.startswith("Unreachable") and "pa%40ss" not in refused, refused
     finally:
         proxy.close()

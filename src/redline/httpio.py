@@ -196,7 +196,7 @@ class HttpClient:
                     proxy=proxy,
                     proxy_headers=proxy_headers,
                     allow_redirects=False,
-                    ssl=trust(self.policy.ca_bundle) if url.startswith("https:") else True,
+                    ssl=self._tls(url, proxy),
                 ) as response:
                     location = response.headers.get("Location")
                     if follow_redirects and response.status in _REDIRECTS and location:
@@ -279,6 +279,12 @@ class HttpClient:
                 raise self._too_large(response, limit)
             parts.append(tail)
         return b"".join(parts)
+
+    def _tls(self, url: str, proxy: str | None) -> ssl.SSLContext | bool:
+        """redline's trust for an https origin or proxy; aiohttp's default (unused) else."""
+        if url.startswith("https:") or (proxy or "").startswith("https:"):
+            return trust(self.policy.ca_bundle)
+        return True
 
     def _too_large(self, response: aiohttp.ClientResponse, limit: int) -> AnswerTooLarge:
         return AnswerTooLarge(
