@@ -315,7 +315,8 @@ class HttpClient:
         if isinstance(exc, aiohttp.ClientPayloadError):
             return BrokenAnswer(f"the answer from {where} was cut off")
         if isinstance(exc, aiohttp.ClientResponseError):
-            return BrokenAnswer(self.redact(f"{where} sent a malformed answer: {exc.message}"))
+            reason = (exc.message.splitlines() or ["unreadable"])[0].rstrip(": ")
+            return BrokenAnswer(self.redact(f"{where} sent a malformed answer: {reason}"))
         if isinstance(exc, aiohttp.InvalidURL):
             return Unreachable(f"{where} is not a URL redline can call")
         detail = str(exc) or "the connection was closed or reset"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from redline.cli import ExitCode
 from redline.config import load_config
-from redline.errors import ConfigError
+from redline.errors import Problem, ProblemsError
 from redline.providers.factory import environment_problems
 from redline.suite.cases import load_suites, summary
 
@@ -31,10 +31,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     config = load_config()
     paths: list[Path] = list(args.paths) or list(config.suites)
-    suites = load_suites(paths, config)
-    problems = environment_problems(config)
-    if problems:
-        raise ConfigError("\n".join(problems))
+    environment = [Problem("environment", 0, 0, p) for p in environment_problems(config)]
+    try:
+        suites = load_suites(paths, config)
+    except ProblemsError as exc:
+        raise ProblemsError([*exc.problems, *environment]) from None
+    if environment:
+        raise ProblemsError(environment)
     counts = summary(suites)
     for suite in suites:
         alias = suite.model
