@@ -26,22 +26,48 @@ import functools
 import json
 import os
 import ssl
+import sys
 import threading
 import zlib
-from collections.abc import AsyncGenerator, Awaitable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-import aiohttp
 from multidict import CIMultiDictProxy
 from yarl import URL
 
 from redline.config import DEFAULT_MAX_RESPONSE_BYTES
 from redline.proxies import Proxy, proxy_for
 from redline.redaction import redact, redact_url
+
+
+@contextmanager
+def _without_default_certificates() -> Iterator[None]:
+    """SSL contexts made inside load no CA store (only while aiohttp imports).
+
+    aiohttp builds two default SSL contexts when it is imported, loading the system CA
+    store twice (about a tenth of the CPU the first request of a run needs). redline never
+    uses them: every https exchange (and every https proxy) carries `trust()`'s context.
+    Left without CA certificates, they could only refuse a server, never trust one.
+    """
+    saved = ssl.SSLContext.load_default_certs, ssl.SSLContext.set_default_verify_paths
+    ssl.SSLContext.load_default_certs = lambda self, purpose=None: None  # type: ignore[method-assign]
+    ssl.SSLContext.set_default_verify_paths = lambda self: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ssl.SSLContext.load_default_certs, ssl.SSLContext.set_default_verify_paths = saved  # type: ignore[method-assign]
+
+
+if "aiohttp" in sys.modules:
+    import aiohttp
+else:
+    with _without_default_certificates():
+        import aiohttp
 
 MIB = 1024 * 1024
 _CONNECT_TIMEOUT_S = 10.0
@@ -128,6 +154,8 @@ class HttpClient:
         self._sessions: dict[str | None, aiohttp.ClientSession] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closer: AsyncGenerator[None, None] | None = None
+        #: The proxy of each origin, read from the environment once per client.
+        self._proxies: dict[str, Proxy | None] = {}
         self._timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=min(policy.connect_timeout_s, policy.timeout_s)
         )
@@ -202,18 +230,20 @@ class HttpClient:
                     if follow_redirects and response.status in _REDIRECTS and location:
                         url = str(response.url.join(URL(location)))
                         if urlsplit(url).netloc != response.url.raw_authority:
-                            sent.pop("Authorization", None)  # never to another host
+                            sent = {  # credentials never go to another host
+                                k: v for k, v in sent.items() if k.lower() != "authorization"
+                            }
                         if response.status == 303 or (response.status != 307 and method != "GET"):
                             method, body = "GET", None
                         params = None
                         continue
                     sink = into if 200 <= response.status < 300 else None
                     data = await self._body(response, decompress, sink, limits.max_response_bytes)
-                    links = {
-                        str(rel): str(link["url"])
-                        for rel, link in response.links.items()
-                        if "url" in link
-                    }
+                    links = (
+                        {str(r): str(link["url"]) for r, link in response.links.items()}
+                        if "Link" in response.headers
+                        else {}
+                    )
                     return HttpAnswer(
                         response.status,
                         response.headers,
@@ -255,9 +285,12 @@ class HttpClient:
                 )
             decoder = zlib.decompressobj(wbits=47)  # gzip or zlib, by the header
         length = response.content_length
-        if length is not None and length > limit and decoder is None:
-            response.close()
-            raise self._too_large(response, limit)
+        if length is not None and decoder is None:
+            if length > limit:
+                response.close()
+                raise self._too_large(response, limit)
+            if into is None:
+                return await response.read()  # aiohttp reads exactly `length` bytes
         parts: list[bytes] = []
         size = 0
         async for chunk in response.content.iter_chunked(_CHUNK):
@@ -331,7 +364,11 @@ class HttpClient:
     ) -> tuple[aiohttp.ClientSession, str | None, dict[str, str] | None]:
         """The session (direct, or a SOCKS proxy's), the http(s) proxy and its credentials."""
         await self._bind_loop()
-        proxy = proxy_for(url)
+        origin = "/".join(url.split("/", 3)[:3])  # scheme://host:port
+        if origin in self._proxies:
+            proxy = self._proxies[origin]
+        else:
+            proxy = self._proxies[origin] = proxy_for(url)
         if proxy is None:
             return self._session(None), None, None
         if proxy.scheme.startswith("socks"):
@@ -489,6 +526,5 @@ __all__ = [
     "HttpFailure",
     "HttpPolicy",
     "Unreachable",
-    "redact",
     "trust",
 ]

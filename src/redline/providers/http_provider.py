@@ -88,6 +88,8 @@ class HttpProvider(ABC):
         #: The endpoint has answered once: a later unreachable spell is retried like any
         #: transport error (the circuit breaker of the run decides when to give up).
         self._answered = False
+        #: The endpoint and headers, built at the first request: the same for every one.
+        self._fixed: tuple[str, dict[str, str]] | None = None
 
     def __repr__(self) -> str:
         base_url = redact_url(self.base_url)
@@ -120,7 +122,9 @@ class HttpProvider(ABC):
         content = json.dumps(
             self.payload(request), ensure_ascii=False, separators=(",", ":")
         ).encode()
-        url, headers = self.endpoint, self.headers()
+        if self._fixed is None:
+            self._fixed = (self.endpoint, self.headers())
+        url, headers = self._fixed
         started = time.perf_counter()
         attempt = 0
         while True:
