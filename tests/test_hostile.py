@@ -515,3 +515,26 @@ def test_credentials_in_a_base_url_are_sent_once_and_never_shown(
     assert error is not None and "b4se-S3CRET" not in error and "HTTP 500" in error
     assert b"b4se-S3CRET" not in seen[0]  # the API key authenticates; the URL's pair is dropped
     assert f"Bearer {SECRET}".encode() in seen[0]
+
+
+def test_a_store_damaged_inside_names_the_file_and_the_way_back(
+    llm_server: LoopbackLLMServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    write_config(tmp_path, llm_server)
+    write_suite(tmp_path, "s", {f"c{i}": "MODE:json" for i in range(20)}, samples=5)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    assert main(["run", "s", "--quiet"]) == 0
+    db = tmp_path / ".redline" / "redline.db"
+    data = bytearray(db.read_bytes())
+    page = 4096
+    for start in range(page, len(data), page):  # every page but the schema's
+        data[start + 8 : start + page] = b"\xa5" * (page - 8)
+    db.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert main(["runs"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert str(db) in err and "redline import" in err and "backup" in err

@@ -232,7 +232,7 @@ class RunStore:
 
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._db = connection
-        self._lock = threading.RLock()
+        self._lock = _Guard(path)
         self._finished: dict[str, RunRecord] = {}
         self.path = path
 
@@ -905,6 +905,29 @@ class SupersededSample:
     error: str | None
     output: str
     superseded_at: str
+
+
+class _Guard:
+    """The store's lock (one connection shared between threads). A damaged file or a full
+    disk met while it is held is said as StoreCorrupt / StoreFull, naming the file."""
+
+    def __init__(self, path: Path) -> None:
+        self._lock = threading.RLock()
+        self._path = path
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._lock.release()
+        code = getattr(exc, "sqlite_errorcode", None)
+        if isinstance(exc, sqlite3.DatabaseError) and code in (*_CORRUPT, *_FULL):
+            raise _store_error(exc, self._path) from None
 
 
 def _alive(host: str, pid: int, heartbeat: float) -> bool:
