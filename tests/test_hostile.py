@@ -202,7 +202,7 @@ def test_a_closed_port_stops_the_run_at_once_naming_provider_and_base_url(
     assert "--resume" in err and "0 finished sample(s) are kept" in err
 
 
-def test_404_on_every_request_stops_the_run_and_keeps_what_finished(
+def test_404_on_every_request_stops_the_run_at_its_first_requests(
     raw_server: ServerFactory,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
