@@ -22,7 +22,8 @@ from redline.presentation import result_headline_style
 from redline.running.budget import budget_note
 from redline.running.options import RunOptions
 from redline.running.quarantine import quarantined_cases
-from redline.running.runner import PROVIDER_DOWN_ARG, select_cases
+from redline.running.run_record import PROVIDER_DOWN_ARG
+from redline.running.runner import select_cases
 from redline.running.store import RunStore
 from redline.running.usage import usage_of, usage_summary
 from redline.suite.cases import Suite
