@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -152,42 +152,57 @@ async def _execute(
         redactor=KeyRedactor.from_config(config, os.environ),
         stop_when_settled=config.stop_when_settled,
     )
-    if options.resume is None:
-        store.claim_run(record.id)
-        store.begin_run(record)
-    else:
-        store.claim_run(record.id)  # before any request: one process at a time resumes
-        store.reopen_run(record.id)
     limit = concurrency(options, config, provider, plan)
-    beating = asyncio.ensure_future(_heartbeat(store, record.id))
     try:
-        try:
-            await draw_samples(limit, pipeline, Commits(store, tally, budget), budget)
-        except RunStopped as stopped:
-            finish_run(store, record.id, identity, plan, interrupted=True, budget=budget)
-            raise stopped.kept_in(len(store.sample_keys(record.id)), record.id) from None
-        except StoreFull:
-            raise
-        except BaseException:
-            finish_run(store, record.id, identity, plan, interrupted=True, budget=budget)
-            raise
-        return finish_run(
-            store, record.id, identity, plan, interrupted=False, budget=budget, down=pipeline.down
-        )
+        async with _holding(store, record, resume=options.resume is not None):
+            try:
+                await draw_samples(limit, pipeline, Commits(store, tally, budget), budget)
+            except RunStopped as stopped:
+                finish_run(store, record.id, identity, plan, interrupted=True, budget=budget)
+                raise stopped.kept_in(len(store.sample_keys(record.id)), record.id) from None
+            except StoreFull:
+                raise
+            except BaseException:
+                finish_run(store, record.id, identity, plan, interrupted=True, budget=budget)
+                raise
+            return finish_run(
+                store,
+                record.id,
+                identity,
+                plan,
+                interrupted=False,
+                budget=budget,
+                down=pipeline.down,
+            )
     except StoreFull:
         store.mark_interrupted(record.id)
         kept = len(store.sample_keys(record.id))
         raise StoreFull(store.path, kept=kept, run_id=record.id) from None
     finally:
-        beating.cancel()
-        with contextlib.suppress(RedlineError):
-            store.release_run(record.id)
         if judges is not None:
             await judges.aclose()
 
 
+@contextlib.asynccontextmanager
+async def _holding(store: RunStore, record: RunRecord, *, resume: bool) -> AsyncIterator[None]:
+    """The run stored (or reopened) and held by this process: claimed before any request,
+    so a second `--resume` is refused, and its heartbeat beaten until the run ends (so
+    `redline runs` tells a live run from one whose process is gone)."""
+    store.claim_run(record.id)
+    if resume:
+        store.reopen_run(record.id)
+    else:
+        store.begin_run(record)
+    beating = asyncio.ensure_future(_heartbeat(store, record.id))
+    try:
+        yield
+    finally:
+        beating.cancel()
+        with contextlib.suppress(RedlineError):
+            store.release_run(record.id)
+
+
 async def _heartbeat(store: RunStore, run_id: str) -> None:
-    """Tell `redline runs` (and a second `--resume`) that this process still runs the run."""
     while True:
         await asyncio.sleep(HEARTBEAT_S)
         with contextlib.suppress(RedlineError):
