@@ -81,6 +81,8 @@ CREATE TABLE IF NOT EXISTS runs (
     git_branch TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at, seq);
+CREATE INDEX IF NOT EXISTS runs_by_kind ON runs (kind, started_at, seq);
+CREATE INDEX IF NOT EXISTS runs_by_parent ON runs (parent_id);
 CREATE TABLE IF NOT EXISTS run_holders (
     run_id TEXT PRIMARY KEY,
     host TEXT NOT NULL,
@@ -88,8 +90,6 @@ CREATE TABLE IF NOT EXISTS run_holders (
     since TEXT NOT NULL,
     heartbeat REAL NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS runs_by_kind ON runs (kind, started_at, seq);
-CREATE INDEX IF NOT EXISTS runs_by_parent ON runs (parent_id);
 CREATE TABLE IF NOT EXISTS manifest (
     run_id TEXT NOT NULL,
     path TEXT NOT NULL,
