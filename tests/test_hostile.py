@@ -538,3 +538,12 @@ def test_a_store_damaged_inside_names_the_file_and_the_way_back(
     assert main(["runs"]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert str(db) in err and "redline import" in err and "backup" in err
+
+
+def test_a_ca_bundle_that_is_not_there_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = hostile_config(tmp_path, "https://127.0.0.1:9/v1", extra='ca_bundle = "nope.pem"\n')
+    with pytest.raises(ConfigError, match=r"redline\.toml:11:\d+: .*ca_bundle: no file 'nope.pem'"):
+        parse_config(path)
+    (tmp_path / "ca.pem").write_text("", encoding="utf-8")
+    hostile_config(tmp_path, "https://127.0.0.1:9/v1", extra='ca_bundle = "ca.pem"\n')
+    assert parse_config(path).provider("hostile").ca_bundle == tmp_path / "ca.pem"

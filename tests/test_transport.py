@@ -595,3 +595,21 @@ def test_an_https_proxy_is_reached_over_tls_it_trusts(
         assert refused.startswith("Unreachable") and "pa%40ss" not in refused, refused
     finally:
         proxy.close()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_a_ca_bundle_adds_a_company_ca_to_the_trusted_ones(
+    https_server: tuple[str, Path],
+) -> None:
+    url, cert = https_server
+
+    async def get(policy: HttpPolicy) -> int:
+        client = HttpClient(policy)
+        try:
+            return (await client.request("GET", url)).status
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(get(HttpPolicy(timeout_s=5, ca_bundle=cert))) == 200
+    with pytest.raises(Unreachable, match=r"certificate of https://127\.0\.0\.1"):
+        asyncio.run(get(HttpPolicy(timeout_s=5)))
