@@ -17,6 +17,7 @@ from redline.documents.reading import NodeReader
 from redline.documents.tomlsource import load_toml, toml_node, toml_text
 from redline.documents.yamlsource import Node
 from redline.errors import ConfigError, Problem
+from redline.text.lines import breaks_line
 
 PROVIDER_TYPES = ("openai", "anthropic", "local")
 CONFIG_FILES = ("redline.toml", "pyproject.toml")
@@ -297,7 +298,6 @@ _PROVIDER_KEYS = frozenset(
     }
 )
 _PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
-_LINE_BREAK = re.compile(r"[\r\n\0]")
 _NEVER_A_KEY = "never write a key in a file"
 
 
@@ -428,7 +428,7 @@ class ConfigReader(NodeReader):
         """A CR or LF in a provider's text setting is refused: sent in a header, it would
         start a header line (or a whole request) of its own."""
         for key, node in spec.items():
-            if node.is_scalar and isinstance(node.value, str) and _LINE_BREAK.search(node.value):
+            if node.is_scalar and isinstance(node.value, str) and breaks_line(node.value):
                 self.add(
                     node.mark,
                     f"{where} {key} contains a line break (CR or LF): it would reach the "

@@ -28,6 +28,7 @@ from redline.ci.provider import (
 from redline.errors import ArtifactExpired, ArtifactFailed, CiError, GitError, UsageError
 from redline.httpio import BlockingHttpClient, HttpAnswer, HttpClient, HttpFailure, HttpPolicy
 from redline.providers.retries import RetryPolicy, parse_retry_after
+from redline.text.lines import breaks_line
 from redline.version import __version__
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -127,7 +128,7 @@ class GitHubActions:
             "User-Agent": f"redline/{__version__}",
         }
         if token is not None:
-            if any(c in token for c in "\r\n\0"):
+            if breaks_line(token):
                 raise CiError(
                     "the GitHub token contains a line break (CR or LF): set GITHUB_TOKEN "
                     "(or GH_TOKEN) to the token alone, on one line"

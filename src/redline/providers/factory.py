@@ -7,7 +7,6 @@ load the HTTP client, and the first request of an HTTP run does not wait for lla
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -18,6 +17,7 @@ from redline.errors import ConfigError
 from redline.providers.base import Provider
 from redline.proxies import proxy_problems
 from redline.redaction import redact_url
+from redline.text.lines import breaks_line
 
 if TYPE_CHECKING:
     from redline.providers.http_provider import HttpProvider
@@ -26,9 +26,6 @@ _HTTP_OPTIONS: Mapping[str, frozenset[str]] = {
     "openai": frozenset(),
     "anthropic": frozenset({"anthropic_version"}),
 }
-
-
-_LINE_BREAK = re.compile(r"[\r\n\0]")
 
 
 def line_break_in(variable: str) -> str:
@@ -47,7 +44,7 @@ def environment_problems(config: Config, env: Mapping[str, str] | None = None) -
     problems = [
         line_break_in(name)
         for name in config.key_variables()
-        if _LINE_BREAK.search(environ.get(name, "").strip())
+        if breaks_line(environ.get(name, "").strip())
     ]
     return problems + proxy_problems(environ)
 
@@ -146,7 +143,7 @@ def _api_key(
     if not variable:
         return None
     key = env.get(variable, "").strip()
-    if _LINE_BREAK.search(key):
+    if breaks_line(key):
         problems.append(line_break_in(variable))
         return None
     if not key:

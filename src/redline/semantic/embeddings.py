@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 from redline.openmp import prefer_passive_wait
 from redline.redaction import redact_url
 from redline.semantic.settings import SemanticSettings
+from redline.text.lines import breaks_line
 
 #: e5 models are trained with "query: " for what is looked for and "passage: " for
 #: what is searched; symmetric comparisons (tone) use "query: " on both sides.
@@ -171,7 +172,7 @@ class OpenAIEmbeddingsBackend:
                 raise BackendUnavailable(
                     f"environment variable {api_key_env} (the embeddings API key) is not set"
                 )
-            if any(c in key for c in "\r\n\0"):
+            if breaks_line(key):
                 raise BackendUnavailable(
                     f"environment variable {api_key_env} (the embeddings API key) contains a "
                     "line break (CR or LF): set it to the key alone, on one line"
