@@ -375,8 +375,7 @@ class HttpClient:
             return self._session(proxy), None, None
         auth = None
         if proxy.username is not None:
-            credentials = f"{proxy.username}:{proxy.password or ''}".encode()
-            auth = {"Proxy-Authorization": "Basic " + base64.b64encode(credentials).decode()}
+            auth = {"Proxy-Authorization": _basic(proxy.username, proxy.password)}
         return self._session(None), proxy.address, auth
 
     def _session(self, socks: Proxy | None) -> aiohttp.ClientSession:
@@ -432,6 +431,11 @@ def _socks_refusals() -> tuple[type[Exception], ...]:
     return (ProxyError, ProxyConnectionError, ProxyTimeoutError)
 
 
+def _basic(user: str, password: str | None) -> str:
+    """HTTP Basic credentials (RFC 7617) as a header value."""
+    return "Basic " + base64.b64encode(f"{user}:{password or ''}".encode()).decode()
+
+
 def _credentials_to_header(url: str, headers: dict[str, str]) -> str:
     """`url` without userinfo; its credentials become Basic authentication unless the
     caller authenticates otherwise (an API key wins over a base_url's user:password)."""
@@ -441,8 +445,7 @@ def _credentials_to_header(url: str, headers: dict[str, str]) -> str:
     if target.user is None:
         return url
     if not any(name.lower() == "authorization" for name in headers):
-        secret = f"{target.user}:{target.password or ''}".encode()
-        headers["Authorization"] = "Basic " + base64.b64encode(secret).decode()
+        headers["Authorization"] = _basic(target.user, target.password)
     return str(target.with_user(None))
 
 
