@@ -153,11 +153,10 @@ class HttpProvider(ABC):
                         error = f"malformed response body (HTTP {status}): {exc}"
                     else:
                         self._answered = True
-                        completion = self._completion(answer, latency_ms, attempt, started)
                         server = next(
                             (v for h in _SERVER_HEADERS if (v := response.headers.get(h))), None
                         )
-                        return dataclasses.replace(completion, server_version=server)
+                        return self._completion(answer, latency_ms, attempt, started, server)
                 elif status == 429:
                     error = "HTTP 429 Too Many Requests"
                     wait = self.policy.retry_after_s(response.headers.get("retry-after"))
@@ -201,6 +200,7 @@ class HttpProvider(ABC):
         latency_ms: float,
         attempts: int,
         started: float,
+        server_version: str | None,
     ) -> Completion:
         cost = None
         if self._price is not None:
@@ -219,6 +219,7 @@ class HttpProvider(ABC):
             attempts=attempts,
             extra=extra,
             system_fingerprint=answer.system_fingerprint,
+            server_version=server_version,
         )
 
     def _failure(self, error: str, attempts: int, started: float) -> Completion:
