@@ -186,10 +186,19 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_a_closed_port_stops_the_run_at_once_naming_provider_and_base_url(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("where", "cause"),
+    [("127.0.0.1:{port}", "cannot connect"), ("nothing.invalid:8080", "cannot resolve the host")],
+    ids=["closed port", "unknown host"],
+)
+def test_a_dead_endpoint_stops_the_run_at_once_naming_provider_and_base_url(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    where: str,
+    cause: str,
 ) -> None:
-    base_url = f"http://127.0.0.1:{_closed_port()}/v1"
+    base_url = f"http://{where.format(port=_closed_port())}/v1"
     hostile_config(tmp_path, base_url)
     write_suite(tmp_path, "s", {f"c{i}": "MODE:json" for i in range(50)}, samples=5)
     monkeypatch.chdir(tmp_path)
@@ -198,7 +207,7 @@ def test_a_closed_port_stops_the_run_at_once_naming_provider_and_base_url(
     assert main(["run", "s", "--quiet"]) == 2
     assert time.monotonic() - started < 10
     err = capsys.readouterr().err
-    assert "provider 'hostile'" in err and base_url in err and "base_url" in err
+    assert "provider 'hostile'" in err and base_url in err and "base_url" in err and cause in err
     assert "--resume" in err and "0 finished sample(s) are kept" in err
 
 
