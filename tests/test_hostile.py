@@ -549,10 +549,19 @@ def test_a_store_damaged_inside_names_the_file_and_the_way_back(
     assert str(db) in err and "redline import" in err and "backup" in err
 
 
-def test_a_ca_bundle_that_is_not_there_is_refused_at_its_line(tmp_path: Path) -> None:
+def test_a_ca_bundle_that_is_not_there_is_refused_before_any_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = hostile_config(tmp_path, "https://127.0.0.1:9/v1", extra='ca_bundle = "nope.pem"\n')
-    with pytest.raises(ConfigError, match=r"redline\.toml:11:\d+: .*ca_bundle: no file 'nope.pem'"):
-        parse_config(path)
+    config = parse_config(path)
+    with pytest.raises(ConfigError, match=r"\[providers\.hostile\] ca_bundle: no file 'nope.pem'"):
+        make_provider(config.model("fake"), config, {KEY_ENV: SECRET})
+    write_suite(tmp_path, "s", {"a": "MODE:json"})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    assert main(["validate", "s"]) == 2
+    assert "ca_bundle: no file 'nope.pem'" in capsys.readouterr().err
     (tmp_path / "ca.pem").write_text("", encoding="utf-8")
     hostile_config(tmp_path, "https://127.0.0.1:9/v1", extra='ca_bundle = "ca.pem"\n')
-    assert parse_config(path).provider("hostile").ca_bundle == tmp_path / "ca.pem"
+    config = parse_config(path)
+    assert make_provider(config.model("fake"), config, {KEY_ENV: SECRET}) is not None

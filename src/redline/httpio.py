@@ -40,7 +40,7 @@ from urllib.parse import urlsplit, urlunsplit
 from multidict import CIMultiDictProxy
 from yarl import URL
 
-from redline.config import DEFAULT_MAX_RESPONSE_BYTES
+from redline.provider_options import DEFAULT_MAX_RESPONSE_BYTES
 from redline.proxies import Proxy, proxy_for
 from redline.redaction import redact, redact_url
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from redline.cli import ExitCode
 from redline.config import load_config
 from redline.errors import Problem, ProblemsError
-from redline.providers.factory import environment_problems
+from redline.provider_options import PROVIDER_KINDS, Option, toml_value
+from redline.providers.factory import request_problems
 from redline.running.options import RunOptions
 from redline.running.planning import samples_for
 from redline.suite.cases import Suite, load_suites, summary
@@ -19,6 +20,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "validate",
         description="Load every suite and case, report every problem with file:line:column "
         "(exit 2), or print a summary (exit 0).",
+        epilog=_provider_options(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "paths",
@@ -30,10 +33,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(handler=run)
 
 
+def _provider_options() -> str:
+    """Every option of each provider type, as the config reader checks it."""
+    lines = ["provider options, by type (a [providers.NAME] table; checked like the rest):"]
+    for kind in PROVIDER_KINDS.values():
+        lines.append(f'  type = "{kind.name}"')
+        lines += [f"    {o.key:<18} {o.meaning}; {o.expected}; {_default(o)}" for o in kind.options]
+    return "\n".join(lines)
+
+
+def _default(option: Option) -> str:
+    if option.default is None:
+        return "unset by default"
+    words = f" ({option.default_words})" if option.default_words else ""
+    return f"default {toml_value(option.default)}{words}"
+
+
 def run(args: argparse.Namespace) -> int:
     config = load_config()
     paths: list[Path] = list(args.paths) or list(config.suites)
-    environment = [Problem("environment", 0, 0, p) for p in environment_problems(config)]
+    environment = [Problem("before any request", 0, 0, p) for p in request_problems(config)]
     try:
         suites = load_suites(paths, config)
     except ProblemsError as exc:

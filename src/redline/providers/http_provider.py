@@ -22,6 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from redline.config import ModelRef, Price, ProviderConfig
@@ -73,6 +74,7 @@ class HttpProvider(ABC):
         price: Price | None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
+        ca_bundle: Path | None = None,
     ) -> None:
         self.model = model
         self.config = config
@@ -86,7 +88,7 @@ class HttpProvider(ABC):
             HttpPolicy(
                 timeout_s=config.timeout_s,
                 max_response_bytes=config.max_response_bytes,
-                ca_bundle=config.ca_bundle,
+                ca_bundle=ca_bundle,
             ),
             headers={"user-agent": USER_AGENT, "content-type": "application/json"},
             secrets=[api_key] if api_key else [],
