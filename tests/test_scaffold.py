@@ -389,7 +389,7 @@ def test_the_readme_install_command_is_the_workflows_with_the_same_overrides(
     overrides = shlex.split(printed)[2:]
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     assert overrides == project["tool"]["uv"]["override-dependencies"]
-    assert install.startswith('uv tool install "redline @ ')
+    assert install.startswith('uv tool install "redline[local] @ ')
     assert install.endswith(" --overrides /dev/stdin")
     assert main(["init", "--dir", str(tmp_path)]) == 0
     assert _workflow(tmp_path)["env"]["REDLINE_OVERRIDES"].splitlines() == overrides
