@@ -364,7 +364,8 @@ def _no_git(folder: Path) -> None:
                 "url": "https://files.example.org/redline-0.1.0-py3-none-any.whl",
                 "archive_info": {"hashes": {"sha256": "f" * 64}},
             },
-            f"redline[local] @ https://files.example.org/redline-0.1.0-py3-none-any.whl#sha256={'f' * 64}",
+            "redline[local] @ https://files.example.org/redline-0.1.0-py3-none-any.whl"
+            f"#sha256={'f' * 64}",
             True,
             False,
         ),

