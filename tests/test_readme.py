@@ -12,7 +12,7 @@ from redline.casemodel import CASE_KEYS, SUITE_KEYS, declared_types
 from redline.cli import build_parser
 from redline.config import load_config
 from redline.semantic.settings import semantic_settings
-from redline.suite.cases import Case, load_suite
+from redline.suite.cases import Case, load_suite, load_suites
 from redline.suite.yamlsource import load_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -210,3 +210,20 @@ def test_the_readme_is_a_front_door_and_the_site_holds_every_page() -> None:
     assert sorted(nav) == pages
     for link in re.findall(r"\]\((docs/[^)#]+)", README):
         assert (ROOT / link).is_file(), link
+
+
+def test_the_quickstart_counts_are_this_repositorys_suites(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "17 cases × 3 samples", "of 51", "of 17": the Quickstart's counts are what its
+    first command runs, in the README and in Getting started alike."""
+    monkeypatch.chdir(ROOT)
+    suites = load_suites([ROOT / "cases"], load_config(ROOT))
+    cases = [c for s in suites for c in s.cases]
+    samples = {c.samples for c in cases}
+    assert len(samples) == 1
+    [per_case] = samples
+    for page in ("README.md", "docs/getting-started.md"):
+        text = PAGES[page]
+        assert f"three suites (`cases/`, {len(cases)} cases × {per_case} samples)" in text
+        assert len(suites) == 3
+        assert f"of {len(cases) * per_case} in our runs" in text.replace("\n", " ")
+        assert f"of {len(cases)})" in text
