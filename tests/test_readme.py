@@ -10,7 +10,8 @@ import pytest
 
 from redline.casemodel import CASE_KEYS, SUITE_KEYS, declared_types
 from redline.cli import build_parser
-from redline.config import load_config
+from redline.config import CONFIG_KEYS, PROVIDER_KEYS, load_config
+from redline.reference import reference_markdown
 from redline.semantic.settings import semantic_settings
 from redline.suite.cases import Case, load_suite, load_suites
 from redline.suite.yamlsource import load_text
@@ -227,3 +228,17 @@ def test_the_quickstart_counts_are_this_repositorys_suites(monkeypatch: pytest.M
         assert len(suites) == 3
         assert f"of {len(cases) * per_case} in our runs" in text.replace("\n", " ")
         assert f"of {len(cases)})" in text
+
+
+def test_the_reference_page_is_generated_from_the_declarations() -> None:
+    """docs/reference.md is what `python -m redline.reference` writes today: a key added
+    to (or removed from) a declaration shows up on the page, or this test says to
+    regenerate it."""
+    page = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    assert page == reference_markdown(), (
+        "docs/reference.md is stale: uv run python -m redline.reference > docs/reference.md"
+    )
+    for name in declared_types():
+        assert f"### `{name}`" in page
+    for key in SUITE_KEYS | CASE_KEYS | CONFIG_KEYS | PROVIDER_KEYS:
+        assert f"`{key}`" in page, key

@@ -518,3 +518,9 @@ def _is_amount(value: object) -> bool:
 
 def _toml_key(key: str) -> str:
     return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else f'"{key}"'
+
+
+#: The declarations the documentation's reference page is written from (redline.reference).
+CONFIG_KEYS = _TOP_KEYS
+PROVIDER_KEYS = _PROVIDER_KEYS - {"api_key"}  # `api_key` is read only to refuse it
+PRICE_KEYS = _PRICE_KEYS
