@@ -11,10 +11,10 @@ import pytest
 from redline.casemodel import CASE_KEYS, SUITE_KEYS, declared_types
 from redline.cli import build_parser
 from redline.config import CONFIG_KEYS, PROVIDER_KEYS, load_config
+from redline.documents.yamlsource import load_text
 from redline.reference import reference_markdown
 from redline.semantic.settings import semantic_settings
 from redline.suite.cases import Case, load_suite, load_suites
-from redline.suite.yamlsource import load_text
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

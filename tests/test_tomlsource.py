@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from redline.config import load_config
+from redline.documents.tomlsource import item, positions, toml_text
 from redline.errors import ConfigError
-from redline.suite.tomlsource import item, positions, toml_text
 
 DOCUMENT = '''\
 # a comment with key = "value" and [table] in it

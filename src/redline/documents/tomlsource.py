@@ -12,8 +12,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from redline.documents.yamlsource import Mark, Node
 from redline.errors import Problem
-from redline.suite.yamlsource import Mark, Node
 
 Where = dict[tuple[str, ...], tuple[int, int]]
 
