@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Compares suite and case files (parsed, not as text) across a commit and names "
             "every loosened threshold and every prompt change. Exit 1 when one commit holds "
-            "both, or when a file cannot be compared."
+            "both, when a range (a pull request, merged as one) holds both across its "
+            "commits, or when a file cannot be compared."
         ),
     )
     which = parser.add_mutually_exclusive_group()

@@ -25,7 +25,6 @@ from redline.running.store import RunStore
 from redline.running.usage import Usage, usage_of_samples
 from redline.vocabulary.outcome import add_counts, content_comparison_withheld
 from redline.vocabulary.records import (
-    CaseOutcome,
     CaseRecord,
     CiOrigin,
     RunKind,
@@ -86,9 +85,6 @@ class RunReport:
     @property
     def marginal(self) -> list[tuple[CaseRecord, Marginal]]:
         return [(c.case, c.marginal) for c in self.cases if c.marginal is not None]
-
-    def count(self, outcome: CaseOutcome) -> int:
-        return sum(1 for c in self.cases if c.case.result is outcome)
 
     def case_counts(self) -> str:
         """`3 pass, 1 fail, …, 2 quarantined`: held cases apart, never counted as failures."""
