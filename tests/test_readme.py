@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from redline.casemodel import CASE_KEYS, SUITE_KEYS, declared_types
+from redline.casemodel import CASE_KEYS, SUITE_KEYS, case_keys, declared_types
 from redline.cli import build_parser
 from redline.config import CONFIG_KEYS, PROVIDER_KEYS, load_config
 from redline.documents.yamlsource import load_text
@@ -240,5 +240,5 @@ def test_the_reference_page_is_generated_from_the_declarations() -> None:
     )
     for name in declared_types():
         assert f"### `{name}`" in page
-    for key in SUITE_KEYS | CASE_KEYS | CONFIG_KEYS | PROVIDER_KEYS:
+    for key in SUITE_KEYS | case_keys() | CONFIG_KEYS | PROVIDER_KEYS:
         assert f"`{key}`" in page, key

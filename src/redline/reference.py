@@ -36,6 +36,8 @@ _VALUES = {
     Value.STRING: "text (`{{var}}` filled)",
     Value.TEXT: "text or `file://` (read byte for byte)",
     Value.RAW: "text, as written",
+    Value.LIST: "a YAML list",
+    Value.MAPPING: "a YAML mapping",
     Value.FLAGS: "regex flags (`i`, `m`, `s`, `x`)",
     Value.BOOLEAN: "`true` / `false`",
     Value.JSON_FILE: "`file://` JSON (Schema)",
@@ -67,22 +69,32 @@ def _bounds(param: Param) -> str:
     return f"{low:g}–{high:g}" if low is not None else f"≤ {high:g}"
 
 
-def _assertion(model: AssertionModel) -> list[str]:
-    summary = model.summary[:1].upper() + model.summary[1:]
-    lines = [f"### `{model.name}`", "", summary + ".", ""]
-    params = [p for p in model.params if not p.alias_of]
-    aliases = {p.alias_of: p.key for p in model.params if p.alias_of}
-    if not params:
-        return [*lines, "No parameters.", ""]
-    lines += [
-        "| key | value | default | bounds | loosened by |",
-        "|---|---|---|---|---|",
-    ]
-    for p in params:
+def _table(params: Iterable[Param]) -> list[str]:
+    """One row per parameter: its value, default, bounds and which change loosens it."""
+    shown = [p for p in params if not p.alias_of]
+    aliases = {p.alias_of: p.key for p in params if p.alias_of}
+    if not shown:
+        return ["No parameters.", ""]
+    lines = ["| key | value | default | bounds | loosened by |", "|---|---|---|---|---|"]
+    for p in shown:
         key = f"`{p.key}`" + (f" (or `{aliases[p.key]}`)" if p.key in aliases else "")
-        cells = (key, _VALUES[p.value], _default(p), _bounds(p), _LOOSENS[p.compare])
+        value = f"one of {_keys(p.choices)}" if p.choices else _VALUES.get(p.value, str(p.value))
+        cells = (key, value, _default(p), _bounds(p), _LOOSENS.get(p.compare, str(p.compare)))
         lines.append("| " + " | ".join(cells) + " |")
     return [*lines, ""]
+
+
+def _assertion(model: AssertionModel) -> list[str]:
+    summary = model.summary[:1].upper() + model.summary[1:]
+    return [f"### `{model.name}`", "", summary + ".", "", *_table(model.params)]
+
+
+def _settings() -> list[str]:
+    """The declared case settings (keys a case may write beside its own), when any."""
+    settings = casemodel.case_settings()
+    if not settings:
+        return []
+    return ["### Case settings", "", "Keys declared as settings of a case:", "", *_table(settings)]
 
 
 def reference_markdown() -> str:
@@ -108,7 +120,7 @@ def reference_markdown() -> str:
         "",
         "## Case files",
         "",
-        f"Keys: {_keys(casemodel.CASE_KEYS)}.",
+        f"Keys: {_keys(casemodel.case_keys())}.",
         "",
         f"- `provenance`: {_keys(casemodel.PROVENANCE_KEYS)}.",
         f"- `quarantine`: {_keys(casemodel.QUARANTINE_KEYS)}.",
@@ -117,6 +129,7 @@ def reference_markdown() -> str:
         f"{_keys(casemodel.COMMON_KEYS - {'type'})}.",
         f"- a value starting with `{casemodel.FILE_REF}` names a file relative to the case file.",
         "",
+        *_settings(),
         "## Assertion types",
         "",
         "*Loosened by* is the change the guard calls a loosening (it refuses one together",
