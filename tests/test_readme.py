@@ -134,11 +134,17 @@ def test_the_examples_load_as_what_they_say(tmp_path: Path) -> None:
         "not-mentions",
     ]
     cases = load_page_examples(tmp_path / "cases", "docs/writing-cases.md")
-    assert cases["fragment-0"].quarantine is not None
-    assert cases["fragment-1"].sampling is not None
+    fragments = yaml_examples("docs/writing-cases.md")["fragments"]
+    held, sampled, own = (
+        next(i for i, f in enumerate(fragments) if key in f)
+        for key in ("\nquarantine:", "\nsamples: {min", "\nrequired:")
+    )
+    assert cases[f"fragment-{held}"].quarantine is not None
+    assert cases[f"fragment-{sampled}"].sampling is not None
+    assert (cases[f"fragment-{own}"].tier, cases[f"fragment-{own}"].required) == ("quality", 4)
     # The same fragment is a suite setting too.
-    [suite_yaml] = yaml_examples("docs/writing-cases.md")["suites"]
-    sampling = yaml_examples("docs/writing-cases.md")["fragments"][1].split("\n", 1)[1]
+    suite_yaml = yaml_examples("docs/writing-cases.md")["suites"][0]
+    sampling = fragments[sampled].split("\n", 1)[1]
     suite_with = suite_yaml.replace("samples: 3\n", sampling)
     case = yaml_examples("docs/writing-cases.md")["cases"][0]
     assert load_suite(example_suite(tmp_path / "sampled", suite_with, {"c.yaml": case})).cases
