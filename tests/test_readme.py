@@ -10,8 +10,9 @@ import pytest
 
 from redline.casemodel import CASE_KEYS, SUITE_KEYS, case_keys, declared_types
 from redline.cli import build_parser
-from redline.config import CONFIG_KEYS, PROVIDER_KEYS, load_config
+from redline.config import CONFIG_KEYS, load_config
 from redline.documents.yamlsource import load_text
+from redline.provider_options import PROVIDER_KINDS
 from redline.reference import reference_markdown
 from redline.semantic.settings import semantic_settings
 from redline.suite.cases import Case, load_suite, load_suites
@@ -246,5 +247,7 @@ def test_the_reference_page_is_generated_from_the_declarations() -> None:
     )
     for name in declared_types():
         assert f"### `{name}`" in page
-    for key in SUITE_KEYS | case_keys() | CONFIG_KEYS | PROVIDER_KEYS:
+    for key in SUITE_KEYS | case_keys() | CONFIG_KEYS:
         assert f"`{key}`" in page, key
+    for kind in PROVIDER_KINDS.values():
+        assert all(f"| `{option}` |" in page for option in kind.keys), kind.name

@@ -1,7 +1,8 @@
 """The reference page of the documentation, written from the declarations themselves.
 
 Every key a suite, a case, an assertion or the configuration may hold is declared once
-(`redline.casemodel`, `redline.config`); this module renders those declarations as
+(`redline.casemodel`, `redline.config`, `redline.provider_options`); this module renders
+those declarations as
 Markdown, so the page cannot list a key the loader refuses or miss one it reads.
 `docs/reference.md` is its output (`uv run python -m redline.reference > docs/reference.md`;
 a test keeps the two equal).
@@ -13,6 +14,7 @@ from collections.abc import Iterable
 
 from redline import casemodel, config
 from redline.casemodel import AssertionModel, Compare, Param, Value
+from redline.provider_options import PROVIDER_KINDS, Option, ProviderKind, toml_value
 
 #: What a change of a parameter does to the bar, by how its values compare (the guard's
 #: rule, `redline.casemodel.diff`), in the words the page uses.
@@ -89,6 +91,21 @@ def _assertion(model: AssertionModel) -> list[str]:
     return [f"### `{model.name}`", "", summary + ".", "", *_table(model.params)]
 
 
+def _option_default(option: Option) -> str:
+    """The default as the file would write it; in words when it depends on the machine."""
+    if option.default_words:
+        return option.default_words
+    return "none" if option.default is None else f"`{toml_value(option.default)}`"
+
+
+def _provider(kind: ProviderKind) -> list[str]:
+    lines = [f'### `type = "{kind.name}"`', ""]
+    lines += ["| option | value | default | sets |", "|---|---|---|---|"]
+    for o in kind.options:
+        lines.append(f"| `{o.key}` | {o.expected} | {_option_default(o)} | {o.meaning} |")
+    return [*lines, ""]
+
+
 def _settings() -> list[str]:
     """The declared case settings (keys a case may write beside its own), when any."""
     settings = casemodel.case_settings()
@@ -102,10 +119,11 @@ def reference_markdown() -> str:
     lines = [
         "# Reference",
         "",
-        "Generated from redline's own declarations (`redline.casemodel`, `redline.config`)",
-        "by `uv run python -m redline.reference > docs/reference.md`; a test fails when the",
-        "two differ. [Writing cases](writing-cases.md) shows each key and assertion in an",
-        "example, [Configuration](configuration.md) the configuration file.",
+        "Generated from redline's own declarations (`redline.casemodel`, `redline.config`,",
+        "`redline.provider_options`) by `uv run python -m redline.reference >",
+        "docs/reference.md`; a test fails when the two differ. [Writing cases](writing-cases.md)",
+        "shows each key and assertion in an example, [Configuration](configuration.md) the",
+        "configuration file.",
         "",
         "## Suite files (`suite.yaml`)",
         "",
@@ -145,14 +163,18 @@ def reference_markdown() -> str:
         "",
         f"Top-level keys: {_keys(config.CONFIG_KEYS)}.",
         "",
-        f"- a provider table (`[providers.NAME]`): {_keys(config.PROVIDER_KEYS)}; "
-        f"`type` is one of {_keys(config.PROVIDER_TYPES)}; any other key is an option of the "
-        "provider, and a key written as `api_key` is refused (name its variable in "
-        "`api_key_env`).",
+        "- a provider table (`[providers.NAME]`): `type` (one of "
+        f"{_keys(PROVIDER_KINDS)}; the table's name by default) and that type's options "
+        "below; a key written as `api_key` is refused (name its variable in `api_key_env`). "
+        "[Providers](providers.md) says more.",
         f'- a price (`[prices."MODEL"]`): {_keys(config.PRICE_KEYS)}.',
         f"- files read, the first found wins: {_keys(config.CONFIG_FILES)}.",
         "",
+        "## Provider options",
+        "",
     ]
+    for kind in PROVIDER_KINDS.values():
+        lines += _provider(kind)
     return "\n".join(lines)
 
 
