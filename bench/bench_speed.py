@@ -587,10 +587,7 @@ def main() -> None:
     print(f"load average at end {os.getloadavg()[0]:.1f}")
     print("missed: " + (", ".join(missed) if missed else "none"))
     if missed:
-        print(
-            "why, with the profiles: README.md, section "
-            "'Speed: what bench_speed.py meets and why it misses the rest'"
-        )
+        print("why, with the profiles: docs/speed.md (the documentation's Speed figures page)")
 
 
 if __name__ == "__main__":

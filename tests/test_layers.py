@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("suite",),
     ("running",),
     ("deciding", "ci"),
-    ("report", "guard", "pytest_plugin"),
+    ("report", "guard", "pytest_plugin", "reference"),
     ("cli", "apps"),
     ("__init__",),
 )

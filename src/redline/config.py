@@ -572,3 +572,8 @@ def _is_amount(value: object) -> bool:
 
 def _toml_key(key: str) -> str:
     return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else f'"{key}"'
+
+
+#: The declarations the documentation's reference page is written from (redline.reference).
+CONFIG_KEYS = _TOP_KEYS
+PRICE_KEYS = _PRICE_KEYS
