@@ -12,6 +12,7 @@ registers the types: it loads no model and needs no extra.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
 from redline.config import Config
 from redline.errors import ConfigError
 from redline.semantic.checker import ModelChecker, load_checker
+from redline.semantic.concept import Concept
 from redline.semantic.embeddings import BackendUnavailable
 from redline.semantic.grounding import ENTAILMENT_THRESHOLD, Entailer, Grounding, check_grounding
 from redline.semantic.nli import Entailment, load_nli
@@ -31,6 +33,7 @@ from redline.semantic.settings import (
     semantic_settings,
 )
 from redline.semantic.tones import load_tones, requestable_tones
+from redline.suite.templates import fill
 from redline.suite.yamlsource import did_you_mean
 from redline.textsafe import one_line
 
@@ -130,6 +133,52 @@ class _Semantic(Assertion):
         return _checker(self.settings, self.config)
 
 
+#: A language code as a concept's rendering is keyed by: `en`, `zh`, `pt-BR`.
+_LANGUAGE_CODE = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})?$")
+
+
+def _concept(spec: Spec) -> Concept | None:
+    """`value`: a concept as text, a list of its renderings, or `{language: rendering}`."""
+    node = spec.node.get("value")
+    if node is None or node.is_scalar:
+        text = spec.string("value")
+        if text is not None and not text.strip():
+            spec.problem("the concept is empty", "write what the output should talk about")
+            return None
+        return Concept.of(text) if text is not None else None
+    entries = list(node.items()) if node.is_map else list(enumerate(node.children()))
+    renderings: dict[str, str] = {}
+    for key, child in entries:
+        text = child.value if child.is_scalar else None
+        if not isinstance(text, str) or not text.strip():
+            spec.problem(
+                f"rendering {key!r} of the concept must be non-empty text",
+                "write each rendering as text, e.g. value: {en: refund, zh: 退款}",
+                "value",
+            )
+            return None
+        if node.is_map and not _LANGUAGE_CODE.match(str(key)):
+            spec.problem(
+                f"{key!r} is not a language code",
+                "key each rendering by its language code: en, zh, id, vi, ...",
+                "value",
+            )
+            return None
+        filled, missing = fill(text, spec.case_vars)
+        if missing:
+            spec.problem(
+                f"the concept uses {{{{{missing[0]}}}}} but the case has no var {missing[0]!r}",
+                "add it under vars: or remove the placeholder",
+                "value",
+            )
+            return None
+        renderings[str(key)] = filled
+    if not renderings:
+        spec.problem("the concept has no rendering", "write what the output should talk about")
+        return None
+    return Concept.of(renderings if node.is_map else list(renderings.values()))
+
+
 class _Concept(_Semantic):
     negated = False
 
@@ -138,7 +187,7 @@ class _Concept(_Semantic):
         spec: Spec,
         settings: SemanticSettings,
         backend: str,
-        concept: str,
+        concept: Concept,
         threshold: float,
     ) -> None:
         super().__init__(spec, settings, backend)
@@ -147,7 +196,7 @@ class _Concept(_Semantic):
 
     @classmethod
     def parse(cls, spec: Spec) -> _Concept | None:
-        concept = spec.string("value")
+        concept = _concept(spec)
         threshold = (
             spec.number("threshold", minimum=0, maximum=1)
             if spec.has("threshold")
@@ -155,9 +204,6 @@ class _Concept(_Semantic):
         )
         settings = _settings(spec)
         backend = _backend(spec, settings.mentions, CONCEPT_BACKENDS) if settings else None
-        if concept is not None and not concept.strip():
-            spec.problem("the concept is empty", "write what the output should talk about")
-            return None
         if concept is None or threshold is None or settings is None or backend is None:
             return None
         if not _probe(spec, settings, backend):
@@ -172,37 +218,48 @@ class _Concept(_Semantic):
         except BackendUnavailable as exc:
             return Check.unavailable(f"embeddings unavailable: {exc}")
         threshold = self.threshold if self.threshold is not None else DEFAULT_MENTION_THRESHOLD
+        if not match.decided:
+            return Check.unavailable(
+                f"cannot decide whether the output mentions {self.concept.label}: "
+                f"{match.describe()}; give the concept in a calibrated language "
+                "(value: {en: ..., zh: ...}) or have the checker model answer (backend: model)"
+            )
         found = match.calibrated >= threshold
         comparison = "≥" if found else "<"
         verb = "mentions" if found else "does not mention"
         reason = (
-            f"{verb} {self.concept!r}: {match.describe()} {comparison} threshold {threshold:.2f}"
+            f"{verb} {self.concept.label}: {match.describe()} {comparison} threshold "
+            f"{threshold:.2f}"
         )
         return Check.of(found != self.negated, reason, match.calibrated, threshold)
 
     def _check_with_model(self, sample: Sample) -> Check:
-        """One checker call per output for every model-backed concept of the case."""
+        """One checker call per output for every model-backed concept of the case (each
+        rendering of a concept in several languages is asked about; any one present counts)."""
         concepts = [
-            a.concept for a in sample.peers if isinstance(a, _Concept) and a.backend == "model"
+            text
+            for a in sample.peers
+            if isinstance(a, _Concept) and a.backend == "model"
+            for text in a.concept.texts()
         ]
-        if self.concept not in concepts:
-            concepts.append(self.concept)
+        concepts += [t for t in self.concept.texts() if t not in concepts]
         try:
             checker = self.checker()
             answers = sample.cached(
                 f"checker-concepts:{checker.model.id}",
                 lambda s: checker.concepts(s.text, concepts),
             )
-            answer = (
-                answers.get(self.concept)
-                or checker.concepts(sample.text, [self.concept])[self.concept]
-            )
+            missing = [t for t in self.concept.texts() if t not in answers]
+            if missing:
+                answers = {**answers, **checker.concepts(sample.text, missing)}
         except BackendUnavailable as exc:
             return Check.unavailable(str(exc))
+        asked = [answers[t] for t in self.concept.texts()]
+        answer = next((a for a in asked if a.present), asked[0])
         verb = "mentions" if answer.present else "does not mention"
         score = 1.0 if answer.present else 0.0
         threshold = self.threshold if self.threshold is not None else DEFAULT_MENTION_THRESHOLD
-        reason = f"{verb} {self.concept!r}: {answer.describe()}"
+        reason = f"{verb} {self.concept.label}: {answer.describe()}"
         return Check.of((score >= threshold) != self.negated, reason, score, threshold)
 
 

@@ -106,6 +106,8 @@ class Value(StrEnum):
     JSON_FILE = "json-file"  # a file:// reference to a JSON document
     PATH = "path"  # a file relative to the case file (file:// optional)
     ANY = "any"  # a string is TEXT; any other YAML value is compared as data
+    #: A concept: a string, a list of its renderings, or a mapping language code → rendering.
+    RENDERINGS = "renderings"
 
 
 _REQUIRED: Any = object()
@@ -194,10 +196,12 @@ def _semantic(
     *,
     backend: bool = False,
 ) -> AssertionModel:
-    """A concept or tone (`value`) and the bar a score must clear to count; `backend`
-    (embeddings / model) names who answers, an edit of it needs a reviewer."""
+    """A concept (in one or several languages) or a tone (`value`) and the bar a score must
+    clear to count; `backend` (embeddings / model) names who answers, an edit of it needs a
+    reviewer."""
     bar = Param(key, Value.NUMBER, compare, default=default, minimum=0, maximum=maximum)
-    params: tuple[Param, ...] = (Param("value", Value.STRING, Compare.IDENTITY), bar)
+    kind = Value.STRING if name == "tone" else Value.RENDERINGS
+    params: tuple[Param, ...] = (Param("value", kind, Compare.IDENTITY), bar)
     if backend:
         params += (Param("backend", Value.STRING, Compare.IDENTITY, default=None),)
     return AssertionModel(name, params, summary=summary)

@@ -456,6 +456,8 @@ class _CaseReader:
             return Setting(value, at=at)
         if kind in (Value.NUMBER, Value.INTEGER, Value.BOOLEAN):
             return self.scalar(label, param, value, at)
+        if kind is Value.RENDERINGS and isinstance(value, dict | list):
+            return self.renderings(label, value, at, variables)
         if value is None or isinstance(value, bool | dict | list):
             self.issues.append(Issue(f"{label} must be text", at))
             return None
@@ -486,6 +488,21 @@ class _CaseReader:
             self.issues.append(Issue(f"{label} is out of range", at))
             return None
         return Setting(value, at=at)
+
+    def renderings(
+        self,
+        label: str,
+        value: dict[Any, Any] | list[Any],
+        at: KeyPath,
+        variables: Mapping[str, str],
+    ) -> Setting | None:
+        """A concept in several languages: `[text, ...]` or `{language: text, ...}`."""
+        pairs = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+        if not pairs or any(not isinstance(t, str) or not t.strip() for _, t in pairs):
+            self.issues.append(Issue(f"{label}: every rendering must be non-empty text", at))
+            return None
+        filled = {k: fill(t, variables)[0] for k, t in pairs}
+        return Setting(filled if isinstance(value, dict) else list(filled.values()), at=at)
 
     def path_param(self, label: str, text: str, at: KeyPath) -> Setting | None:
         target = self.resolve(text.removeprefix(FILE_REF))
