@@ -18,6 +18,7 @@ from redline.semantic.concept import Concept
 from redline.semantic.languages import detect, detect_concept
 from redline.semantic.scorer import SemanticScorer, semantic_scorer
 from redline.semantic.settings import SemanticSettings
+from redline.suite.behavior import check_behavior
 from redline.suite.cases import load_suite
 
 load_optional_types()
@@ -190,3 +191,11 @@ def test_calibrate_semantic_prints_accuracy_per_language_pair_and_kind(
     for pair in ("en>en", "en>zh", "en>id", "en>vi", "zh>zh", "id>id", "vi>vi"):
         assert re.search(rf"^\s+{pair}\s+\d+\s+[+-]\d\.\d{{4}}\s+\d+\.\d%", out, re.M), out
     assert "opposite" in out and "per kind:" in out
+
+
+def test_assert_behavior_takes_a_concept_in_several_languages() -> None:
+    reply = "Tiền sẽ được hoàn lại vào thẻ của bạn trong năm ngày."
+    result = check_behavior(reply).mentions({"en": "refund", "vi": "hoàn tiền"})
+    (checked,) = result.results
+    assert checked.target == "refund / hoàn tiền"
+    assert checked.status is AssertionStatus.PASSED, checked.reason
