@@ -28,10 +28,10 @@ from redline.report import build_run_report  # noqa: E402
 from redline.report.html import html_report  # noqa: E402
 from redline.report.junit import junit_xml  # noqa: E402
 from redline.running.budget import HISTORY_RUNS  # noqa: E402
-from redline.running.records import RunKind  # noqa: E402
 from redline.running.store import RunStore  # noqa: E402
 from redline.running.usage import usd  # noqa: E402
-from redline.running.verdicts import Verdict  # noqa: E402
+from redline.vocabulary.records import RunKind  # noqa: E402
+from redline.vocabulary.verdicts import Verdict  # noqa: E402
 from runfactory import CaseSpec, RunSpec, write_run  # noqa: E402
 
 T = TypeVar("T")

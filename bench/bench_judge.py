@@ -26,12 +26,12 @@ from loopback import LATENCY_MS, bare_client, start_server
 from redline.assertions import evaluate_sample
 from redline.assertions.judge import judge_assertions
 from redline.config import parse_config
-from redline.judge import JudgeSession, judge_pending
 from redline.judge.call import judge_request
-from redline.providers.completion import Completion, FinishReason
 from redline.providers.openai import OpenAIProvider
-from redline.running.verdicts import AssertionStatus
+from redline.running.judging import JudgeSession, judge_pending
 from redline.suite.cases import Case, load_suite
+from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.verdicts import AssertionStatus
 
 KEY_ENV = "REDLINE_BENCH_KEY"
 ANSWER = '{"score": 2, "reasoning": "one generic transition, otherwise dense", "is_concise": true}'

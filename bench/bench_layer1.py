@@ -18,8 +18,8 @@ from typing import TypeVar
 
 from redline.assertions import Sample, evaluate_sample
 from redline.assertions.heuristic import CompressionRatio, DistinctN
-from redline.providers.completion import Completion, FinishReason
 from redline.suite.cases import load_suite
+from redline.vocabulary.completion import Completion, FinishReason
 
 REPO = Path(__file__).resolve().parents[1]
 VOCABULARY = (

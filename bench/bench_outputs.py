@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from redline.deciding.baseline import Baseline, BaselineCase, Golden  # noqa: E402
-from redline.running.records import CaseOutcome  # noqa: E402
 from redline.running.store import RunStore  # noqa: E402
-from redline.running.verdicts import Verdict  # noqa: E402
+from redline.vocabulary.records import CaseOutcome  # noqa: E402
+from redline.vocabulary.verdicts import Verdict  # noqa: E402
 from redline_tui.app import TriageApp  # noqa: E402
 from redline_tui.context import TriageContext  # noqa: E402
 from redline_tui.screens.outputs import OutputsScreen  # noqa: E402

@@ -32,7 +32,7 @@ from redline.ci.provider import RunQuery  # noqa: E402
 from redline.ci.pull import pull  # noqa: E402
 from redline.running.exchange import RESULTS_FILE, export_run  # noqa: E402
 from redline.running.store import RunStore  # noqa: E402
-from redline.running.verdicts import Verdict  # noqa: E402
+from redline.vocabulary.verdicts import Verdict  # noqa: E402
 from runfactory import CaseSpec, RunSpec, open_store, write_run  # noqa: E402
 
 TOKEN = "ghs_bench"

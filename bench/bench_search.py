@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from bench_triage import build
-from redline.running.records import RunResult, RunStatus
 from redline.running.search import search_run
 from redline.running.store import RunStore
+from redline.vocabulary.records import RunResult, RunStatus
 
 TARGET_MS = 200.0
 QUERIES = ("answer 700/3", "case-0042", "checked", "no such phrase anywhere", "wer 1")

@@ -19,7 +19,7 @@ from redline.semantic.embeddings import load_embeddings
 from redline.semantic.scorer import SemanticScorer
 from redline.semantic.settings import SemanticSettings
 from redline.semantic.tones import load_tones
-from redline.suite.sentences import split_sentences
+from redline.text.sentences import split_sentences
 
 _OPENINGS = (
     "Thanks for reaching out about order {n}.",

@@ -53,7 +53,7 @@ from redline.semantic.nli import load_nli  # noqa: E402
 from redline.semantic.scorer import semantic_scorer  # noqa: E402
 from redline.semantic.settings import SemanticSettings  # noqa: E402
 from redline.semantic.tones import load_tones, requestable_tones  # noqa: E402
-from redline.suite.sentences import split_sentences  # noqa: E402
+from redline.text.sentences import split_sentences  # noqa: E402
 from scripted_checker import ScriptedChecker  # noqa: E402
 from servers import LoopbackLLMServer  # noqa: E402
 

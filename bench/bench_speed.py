@@ -206,7 +206,7 @@ def bench_first_request(repeat: int) -> None:
 
 @contextmanager
 def _pure_python_yaml() -> Iterator[None]:
-    from redline.suite import yamlsource
+    from redline.documents import yamlsource
 
     saved = yamlsource._CLoader
     yamlsource._CLoader = None
@@ -217,7 +217,7 @@ def _pure_python_yaml() -> Iterator[None]:
 
 
 def bench_yaml(url: str) -> None:
-    from redline.suite.yamlsource import load_file
+    from redline.documents.yamlsource import load_file
 
     with tempfile.TemporaryDirectory() as tmp:
         suite = write_project(Path(tmp), url, 200, 5, 16)
@@ -425,8 +425,8 @@ def bench_slots(repeat: int) -> None:
     counts take turns, `repeat` rounds, so a change in the machine's load hits them alike."""
     from redline.config import parse_config
     from redline.providers.base import Provider
-    from redline.providers.completion import ChatRequest
     from redline.providers.factory import make_provider
+    from redline.vocabulary.completion import ChatRequest
 
     providers: dict[int, Provider] = {}
     for slots in (1, 2, 4, 8):

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from redline.running.store import RunStore  # noqa: E402
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict  # noqa: E402
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict  # noqa: E402
 from redline_tui.app import TriageApp  # noqa: E402
 from redline_tui.context import TriageContext  # noqa: E402
 from redline_tui.screens.outputs import OutputsScreen  # noqa: E402

@@ -10,7 +10,7 @@ right, not an alarm); *power* is the share of dropped cases reported red (and, s
 marginal: both put the case in front of a person).
 
 Fixed N uses the same bar scaled to N (3 → 3 of 3, 5 → 4 of 5, 10 → 8 of 10). Sequential
-runs `redline.running.sequential.SequentialPlan` exactly as `redline run` does.
+runs `redline.vocabulary.sequential.SequentialPlan` exactly as `redline run` does.
 
 The second table does the same for triage Step 1: the real decision rule of
 `redline.deciding.cause` (prompt / noise / undecided) in its batches, against the same rule at a
@@ -33,9 +33,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from redline.deciding.cause import ArmCounts, ArmKind, Bar, Settings, decide
-from redline.deciding.causes import Cause
-from redline.running.outcome import scale_required
-from redline.running.sequential import Decision, SequentialPlan
+from redline.vocabulary.causes import Cause
+from redline.vocabulary.outcome import scale_required
+from redline.vocabulary.sequential import Decision, SequentialPlan
 
 BAR = 0.8
 DROP = 0.20

@@ -6,8 +6,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from redline.providers.completion import Completion, FinishReason
 from redline.suite.cases import Case, load_suite
+from redline.vocabulary.completion import Completion, FinishReason
 
 SUITE_YAML = """\
 name: demo

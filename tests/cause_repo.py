@@ -15,10 +15,10 @@ import pytest
 
 from redline.config import Config, parse_config
 from redline.deciding.cause import Diagnosis, Settings, analyse
-from redline.running.records import CaseOutcome, CaseRecord, RunRecord
 from redline.running.runner import RunOptions, run_suites, sample_seed
 from redline.running.store import RunStore
 from redline.suite.cases import load_suites
+from redline.vocabulary.records import CaseOutcome, CaseRecord, RunRecord
 from servers import LoopbackLLMServer, keeps_answer
 
 GOOD, FLAKY, BAD = "good-model", "flaky-model", "bad-model"

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from redline.casemodel.effective import default_required
-from redline.providers.completion import FinishReason
-from redline.running.outcome import add_counts, case_outcome, run_result
-from redline.running.records import (
+from redline.running.store import RunStore
+from redline.vocabulary.completion import FinishReason
+from redline.vocabulary.outcome import add_counts, case_outcome, run_result
+from redline.vocabulary.records import (
     CaseRecord,
     RunKind,
     RunRecord,
@@ -22,8 +23,7 @@ from redline.running.records import (
     RunStatus,
     SampleRecord,
 )
-from redline.running.store import RunStore
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict
 
 OK, WRONG, MALFORMED = Verdict.OK, Verdict.WRONG, Verdict.MALFORMED
 TRUNCATED, TRANSPORT, REFUSED = Verdict.TRUNCATED, Verdict.TRANSPORT, Verdict.REFUSED

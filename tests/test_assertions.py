@@ -20,9 +20,9 @@ from redline.assertions.base import (
 from redline.assertions.heuristic import compression_ratio, distinct_n
 from redline.assertions.refusal import detect_refusal
 from redline.errors import ProblemsError
-from redline.providers.completion import Completion, FinishReason
-from redline.running.verdicts import AssertionStatus, Verdict
 from redline.suite.cases import Case
+from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.verdicts import AssertionStatus, Verdict
 
 SCHEMA = json.dumps(
     {

@@ -19,9 +19,9 @@ from redline.deciding.baseline import (
     score_drops,
 )
 from redline.errors import UsageError
-from redline.providers.completion import FinishReason
-from redline.running.records import RunKind, RunStatus, SampleRecord
-from redline.running.verdicts import Verdict
+from redline.vocabulary.completion import FinishReason
+from redline.vocabulary.records import RunKind, RunStatus, SampleRecord
+from redline.vocabulary.verdicts import Verdict
 from runfactory import OK, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
 
 TYPICAL = [

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from redline import assert_behavior, check_behavior
-from redline.running.verdicts import AssertionStatus
 from redline.suite.behavior import BehaviorUnavailable
+from redline.vocabulary.verdicts import AssertionStatus
 
 REPLY = (
     "We are truly sorry for the delay with order 4412. "

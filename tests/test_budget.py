@@ -15,11 +15,11 @@ import pytest
 from redline.cli import main
 from redline.config import parse_config
 from redline.running.budget import Basis
-from redline.running.records import RunResult, RunStatus
 from redline.running.runner import RunOptions, estimate_run
 from redline.running.store import RunStore
 from redline.running.usage import usd
 from redline.suite.cases import load_suites
+from redline.vocabulary.records import RunResult, RunStatus
 from servers import LoopbackLLMServer
 from test_runner import KEY_ENV, SECRET, write_suite
 

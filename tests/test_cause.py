@@ -27,9 +27,9 @@ from cause_repo import (
 )
 from redline.cli import ExitCode, main
 from redline.deciding.cause import ArmKind, Bar, Change, Settings
-from redline.deciding.causes import Cause
 from redline.running import runner
-from redline.running.records import RunKind
+from redline.vocabulary.causes import Cause
+from redline.vocabulary.records import RunKind
 from servers import LoopbackLLMServer
 
 MakeHistory = Callable[..., History]

@@ -15,8 +15,8 @@ from redline.deciding.cause import (
     decide,
     samples_to_decide,
 )
-from redline.deciding.causes import Cause
 from redline.deciding.stats import at_least, difference_interval
+from redline.vocabulary.causes import Cause
 
 CONTRACT = Bar(5, 5)
 QUALITY = Bar(5, 4)

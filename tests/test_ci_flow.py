@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from redline.ci.shard import shard_of
 from redline.cli import main
+from redline.running.shards import shard_of
 from redline.running.store import RunStore
 from servers import LoopbackLLMServer
 

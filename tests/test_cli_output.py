@@ -11,8 +11,8 @@ import pytest
 
 import test_cli_run
 from redline.cli import main
-from redline.running.records import RunStatus
 from redline.running.store import RunStore
+from redline.vocabulary.records import RunStatus
 from servers import LoopbackLLMServer
 from test_runner import KEY_ENV, SECRET, write_suite
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from redline.cli import main
-from redline.running.records import RunKind, RunResult, RunStatus
 from redline.running.runner import sample_seed
 from redline.running.store import RunStore
+from redline.vocabulary.records import RunKind, RunResult, RunStatus
 from servers import LoopbackLLMServer
 from test_runner import KEY_ENV, SECRET, write_config, write_suite
 

@@ -8,8 +8,8 @@ import pytest
 
 from redline.cli import main
 from redline.deciding.compare import compare_runs
-from redline.running.records import RunKind
-from redline.running.verdicts import Verdict
+from redline.vocabulary.records import RunKind
+from redline.vocabulary.verdicts import Verdict
 from runfactory import (
     OK,
     TRANSPORT,
@@ -135,8 +135,8 @@ def test_rule8_non_content_share(
 
 def test_usage_keeps_transport_out_and_never_guesses_an_unknown_cost() -> None:
     from redline.config import Price
-    from redline.running.records import SampleUsage
     from redline.running.usage import percentile, usage_of
+    from redline.vocabulary.records import SampleUsage
 
     samples = [
         SampleUsage(OK, 100.0, 1000, 200, None),

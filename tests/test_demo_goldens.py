@@ -8,9 +8,9 @@ import pytest
 
 from redline.assertions.evaluate import evaluate_sample
 from redline.config import load_config
-from redline.providers.completion import Completion, FinishReason
-from redline.running.verdicts import AssertionStatus, Verdict
 from redline.suite.cases import load_suites
+from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.verdicts import AssertionStatus, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,7 +87,7 @@ def test_a_missing_golden_file_is_an_error_with_file_and_line(tmp_path: Path) ->
 
 def test_golden_reference_prefers_the_accepted_baseline_and_says_which() -> None:
     from redline.deciding.baseline import Baseline, BaselineCase, Golden, golden_reference
-    from redline.running.records import CaseOutcome
+    from redline.vocabulary.records import CaseOutcome
 
     def entry(golden: Golden | None, passes: int) -> Baseline:
         case = BaselineCase(

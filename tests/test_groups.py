@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from redline.deciding.groups import CaseTrend, Trend, case_trend, failure_signature, group_failures
 from redline.deciding.history import HistoryPoint
-from redline.running.records import CaseOutcome, CaseRecord, RunKind, SampleRecord
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.vocabulary.records import CaseOutcome, CaseRecord, RunKind, SampleRecord
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict
 
 #: Five ways to fail: (first failing assertion index, its type, the sample verdict).
 REASONS = [

@@ -9,7 +9,7 @@ import pytest
 from redline.cli import main
 from redline.deciding.history import HistoryPoint, case_history, find_marginal, sparkline
 from redline.errors import UsageError
-from redline.running.records import CaseOutcome, RunKind
+from redline.vocabulary.records import CaseOutcome, RunKind
 from runfactory import OK, TRANSPORT, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
 
 

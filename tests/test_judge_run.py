@@ -10,7 +10,7 @@ from redline.cli import main
 from redline.config import parse_config
 from redline.running.runner import RunOptions
 from redline.running.store import RunStore
-from redline.running.verdicts import AssertionStatus, Verdict
+from redline.vocabulary.verdicts import AssertionStatus, Verdict
 from servers import LoopbackLLMServer
 from test_judge_session import judge_requests, trust_rubric, write_judged_suite
 

@@ -18,13 +18,11 @@ from redline.assertions.judge import NOT_ENABLED
 from redline.config import Config, parse_config
 from redline.errors import ProblemsError
 from redline.judge import (
-    JudgeSession,
     JudgeStatus,
     calibration_path,
     cohens_kappa,
     fingerprint,
     judge_output,
-    judge_pending,
     judge_provider,
     load_rubric,
     write_calibration,
@@ -32,12 +30,13 @@ from redline.judge import (
 from redline.judge.agreement import FAIL, PASS
 from redline.judge.calibration import Calibration
 from redline.judge.call import JUDGE_TOOL, ToolCallAnthropicProvider
-from redline.providers.completion import ChatRequest
 from redline.providers.factory import make_provider
-from redline.running.outcome import case_outcome
-from redline.running.records import CaseOutcome
-from redline.running.verdicts import AssertionStatus, Verdict
+from redline.running.judging import JudgeSession, judge_pending
 from redline.suite.cases import Case, Suite, load_suite
+from redline.vocabulary.completion import ChatRequest
+from redline.vocabulary.outcome import case_outcome
+from redline.vocabulary.records import CaseOutcome
+from redline.vocabulary.verdicts import AssertionStatus, Verdict
 from servers import LoopbackLLMServer
 
 GOOD = '{"score": 1, "reasoning": "straight to the point", "is_concise": true}'

@@ -4,10 +4,10 @@ import hashlib
 from pathlib import Path
 
 from casefiles import CASE_HEAD, write_suite
-from redline import __version__
 from redline.running.manifest import case_hash, suite_manifest
 from redline.suite.cases import Suite, load_suite
-from redline.suite.words import COUNTING_RULE
+from redline.text.words import COUNTING_RULE
+from redline.version import __version__
 
 SCHEMA = '{"type": "object"}'
 CASE_A = (

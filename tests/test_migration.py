@@ -13,9 +13,9 @@ import pytest
 
 from redline.cli import main
 from redline.config import parse_config
-from redline.running.records import RunResult
 from redline.running.store import RunStore
 from redline.running.usage import usd
+from redline.vocabulary.records import RunResult
 from servers import LoopbackLLMServer
 from test_runner import KEY_ENV, SECRET, write_suite
 

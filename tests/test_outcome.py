@@ -1,10 +1,10 @@
-"""running/outcome.py as tables: verdict counts → case result → run result."""
+"""vocabulary/outcome.py as tables: verdict counts → case result → run result."""
 
 from __future__ import annotations
 
 import pytest
 
-from redline.running.outcome import (
+from redline.vocabulary.outcome import (
     MAX_NON_CONTENT_SHARE,
     MIN_CASES_FOR_CONTENT,
     add_counts,
@@ -14,8 +14,8 @@ from redline.running.outcome import (
     scale_required,
     too_noisy,
 )
-from redline.running.records import CaseOutcome, RunResult
-from redline.running.verdicts import Verdict
+from redline.vocabulary.records import CaseOutcome, RunResult
+from redline.vocabulary.verdicts import Verdict
 
 OK, WRONG, MALFORMED, REFUSED, TRUNCATED, TRANSPORT = (
     Verdict.OK,

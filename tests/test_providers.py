@@ -13,9 +13,9 @@ import pytest
 from redline.config import Config, parse_config
 from redline.errors import ConfigError
 from redline.providers.base import Provider
-from redline.providers.completion import ChatRequest, Completion, FinishReason
 from redline.providers.factory import make_provider
 from redline.providers.retries import RetryPolicy, parse_retry_after
+from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
 from servers import REFUSAL_TEXT, TRUNCATED_JSON, VALID_JSON, LoopbackLLMServer
 
 SYSTEM = "You extract invoice fields as JSON."

@@ -15,7 +15,6 @@ import pytest
 from redline.config import Config, ModelRef, parse_config
 from redline.errors import ConfigError
 from redline.providers.base import Provider
-from redline.providers.completion import ChatRequest, Completion, FinishReason
 from redline.providers.factory import make_provider
 from redline.providers.local import (
     COPY_LIMIT_BYTES,
@@ -24,6 +23,7 @@ from redline.providers.local import (
     default_slots,
     locate_model,
 )
+from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
 
 DEFAULT = "smollm2-135m-instruct-q4_1"
 

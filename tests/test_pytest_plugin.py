@@ -14,8 +14,8 @@ import redline.providers
 import redline.suite.behavior
 from redline.cli import main as cli_main
 from redline.config import parse_config
-from redline.running.records import CaseOutcome
 from redline.running.store import RunStore
+from redline.vocabulary.records import CaseOutcome
 from servers import LoopbackLLMServer
 from test_judge_session import judge_requests, trust_rubric, write_judged_suite
 

@@ -8,12 +8,12 @@ import pytest
 
 from redline.casemodel.values import is_number, is_whole, kind_name
 from redline.config import load_config
+from redline.documents.reading import NodeReader
+from redline.documents.tomlsource import toml_text
+from redline.documents.yamlsource import load_text
 from redline.errors import ConfigError
 from redline.semantic.settings import semantic_settings
 from redline.semantic.tones import load_tones
-from redline.suite.reading import NodeReader
-from redline.suite.tomlsource import toml_text
-from redline.suite.yamlsource import load_text
 
 
 def test_a_boolean_is_never_a_number() -> None:

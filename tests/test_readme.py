@@ -9,9 +9,9 @@ import pytest
 
 from redline.cli import build_parser
 from redline.config import load_config
+from redline.documents.yamlsource import load_text
 from redline.semantic.settings import semantic_settings
 from redline.suite.cases import load_suite
-from redline.suite.yamlsource import load_text
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from redline.cli import main
-from redline.providers.completion import Completion
-from redline.providers.replay import ReplayProvider
 from redline.running.exchange import add_export, read_zip, record_from_json, record_json
-from redline.running.records import (
+from redline.running.replay import ReplayProvider
+from redline.running.rows import Table
+from redline.running.store import RunStore
+from redline.vocabulary.completion import Completion
+from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
     FieldKind,
@@ -28,9 +30,7 @@ from redline.running.records import (
     SampleRecord,
     record_fields,
 )
-from redline.running.rows import Table
-from redline.running.store import RunStore
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict
 from runfactory import write_config
 
 RUN = "feedc0ffee01"

@@ -7,7 +7,7 @@ from pathlib import Path
 from redline.report import build_run_report
 from redline.report.html import html_report
 from redline.report.markdown import markdown_summary
-from redline.running.verdicts import Verdict
+from redline.vocabulary.verdicts import Verdict
 from runfactory import OK, WRONG, CaseSpec, RunSpec, ok_cases, open_store, write_run
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from redline.cli import main
-from redline.running.records import RunResult, RunStatus
 from redline.running.runner import RETRIES_ARG
 from redline.running.store import RunStore
-from redline.running.verdicts import Verdict
+from redline.vocabulary.records import RunResult, RunStatus
+from redline.vocabulary.verdicts import Verdict
 from servers import LoopbackLLMServer
 from test_cli_run import latest_run_id, project  # noqa: F401  (fixture)
 from test_runner import write_suite

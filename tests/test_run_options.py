@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from redline.running.options import RunOptions
-from redline.running.records import RunKind
+from redline.vocabulary.records import RunKind
 
 
 def test_every_recorded_option_reads_back_from_the_stored_arguments() -> None:

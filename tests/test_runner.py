@@ -13,14 +13,14 @@ from casefiles import slop_rubric
 from redline.config import Config, parse_config
 from redline.errors import UsageError
 from redline.providers.base import Provider
-from redline.providers.completion import ChatRequest
-from redline.providers.replay import ReplayProvider
 from redline.running.pipeline import SampleJob, SamplePipeline
-from redline.running.records import CaseOutcome, RunKind, RunResult, RunStatus
+from redline.running.replay import ReplayProvider
 from redline.running.runner import RunOptions, RunProgress, execute_run, run_suites, sample_seed
 from redline.running.store import RunStore
-from redline.running.verdicts import Verdict
 from redline.suite.cases import load_suites
+from redline.vocabulary.completion import ChatRequest
+from redline.vocabulary.records import CaseOutcome, RunKind, RunResult, RunStatus
+from redline.vocabulary.verdicts import Verdict
 from servers import LoopbackLLMServer
 
 JSON_ASSERTS = "  - type: is-json\n  - type: contains\n    value: '\"ok\"'\n"

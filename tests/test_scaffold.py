@@ -18,9 +18,9 @@ import yaml
 from github_server import LoopbackGitHub, zip_folder
 from redline.ci.install_spec import install_spec_from_direct_url, running_install_spec
 from redline.ci.scaffold import WORKFLOW_FILE, starter_files
-from redline.ci.shard import select
 from redline.cli import main
 from redline.config import load_config
+from redline.running.shards import select
 from redline.suite.cases import load_suite
 from servers import LoopbackLLMServer
 

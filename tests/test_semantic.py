@@ -14,12 +14,9 @@ import pytest
 
 from casefiles import write_suite
 from redline.assertions import evaluate_sample, load_optional_types
-from redline.assertions.numbers import ungrounded_literals
 from redline.assertions.semantic import grounding_check
 from redline.config import load_config
 from redline.errors import ConfigError, ProblemsError
-from redline.providers.completion import Completion, FinishReason
-from redline.running.verdicts import AssertionStatus, Verdict
 from redline.semantic.calibration import load_calibration
 from redline.semantic.embeddings import (
     BackendUnavailable,
@@ -30,7 +27,10 @@ from redline.semantic.embeddings import (
 from redline.semantic.scorer import SemanticScorer, semantic_scorer
 from redline.semantic.settings import SemanticSettings, settings_from_table
 from redline.suite.cases import load_suite
-from redline.suite.sentences import split_sentences
+from redline.text.literals import ungrounded_literals
+from redline.text.sentences import split_sentences
+from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.verdicts import AssertionStatus, Verdict
 from servers import LoopbackLLMServer, embedding_vector
 
 load_optional_types()

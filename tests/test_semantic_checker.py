@@ -11,8 +11,8 @@ import pytest
 
 from redline.cli import main
 from redline.running.store import RunStore
-from redline.running.verdicts import AssertionStatus, Verdict
 from redline.semantic.checker import forget_checkers
+from redline.vocabulary.verdicts import AssertionStatus, Verdict
 from scripted_checker import ScriptedChecker
 from servers import LoopbackLLMServer
 

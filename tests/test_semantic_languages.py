@@ -12,14 +12,14 @@ from casefiles import write_suite
 from redline.assertions import evaluate_sample, load_optional_types
 from redline.cli import main
 from redline.errors import ProblemsError
-from redline.providers.completion import Completion, FinishReason
-from redline.running.verdicts import AssertionStatus, Verdict
 from redline.semantic.concept import Concept
 from redline.semantic.languages import detect, detect_concept
 from redline.semantic.scorer import SemanticScorer, semantic_scorer
 from redline.semantic.settings import SemanticSettings
 from redline.suite.behavior import check_behavior
 from redline.suite.cases import load_suite
+from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.verdicts import AssertionStatus, Verdict
 
 load_optional_types()
 

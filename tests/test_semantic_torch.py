@@ -29,7 +29,6 @@ else:
     sentence_transformers = pytest.importorskip("sentence_transformers")
 
 from redline.assertions.semantic import grounding_check
-from redline.running.verdicts import AssertionStatus
 from redline.semantic.embeddings import (
     BackendUnavailable,
     SentenceTransformersBackend,
@@ -39,6 +38,7 @@ from redline.semantic.grounding import check_grounding
 from redline.semantic.nli import NLIBackend, load_nli
 from redline.semantic.scorer import semantic_scorer
 from redline.semantic.settings import SemanticSettings
+from redline.vocabulary.verdicts import AssertionStatus
 
 WORDS = (
     *("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"),

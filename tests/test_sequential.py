@@ -12,12 +12,12 @@ import pytest
 from redline.config import parse_config
 from redline.deciding.compare import compare_runs
 from redline.errors import ProblemsError
-from redline.running.records import CaseOutcome, RunResult
 from redline.running.runner import RunOptions, run_suites
 from redline.running.seeds import seed_warning
-from redline.running.sequential import Decision, SamplingSpec, SequentialPlan
 from redline.running.store import RunStore
 from redline.suite.cases import load_suite
+from redline.vocabulary.records import CaseOutcome, RunResult
+from redline.vocabulary.sequential import Decision, SamplingSpec, SequentialPlan
 from servers import LoopbackLLMServer
 
 KEY_ENV = "REDLINE_LOOPBACK_KEY"

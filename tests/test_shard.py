@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from redline.ci.shard import merge_exports, parse_shard, select, shard_of, write_merged
+from redline.ci.shard import merge_exports, write_merged
 from redline.cli import main
 from redline.deciding.baseline import is_partial_run
 from redline.errors import ProblemsError, UsageError
 from redline.running.exchange import export_run, import_run
-from redline.running.records import RunResult
+from redline.running.shards import parse_shard, select, shard_of
 from redline.running.store import RunStore
+from redline.vocabulary.records import RunResult
 from runfactory import OK, TRANSPORT, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
 
 

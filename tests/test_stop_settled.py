@@ -12,10 +12,10 @@ from casefiles import case_with, done, write_suite
 from redline.assertions import evaluate_sample, settled_failure
 from redline.config import parse_config
 from redline.errors import ConfigError
-from redline.providers.completion import Completion, FinishReason
 from redline.providers.http_provider import Answer
 from redline.providers.local_stream import ChunkStream
-from redline.running.verdicts import Verdict
+from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.verdicts import Verdict
 
 REPLY = (
     "Thanks for writing, and sorry the parcel was late. The express fee of Rp 35.000 "

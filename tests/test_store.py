@@ -4,8 +4,9 @@ from pathlib import Path
 import pytest
 
 from redline.errors import UsageError
-from redline.providers.completion import FinishReason
-from redline.running.records import (
+from redline.running.store import RunStore
+from redline.vocabulary.completion import FinishReason
+from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
     RunKind,
@@ -14,8 +15,7 @@ from redline.running.records import (
     RunStatus,
     SampleRecord,
 )
-from redline.running.store import RunStore
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict
 
 
 def make_run(run_id: str, started: str, kind: RunKind = RunKind.RUN, **kw: object) -> RunRecord:

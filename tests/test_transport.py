@@ -28,9 +28,9 @@ import httpx
 import pytest
 
 from redline.config import Config
-from redline.providers.completion import ChatRequest
 from redline.providers.factory import make_provider
 from redline.providers.transport import PooledTransport
+from redline.vocabulary.completion import ChatRequest
 from servers import VALID_JSON, LoopbackLLMServer
 
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from redline.providers.completion import FinishReason
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
+from redline.vocabulary.completion import FinishReason
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
 
 FAILED_SHAPE = AssertionResult(0, "is-json", AssertionStatus.FAILED, "not JSON", structural=True)
 FAILED_CONTENT = AssertionResult(1, "contains", AssertionStatus.FAILED, "missing")

@@ -10,8 +10,8 @@ import pytest
 from casefiles import case_with, done
 from redline.assertions import evaluate_sample
 from redline.assertions.heuristic import distinct_n
-from redline.running.verdicts import AssertionStatus, Verdict
-from redline.suite.words import words
+from redline.text.words import words
+from redline.vocabulary.verdicts import AssertionStatus, Verdict
 
 #: Natural answers (no loop) and a phrase each that a degenerate model repeats.
 ANSWERS = {

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from redline.suite import yamlsource
-from redline.suite.yamlsource import Node, load_text
+from redline.documents import yamlsource
+from redline.documents.yamlsource import Node, load_text
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO_YAML = sorted((ROOT / "cases").rglob("*.yaml"))

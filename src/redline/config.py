@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from redline.casemodel.values import is_number, show
+from redline.documents.reading import NodeReader
+from redline.documents.tomlsource import load_toml, toml_node, toml_text
+from redline.documents.yamlsource import Node
 from redline.errors import ConfigError, Problem
-from redline.suite.reading import NodeReader
-from redline.suite.tomlsource import load_toml, toml_node, toml_text
-from redline.suite.yamlsource import Node
 
 PROVIDER_TYPES = ("openai", "anthropic", "local")
 CONFIG_FILES = ("redline.toml", "pyproject.toml")

@@ -8,9 +8,11 @@ malformed in `redline show` reads the triage app's bar the same way.
 
 from __future__ import annotations
 
-from redline.deciding.causes import Cause
-from redline.running.records import CaseOutcome, RunResult, SampleRecord
-from redline.running.verdicts import Verdict
+import re
+
+from redline.vocabulary.causes import Cause
+from redline.vocabulary.records import CaseOutcome, RunResult, SampleRecord
+from redline.vocabulary.verdicts import Verdict
 
 #: One colour per verdict, distinct from each other (the verdict bar is split by them) and
 #: readable on dark and light themes alike.
@@ -115,3 +117,15 @@ def stopped_early_note(sample: SampleRecord) -> str | None:
         f"change the verdict ({sample.stopped_early}); the output is what was written "
         "until then (stop_when_settled = false keeps whole outputs)"
     )
+
+
+_DIGEST = re.compile(r"@sha256:([0-9a-f]{12})[0-9a-f]{52}\b")
+
+
+def short_model_id(model_id: str) -> str:
+    """A pinned id with its file's SHA-256 cut to 12 hex digits, so a header fits 80 columns.
+
+    `local:smollm2-135m-instruct-q4_1@sha256:b179c9523d0e6a…` → `…@sha256:b179c9523d0e`;
+    `redline show` and the store keep the full digest.
+    """
+    return _DIGEST.sub(r"@sha256:\1", model_id)

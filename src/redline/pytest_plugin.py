@@ -37,12 +37,12 @@ import pytest
 
 if TYPE_CHECKING:
     from redline.config import Config
-    from redline.judge import JudgeSession
     from redline.providers.base import Provider
+    from redline.running.judging import JudgeSession
     from redline.running.pipeline import SampleJob, SamplePipeline
-    from redline.running.records import CaseOutcome, SampleRecord
     from redline.suite.behavior import BehaviorAssertion, BehaviorResult
     from redline.suite.cases import Case, Suite
+    from redline.vocabulary.records import CaseOutcome, SampleRecord
 
 DEFAULT_BASELINE = "baselines/pytest-behavior.json"
 DEFAULT_SCORE_DROP = 0.10
@@ -362,8 +362,8 @@ class CaseItem(pytest.Item):
         self.user_properties.append(("redline_checks", [a.describe() for a in case.assertions]))
 
     def runtest(self) -> None:
-        from redline.running.records import CaseOutcome
-        from redline.running.verdicts import Verdict
+        from redline.vocabulary.records import CaseOutcome
+        from redline.vocabulary.verdicts import Verdict
 
         samples, required, outcome = _cases(self.config).decide(self.suite, self.case)
         passes = sum(1 for s in samples if s.verdict is Verdict.OK)
@@ -446,7 +446,7 @@ class _CaseRunner:
     def decide(self, suite: Suite, case: Case) -> tuple[list[SampleRecord], int, CaseOutcome]:
         """The case's samples, the passes it needed, and its outcome."""
         from redline.running.runner import case_result, sampling_plan
-        from redline.running.sequential import SequentialDraw
+        from redline.vocabulary.sequential import SequentialDraw
 
         pipeline = self.pipeline(suite)
         plan = sampling_plan(case, adaptive=False)
@@ -524,7 +524,7 @@ class _CaseRunner:
     def judge_session(self, suite: Suite) -> JudgeSession | None:
         if not self.judge:
             return None
-        from redline.judge import JudgeSession
+        from redline.running.judging import JudgeSession
 
         session = JudgeSession.open([suite], self.config, blocks=self.judge_blocks)
         self.judges[suite.name] = session

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from redline.config import Config
-from redline.running.records import SampleRecord
+from redline.vocabulary.records import SampleRecord
 
 MIN_KEY_LENGTH = 8
 

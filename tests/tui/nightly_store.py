@@ -17,9 +17,9 @@ from pathlib import Path
 import git
 
 from redline.config import parse_config
-from redline.deciding.quarantine import QUARANTINED_ARG
+from redline.running.quarantine import QUARANTINED_ARG
 from redline.running.store import RunStore
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict
 from redline_tui.context import TriageContext
 from runfactory import CaseSpec, RunSpec, write_run
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from triage_store import RED_RUN, SUITE
 
-from redline.running.records import CaseOutcome, CaseRecord
+from redline.deciding.case_rows import SORT_COLUMNS, CaseFilter, CaseView
 from redline.running.store import RunStore
-from redline.running.verdicts import VERDICT_ORDER, Verdict
-from redline_tui.case_rows import SORT_COLUMNS, CaseFilter, CaseView
+from redline.vocabulary.records import CaseOutcome, CaseRecord
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 
 def _case(case_id: str, passes: int, tier: str = "core", wrong: int = 0) -> CaseRecord:

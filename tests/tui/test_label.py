@@ -11,12 +11,13 @@ from textual.widgets import Static
 from casefiles import slop_rubric
 from redline.cli import ExitCode, main
 from redline.judge import Label, labels_path, load_rubric, read_labels, write_labels
-from redline.judge.labels import LabelItem, label_items, rubric_card
-from redline.providers.completion import FinishReason
-from redline.running.records import RunKind, RunRecord, RunStatus, SampleRecord
+from redline.judge.labels import LabelItem, rubric_card
+from redline.running.judging import label_items
 from redline.running.store import RunStore
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
 from redline.suite.cases import Case, load_suite
+from redline.vocabulary.completion import FinishReason
+from redline.vocabulary.records import RunKind, RunRecord, RunStatus, SampleRecord
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict
 from redline_tui.label import LabelApp
 
 pytestmark = pytest.mark.anyio

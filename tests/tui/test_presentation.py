@@ -9,11 +9,11 @@ from rich.text import Text
 from triage_store import _run_record
 
 from redline.cli.output import verdict_breakdown
-from redline.deciding.causes import Cause
+from redline.deciding.case_rows import TRIAGE_STYLES, TRIAGE_WORDS, triage_text
 from redline.presentation import CAUSE_STYLES, RESULT_STYLES, VERDICT_COLOURS
-from redline.running.records import RunResult, RunStatus, TriageRecord
-from redline.running.verdicts import VERDICT_ORDER, Verdict
-from redline_tui.case_rows import TRIAGE_STYLES, TRIAGE_WORDS, triage_text
+from redline.vocabulary.causes import Cause
+from redline.vocabulary.records import RunResult, RunStatus, TriageRecord
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 from redline_tui.screens.runs import run_result_text
 from redline_tui.widgets.verdict_bar import bar_text, legend_text, verdict_badge
 

@@ -14,7 +14,7 @@ from triage_repo import app_on_run
 from cause_repo import CASE, SUITE, History
 from cause_repo import prompt_regression as regression
 from redline.running import runner
-from redline.running.records import RunKind, RunRecord
+from redline.vocabulary.records import RunKind, RunRecord
 from redline_tui.app import TriageApp
 from redline_tui.batch import arm_concurrency, batch_width
 from redline_tui.screens.run import RunScreen

@@ -15,9 +15,9 @@ from triage_store import RED_RUN
 from cause_repo import CASE, SUITE, History
 from cause_repo import prompt_regression as regression
 from redline.deciding.cause import ArmKind
-from redline.deciding.causes import Cause
 from redline.running import runner
-from redline.running.records import RunKind, RunRecord, RunStatus
+from redline.vocabulary.causes import Cause
+from redline.vocabulary.records import RunKind, RunRecord, RunStatus
 from redline_tui.app import TriageApp
 from redline_tui.screens.outputs import OutputsScreen
 from redline_tui.screens.rerun import RerunScreen

@@ -19,10 +19,10 @@ from redline.deciding.cause import (
     Diagnosis,
     explain,
 )
-from redline.deciding.causes import Cause
 from redline.deciding.reference import Reference
-from redline.running.records import TriageRecord
 from redline.running.store import RunStore
+from redline.vocabulary.causes import Cause
+from redline.vocabulary.records import TriageRecord
 from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from redline.deciding.edits import plan_loosen, plan_raise_samples, plan_retire
 from redline.errors import UsageError
-from redline_tui.edits import plan_loosen, plan_raise_samples, plan_retire
 
 FOUR_SPACE = """\
 # quirky but valid: four-space mappings, indentless sequence, flow map, quotes kept
@@ -91,8 +91,8 @@ def test_retire_moves_into_retired_and_refuses_to_overwrite(tmp_path: Path) -> N
 
 
 def test_typed_values_follow_the_current_value() -> None:
+    from redline.deciding.edits import in_words, typed_value
     from redline.errors import UsageError
-    from redline_tui.edits import in_words, typed_value
 
     assert typed_value("Here is", "Here is the JSON:") == "Here is the JSON:"
     assert typed_value("x", "{a: 1}") == "{a: 1}"

@@ -15,7 +15,7 @@ from triage_repo import TriageRepo
 from triage_store import EARLIER_RUNS, RED_RUN, _run_record, _store_run
 
 from redline.cli import main
-from redline.running.records import CaseRecord
+from redline.vocabulary.records import CaseRecord
 from redline_tui.app import TriageApp
 from redline_tui.screens.history import HistoryScreen
 from redline_tui.screens.outputs import OutputsScreen

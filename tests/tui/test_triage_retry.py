@@ -11,9 +11,9 @@ from textual.widgets import Static
 
 from redline.cli import main
 from redline.config import parse_config
-from redline.running.records import RunResult
 from redline.running.store import RunStore
-from redline.running.verdicts import Verdict
+from redline.vocabulary.records import RunResult
+from redline.vocabulary.verdicts import Verdict
 from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
 from redline_tui.widgets.dialogs import MessageDialog, PickerDialog

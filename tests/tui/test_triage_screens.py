@@ -19,7 +19,7 @@ from triage_store import (
 
 from redline.deciding.baseline import save_baselines
 from redline.deciding.history import HistoryPoint
-from redline.running.records import CaseOutcome, RunKind
+from redline.vocabulary.records import CaseOutcome, RunKind
 from redline_tui.app import TriageApp
 from redline_tui.screens.compare import CompareScreen
 from redline_tui.screens.help import HelpScreen

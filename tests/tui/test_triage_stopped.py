@@ -10,9 +10,9 @@ from textual.widgets import DataTable, Static
 from triage_repo import TriageRepo
 from triage_store import SUITE, _run_record
 
-from redline.providers.completion import FinishReason
-from redline.running.records import CaseOutcome, CaseRecord, RunResult, RunStatus, SampleRecord
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.vocabulary.completion import FinishReason
+from redline.vocabulary.records import CaseOutcome, CaseRecord, RunResult, RunStatus, SampleRecord
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict
 from redline_tui.app import TriageApp
 from redline_tui.screens.outputs import OutputsScreen
 

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from redline.providers.completion import FinishReason
-from redline.running.outcome import add_counts, case_outcome, run_result
-from redline.running.records import (
+from redline.running.store import RunStore
+from redline.vocabulary.completion import FinishReason
+from redline.vocabulary.outcome import add_counts, case_outcome, run_result
+from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
     RunKind,
@@ -17,8 +18,7 @@ from redline.running.records import (
     RunStatus,
     SampleRecord,
 )
-from redline.running.store import RunStore
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict
 
 SUITE = "support"
 MODEL = "openai:fake-model-2026-01"

@@ -15,15 +15,7 @@ from typing import Any
 
 from textual.screen import Screen
 
-from redline.deciding.history import case_history, find_marginal
-from redline.deciding.rerun import default_samples, find_case
-from redline.errors import ProblemsError, RedlineError, UsageError
-from redline.gitio import stage_file
-from redline.guard import index_has_prompt_change, loosenings_between
-from redline.running.records import CaseRecord, RunRecord, RunStatus, TriageRecord
-from redline.textsafe import preview
-from redline_tui.context import TriageContext
-from redline_tui.edits import (
+from redline.deciding.edits import (
     FileEdit,
     accepted_entry,
     assertion_value_key,
@@ -39,6 +31,14 @@ from redline_tui.edits import (
     value_as_text,
     value_kind,
 )
+from redline.deciding.history import case_history, find_marginal
+from redline.deciding.rerun import default_samples, find_case
+from redline.errors import ProblemsError, RedlineError, UsageError
+from redline.gitio import stage_file
+from redline.guard import index_has_prompt_change, loosenings_between
+from redline.textsafe import preview
+from redline.vocabulary.records import CaseRecord, RunRecord, RunStatus, TriageRecord
+from redline_tui.context import TriageContext
 from redline_tui.messages import FilesStaged, TriageMarked
 from redline_tui.widgets.dialogs import (
     Choice,

@@ -10,6 +10,8 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from redline.config import Config
+from redline.running.store import RunStore
 from redline_tui.cause_jobs import CauseJobs
 from redline_tui.context import TriageContext
 from redline_tui.messages import (
@@ -122,3 +124,9 @@ class TriageApp(App[None]):
 
 def _is_step(screen: Screen[object]) -> bool:
     return bool(getattr(screen, "STEP", None))
+
+
+def open_triage(*, store: RunStore, config: Config, run_id: str | None, notice: str | None) -> None:
+    """The `triage` app's entry point (`redline.apps` in pyproject.toml)."""
+    context = TriageContext(store=store, root=config.root, config=config)
+    TriageApp(context, run_id, notice=notice).run()

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 
 from redline.config import Config
 from redline.deciding.cause import ArmKind, Settings
-from redline.deciding.causes import Cause
-from redline.running.records import CaseRecord, RunRecord
+from redline.vocabulary.causes import Cause
+from redline.vocabulary.records import CaseRecord, RunRecord
 from redline_tui.cause_jobs import CauseJobs, case_key
 from redline_tui.messages import CaseKey, CauseProgressed
 

@@ -17,8 +17,8 @@ from textual.app import App
 from redline.config import Config
 from redline.deciding.cause import CauseAnalysis, CauseProgress, Settings
 from redline.errors import RedlineError
-from redline.running.records import CaseRecord, RunRecord
 from redline.running.store import RunStore
+from redline.vocabulary.records import CaseRecord, RunRecord
 from redline_tui.messages import CaseKey, CauseProgressed
 
 

@@ -13,8 +13,8 @@ from redline.config import Config
 from redline.deciding.baseline import Baseline, GoldenReference, golden_reference, load_baseline
 from redline.deciding.rerun import find_case
 from redline.errors import RedlineError
-from redline.running.records import CaseRecord, RunKind, RunRecord, SampleRecord
 from redline.running.store import RunStore
+from redline.vocabulary.records import CaseRecord, RunKind, RunRecord, SampleRecord
 
 if TYPE_CHECKING:
     from redline_tui.cause_jobs import CauseJobs

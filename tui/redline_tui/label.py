@@ -127,3 +127,8 @@ class LabelApp(App[int]):
     def _advance(self) -> None:
         self.score = None
         self.position += 1
+
+
+def open_labels(items: Sequence[LabelItem], rubric_card: str, record: RecordLabel) -> int:
+    """The `label` app's entry point: how many labels were made."""
+    return LabelApp(items, rubric_card, record).run() or 0

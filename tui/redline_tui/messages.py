@@ -9,7 +9,7 @@ from enum import IntEnum
 from textual.message import Message
 
 from redline.deciding.cause import CauseProgress, Diagnosis
-from redline.running.records import CaseRecord, RunRecord
+from redline.vocabulary.records import CaseRecord, RunRecord
 
 #: (run id, suite, case id): one case of one run, as triage tracks it.
 CaseKey = tuple[str, str, str]

@@ -15,11 +15,11 @@ from textual.screen import Screen
 
 from redline.config import Config
 from redline.errors import RedlineError
-from redline.running.records import RunRecord
 from redline.running.runner import RunProgress, resume_options, run_suites
 from redline.running.store import RunStore
-from redline.running.verdicts import Verdict
 from redline.suite.cases import load_suites
+from redline.vocabulary.records import RunRecord
+from redline.vocabulary.verdicts import Verdict
 from redline_tui.context import TriageContext
 from redline_tui.messages import RetryProgressed
 from redline_tui.widgets.dialogs import Choice, MessageDialog, PickerDialog

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from redline.casemodel import assertion_model, declared_types
+from redline.documents.reading import NodeReader
+from redline.documents.yamlsource import FILE_REF, Node, read_verbatim
 from redline.errors import Problem
-from redline.providers.completion import Completion
-from redline.running.verdicts import AssertionStatus
-from redline.suite.reading import NodeReader
-from redline.suite.templates import fill
-from redline.suite.words import words as split_words
-from redline.suite.yamlsource import FILE_REF, Node, read_verbatim
+from redline.text.templates import fill
+from redline.text.words import words as split_words
+from redline.vocabulary.completion import Completion
+from redline.vocabulary.verdicts import AssertionStatus
 
 if TYPE_CHECKING:
     from redline.config import Config
@@ -109,7 +109,7 @@ class Sample:
 
     @property
     def words(self) -> list[str]:
-        """The output's words by `redline.suite.words` (each CJK/Thai character is a word)."""
+        """The output's words by `redline.text.words` (each CJK/Thai character is a word)."""
         return self.cached("words", lambda s: split_words(s.text))
 
     def cached(self, key: str, compute: Callable[[Sample], T]) -> T:

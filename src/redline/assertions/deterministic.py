@@ -25,7 +25,7 @@ from redline.assertions.base import (
     Spec,
     register,
 )
-from redline.running.verdicts import AssertionStatus
+from redline.vocabulary.verdicts import AssertionStatus
 
 
 def _preview(text: str, limit: int = 60) -> str:

@@ -9,8 +9,8 @@ from typing import Protocol
 
 from redline.assertions.base import COST_HEURISTIC, LAYER_1, Assertion, Check, Sample
 from redline.assertions.refusal import sample_refusal
-from redline.providers.completion import Completion, FinishReason
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
+from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
 
 
 class Checked(Protocol):

@@ -11,8 +11,8 @@ import zlib
 
 from redline.assertions.base import COST_HEURISTIC, Assertion, Check, Sample, Spec, register
 from redline.casemodel import assertion_model
-from redline.running.verdicts import AssertionStatus
-from redline.suite.words import words as split_words
+from redline.text.words import words as split_words
+from redline.vocabulary.verdicts import AssertionStatus
 
 
 def compression_ratio(text: str) -> float:
@@ -40,7 +40,7 @@ def _window_bits(size: int) -> int:
 def distinct_n(text: str, n: int = 3) -> float:
     """Unique word n-grams / all n-grams, ignoring case; 1.0 with fewer than n words.
 
-    Words are counted by `redline.suite.words` (each CJK/Thai character is a word), so a
+    Words are counted by `redline.text.words` (each CJK/Thai character is a word), so a
     looping Chinese or Thai reply scores as low as a looping English one.
     """
     words = split_words(text.lower())

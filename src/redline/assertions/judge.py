@@ -13,10 +13,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from redline.assertions.base import COST_JUDGE, LAYER_2, Assertion, Check, Sample, Spec, register
+from redline.documents.yamlsource import FILE_REF
 from redline.errors import ProblemsError, relpath
 from redline.judge.rubric import Rubric, cached_rubric
-from redline.running.verdicts import AssertionStatus
-from redline.suite.yamlsource import FILE_REF
+from redline.vocabulary.verdicts import AssertionStatus
 
 NOT_ENABLED = "judge not run: judged only in runs started with `redline run --judge`"
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from redline.assertions.base import COST_STRING, Assertion, Check, Sample, Spec, register
 from redline.casemodel import assertion_model
-from redline.providers.completion import FinishReason
+from redline.vocabulary.completion import FinishReason
 
 REFUSAL_WINDOW = 400
 

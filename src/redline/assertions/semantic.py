@@ -19,6 +19,7 @@ from pathlib import Path
 from redline.assertions.base import COST_MODEL, LAYER_2, Assertion, Check, Sample, Spec, register
 from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
 from redline.config import Config
+from redline.documents.yamlsource import did_you_mean
 from redline.errors import ConfigError
 from redline.semantic.checker import ModelChecker, load_checker
 from redline.semantic.concept import Concept
@@ -33,8 +34,7 @@ from redline.semantic.settings import (
     semantic_settings,
 )
 from redline.semantic.tones import load_tones, requestable_tones
-from redline.suite.templates import fill
-from redline.suite.yamlsource import did_you_mean
+from redline.text.templates import fill
 from redline.textsafe import one_line
 
 

@@ -29,7 +29,7 @@ DEFAULT_TIER = "contract"
 #: Suite keys that change what the model is asked or how it samples (a prompt change when
 #: edited: a new seed draws new outputs as surely as a new prompt does).
 GENERATION_KEYS = ("model", "temperature", "max_tokens", "seed")
-#: `samples:` as a mapping asks for sequential sampling (see redline.running.sequential).
+#: `samples:` as a mapping asks for sequential sampling (see redline.vocabulary.sequential).
 SAMPLES_KEYS = frozenset({"min", "max", "margin", "bar"})
 #: `seed: frozen` sends the same seed for the same case and sample index in every run.
 FROZEN_SEED = "frozen"
@@ -271,7 +271,7 @@ for _model in (
     _budget("max-chars", "at most this many characters"),
     _budget(
         "max-words",
-        "at most this many words (each CJK/Thai character is a word: redline.suite.words; the "
+        "at most this many words (each CJK/Thai character is a word: redline.text.words; the "
         "counting rule is recorded in every run's manifest, not in case files)",
     ),
     _budget("max-tokens", "at most this many output tokens"),

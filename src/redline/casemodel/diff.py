@@ -32,7 +32,7 @@ from redline.casemodel.values import (
     show,
     source_change,
 )
-from redline.running.sequential import pass_rate_bar, passes_needed
+from redline.vocabulary.sequential import pass_rate_bar, passes_needed
 
 
 @dataclass(frozen=True)

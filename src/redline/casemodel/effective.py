@@ -37,7 +37,8 @@ from redline.casemodel import (
     declared_types,
 )
 from redline.casemodel.values import is_number, is_whole, show
-from redline.running.sequential import (
+from redline.text.templates import fill
+from redline.vocabulary.sequential import (
     DEFAULT_MARGIN,
     DEFAULT_MAX,
     DEFAULT_MIN,
@@ -45,7 +46,6 @@ from redline.running.sequential import (
     pass_rate_bar,
     passes_needed,
 )
-from redline.suite.templates import fill
 
 #: repository (or folder) path, POSIX style → the file's bytes, or None when absent.
 Reader = Callable[[str], bytes | None]

@@ -22,7 +22,6 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from redline import __version__
 from redline.ci.provider import (
     CiArtifact,
     CiRun,
@@ -30,6 +29,7 @@ from redline.ci.provider import (
 )
 from redline.errors import ArtifactExpired, ArtifactFailed, CiError, GitError, UsageError
 from redline.providers.retries import RetryPolicy, parse_retry_after
+from redline.version import __version__
 
 DEFAULT_API_URL = "https://api.github.com"
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from redline import __version__
+from redline.version import __version__
 
 DIST_NAME = "redline"
 

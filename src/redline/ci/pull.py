@@ -22,8 +22,8 @@ from redline.ci.provider import (
 )
 from redline.errors import ArtifactExpired, ArtifactFailed, CiError, ExportUnreadable, NoExport
 from redline.running.exchange import ExportedRun, add_export, read_zip
-from redline.running.records import CiOrigin, RunRecord
 from redline.running.store import RunStore
+from redline.vocabulary.records import CiOrigin, RunRecord
 
 #: Artifacts up to this size are held in memory, bigger ones spill to a temporary file.
 _IN_MEMORY_BYTES = 64 * 1024 * 1024

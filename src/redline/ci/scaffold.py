@@ -11,9 +11,9 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from redline import __version__
 from redline.ci.install_spec import InstallSpec, running_install_spec
 from redline.errors import UsageError
+from redline.version import __version__
 
 CONFIG_FILE = "redline.toml"
 WORKFLOW_FILE = ".github/workflows/prompt-evals.yml"

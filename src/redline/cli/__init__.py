@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from redline import __version__
 from redline.errors import (
     AmbiguousRunId,
     ArtifactExpired,
@@ -38,6 +37,7 @@ from redline.errors import (
     StoreMissing,
     UsageError,
 )
+from redline.version import __version__
 
 
 class ExitCode(IntEnum):

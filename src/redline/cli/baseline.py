@@ -23,9 +23,9 @@ from redline.deciding.baseline import (
 )
 from redline.errors import UsageError
 from redline.running.exchange import run_json
-from redline.running.records import CaseRecord
 from redline.running.store import RunStore
 from redline.textsafe import escape_output
+from redline.vocabulary.records import CaseRecord
 
 _STYLE = {
     CaseStatus.REGRESSION: "bold red",

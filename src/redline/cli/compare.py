@@ -28,8 +28,8 @@ from redline.report.comparison import (
     total_lines,
 )
 from redline.running.store import RunStore
-from redline.running.verdicts import VERDICT_ORDER
 from redline.textsafe import escape_output
+from redline.vocabulary.verdicts import VERDICT_ORDER
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

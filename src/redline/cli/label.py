@@ -11,6 +11,7 @@ import argparse
 import getpass
 from pathlib import Path
 
+from redline.apps import app
 from redline.cli import ExitCode
 from redline.cli.terminal import require_terminal
 from redline.config import load_config
@@ -18,13 +19,13 @@ from redline.errors import StoreMissing, UsageError, relpath
 from redline.judge.labels import (
     Label,
     LabelItem,
-    label_items,
     labels_path,
     read_labels,
     rubric_card,
     write_labels,
 )
 from redline.judge.rubric import load_rubric
+from redline.running.judging import label_items
 from redline.running.options import RunOptions
 from redline.running.store import RunStore, now_iso
 from redline.suite.cases import Case, load_suites
@@ -94,9 +95,7 @@ def _label(args: argparse.Namespace) -> int:
         "label",
         f"there are {len(items)} output(s) to label; open a terminal and run this command again.",
     )
-    from redline_tui.label import LabelApp
-
-    made = LabelApp(items, rubric_card(rubric), record).run() or 0
+    made: int = app("label")(items, rubric_card(rubric), record)
     print(
         f"{made} label(s) added; {len(labels)} in {relpath(path)}. "
         f"Next: redline calibrate --rubric {relpath(rubric.path)}"

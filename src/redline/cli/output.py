@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from redline.presentation import VERDICT_STYLES
-from redline.running.verdicts import VERDICT_ORDER, Verdict
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 #: Width of a console that is not a terminal: wider than any table redline prints.
 _UNBOUNDED = 100_000

@@ -16,8 +16,8 @@ from rich.text import Text
 
 from redline.cli.output import verdict_breakdown
 from redline.running.runner import RunProgress
-from redline.running.verdicts import VERDICT_ORDER
 from redline.textsafe import escape_output
+from redline.vocabulary.verdicts import VERDICT_ORDER
 
 if TYPE_CHECKING:
     from rich.progress import Progress

@@ -17,8 +17,8 @@ from redline.report import build_run_report
 from redline.report.html import html_report
 from redline.report.junit import junit_xml
 from redline.report.markdown import markdown_summary
-from redline.running.records import RunKind
 from redline.running.store import RunStore
+from redline.vocabulary.records import RunKind
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

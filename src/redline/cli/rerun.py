@@ -20,8 +20,8 @@ from redline.config import load_config
 from redline.deciding.cause import CauseAnalysis, CauseProgress, Diagnosis, Settings, p_value_label
 from redline.errors import CaseInSeveralSuites, CaseNotFound
 from redline.presentation import CAUSE_STYLES
-from redline.running.records import CaseRecord, RunRecord
 from redline.running.store import RunStore
+from redline.vocabulary.records import CaseRecord, RunRecord
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -23,13 +23,13 @@ from redline.config import Config, load_config
 from redline.errors import StoreMissing, UsageError, relpath
 from redline.running.exchange import check_out_dir, export_run
 from redline.running.options import RunOptions, resume_options
-from redline.running.records import RunKind, RunRecord, RunResult
 from redline.running.runner import estimate_run, run_model, run_suites
 from redline.running.seeds import seed_warning
 from redline.running.store import RunStore, new_run_id
 from redline.running.usage import usd
-from redline.running.verdicts import Verdict
 from redline.suite.cases import Suite, load_suites
+from redline.vocabulary.records import RunKind, RunRecord, RunResult
+from redline.vocabulary.verdicts import Verdict
 
 _EXIT = {
     RunResult.GREEN: ExitCode.GREEN,
@@ -167,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
     with RunStore.open(config.store_path) as store:
         reference = None
         if args.against:
-            from redline.running.against import against_options  # loads the comparison
+            from redline.deciding.against import against_options  # loads the comparison
 
             reference = store.run(args.against)
             options = against_options(store, reference, suites, options)
@@ -325,7 +325,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
 def _shard(text: str | None) -> tuple[int, int] | None:
     if not text:
         return None
-    from redline.ci.shard import parse_shard  # CI only: kept off a plain run's start-up
+    from redline.running.shards import parse_shard  # CI only: kept off a plain run's start-up
 
     return parse_shard(text)
 

@@ -18,17 +18,17 @@ from redline.cli.output import verdict_breakdown
 from redline.cli.show import case_table
 from redline.config import Config
 from redline.deciding.compare import compare_runs
-from redline.deciding.quarantine import quarantined_cases
 from redline.presentation import result_headline_style
 from redline.running.budget import budget_note
 from redline.running.options import RunOptions
-from redline.running.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
-from redline.running.records import CaseOutcome, CaseRecord, RunRecord, RunResult
+from redline.running.quarantine import quarantined_cases
 from redline.running.runner import select_cases
 from redline.running.store import RunStore
 from redline.running.usage import usage_of, usage_summary
-from redline.running.verdicts import Verdict
 from redline.suite.cases import Suite
+from redline.vocabulary.outcome import MAX_NON_CONTENT_SHARE, add_counts, non_content_share
+from redline.vocabulary.records import CaseOutcome, CaseRecord, RunRecord, RunResult
+from redline.vocabulary.verdicts import Verdict
 
 
 def report_run(

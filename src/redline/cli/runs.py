@@ -14,8 +14,8 @@ from redline.cli.output import add_format_option, make_console, make_table, prin
 from redline.config import load_config
 from redline.presentation import RESULT_STYLES
 from redline.running.exchange import run_json
-from redline.running.records import CaseOutcome, CaseRecord, RunKind, RunRecord
 from redline.running.store import RunStore
+from redline.vocabulary.records import CaseOutcome, CaseRecord, RunKind, RunRecord
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -32,10 +32,10 @@ from redline.presentation import (
 )
 from redline.running.budget import budget_note
 from redline.running.exchange import case_json, run_json, sample_json
-from redline.running.records import CaseRecord, CiOrigin, RunRecord, SampleRecord
 from redline.running.store import RunStore
-from redline.running.verdicts import AssertionStatus
 from redline.textsafe import escape_output
+from redline.vocabulary.records import CaseRecord, CiOrigin, RunRecord, SampleRecord
+from redline.vocabulary.verdicts import AssertionStatus
 
 RESULT_STYLES = OUTCOME_STYLES
 STATUS_STYLES = {

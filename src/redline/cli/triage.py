@@ -13,13 +13,14 @@ from pathlib import Path
 
 from rich.console import Console
 
+from redline.apps import app
 from redline.cli import ExitCode
 from redline.cli.pull import add_pull_arguments, latest_nightly, pull_from_ci
 from redline.cli.terminal import require_terminal
 from redline.config import load_config
 from redline.errors import CiError, StoreMissing, UsageError
-from redline.running.records import RunKind
 from redline.running.store import RunStore
+from redline.vocabulary.records import RunKind
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -62,9 +63,7 @@ def _triage(args: argparse.Namespace) -> int:
             store_path,
             "run `redline run` first, or `redline triage --pull` to start from CI's runs",
         )
-    from redline_tui.app import TriageApp
-    from redline_tui.context import TriageContext
-
+    open_triage = app("triage")
     with RunStore.open(store_path) as store:
         notice = None
         run_id: str | None = None
@@ -84,6 +83,5 @@ def _triage(args: argparse.Namespace) -> int:
                 raise CiError(summary.stopped)
             raise UsageError(f"no runs in {store_path}: run `redline run` first")
         _require_terminal()
-        context = TriageContext(store=store, root=config.root, config=config)
-        TriageApp(context, run_id, notice=notice).run()
+        open_triage(store=store, config=config, run_id=run_id, notice=notice)
     return ExitCode.GREEN

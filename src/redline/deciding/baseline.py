@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from redline.errors import BaselineMissing, CaseNotFound, ConfigError, RunNotFinished, UsageError
-from redline.running.records import (
+from redline.running.store import RunStore
+from redline.text.words import words
+from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
     RunKind,
@@ -43,9 +45,7 @@ from redline.running.records import (
     RunStatus,
     SampleRecord,
 )
-from redline.running.store import RunStore
-from redline.running.verdicts import CONTENT_VERDICTS, AssertionStatus, Verdict
-from redline.suite.words import words
+from redline.vocabulary.verdicts import CONTENT_VERDICTS, AssertionStatus, Verdict
 
 BASELINE_FORMAT = 1
 DEFAULT_SCORE_DROP = 0.10
@@ -423,6 +423,19 @@ def compare_run_with_baselines(
     return compare_with_baselines(
         run, cases, store.samples(run.id), baselines, score_drop=score_drop
     )
+
+
+def diff_line_kind(line: str) -> str:
+    """How a unified-diff line is coloured: note, hunk, added, removed or plain."""
+    if line.startswith(("+++", "---")):
+        return "note"
+    if line.startswith("@@"):
+        return "hunk"
+    if line.startswith("+"):
+        return "added"
+    if line.startswith("-"):
+        return "removed"
+    return "plain"
 
 
 def golden_diff(

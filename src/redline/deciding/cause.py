@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from redline.casemodel import SUITE_FILE, prompt_file, suite_name
 from redline.config import PROVIDER_TYPES, Config, ModelRef, pinned_models
-from redline.deciding.causes import Cause
 from redline.deciding.reference import Reference, find_reference, red_run_commit
 from redline.deciding.stats import (
     at_least,
@@ -39,6 +38,7 @@ from redline.deciding.stats import (
     smallest_count,
     wilson_interval,
 )
+from redline.documents.yamlsource import plain_data
 from redline.errors import CaseNotFound, GitError, ProblemsError, RedlineError, UsageError
 from redline.gitio import (
     Repo,
@@ -50,11 +50,11 @@ from redline.gitio import (
     work_tree,
 )
 from redline.running.manifest import prompt_key, suite_manifest
-from redline.running.records import CaseRecord, RunKind, RunRecord, TriageRecord
 from redline.running.store import RunStore, now_iso
-from redline.running.verdicts import Verdict
 from redline.suite.cases import Case, Suite, find_suite_dirs, load_suite
-from redline.suite.yamlsource import plain_data
+from redline.vocabulary.causes import Cause
+from redline.vocabulary.records import CaseRecord, RunKind, RunRecord, TriageRecord
+from redline.vocabulary.verdicts import Verdict
 
 if TYPE_CHECKING:
     from redline.running.runner import RunProgress

@@ -29,12 +29,12 @@ from enum import StrEnum
 from redline.config import Price
 from redline.deciding.baseline import is_partial_run
 from redline.deciding.stats import fisher_one_sided
-from redline.running.outcome import add_counts, content_comparison_withheld
-from redline.running.records import CaseOutcome, CaseRecord, RunRecord, SampleUsage
 from redline.running.seeds import frozen_together
 from redline.running.store import RunStore
 from redline.running.usage import EMPTY, Usage, usage_of
-from redline.running.verdicts import VERDICT_ORDER, Verdict
+from redline.vocabulary.outcome import add_counts, content_comparison_withheld
+from redline.vocabulary.records import CaseOutcome, CaseRecord, RunRecord, SampleUsage
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 #: Looks up a run's model id in the price table (`Config.price`).
 PriceLookup = Callable[[str], Price | None]

@@ -14,8 +14,8 @@ from enum import StrEnum
 from itertools import pairwise
 
 from redline.deciding.history import HistoryPoint
-from redline.running.records import CaseOutcome, CaseRecord, SampleRecord
-from redline.running.verdicts import Verdict
+from redline.vocabulary.records import CaseOutcome, CaseRecord, SampleRecord
+from redline.vocabulary.verdicts import Verdict
 
 #: (suite, case id, assertion index) → the assertion as the case file says it, or None when
 #: the case file is not at hand (then the type and index stand for it).

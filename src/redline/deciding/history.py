@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 
 from redline.deciding.stats import samples_needed
 from redline.errors import CaseInSeveralSuites, CaseNotFound
-from redline.running.records import CaseOutcome, RunKind
 from redline.running.store import RunStore
+from redline.vocabulary.records import CaseOutcome, RunKind
 
 DEFAULT_MARGINAL_RUNS = 3
 _BLOCKS = "▁▂▃▄▅▆▇█"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from redline.errors import GitCommandError, GitError
 from redline.gitio import Repo, commit_subject, file_at, resolve_commit
-from redline.running.records import CaseOutcome, RunKind, RunRecord, RunStatus
 from redline.running.store import RunStore
+from redline.vocabulary.records import CaseOutcome, RunKind, RunRecord, RunStatus
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from redline.casemodel.effective import (
     suite_bar,
 )
 from redline.casemodel.values import Change, differs, number_change, show
+from redline.documents.yamlsource import line_at, load_data, utf8_problem
 from redline.gitio import Snapshot, is_binary
 from redline.guard._findings import Finding, Kind
 from redline.judge.rubric import BAR_KEYS
-from redline.suite.yamlsource import line_at, load_data, utf8_problem
 
 KINDS = {
     Change.LOOSER: Kind.LOOSENING,
@@ -72,7 +72,7 @@ class Side:
 
 
 def parse_yaml(data: bytes | None, path: str, side: str) -> Parsed:
-    """One side's YAML file, read as the loader reads it (`redline.suite.yamlsource`)."""
+    """One side's YAML file, read as the loader reads it (`redline.documents.yamlsource`)."""
     if data is None:
         return Parsed(None)
     if is_binary(data):

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from redline.judge.labels import Label, labels_path, read_labels, write_labels
     from redline.judge.rubric import Rubric, load_rubric
     from redline.judge.scores import ScoreSummary, case_score_summaries, summarize_scores
-    from redline.judge.session import JudgeSession, judge_pending
 
 _HOME = {
     "Agreement": "agreement",
@@ -67,8 +66,6 @@ _HOME = {
     "ScoreSummary": "scores",
     "case_score_summaries": "scores",
     "summarize_scores": "scores",
-    "JudgeSession": "session",
-    "judge_pending": "session",
 }
 
 
@@ -84,7 +81,6 @@ __all__ = [
     "Agreement",
     "Calibration",
     "Fingerprint",
-    "JudgeSession",
     "JudgeStatus",
     "Judgement",
     "Label",
@@ -99,7 +95,6 @@ __all__ = [
     "cohens_kappa",
     "fingerprint",
     "judge_output",
-    "judge_pending",
     "judge_provider",
     "judge_trust",
     "labels_path",

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from redline.judge.rubric import Rubric
-from redline.suite.templates import fill
+from redline.text.templates import fill
 
 
 class JudgeStatus(StrEnum):

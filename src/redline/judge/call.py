@@ -19,9 +19,9 @@ from redline.judge.answer import (
 from redline.judge.rubric import Rubric
 from redline.providers.anthropic import AnthropicProvider
 from redline.providers.base import Provider
-from redline.providers.completion import ChatRequest, FinishReason
 from redline.providers.factory import make_provider
 from redline.providers.http_provider import Answer
+from redline.vocabulary.completion import ChatRequest, FinishReason
 
 #: The tool an Anthropic judge is forced to call; its input is the answer object.
 JUDGE_TOOL = "record_judgement"

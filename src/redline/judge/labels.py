@@ -16,15 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from redline.assertions.judge import judge_assertions
+from redline.documents.reading import NodeReader
+from redline.documents.yamlsource import Node, load_file, type_name
 from redline.errors import Problem, ProblemsError, relpath
 from redline.judge.rubric import Rubric
-from redline.running.records import SampleRecord
-from redline.suite.reading import NodeReader
-from redline.suite.yamlsource import Node, load_file, type_name
 
 if TYPE_CHECKING:
-    from redline.suite.cases import Case
+    pass
 
 LABELS_DIR = "labels"
 LABEL_KEYS = frozenset(
@@ -192,47 +190,6 @@ class LabelItem:
     index: int
     output: str
     vars: Mapping[str, str] = field(default_factory=dict)
-
-
-def label_items(
-    samples: Sequence[SampleRecord],
-    cases: Mapping[tuple[str, str], Case],
-    rubric: Rubric,
-    done: Sequence[Label] = (),
-) -> list[LabelItem]:
-    """Outputs of the cases that use `rubric`, that a judge would see, not labelled yet.
-
-    A judge sees only samples that passed everything else, so only those are worth
-    a label: samples with a transport error, or a failed assertion other than a
-    judge, are left out. Judge results are dropped here, before anything is shown.
-    """
-    using = {
-        key
-        for key, case in cases.items()
-        if any(j.rubric.path == rubric.path for j in judge_assertions(case.assertions))
-    }
-    labelled = {label.output_sha256 for label in done}
-    items: list[LabelItem] = []
-    for sample in samples:
-        key = (sample.suite, sample.case_id)
-        if key not in using or sample.error is not None or not sample.output.strip():
-            continue
-        if any(a.failed and a.type != "judge" for a in sample.assertions):
-            continue
-        if output_sha256(sample.output) in labelled:
-            continue
-        labelled.add(output_sha256(sample.output))
-        items.append(
-            LabelItem(
-                ref=sample_ref(sample.run_id, sample.suite, sample.case_id, sample.index),
-                suite=sample.suite,
-                case_id=sample.case_id,
-                index=sample.index,
-                output=sample.output,
-                vars=dict(cases[key].vars),
-            )
-        )
-    return items
 
 
 def rubric_card(rubric: Rubric) -> str:

@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from redline.casemodel import Compare
-from redline.errors import Problem, ProblemsError, relpath
-from redline.suite.reading import NodeReader
-from redline.suite.templates import placeholders
-from redline.suite.yamlsource import (
+from redline.documents.reading import NodeReader
+from redline.documents.yamlsource import (
     FILE_REF,
     Node,
     did_you_mean,
@@ -26,6 +24,8 @@ from redline.suite.yamlsource import (
     read_verbatim,
     type_name,
 )
+from redline.errors import Problem, ProblemsError, relpath
+from redline.text.templates import placeholders
 
 RUBRIC_KEYS = frozenset(
     {"name", "description", "anchors", "pass", "checks", "model", "min_kappa", "prompt"}

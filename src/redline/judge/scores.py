@@ -13,8 +13,8 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from redline.running.records import SampleRecord
-from redline.running.verdicts import AssertionStatus
+from redline.vocabulary.records import SampleRecord
+from redline.vocabulary.verdicts import AssertionStatus
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from redline.providers.completion import ChatRequest, Completion
+from redline.vocabulary.completion import ChatRequest, Completion
 
 
 @runtime_checkable

@@ -23,11 +23,11 @@ from typing import Any
 
 import httpx
 
-from redline import __version__
 from redline.config import ModelRef, Price, ProviderConfig
-from redline.providers.completion import ChatRequest, Completion, FinishReason
 from redline.providers.retries import RetryPolicy
 from redline.providers.transport import PooledTransport
+from redline.version import __version__
+from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
 
 USER_AGENT = f"redline/{__version__}"
 _BODY_SNIPPET = 300

@@ -41,10 +41,10 @@ from typing import Any
 from redline.config import ModelRef, Price, ProviderConfig
 from redline.errors import ConfigError
 from redline.openmp import prefer_passive_wait
-from redline.providers.completion import ChatRequest, Completion
 from redline.providers.http_provider import Answer, MalformedResponse
 from redline.providers.local_slots import Copies
 from redline.providers.local_stream import ChunkStream
+from redline.vocabulary.completion import ChatRequest, Completion
 
 DEFAULT_THREADS = os.cpu_count() or 1
 DEFAULT_CONTEXT = 4096

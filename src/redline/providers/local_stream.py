@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from redline.providers.completion import Completion
 from redline.providers.http_provider import Answer, optional_int
 from redline.providers.openai import parse_chat_completion
+from redline.vocabulary.completion import Completion
 
 #: Generated tokens between two looks at the output so far, once past the first ones
 #: (looked at after 1, 2, 4 and 8 tokens: prose before the JSON shows at once).

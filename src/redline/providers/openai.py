@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from redline.providers.completion import ChatRequest, FinishReason
 from redline.providers.http_provider import Answer, HttpProvider, MalformedResponse, optional_int
+from redline.vocabulary.completion import ChatRequest, FinishReason
 
 _FINISH_REASONS = {
     "stop": FinishReason.STOP,

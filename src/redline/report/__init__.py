@@ -14,9 +14,11 @@ from pathlib import Path
 from redline.deciding.baseline import Baseline, load_baseline
 from redline.deciding.compare import Comparison, compare_cases
 from redline.deciding.history import Marginal, case_history, find_marginal
-from redline.deciding.quarantine import QuarantinedCase, quarantined_cases
-from redline.running.outcome import add_counts, content_comparison_withheld
-from redline.running.records import (
+from redline.running.quarantine import QuarantinedCase, quarantined_cases
+from redline.running.store import RunStore
+from redline.running.usage import Usage, usage_of_samples
+from redline.vocabulary.outcome import add_counts, content_comparison_withheld
+from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
     CiOrigin,
@@ -24,9 +26,7 @@ from redline.running.records import (
     RunRecord,
     SampleRecord,
 )
-from redline.running.store import RunStore
-from redline.running.usage import Usage, usage_of_samples
-from redline.running.verdicts import AssertionResult, Verdict
+from redline.vocabulary.verdicts import AssertionResult, Verdict
 
 #: How many scheduled runs (up to the reported one) the history sparklines cover.
 HISTORY_RUNS = 20

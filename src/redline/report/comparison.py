@@ -15,9 +15,9 @@ from typing import Any
 from redline.deciding.compare import CaseDelta, Comparison, ManifestChange, RunSide, Split, split_of
 from redline.report.markdown import md_code, md_escape
 from redline.running.exchange import run_json
-from redline.running.records import CaseRecord
 from redline.running.usage import Usage, usd
-from redline.running.verdicts import VERDICT_ORDER, Verdict
+from redline.vocabulary.records import CaseRecord
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 SortValue = float | str | None
 

@@ -19,10 +19,10 @@ from redline.presentation import (
 )
 from redline.report import CaseReport, RunReport, failed_assertions, previous_run_sentence
 from redline.running.budget import budget_note
-from redline.running.records import CaseOutcome, RunResult
 from redline.running.usage import usage_summary
-from redline.running.verdicts import VERDICT_ORDER, Verdict
 from redline.textsafe import escape_output
+from redline.vocabulary.records import CaseOutcome, RunResult
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 _OUTCOME_ORDER = OUTCOME_ORDER
 

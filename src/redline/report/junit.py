@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from redline.deciding.quarantine import QuarantinedCase
 from redline.report import CaseReport, RunReport, failed_assertions
-from redline.running.records import CaseOutcome, RunRecord
-from redline.running.verdicts import VERDICT_ORDER, Verdict
+from redline.running.quarantine import QuarantinedCase
+from redline.vocabulary.records import CaseOutcome, RunRecord
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 

@@ -11,10 +11,10 @@ import re
 from redline.deciding.history import sparkline
 from redline.report import RunReport, failed_assertions, previous_run_sentence
 from redline.running.budget import budget_note
-from redline.running.records import CaseOutcome
 from redline.running.usage import usage_summary
-from redline.running.verdicts import VERDICT_ORDER
 from redline.textsafe import preview
+from redline.vocabulary.records import CaseOutcome
+from redline.vocabulary.verdicts import VERDICT_ORDER
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
 

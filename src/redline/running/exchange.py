@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from redline.errors import ExportUnreadable, NoExport, RunAlreadyStored, UsageError
-from redline.running.records import (
+from redline.running.store import RunStore
+from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
     CiOrigin,
@@ -26,8 +27,7 @@ from redline.running.records import (
     SampleRecord,
     record_fields,
 )
-from redline.running.store import RunStore
-from redline.running.verdicts import VERDICT_ORDER, Verdict
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 R = TypeVar("R")
 

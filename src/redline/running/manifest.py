@@ -12,10 +12,10 @@ import hashlib
 import os
 from pathlib import Path
 
-from redline import __version__
 from redline.casemodel import SUITE_FILE
 from redline.suite.cases import Case, Suite
-from redline.suite.words import COUNTING_RULE
+from redline.text.words import COUNTING_RULE
+from redline.version import __version__
 
 MODEL_KEY = "@model"
 VERSION_KEY = "@redline"

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from redline.running.records import RunKind, RunRecord
-from redline.running.verdicts import Verdict
+from redline.vocabulary.records import RunKind, RunRecord
+from redline.vocabulary.verdicts import Verdict
 
 if TYPE_CHECKING:
     from redline.config import Config

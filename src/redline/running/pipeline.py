@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 
 from redline.assertions import LAYER_1, SampleEvaluation, evaluate_sample, settled_failure
 from redline.errors import CredentialsRejected
-from redline.providers.completion import ChatRequest, Completion
 from redline.redaction import KeyRedactor
-from redline.running.records import SampleRecord
 from redline.running.store import now_iso
+from redline.vocabulary.completion import ChatRequest, Completion
+from redline.vocabulary.records import SampleRecord
 
 if TYPE_CHECKING:
-    from redline.judge import JudgeSession
     from redline.providers.base import Provider
+    from redline.running.judging import JudgeSession
     from redline.suite.cases import Case, Suite
 
 
@@ -125,7 +125,7 @@ class SamplePipeline:
             evaluation = evaluate_sample(job.case, completion)
         if self.judges is None:
             return evaluation
-        from redline.judge import judge_pending  # the judge stack loads only when judging
+        from redline.running.judging import judge_pending  # the judge stack loads only when judging
 
         return await judge_pending(self.judges, job.case, completion, evaluation, job.seed)
 

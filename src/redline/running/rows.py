@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from redline.running.records import FieldKind, RecordField, record_fields
-from redline.running.verdicts import VERDICT_ORDER
+from redline.vocabulary.records import FieldKind, RecordField, record_fields
+from redline.vocabulary.verdicts import VERDICT_ORDER
 
 R = TypeVar("R")
 

@@ -25,20 +25,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from redline import __version__
 from redline.config import Config, ModelRef
-from redline.deciding.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
 from redline.errors import CaseNotFound, UsageError
 from redline.gitio import repo_branch, repo_state
 from redline.providers.factory import make_provider
-from redline.providers.replay import ReplayProvider
 from redline.redaction import KeyRedactor
 from redline.running.budget import Budget, Estimate, estimate_cost
 from redline.running.manifest import case_hash, suite_manifest
 from redline.running.options import RunOptions, resume_options
-from redline.running.outcome import add_counts, case_outcome, run_result
 from redline.running.pipeline import SampleJob, SamplePipeline, costly
-from redline.running.records import (
+from redline.running.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
+from redline.running.replay import ReplayProvider
+from redline.running.seeds import FROZEN_SEEDS_ARG, frozen_seeds, sample_seed
+from redline.running.store import RunStore, new_run_id, now_iso
+from redline.version import __version__
+from redline.vocabulary.outcome import add_counts, case_outcome, run_result
+from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
     RunKind,
@@ -47,10 +49,8 @@ from redline.running.records import (
     RunStatus,
     SampleRecord,
 )
-from redline.running.seeds import FROZEN_SEEDS_ARG, frozen_seeds, sample_seed
-from redline.running.sequential import Decision, SequentialDraw, SequentialPlan, adaptive_plan
-from redline.running.store import RunStore, new_run_id, now_iso
-from redline.running.verdicts import Verdict
+from redline.vocabulary.sequential import Decision, SequentialDraw, SequentialPlan, adaptive_plan
+from redline.vocabulary.verdicts import Verdict
 
 if TYPE_CHECKING:
     from redline.providers.base import Provider
@@ -175,7 +175,7 @@ def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Sui
     if options.shard is not None:
         # A shard may own no case (3 cases over 2 shards can all hash into one): that is
         # an empty, valid run, so the CI matrix job still exports a result to merge.
-        from redline.ci.shard import select  # CI only: kept off a plain run's start-up
+        from redline.running.shards import select  # CI only: kept off a plain run's start-up
 
         k, n = options.shard
         kept = {(c.suite, c.id) for c in select((c for _, c in chosen), k, n)}
@@ -313,7 +313,7 @@ async def _execute(
         budget = Budget(options.budget, estimate_cost(store, config, model.id, plan.cases))
     judges = None
     if options.judge:
-        from redline.judge import JudgeSession  # the judge stack loads only for --judge
+        from redline.running.judging import JudgeSession  # the judge stack loads only for --judge
 
         judges = JudgeSession.open(suites, config, blocks=options.judge_blocks)
     if judges is not None and options.resume is None:

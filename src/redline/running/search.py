@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from redline.errors import UsageError
 from redline.running.store import RunStore
-from redline.running.verdicts import Verdict
+from redline.vocabulary.verdicts import Verdict
 
 #: Characters of context on each side of a match in a snippet.
 CONTEXT = 40

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from redline.config import Config, ModelRef
-    from redline.running.records import RunRecord
     from redline.suite.cases import Suite
+    from redline.vocabulary.records import RunRecord
 
 
 def frozen_seeds(suites: Sequence[Suite]) -> dict[str, int]:

@@ -20,7 +20,8 @@ from types import TracebackType
 from typing import Any
 
 from redline.errors import AmbiguousRunId, RunAlreadyStored, RunNotFound, UsageError
-from redline.running.records import (
+from redline.running.rows import Table, decode_text
+from redline.vocabulary.records import (
     CaseRecord,
     CiOrigin,
     RunKind,
@@ -31,8 +32,7 @@ from redline.running.records import (
     SampleUsage,
     TriageRecord,
 )
-from redline.running.rows import Table, decode_text
-from redline.running.verdicts import VERDICT_ORDER, AssertionResult, Verdict
+from redline.vocabulary.verdicts import VERDICT_ORDER, AssertionResult, Verdict
 
 SCHEMA_VERSION = 1
 

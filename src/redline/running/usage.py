@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from redline.config import Price
-from redline.running.records import SampleRecord, SampleUsage
-from redline.running.verdicts import Verdict
+from redline.vocabulary.records import SampleRecord, SampleUsage
+from redline.vocabulary.verdicts import Verdict
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,10 @@ from redline.errors import ConfigError
 from redline.judge.answer import parse_structured
 from redline.judge.call import judge_provider
 from redline.providers.base import Provider
-from redline.providers.completion import ChatRequest, Completion
 from redline.semantic.embeddings import BackendUnavailable
 from redline.semantic.nli import CONTRADICTION, ENTAILMENT, NEUTRAL, Entailment
-from redline.suite.templates import fill
+from redline.text.templates import fill
+from redline.vocabulary.completion import ChatRequest, Completion
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from redline.assertions.numbers import has_literal
 from redline.semantic.nli import Entailment
 from redline.semantic.scorer import SemanticScorer
-from redline.suite.sentences import split_sentences
+from redline.text.literals import has_literal
+from redline.text.sentences import split_sentences
 
 #: A claim counts as entailed when the model gives entailment at least this probability.
 ENTAILMENT_THRESHOLD = 0.5

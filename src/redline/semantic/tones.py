@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
+from redline.documents.reading import NodeReader
+from redline.documents.yamlsource import Mark, load_text
 from redline.errors import ConfigError, relpath
-from redline.suite.reading import NodeReader
-from redline.suite.yamlsource import Mark, load_text
 
 #: Template groups used by grounded-in's courtesy detection, not requested as tones.
 COURTESY_GROUP = "courtesy"

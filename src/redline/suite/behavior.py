@@ -33,10 +33,10 @@ from redline.assertions import deterministic, load_optional_types
 from redline.assertions.base import Assertion, Check, Sample, Spec, assertion_type
 from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
 from redline.config import Config, load_config
-from redline.providers.completion import Completion, FinishReason
-from redline.running.verdicts import AssertionStatus
-from redline.suite.yamlsource import load_text
+from redline.documents.yamlsource import load_text
 from redline.textsafe import one_line
+from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.verdicts import AssertionStatus
 
 #: Seed 000's bars for degenerate output: loops compress below 0.35, repeat trigrams.
 DEFAULT_MIN_COMPRESSION = 0.35
@@ -160,7 +160,7 @@ class BehaviorAssertion:
         return self._run("distinct-n", f"n={n}", {"value": min_distinct, "n": n})
 
     def max_words(self, n: int) -> Self:
-        """At most `n` words (CJK/Thai characters count one each: `redline.suite.words`)."""
+        """At most `n` words (CJK/Thai characters count one each: `redline.text.words`)."""
         return self._run("max-words", str(n), {"value": n})
 
     def verify(self) -> Self:

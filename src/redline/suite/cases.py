@@ -41,17 +41,8 @@ from redline.casemodel import (
 )
 from redline.casemodel.effective import default_required
 from redline.casemodel.values import is_whole
-from redline.errors import Problem, ProblemsError, relpath
-from redline.running.outcome import scale_required
-from redline.running.sequential import (
-    MAX_MARGIN,
-    SamplingSpec,
-    SequentialPlan,
-    passes_needed,
-)
-from redline.suite.reading import NodeReader
-from redline.suite.templates import fill, placeholders
-from redline.suite.yamlsource import (
+from redline.documents.reading import NodeReader
+from redline.documents.yamlsource import (
     FILE_REF,
     Node,
     did_you_mean,
@@ -60,7 +51,16 @@ from redline.suite.yamlsource import (
     read_verbatim,
     utf8_problem,
 )
-from redline.suite.yamlsource import type_name as yaml_type
+from redline.documents.yamlsource import type_name as yaml_type
+from redline.errors import Problem, ProblemsError, relpath
+from redline.text.templates import fill, placeholders
+from redline.vocabulary.outcome import scale_required
+from redline.vocabulary.sequential import (
+    MAX_MARGIN,
+    SamplingSpec,
+    SequentialPlan,
+    passes_needed,
+)
 
 if TYPE_CHECKING:
     from redline.config import Config

@@ -28,10 +28,10 @@ from redline.deciding.compare import (
     pooled_summary,
 )
 from redline.errors import RedlineError
+from redline.presentation import short_model_id
 from redline.report.comparison import COLUMNS, SPLIT_NOTES, Column, columns, sort_rows, total_lines
-from redline.running.records import CaseRecord, RunKind, RunRecord
+from redline.vocabulary.records import CaseRecord, RunKind, RunRecord
 from redline_tui.context import TriageContext
-from redline_tui.formatting import short_model_id
 from redline_tui.messages import OpenStep, SampleSource, Step
 from redline_tui.screens.runs import RunsScreen, run_result_text
 from redline_tui.widgets.key_bar import KeyBar

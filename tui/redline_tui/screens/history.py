@@ -27,10 +27,9 @@ from redline.deciding.history import (
     sparkline,
 )
 from redline.deciding.stats import wilson_interval
-from redline.presentation import OUTCOME_STYLES
-from redline.running.records import CaseRecord, RunKind, RunRecord
+from redline.presentation import OUTCOME_STYLES, short_model_id
+from redline.vocabulary.records import CaseRecord, RunKind, RunRecord
 from redline_tui.context import TriageContext
-from redline_tui.formatting import short_model_id
 from redline_tui.messages import Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
 from redline_tui.widgets.key_bar import KeyBar

@@ -14,8 +14,8 @@ from textual.widgets import DataTable, Static
 
 from redline.deciding.baseline import GoldenReference
 from redline.presentation import stopped_early_note
-from redline.running.records import CaseRecord, RunRecord, SampleRecord
 from redline.textsafe import preview
+from redline.vocabulary.records import CaseRecord, RunRecord, SampleRecord
 from redline_tui.context import TriageContext, rerun_label
 from redline_tui.messages import SampleSource, Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title

@@ -18,7 +18,7 @@ from textual.widgets import Input, Static
 
 from redline.deciding.cause import ArmCounts, CauseAnalysis, Diagnosis
 from redline.errors import RedlineError
-from redline.running.records import CaseRecord, RunRecord
+from redline.vocabulary.records import CaseRecord, RunRecord
 from redline_tui.cause_jobs import case_key
 from redline_tui.context import TriageContext
 from redline_tui.messages import CauseProgressed, Step

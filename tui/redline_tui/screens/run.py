@@ -17,15 +17,15 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from redline.deciding.case_rows import CaseFilter, CaseMarks, CaseView, case_key
+from redline.deciding.failure_groups import GroupRow, describer, failure_groups, trend_of
 from redline.deciding.groups import CaseTrend
 from redline.deciding.history import case_history, find_marginal
-from redline.deciding.quarantine import QuarantinedCase, quarantined_cases
-from redline.running.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
+from redline.running.quarantine import QuarantinedCase, quarantined_cases
+from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
 from redline_tui.actions import start_case_action
 from redline_tui.batch import CauseBatch
-from redline_tui.case_rows import CaseFilter, CaseMarks, CaseView, case_key
 from redline_tui.context import TriageContext
-from redline_tui.failure_groups import GroupRow, describer, failure_groups, trend_of
 from redline_tui.messages import CaseKey, CauseProgressed, OpenStep, RetryProgressed, Step
 from redline_tui.retry import retry_transport
 from redline_tui.screens.compare import CompareScreen

@@ -17,10 +17,9 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from redline.presentation import RESULT_STYLES
-from redline.running.records import RunKind, RunRecord
+from redline.presentation import RESULT_STYLES, short_model_id
+from redline.vocabulary.records import RunKind, RunRecord
 from redline_tui.context import TriageContext
-from redline_tui.formatting import short_model_id
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.row_table import RowTable
 

@@ -13,8 +13,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from redline.errors import RedlineError
-from redline.running.records import CaseRecord, RunRecord
 from redline.running.search import SearchHit, search_run
+from redline.vocabulary.records import CaseRecord, RunRecord
 from redline_tui.context import TriageContext
 from redline_tui.messages import OpenStep, SampleSource, Step
 from redline_tui.widgets.key_bar import KeyBar

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from redline.running.records import CaseRecord, RunRecord
+from redline.vocabulary.records import CaseRecord, RunRecord
 from redline_tui.actions import start_case_action
 from redline_tui.context import TriageContext
 from redline_tui.messages import OpenStep, Step

@@ -11,10 +11,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
-from redline.deciding.history import sparkline
-from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
-from redline.running.records import CaseRecord, TriageRecord
-from redline_tui.case_rows import (
+from redline.deciding.case_rows import (
     SORT_COLUMNS,
     TRIAGE_WIDTH,
     CaseMarks,
@@ -23,6 +20,9 @@ from redline_tui.case_rows import (
     case_key,
     triage_text,
 )
+from redline.deciding.history import sparkline
+from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
+from redline.vocabulary.records import CaseRecord, TriageRecord
 from redline_tui.cause_jobs import CauseJobs
 from redline_tui.widgets.row_table import RowTable
 

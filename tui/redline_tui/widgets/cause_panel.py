@@ -17,10 +17,10 @@ from redline.deciding.cause import (
     Settings,
     p_value_label,
 )
-from redline.deciding.causes import Cause
 from redline.deciding.reference import Reference
 from redline.errors import RedlineError
 from redline.presentation import CAUSE_STYLES
+from redline.vocabulary.causes import Cause
 
 
 def reference_text(reference: Reference) -> Text:

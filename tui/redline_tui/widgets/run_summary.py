@@ -10,10 +10,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from redline.presentation import result_headline_style
-from redline.running.outcome import add_counts, too_noisy
-from redline.running.records import CaseRecord, CiOrigin, RunRecord
-from redline_tui.formatting import short_model_id
+from redline.presentation import result_headline_style, short_model_id
+from redline.vocabulary.outcome import add_counts, too_noisy
+from redline.vocabulary.records import CaseRecord, CiOrigin, RunRecord
 from redline_tui.widgets.verdict_bar import VerdictBar
 
 

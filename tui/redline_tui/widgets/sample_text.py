@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import overload
 
-from redline.deciding.baseline import GoldenReference, golden_diff
+from redline.deciding.baseline import GoldenReference, diff_line_kind, golden_diff
 from redline.textsafe import escape_output
 from redline_tui.widgets.lazy_text import Spans
 
@@ -42,19 +42,6 @@ def diff_lines(
     lines = [*head, *(line.expandtabs(_TAB) for line in escape_output(diff).split("\n"))]
     kinds = ["note", *(diff_line_kind(line) for line in lines[1:])]
     return lines, kinds, WordSpans(lines, kinds)
-
-
-def diff_line_kind(line: str) -> str:
-    """How a unified-diff line is coloured: note, hunk, added, removed or plain."""
-    if line.startswith(("+++", "---")):
-        return "note"
-    if line.startswith("@@"):
-        return "hunk"
-    if line.startswith("+"):
-        return "added"
-    if line.startswith("-"):
-        return "removed"
-    return "plain"
 
 
 class WordSpans(Sequence[Spans]):

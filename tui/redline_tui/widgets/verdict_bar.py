@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from redline.presentation import VERDICT_BAR_CELL, VERDICT_COLOURS, VERDICT_STYLES
-from redline.running.verdicts import VERDICT_ORDER, Verdict
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 
 def verdict_badge(verdict: Verdict) -> Text:

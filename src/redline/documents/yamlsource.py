@@ -2,7 +2,7 @@
 
 Validation problems must name file:line:column, so every YAML input (suite and case
 files, rubrics, labels, tone files) is read into `Node`s carrying pyyaml marks instead
-of plain dicts, and checked by `redline.suite.reading.NodeReader`. Callers that only
+of plain dicts, and checked by `redline.documents.reading.NodeReader`. Callers that only
 look at values (the guard, the cause analysis) read the same documents as plain data.
 """
 

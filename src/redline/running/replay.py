@@ -6,9 +6,9 @@ assertions, stored as a new `replay` run linked to the run it replays.
 
 from __future__ import annotations
 
-from redline.providers.completion import ChatRequest, Completion
-from redline.running.records import SampleRecord
 from redline.running.store import RunStore
+from redline.vocabulary.completion import ChatRequest, Completion
+from redline.vocabulary.records import SampleRecord
 
 
 class ReplayProvider:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from redline.casemodel.values import is_number, is_whole
+from redline.documents.yamlsource import Mark, Node, did_you_mean, type_name
 from redline.errors import Problem
-from redline.suite.yamlsource import Mark, Node, did_you_mean, type_name
 
 
 class NodeReader:

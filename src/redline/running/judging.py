@@ -27,10 +27,12 @@ from redline.errors import relpath
 from redline.judge.answer import Judgement, JudgeStatus
 from redline.judge.calibration import Trust, judge_trust
 from redline.judge.call import judge_output, judge_provider
+from redline.judge.labels import Label, LabelItem, output_sha256, sample_ref
 from redline.judge.rubric import Rubric
 from redline.providers.base import Provider
-from redline.providers.completion import Completion
-from redline.running.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
+from redline.vocabulary.completion import Completion
+from redline.vocabulary.records import SampleRecord
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
 
 if TYPE_CHECKING:
     from redline.suite.cases import Case, Suite
@@ -244,3 +246,44 @@ def judgement_result(
         threshold=float(rubric.bound),
         structural=structural,
     )
+
+
+def label_items(
+    samples: Sequence[SampleRecord],
+    cases: Mapping[tuple[str, str], Case],
+    rubric: Rubric,
+    done: Sequence[Label] = (),
+) -> list[LabelItem]:
+    """Outputs of the cases that use `rubric`, that a judge would see, not labelled yet.
+
+    A judge sees only samples that passed everything else, so only those are worth
+    a label: samples with a transport error, or a failed assertion other than a
+    judge, are left out. Judge results are dropped here, before anything is shown.
+    """
+    using = {
+        key
+        for key, case in cases.items()
+        if any(j.rubric.path == rubric.path for j in judge_assertions(case.assertions))
+    }
+    labelled = {label.output_sha256 for label in done}
+    items: list[LabelItem] = []
+    for sample in samples:
+        key = (sample.suite, sample.case_id)
+        if key not in using or sample.error is not None or not sample.output.strip():
+            continue
+        if any(a.failed and a.type != "judge" for a in sample.assertions):
+            continue
+        if output_sha256(sample.output) in labelled:
+            continue
+        labelled.add(output_sha256(sample.output))
+        items.append(
+            LabelItem(
+                ref=sample_ref(sample.run_id, sample.suite, sample.case_id, sample.index),
+                suite=sample.suite,
+                case_id=sample.case_id,
+                index=sample.index,
+                output=sample.output,
+                vars=dict(cases[key].vars),
+            )
+        )
+    return items

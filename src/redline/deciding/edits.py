@@ -29,13 +29,13 @@ from redline.deciding.baseline import (
     BaselineCase,
     baseline_case,
     baseline_path,
+    diff_line_kind,
     load_baseline,
 )
 from redline.errors import RunNotFinished, UsageError
-from redline.running.outcome import scale_required
-from redline.running.records import CaseRecord, RunRecord, RunStatus, SampleRecord
 from redline.suite.cases import check_suite_edit
-from redline_tui.widgets.sample_text import diff_line_kind
+from redline.vocabulary.outcome import scale_required
+from redline.vocabulary.records import CaseRecord, RunRecord, RunStatus, SampleRecord
 
 #: Keys of an assertion that are not its threshold or value.
 _NON_VALUE_KEYS = ("type", "note")

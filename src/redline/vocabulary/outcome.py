@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from redline.running.records import CaseOutcome, RunResult
-from redline.running.verdicts import NON_CONTENT_VERDICTS, Verdict
+from redline.vocabulary.records import CaseOutcome, RunResult
+from redline.vocabulary.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 #: Content diffs need enough evidence (docs/rules.md): at least this many evaluated
 #: cases...

@@ -8,12 +8,12 @@ from dataclasses import dataclass, replace
 from rich.text import Text
 
 from redline.deciding.cause import CauseProgress
-from redline.deciding.causes import Cause
+from redline.deciding.failure_groups import GroupRow
 from redline.deciding.groups import CaseTrend, Trend
 from redline.presentation import CAUSE_STYLES, OUTCOME_ORDER, VERDICT_SHORT_NAMES
-from redline.running.records import CaseRecord, TriageRecord
-from redline.running.verdicts import VERDICT_ORDER, Verdict
-from redline_tui.failure_groups import GroupRow
+from redline.vocabulary.causes import Cause
+from redline.vocabulary.records import CaseRecord, TriageRecord
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 #: Sortable columns: key → (label, sort key).
 SORT_COLUMNS = ("outcome", "case", "tier", "passes", "required")

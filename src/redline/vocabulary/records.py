@@ -2,7 +2,7 @@
 
 Each record's dataclass fields are its one definition: the store's columns
 (`running/store.py`), the export's JSON keys (`running/exchange.py`) and the completion a
-replay serves (`providers/replay.py`) are all derived from them by `record_fields`.
+replay serves (`running/replay.py`) are all derived from them by `record_fields`.
 
 To add an optional field to a sample (or a run, a case result): declare it here with a
 default (`reasoning_tokens: int | None = None`) and, when it is also part of a model's
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
 
-from redline.providers.completion import Completion, FinishReason
-from redline.running.verdicts import AssertionResult, Verdict
+from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.verdicts import AssertionResult, Verdict
 
 
 class RunKind(StrEnum):

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from redline.providers.completion import FinishReason
+from redline.vocabulary.completion import FinishReason
 
 
 class Verdict(StrEnum):

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from redline.running.verdicts import NON_CONTENT_VERDICTS, Verdict
+from redline.vocabulary.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 #: What `redline run --adaptive` and `samples: {}` fill in.
 DEFAULT_MIN = 3

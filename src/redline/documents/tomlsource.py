@@ -13,8 +13,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from redline.documents.yamlsource import Mark, Node
 from redline.errors import Problem
-from redline.suite.yamlsource import Mark, Node
 
 _HEADER = re.compile(r"^\s*\[\[?\s*(?P<name>[^\]]+?)\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(

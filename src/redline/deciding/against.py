@@ -15,10 +15,10 @@ from redline.deciding.compare import manifest_changes
 from redline.errors import RunNotFinished, UsageError
 from redline.running.manifest import MODEL_KEY, VERSION_KEY
 from redline.running.options import RunOptions
-from redline.running.records import RunKind, RunRecord, RunStatus
 from redline.running.runner import run_manifest
 from redline.running.store import RunStore
 from redline.suite.cases import Suite
+from redline.vocabulary.records import RunKind, RunRecord, RunStatus
 
 #: Manifest keys that may differ: the model is what changes, the version is not an input.
 _NOT_INPUTS = frozenset({MODEL_KEY, VERSION_KEY})

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from redline.running.records import CaseOutcome, CaseRecord, RunRecord
+from redline.vocabulary.records import CaseOutcome, CaseRecord, RunRecord
 
 if TYPE_CHECKING:
     from redline.suite.cases import Suite

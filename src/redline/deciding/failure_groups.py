@@ -17,9 +17,9 @@ from redline.deciding.groups import (
 )
 from redline.deciding.history import HistoryPoint
 from redline.errors import RedlineError
-from redline.running.records import CaseOutcome, CaseRecord, RunRecord
 from redline.running.store import RunStore
 from redline.suite.cases import Case, load_suites
+from redline.vocabulary.records import CaseOutcome, CaseRecord, RunRecord
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Text helpers with no domain knowledge: words, sentences, literals, `{{var}}` templates."""

@@ -1,0 +1,1 @@
+"""The words every layer shares: verdicts, records, outcomes, the sequential rule, completions."""
