@@ -10,7 +10,6 @@ import pytest
 
 from casefiles import write_suite
 from redline.assertions import evaluate_sample, load_optional_types
-from redline.cli import main
 from redline.errors import ProblemsError
 from redline.semantic.concept import Concept
 from redline.semantic.languages import detect, detect_concept
@@ -179,18 +178,6 @@ def test_the_tone_lead_printed_is_the_one_decided_from_the_scores_shown(
         assert asked == tone and other != tone
         assert f"{(float(a) - float(b)) / float(scale):+.2f}" == lead
         assert f"{match.margin:+.2f}" == lead
-
-
-def test_calibrate_semantic_prints_accuracy_per_language_pair_and_kind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (tmp_path / "redline.toml").write_text('[models]\nlocal = "local:x"\n', encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    assert main(["calibrate", "--semantic"]) == 0
-    out = capsys.readouterr().out
-    for pair in ("en>en", "en>zh", "en>id", "en>vi", "zh>zh", "id>id", "vi>vi"):
-        assert re.search(rf"^\s+{pair}\s+\d+\s+[+-]\d\.\d{{4}}\s+\d+\.\d%", out, re.M), out
-    assert "opposite" in out and "per kind:" in out
 
 
 def test_assert_behavior_takes_a_concept_in_several_languages() -> None:

@@ -78,7 +78,7 @@ class ConceptMatch:
         return self.literal or self.pair is not None
 
     def languages(self) -> str:
-        """`English concept, Chinese reply (pair en>zh)`."""
+        """`English (en) concept, Chinese (zh) reply`."""
         reply = languages.name(self.reply_lang)
         if not self.reply_detected:
             reply = f"reply language not detected, taken as {reply}"
