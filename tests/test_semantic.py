@@ -17,7 +17,7 @@ from redline.assertions import evaluate_sample, load_optional_types
 from redline.assertions.semantic import grounding_check
 from redline.config import load_config
 from redline.errors import ConfigError, ProblemsError
-from redline.semantic.calibration import load_calibration
+from redline.semantic.calibration import MIN_ACCURACY, load_calibration
 from redline.semantic.embeddings import (
     BackendUnavailable,
     Embeddings,
@@ -100,7 +100,9 @@ def test_scores_are_reported_raw_and_calibrated_with_the_backend(scorer: Semanti
     # Honest calibration: hard same-domain negatives, opposite outcomes and negations are in
     # the shipped set, in every pair of the four languages.
     calibration = scorer.calibration
-    assert 0.8 <= calibration.accuracy < 0.95
+    assert MIN_ACCURACY <= calibration.accuracy < 0.95
+    same_language = [p for p in calibration.by_pair.values() if p.concept_lang == p.reply_lang]
+    assert len(same_language) == 4 and all(p.accuracy >= 0.7 for p in same_language)
     assert set(calibration.by_language) == {"en", "zh", "id", "vi"}
     assert len(calibration.by_pair) == 16
     assert set(calibration.by_kind) == {
