@@ -12,7 +12,6 @@ registers the types: it loads no model and needs no extra.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,13 +27,10 @@ from redline.semantic.grounding import ENTAILMENT_THRESHOLD, Entailer, Grounding
 from redline.semantic.nli import Entailment, load_nli
 from redline.semantic.scorer import SemanticScorer, semantic_scorer
 from redline.semantic.settings import (
-    CONCEPT_BACKENDS,
-    ENTAILMENT_BACKENDS,
     SemanticSettings,
     semantic_settings,
 )
 from redline.semantic.tones import load_tones, requestable_tones
-from redline.text.templates import fill
 from redline.textsafe import one_line
 
 
@@ -51,19 +47,9 @@ def _settings(spec: Spec) -> SemanticSettings | None:
         return None
 
 
-def _backend(spec: Spec, default: str, allowed: tuple[str, ...]) -> str | None:
-    """The assertion's `backend:` (one of `allowed`), else the configured default."""
-    if not spec.has("backend"):
-        return default
-    chosen = spec.string("backend", fill_vars=False)
-    if chosen is not None and chosen not in allowed:
-        spec.problem(
-            f"backend {chosen!r} is not one of {', '.join(allowed)}",
-            "leave it out to use the default of [tool.redline.semantic]",
-            "backend",
-        )
-        return None
-    return chosen
+def _backend(spec: Spec, default: str) -> str:
+    """The assertion's `backend:`, else the configured default."""
+    return spec.text("backend") or default
 
 
 _CHECKER = (
@@ -133,52 +119,6 @@ class _Semantic(Assertion):
         return _checker(self.settings, self.config)
 
 
-#: A language code as a concept's rendering is keyed by: `en`, `zh`, `pt-BR`.
-_LANGUAGE_CODE = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})?$")
-
-
-def _concept(spec: Spec) -> Concept | None:
-    """`value`: a concept as text, a list of its renderings, or `{language: rendering}`."""
-    node = spec.node.get("value")
-    if node is None or node.is_scalar:
-        text = spec.string("value")
-        if text is not None and not text.strip():
-            spec.problem("the concept is empty", "write what the output should talk about")
-            return None
-        return Concept.of(text) if text is not None else None
-    entries = list(node.items()) if node.is_map else list(enumerate(node.children()))
-    renderings: dict[str, str] = {}
-    for key, child in entries:
-        text = child.value if child.is_scalar else None
-        if not isinstance(text, str) or not text.strip():
-            spec.problem(
-                f"rendering {key!r} of the concept must be non-empty text",
-                "write each rendering as text, e.g. value: {en: refund, zh: 退款}",
-                "value",
-            )
-            return None
-        if node.is_map and not _LANGUAGE_CODE.match(str(key)):
-            spec.problem(
-                f"{key!r} is not a language code",
-                "key each rendering by its language code: en, zh, id, vi, ...",
-                "value",
-            )
-            return None
-        filled, missing = fill(text, spec.case_vars)
-        if missing:
-            spec.problem(
-                f"the concept uses {{{{{missing[0]}}}}} but the case has no var {missing[0]!r}",
-                "add it under vars: or remove the placeholder",
-                "value",
-            )
-            return None
-        renderings[str(key)] = filled
-    if not renderings:
-        spec.problem("the concept has no rendering", "write what the output should talk about")
-        return None
-    return Concept.of(renderings if node.is_map else list(renderings.values()))
-
-
 class _Concept(_Semantic):
     negated = False
 
@@ -196,14 +136,11 @@ class _Concept(_Semantic):
 
     @classmethod
     def parse(cls, spec: Spec) -> _Concept | None:
-        concept = _concept(spec)
-        threshold = (
-            spec.number("threshold", minimum=0, maximum=1)
-            if spec.has("threshold")
-            else DEFAULT_MENTION_THRESHOLD
-        )
+        value = spec.value("value")
+        concept = Concept.of(value) if isinstance(value, str | list | dict) else None
+        threshold = spec.number("threshold")
         settings = _settings(spec)
-        backend = _backend(spec, settings.mentions, CONCEPT_BACKENDS) if settings else None
+        backend = _backend(spec, settings.mentions) if settings else None
         if concept is None or threshold is None or settings is None or backend is None:
             return None
         if not _probe(spec, settings, backend):
@@ -293,14 +230,10 @@ class Tone(_Semantic):
 
     @classmethod
     def parse(cls, spec: Spec) -> Tone | None:
-        tone = spec.string("value")
-        margin = (
-            spec.number("margin", minimum=0, maximum=5)
-            if spec.has("margin")
-            else DEFAULT_TONE_MARGIN
-        )
+        tone = spec.text("value")
+        margin = spec.number("margin")
         settings = _settings(spec)
-        backend = _backend(spec, settings.tone, CONCEPT_BACKENDS) if settings else None
+        backend = _backend(spec, settings.tone) if settings else None
         if tone is None or margin is None or settings is None or backend is None:
             return None
         try:
@@ -366,19 +299,7 @@ class GroundedIn(_Semantic):
     def parse(cls, spec: Spec) -> GroundedIn | None:
         source = spec.text("value")
         settings = _settings(spec)
-        backend = _backend(spec, settings.grounded_in, ENTAILMENT_BACKENDS) if settings else None
-        if spec.has("nli"):
-            spec.problem(
-                "`nli:` is gone: grounded-in is the entailment check only, and it needs a "
-                "backend that can answer",
-                "for the number, date and quote check that needs no model, add "
-                "`- type: numbers-from` with the same source; then remove `nli:`",
-                "nli",
-            )
-            return None
-        if source is not None and not source.strip():
-            spec.problem("the source is empty", "give the text the output must stick to")
-            return None
+        backend = _backend(spec, settings.grounded_in) if settings else None
         if source is None or settings is None or backend is None:
             return None
         if not _probe(spec, settings, backend):
