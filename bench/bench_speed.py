@@ -529,7 +529,7 @@ def _compile_bytecode() -> None:
     import sysconfig
 
     site = Path(sysconfig.get_paths()["purelib"])
-    if not (site / "httpx" / "__pycache__").is_dir():
+    if not (site / "aiohttp" / "__pycache__").is_dir():
         print("  (site-packages had no bytecode: compiled as `uv sync --compile-bytecode` does)")
         compileall.compile_dir(site, quiet=1, workers=0)
     for folder in ("src", "tui"):

@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("presentation", "gitio"),
     ("casemodel",),
     ("documents",),
-    ("config", "provider_options", "redaction"),
+    ("config", "provider_options", "redaction", "proxies", "httpio"),
     ("providers",),
     ("judge",),
     ("semantic",),

@@ -107,18 +107,32 @@ def test_every_yaml_example_parses(tmp_path: Path) -> None:
 
 def test_the_configuration_example_parses(tmp_path: Path) -> None:
     """The configuration example loads as it is, and with every commented setting on."""
-    [config] = blocks("toml")
+    [config] = [b for b in blocks("toml") if "[tool.redline]\n" in b]
     (tmp_path / "pyproject.toml").write_text(config, encoding="utf-8")
     loaded = load_config(tmp_path)
     assert loaded.model("local").id == "local:smollm2-135m-instruct-q4_1"
     everything = COMMENTED_SETTING.sub("", config)
     assert everything.count("[tool.redline") > config.count("\n[tool.redline")
+    (tmp_path / "certs").mkdir()
+    (tmp_path / "certs" / "company-ca.pem").write_text("", encoding="utf-8")  # its ca_bundle
     (tmp_path / "pyproject.toml").write_text(everything, encoding="utf-8")
     loaded = load_config(tmp_path)
     assert sorted(loaded.models) == ["candidate", "default", "local"]
     assert loaded.price("openai:gpt-4.1-2025-04-14") is not None
     assert loaded.max_run_cost == 5.0 and loaded.provider("vllm").type == "openai"
     assert semantic_settings(loaded).checker == "default"
+
+
+def test_every_provider_table_the_docs_show_loads(tmp_path: Path) -> None:
+    """The provider examples of the docs pages (network settings) are valid configuration."""
+    tables = [b for b in blocks("toml") if "[tool.redline]\n" not in b]
+    assert tables
+    (tmp_path / "certs").mkdir()
+    (tmp_path / "certs" / "company-root-ca.pem").write_text("", encoding="utf-8")
+    for table in tables:
+        (tmp_path / "pyproject.toml").write_text(table, encoding="utf-8")
+        loaded = load_config(tmp_path)
+        assert loaded.providers
 
 
 def test_every_command_the_readme_names_exists() -> None:

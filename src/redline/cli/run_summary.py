@@ -22,6 +22,7 @@ from redline.presentation import result_headline_style
 from redline.running.budget import budget_note
 from redline.running.options import RunOptions
 from redline.running.quarantine import quarantined_cases
+from redline.running.run_record import PROVIDER_DOWN_ARG
 from redline.running.runner import select_cases
 from redline.running.store import RunStore
 from redline.running.usage import usage_of, usage_summary
@@ -103,6 +104,7 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[CaseReco
             )
         )
     _print_budget_stop(console, record)
+    _print_provider_down(console, record)
     _print_judges(console, record)
     held = quarantined_cases(record, cases)
     if held:
@@ -131,6 +133,21 @@ def _result_line(
     )
     line.append_text(verdict_breakdown(totals))
     return line
+
+
+def _print_provider_down(console: Console, record: RunRecord) -> None:
+    """When the circuit breaker stopped the run: why, and how to finish it."""
+    down = record.args.get(PROVIDER_DOWN_ARG)
+    if not isinstance(down, str):
+        return
+    console.print(Text(f"stopped early: {down}", style="bold yellow"))
+    console.print(
+        Text(
+            "the samples not drawn count as transport failures, so the run is inconclusive; "
+            f"once the provider answers again: redline run --resume {record.id}",
+            style="dim",
+        )
+    )
 
 
 def _print_budget_stop(console: Console, record: RunRecord) -> None:
