@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from redline.deciding.arms import ArmCounts, ArmKind, StoredRun
+from redline.deciding.arms import LEAST_DRAWN, ArmCounts, ArmKind, StoredRun, drawn_targets
 from redline.deciding.decision import (
     Bar,
     Decision,
@@ -48,8 +48,9 @@ def _stored(rng: random.Random, rate: float, runs: int) -> tuple[StoredRun, ...]
 
 def trial(
     rng: random.Random, settings: Settings, p_ref: float, p_red: float, ref_runs: int, red_runs: int
-) -> tuple[Cause, int]:
-    """One Step 1 on simulated draws: the conclusion and the samples drawn per arm."""
+) -> tuple[Cause, tuple[int, int]]:
+    """One Step 1 on simulated draws: the conclusion and the samples drawn by the
+    reference arm and by yours."""
     stored = {
         ArmKind.REFERENCE_PROMPT: _stored(rng, p_ref, ref_runs),
         ArmKind.RED: _stored(rng, p_red, red_runs),
@@ -58,10 +59,13 @@ def trial(
     drawn = {kind: [0, 0] for kind in rates}
 
     def draw(target: int) -> bool:
-        for kind, counts in drawn.items():
-            more = target - counts[1]
+        kinds = list(drawn)
+        have = [sum(r.samples for r in stored[kind]) for kind in kinds]
+        for kind, share in zip(kinds, drawn_targets(have, target, LEAST_DRAWN), strict=True):
+            counts = drawn[kind]
+            more = share - counts[1]
             counts[0] += sum(rng.random() < rates[kind] for _ in range(more))
-            counts[1] = target
+            counts[1] = max(share, counts[1])
         return False
 
     def arms() -> list[ArmCounts]:
@@ -80,7 +84,7 @@ def trial(
         return decide_arms(arms(), BAR, alpha, settings, history=History(), final=final)
 
     looked = look_by_look(settings, draw, decide_at)
-    return looked.decision.cause, drawn[ArmKind.RED][1]
+    return looked.decision.cause, (drawn[ArmKind.REFERENCE_PROMPT][1], drawn[ArmKind.RED][1])
 
 
 def table(seed: int, trials: int) -> list[str]:
@@ -88,7 +92,7 @@ def table(seed: int, trials: int) -> list[str]:
     settings = Settings()
     lines = [
         "| stored runs (reference / yours) | case | harmless change: noise | harmless: "
-        "called prompt | 20-point drop: prompt | drop called noise | mean samples / arm |",
+        "called prompt | 20-point drop: prompt | drop called noise | mean drawn: reference / yours |",
         "|---|---|---|---|---|---|---|",
     ]
     rows = [
@@ -103,7 +107,7 @@ def table(seed: int, trials: int) -> list[str]:
     for ref_runs, red_runs, name, base_rate in rows:
         same: Counter[Cause] = Counter()
         drop: Counter[Cause] = Counter()
-        used: list[int] = []
+        used: list[tuple[int, int]] = []
         for _ in range(trials):
             base = base_rate()
             cause, n = trial(rng, settings, base, base, ref_runs, red_runs)
@@ -115,7 +119,8 @@ def table(seed: int, trials: int) -> list[str]:
         lines.append(
             f"| {ref_runs} / {red_runs} | {name} | {same[Cause.NOISE] / trials:.1%} | "
             f"{same[Cause.PROMPT] / trials:.1%} | {drop[Cause.PROMPT] / trials:.1%} | "
-            f"{drop[Cause.NOISE] / trials:.1%} | {statistics.fmean(used):.1f} |"
+            f"{drop[Cause.NOISE] / trials:.1%} | {statistics.fmean(u[0] for u in used):.1f} / "
+            f"{statistics.fmean(u[1] for u in used):.1f} |"
         )
     return lines
 

@@ -35,6 +35,11 @@ if TYPE_CHECKING:
     from redline.running.runner import RunProgress
 
 
+#: Samples an arm draws at a look at least (or all of the look, if fewer), so that its
+#: stored evidence is checked against samples drawn now.
+LEAST_DRAWN = 10
+
+
 class ArmKind(StrEnum):
     REFERENCE_PROMPT = "reference-prompt"
     REFERENCE_MODEL = "reference-model"
@@ -368,6 +373,25 @@ class DrawTarget:
     budget: float | None
 
 
+def drawn_targets(stored: Sequence[int], per_arm: int, least: int) -> list[int]:
+    """Samples each arm has drawn at a look of `per_arm` samples per arm.
+
+    The look's `len(stored) * per_arm` samples go where they tell most: each arm draws
+    at least `least` (or `per_arm`, if smaller), enough to check that its stored evidence
+    still holds, and the rest goes to the arms with the fewest samples in all (stored +
+    drawn). The variance of a difference of rates is smallest when both arms hold about
+    the same number of samples, so a reference with two weeks of stored nightlies leaves
+    most of its share to the rerun of your configuration. Without stored evidence every
+    arm draws `per_arm`.
+    """
+    first = min(per_arm, least)
+    drawn = [first] * len(stored)
+    for _ in range(len(stored) * per_arm - sum(drawn)):
+        fewest = min(range(len(stored)), key=lambda i: (stored[i] + drawn[i], -i))
+        drawn[fewest] += 1
+    return drawn
+
+
 def draw_arms(
     arms: Sequence[Arm],
     target: int,
@@ -375,10 +399,12 @@ def draw_arms(
     on_live: Callable[[Mapping[ArmKind, Mapping[Verdict, int]]], None],
     cancelled: Callable[[], bool],
 ) -> bool:
-    """Bring every arm's rerun to `target` drawn samples, side by side; True when cancelled.
+    """Bring the arms' reruns to a look of `target` samples per arm, side by side (shared
+    out by `drawn_targets`); True when cancelled.
 
     `on_live` gets each arm's verdict counts of the batch in flight.
     """
+    shares = drawn_targets([a.counts().stored_counts[1] for a in arms], target, LEAST_DRAWN)
     live: dict[ArmKind, Mapping[Verdict, int]] = {}
 
     def report(arm: Arm) -> Callable[[RunProgress], None]:
@@ -390,7 +416,8 @@ def draw_arms(
         return on_progress
 
     async def main() -> bool:
-        task = asyncio.gather(*(_draw_arm(a, target, where, report(a)) for a in arms))
+        draws = (_draw_arm(a, n, where, report(a)) for a, n in zip(arms, shares, strict=True))
+        task = asyncio.gather(*draws)
         while not task.done():
             if cancelled():
                 task.cancel()
