@@ -16,7 +16,8 @@ from redline.deciding.cause import (
     decide,
     samples_to_decide,
 )
-from redline.deciding.decision import History
+from redline.deciding.arms import LEAST_DRAWN, drawn_targets
+from redline.deciding.decision import Decision, History, decide_arms, look_by_look
 from redline.deciding.stats import at_least, difference_interval
 from redline.vocabulary.causes import Cause
 
@@ -189,3 +190,82 @@ def test_a_bar_raised_above_the_rate_is_settings_with_both_bars() -> None:
     assert decide(rate, [], Bar(10, 9), ALPHA, 0.15, history=history).cause is Cause.SETTINGS
     # The same rate under the old bar alone: noise, not settings.
     assert decide(rate, [], Bar(4, 3), ALPHA, 0.15, history=history).cause is Cause.NOISE
+
+
+def test_noise_on_balance_needs_the_difference_one_standard_error_below_the_margin() -> None:
+    # 64/80 against 50/70 (8.6 points apart): within the margin at 80%, not at one standard
+    # error (84%) — the counts of a 20-point drop that came out a little high.
+    ref = ArmCounts(ArmKind.REFERENCE_PROMPT, "ref", "m", "r", 64, 80, stored=_stored(56, 70))
+    d = decide(red(50, 70), [ref], QUALITY, ALPHA, 0.15, final=True)
+    assert d.cause is Cause.UNDECIDED
+    # Nearer the same rate (4.3 points apart): noise on balance, said so.
+    d = decide(red(53, 70), [ref], QUALITY, ALPHA, 0.15, final=True)
+    assert d.cause is Cause.NOISE and d.why == "on-balance"
+
+
+def test_a_well_sampled_reference_leaves_its_share_to_your_configuration() -> None:
+    # Two weeks of nightlies (70 samples) of the reference, none of yours: the reference
+    # draws one batch of 10 a look, your configuration the rest of the 2 × 40.
+    assert [drawn_targets([70, 0], n, LEAST_DRAWN) for n in (10, 20, 30, 40)] == [
+        [10, 10],
+        [10, 30],
+        [10, 50],
+        [10, 70],
+    ]
+    # Without stored evidence every arm draws the look's size, as before.
+    assert drawn_targets([0, 0, 0], 30, LEAST_DRAWN) == [30, 30, 30]
+    # The shares go to the arm with the fewest samples in all, and add up to the looks.
+    shares = drawn_targets([40, 5, 0], 40, LEAST_DRAWN)
+    totals = [stored + drawn for stored, drawn in zip([40, 5, 0], shares, strict=True)]
+    assert sum(shares) == 120 and min(shares) >= 10 and max(totals) - min(totals) <= 1
+    # Each look only adds to what every arm drew at the one before.
+    for stored in ([70, 0], [40, 0], [70, 35], [12, 3, 0]):
+        looks = [drawn_targets(stored, n, LEAST_DRAWN) for n in range(1, 81)]
+        assert all(a <= b for before, after in zip(looks, looks[1:]) for a, b in zip(before, after))
+
+
+def _step_one(rate_ref: float, rate_mine: float, nightlies: int, trials: int) -> Counter[Cause]:
+    """Step 1 as the analysis runs it (shares, looks, decisions) with stored nightlies of
+    5 samples of the reference and none of yours."""
+    rnd = random.Random(20261201)
+    settings = Settings()
+    found: Counter[Cause] = Counter()
+    for _ in range(trials):
+        stored = tuple(
+            StoredRun(
+                f"n{i}", "run", "2026-11-01", sum(rnd.random() < rate_ref for _ in range(5)), 5
+            )
+            for i in range(nightlies)
+        )
+        drawn = {ArmKind.REFERENCE_PROMPT: [0, 0], ArmKind.RED: [0, 0]}
+        rates = {ArmKind.REFERENCE_PROMPT: rate_ref, ArmKind.RED: rate_mine}
+        have = {ArmKind.REFERENCE_PROMPT: 5 * nightlies, ArmKind.RED: 0}
+
+        def draw(target: int) -> bool:
+            shares = drawn_targets([have[k] for k in drawn], target, LEAST_DRAWN)
+            for kind, share in zip(drawn, shares, strict=True):
+                counts = drawn[kind]
+                counts[0] += sum(rnd.random() < rates[kind] for _ in range(share - counts[1]))
+                counts[1] = share
+            return False
+
+        def decide_at(alpha: float, final: bool) -> Decision:
+            sp, sn = sum(r.passes for r in stored), sum(r.samples for r in stored)
+            (rp, rn), (mp, mn) = drawn[ArmKind.REFERENCE_PROMPT], drawn[ArmKind.RED]
+            ref = ArmCounts(
+                ArmKind.REFERENCE_PROMPT, "ref", "m", "r", rp + sp, rn + sn, stored=stored
+            )
+            arms = [ref, ArmCounts(ArmKind.RED, "yours", "m", "r", mp, mn)]
+            return decide_arms(arms, QUALITY, alpha, settings, final=final)
+
+        found[look_by_look(settings, draw, decide_at).decision.cause] += 1
+    return found
+
+
+def test_with_two_weeks_of_reference_nightlies_a_harmless_change_ends_as_noise() -> None:
+    same = _step_one(0.8, 0.8, 14, 300)
+    assert same[Cause.NOISE] / 300 >= 0.85  # 40% with no stored run at all
+    assert same[Cause.PROMPT] / 300 <= 0.04
+    drop = _step_one(0.8, 0.6, 14, 300)
+    assert drop[Cause.PROMPT] / 300 >= 0.65  # 46% with no stored run at all
+    assert drop[Cause.NOISE] / 300 <= 0.08
