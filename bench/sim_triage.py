@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from redline.deciding.arms import LEAST_DRAWN, ArmCounts, ArmKind, StoredRun, drawn_targets
+from redline.deciding.arms import ArmCounts, ArmKind, StoredRun, look_shares
 from redline.deciding.decision import (
     Bar,
     Decision,
@@ -60,8 +60,8 @@ def trial(
 
     def draw(target: int) -> bool:
         kinds = list(drawn)
-        have = [sum(r.samples for r in stored[kind]) for kind in kinds]
-        for kind, share in zip(kinds, drawn_targets(have, target, LEAST_DRAWN), strict=True):
+        have = [("m", sum(r.samples for r in stored[kind])) for kind in kinds]
+        for kind, share in zip(kinds, look_shares(have, target), strict=True):
             counts = drawn[kind]
             more = share - counts[1]
             counts[0] += sum(rng.random() < rates[kind] for _ in range(more))
@@ -92,7 +92,8 @@ def table(seed: int, trials: int) -> list[str]:
     settings = Settings()
     lines = [
         "| stored runs (reference / yours) | case | harmless change: noise | harmless: "
-        "called prompt | 20-point drop: prompt | drop called noise | mean drawn: reference / yours |",
+        "called prompt | 20-point drop: prompt | drop called noise | "
+        "mean drawn: reference / yours |",
         "|---|---|---|---|---|---|---|",
     ]
     rows = [

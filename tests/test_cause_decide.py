@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+from redline.deciding.arms import look_shares
 from redline.deciding.cause import (
     ArmCounts,
     ArmKind,
@@ -16,8 +20,7 @@ from redline.deciding.cause import (
     decide,
     samples_to_decide,
 )
-from redline.deciding.arms import LEAST_DRAWN, drawn_targets
-from redline.deciding.decision import Decision, History, decide_arms, look_by_look
+from redline.deciding.decision import History
 from redline.deciding.stats import at_least, difference_interval
 from redline.vocabulary.causes import Cause
 
@@ -206,66 +209,51 @@ def test_noise_on_balance_needs_the_difference_one_standard_error_below_the_marg
 def test_a_well_sampled_reference_leaves_its_share_to_your_configuration() -> None:
     # Two weeks of nightlies (70 samples) of the reference, none of yours: the reference
     # draws one batch of 10 a look, your configuration the rest of the 2 × 40.
-    assert [drawn_targets([70, 0], n, LEAST_DRAWN) for n in (10, 20, 30, 40)] == [
+    two_weeks = [("m", 70), ("m", 0)]
+    assert [look_shares(two_weeks, n) for n in (10, 20, 30, 40)] == [
         [10, 10],
         [10, 30],
         [10, 50],
         [10, 70],
     ]
     # Without stored evidence every arm draws the look's size, as before.
-    assert drawn_targets([0, 0, 0], 30, LEAST_DRAWN) == [30, 30, 30]
+    assert look_shares([("m", 0), ("old", 0), ("m", 0)], 30) == [30, 30, 30]
     # The shares go to the arm with the fewest samples in all, and add up to the looks.
-    shares = drawn_targets([40, 5, 0], 40, LEAST_DRAWN)
-    totals = [stored + drawn for stored, drawn in zip([40, 5, 0], shares, strict=True)]
+    arms = [("m", 40), ("m", 5), ("m", 0)]
+    shares = look_shares(arms, 40)
+    totals = [stored + drawn for (_, stored), drawn in zip(arms, shares, strict=True)]
     assert sum(shares) == 120 and min(shares) >= 10 and max(totals) - min(totals) <= 1
+    # Samples never move to another model (its price differs): the old model's arm draws
+    # its own share, however much is stored of it.
+    assert look_shares([("m", 70), ("old", 70), ("m", 0)], 40) == [10, 40, 70]
     # Each look only adds to what every arm drew at the one before.
     for stored in ([70, 0], [40, 0], [70, 35], [12, 3, 0]):
-        looks = [drawn_targets(stored, n, LEAST_DRAWN) for n in range(1, 81)]
-        assert all(a <= b for before, after in zip(looks, looks[1:]) for a, b in zip(before, after))
+        looks = [look_shares([("m", n) for n in stored], k) for k in range(1, 81)]
+        for before, after in itertools.pairwise(looks):
+            assert all(a <= b for a, b in zip(before, after, strict=True))
 
 
 def _step_one(rate_ref: float, rate_mine: float, nightlies: int, trials: int) -> Counter[Cause]:
-    """Step 1 as the analysis runs it (shares, looks, decisions) with stored nightlies of
-    5 samples of the reference and none of yours."""
+    """Step 1 as `bench/sim_triage.py` runs it (the analysis's shares, looks and decisions)
+    with stored nightlies of 5 samples of the reference and none of yours."""
+    path = Path(__file__).resolve().parents[1] / "bench" / "sim_triage.py"
+    spec = importlib.util.spec_from_file_location("sim_triage", path)
+    assert spec is not None and spec.loader is not None
+    sim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sim)
     rnd = random.Random(20261201)
     settings = Settings()
     found: Counter[Cause] = Counter()
     for _ in range(trials):
-        stored = tuple(
-            StoredRun(
-                f"n{i}", "run", "2026-11-01", sum(rnd.random() < rate_ref for _ in range(5)), 5
-            )
-            for i in range(nightlies)
-        )
-        drawn = {ArmKind.REFERENCE_PROMPT: [0, 0], ArmKind.RED: [0, 0]}
-        rates = {ArmKind.REFERENCE_PROMPT: rate_ref, ArmKind.RED: rate_mine}
-        have = {ArmKind.REFERENCE_PROMPT: 5 * nightlies, ArmKind.RED: 0}
-
-        def draw(target: int) -> bool:
-            shares = drawn_targets([have[k] for k in drawn], target, LEAST_DRAWN)
-            for kind, share in zip(drawn, shares, strict=True):
-                counts = drawn[kind]
-                counts[0] += sum(rnd.random() < rates[kind] for _ in range(share - counts[1]))
-                counts[1] = share
-            return False
-
-        def decide_at(alpha: float, final: bool) -> Decision:
-            sp, sn = sum(r.passes for r in stored), sum(r.samples for r in stored)
-            (rp, rn), (mp, mn) = drawn[ArmKind.REFERENCE_PROMPT], drawn[ArmKind.RED]
-            ref = ArmCounts(
-                ArmKind.REFERENCE_PROMPT, "ref", "m", "r", rp + sp, rn + sn, stored=stored
-            )
-            arms = [ref, ArmCounts(ArmKind.RED, "yours", "m", "r", mp, mn)]
-            return decide_arms(arms, QUALITY, alpha, settings, final=final)
-
-        found[look_by_look(settings, draw, decide_at).decision.cause] += 1
+        cause, _drawn = sim.trial(rnd, settings, rate_ref, rate_mine, nightlies, 0)
+        found[cause] += 1
     return found
 
 
 def test_with_two_weeks_of_reference_nightlies_a_harmless_change_ends_as_noise() -> None:
     same = _step_one(0.8, 0.8, 14, 300)
-    assert same[Cause.NOISE] / 300 >= 0.85  # 40% with no stored run at all
+    assert same[Cause.NOISE] / 300 >= 0.87  # 40% with no stored run, 86% before the shares
     assert same[Cause.PROMPT] / 300 <= 0.04
     drop = _step_one(0.8, 0.6, 14, 300)
-    assert drop[Cause.PROMPT] / 300 >= 0.65  # 46% with no stored run at all
-    assert drop[Cause.NOISE] / 300 <= 0.08
+    assert drop[Cause.PROMPT] / 300 >= 0.68  # 46% with no stored run, 62% before the shares
+    assert drop[Cause.NOISE] / 300 <= 0.07

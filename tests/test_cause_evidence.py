@@ -14,7 +14,7 @@ import pytest
 
 from cause_repo import CASE, FLAKY, GOOD, REWORDED_PROMPT, SUITE, History, histories
 from redline.cli import ExitCode, main
-from redline.deciding.arms import LEAST_DRAWN, drawn_targets
+from redline.deciding.arms import look_shares
 from redline.deciding.cause import ArmKind, Bar, Settings
 from redline.running import exchange
 from redline.running.runner import RunOptions, run_suites, sample_seed
@@ -299,7 +299,7 @@ def test_a_reference_with_stored_nightlies_leaves_its_draws_to_your_configuratio
     assert ref.stored_counts[1] >= 30 and mine.stored_counts[1] == 0
     drawn = [ref.drawn_counts[1], mine.drawn_counts[1]]
     # The 2 × 40 samples of the look, shared so both arms end with about as many in all.
-    assert drawn == drawn_targets([ref.stored_counts[1], 0], 40, LEAST_DRAWN)
+    assert drawn == look_shares([(ref.model_id, ref.stored_counts[1]), (mine.model_id, 0)], 40)
     assert sum(drawn) == 80 and drawn[0] >= 10 and drawn[1] > 40
     assert abs(ref.samples - mine.samples) <= 1
     assert {r.parent_id for r in history.store.runs() if r.kind is RunKind.RERUN} == {red.id}

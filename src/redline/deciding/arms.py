@@ -373,22 +373,25 @@ class DrawTarget:
     budget: float | None
 
 
-def drawn_targets(stored: Sequence[int], per_arm: int, least: int) -> list[int]:
-    """Samples each arm has drawn at a look of `per_arm` samples per arm.
+def look_shares(arms: Sequence[tuple[str, int]], per_arm: int) -> list[int]:
+    """Samples each arm has drawn at a look of `per_arm` samples per arm, for arms given
+    as (model id, stored samples).
 
-    The look's `len(stored) * per_arm` samples go where they tell most: each arm draws
-    at least `least` (or `per_arm`, if smaller), enough to check that its stored evidence
-    still holds, and the rest goes to the arms with the fewest samples in all (stored +
-    drawn). The variance of a difference of rates is smallest when both arms hold about
-    the same number of samples, so a reference with two weeks of stored nightlies leaves
-    most of its share to the rerun of your configuration. Without stored evidence every
-    arm draws `per_arm`.
+    The arms on one model share their `per_arm` each where it tells most: every arm draws
+    at least LEAST_DRAWN (or `per_arm`, if smaller), enough to check that its stored
+    evidence still holds, and the rest goes to the arm with the fewest samples in all
+    (stored + drawn). The variance of a difference of rates is smallest when both arms
+    hold about as many samples, so a reference with two weeks of stored nightlies leaves
+    most of its share to the rerun of your configuration. Samples never move to another
+    model, whose price differs, so Step 1's cost estimate holds. Without stored evidence
+    every arm draws `per_arm`.
     """
-    first = min(per_arm, least)
-    drawn = [first] * len(stored)
-    for _ in range(len(stored) * per_arm - sum(drawn)):
-        fewest = min(range(len(stored)), key=lambda i: (stored[i] + drawn[i], -i))
-        drawn[fewest] += 1
+    drawn = [min(per_arm, LEAST_DRAWN)] * len(arms)
+    for model in {m for m, _ in arms}:
+        group = [i for i, (m, _) in enumerate(arms) if m == model]
+        for _ in range(len(group) * (per_arm - drawn[group[0]])):
+            fewest = min(group, key=lambda i: (arms[i][1] + drawn[i], -i))
+            drawn[fewest] += 1
     return drawn
 
 
@@ -399,12 +402,12 @@ def draw_arms(
     on_live: Callable[[Mapping[ArmKind, Mapping[Verdict, int]]], None],
     cancelled: Callable[[], bool],
 ) -> bool:
-    """Bring the arms' reruns to a look of `target` samples per arm, side by side (shared
-    out by `drawn_targets`); True when cancelled.
+    """Bring the arms' reruns to a look of `target` samples per arm, shared out by
+    `look_shares`, side by side; True when cancelled.
 
     `on_live` gets each arm's verdict counts of the batch in flight.
     """
-    shares = drawn_targets([a.counts().stored_counts[1] for a in arms], target, LEAST_DRAWN)
+    shares = look_shares([(a.model_id, a.counts().stored_counts[1]) for a in arms], target)
     live: dict[ArmKind, Mapping[Verdict, int]] = {}
 
     def report(arm: Arm) -> Callable[[RunProgress], None]:
