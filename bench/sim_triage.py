@@ -1,14 +1,15 @@
 """Simulation: triage Step 1 with stored evidence, at the default budget.
 
-Pure Python, seeded, one command (`uv run python bench/sim_triage.py`), a few seconds.
+Pure Python, seeded, one command (`uv run python bench/sim_triage.py`), under a minute.
 
 Each trial is one red case on a branch whose prompt changed. The reference configuration
 has stored nightlies (5 samples each, the red run's bar 4 of 5) inside the window; the
 red configuration has the runs stored for it (none for a branch's first run). Step 1 then
 runs exactly as `redline rerun` does: `look_by_look` at the default looks and error
-spending, `decide_arms` on the arms' counts (stored + drawn) at every look, "noise on
-balance" at the last. A harmless change keeps the rate; a drop takes 20 points off it.
-Reported per row: the conclusion's shares and the samples drawn per arm.
+spending, each look's samples shared between the arms by `look_shares`, `decide_arms` on
+the arms' counts (stored + drawn) at every look, "noise on balance" at the last. A
+harmless change keeps the rate; a drop takes 20 points off it. Reported per row: the
+conclusion's shares and the mean samples drawn by the reference arm and by yours.
 """
 
 from __future__ import annotations
