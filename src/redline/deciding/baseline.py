@@ -37,6 +37,7 @@ from typing import Any
 from redline.errors import BaselineMissing, CaseNotFound, ConfigError, RunNotFinished, UsageError
 from redline.running.store import RunStore
 from redline.text.words import words
+from redline.transcript import sample_answer
 from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
@@ -168,7 +169,7 @@ def choose_golden(samples: Sequence[SampleRecord]) -> SampleRecord | None:
     ok = sorted((s for s in samples if s.verdict is Verdict.OK), key=lambda s: s.index)
     if len(ok) <= 2:
         return ok[0] if ok else None
-    tokens = [words(s.output)[:_GOLDEN_TOKENS] for s in ok]
+    tokens = [words(sample_answer(s))[:_GOLDEN_TOKENS] for s in ok]
     totals = [0.0] * len(ok)
     matcher = difflib.SequenceMatcher(autojunk=False)
     for j in range(len(ok)):
@@ -213,7 +214,7 @@ def baseline_case(case: CaseRecord, samples: Sequence[SampleRecord]) -> Baseline
         model_id=case.model_id,
         case_hash=case.case_hash,
         scores=mean_scores(samples),
-        golden=None if golden is None else Golden(golden.index, golden.output),
+        golden=None if golden is None else Golden(golden.index, sample_answer(golden)),
     )
 
 
@@ -517,7 +518,7 @@ def sample_golden_diff(
         return None, reference
     diff = golden_diff(
         reference.text,
-        sample.output,
+        sample_answer(sample),
         golden_label=f"golden ({sample.suite}/{sample.case_id})",
         output_label=f"run {sample.run_id} sample {sample.index} [{sample.verdict}]",
     )

@@ -21,6 +21,7 @@ from redline.report import CaseReport, RunReport, failed_assertions, previous_ru
 from redline.running.budget import budget_note
 from redline.running.usage import usage_summary
 from redline.textsafe import escape_output
+from redline.transcript import sample_answer, transcript_text
 from redline.vocabulary.records import CaseOutcome, RunResult
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
@@ -224,13 +225,16 @@ def _case_detail(case: CaseReport) -> str:
         if case.golden is not None and s.verdict is not Verdict.OK:
             diff = (
                 "<details><summary>diff to golden output</summary>"
-                + _diff_html(golden_diff(case.golden, s.output, output_label=f"sample {s.index}"))
+                + _diff_html(
+                    golden_diff(case.golden, sample_answer(s), output_label=f"sample {s.index}")
+                )
                 + "</details>"
             )
         samples.append(
             f'<div class="sample">sample {s.index} {_badge("v", str(s.verdict))} '
             f"finish: {_e(s.finish_reason or 'none')}"
-            f"{f'<ul>{reasons}</ul>' if reasons else ''}<pre>{_e(s.output)}</pre>{diff}</div>"
+            f"{f'<ul>{reasons}</ul>' if reasons else ''}"
+            f"<pre>{_e(transcript_text(s))}</pre>{diff}</div>"
         )
     golden = (
         f"<details><summary>golden output</summary><pre>{_e(case.golden)}</pre></details>"

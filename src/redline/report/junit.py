@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 
 from redline.report import CaseReport, RunReport, failed_assertions
 from redline.running.quarantine import QuarantinedCase
+from redline.transcript import transcript_text
 from redline.vocabulary.records import CaseOutcome, RunRecord
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
@@ -57,7 +58,7 @@ def _system_out(case: CaseReport) -> str:
     blocks = []
     for s in case.failing_samples:
         blocks.append(f"----- sample {s.index} [{s.verdict}] finish={s.finish_reason} -----")
-        blocks.append(s.output)
+        blocks.append(transcript_text(s))
     return "\n".join(blocks)
 
 
