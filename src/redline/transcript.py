@@ -34,26 +34,26 @@ def pretty_arguments(call: ToolCall) -> str:
     return json.dumps(args, indent=2, ensure_ascii=False)
 
 
-def call_text(call: ToolCall) -> str:
+def call_text(call: ToolCall, *, with_id: bool = True) -> str:
     """`tool call NAME (id ID)` and the pretty-printed arguments below it."""
-    ident = f" (id {call.id})" if call.id else ""
+    ident = f" (id {call.id})" if call.id and with_id else ""
     return f"tool call {call.name}{ident}\n{pretty_arguments(call)}"
 
 
-def answer_text(output: str, tool_calls: Sequence[ToolCall]) -> str:
-    """An answer's text followed by its tool calls: what a golden answer is compared with.
-
-    Without tool calls this is the output itself, character for character.
-    """
+def answer_text(output: str, tool_calls: Sequence[ToolCall], *, with_ids: bool = True) -> str:
+    """An answer's text followed by its tool calls. Without tool calls this is the output
+    itself, character for character; `with_ids=False` leaves out the call ids a provider
+    makes up afresh each time (what a golden answer is compared with)."""
     if not tool_calls:
         return output
-    calls = "\n".join(call_text(c) for c in tool_calls)
+    calls = "\n".join(call_text(c, with_id=with_ids) for c in tool_calls)
     return f"{output}\n{calls}" if output else calls
 
 
 def sample_answer(sample: SampleRecord) -> str:
-    """The sample's (last) answer: its text and the calls it made."""
-    return answer_text(sample.output, sample.tool_calls)
+    """The sample's (last) answer, its text and the calls it made, as a golden answer keeps
+    it and the diff to a golden answer compares it (call ids left out)."""
+    return answer_text(sample.output, sample.tool_calls, with_ids=False)
 
 
 def is_plain(sample: SampleRecord) -> bool:
@@ -86,7 +86,7 @@ def _step_entries(number: int, step: Step, total: int) -> list[Entry]:
 def sample_transcript(sample: SampleRecord) -> list[Entry]:
     """Every step of the sample's tool loop and how it ended; its one answer otherwise."""
     if not sample.steps:
-        return [Entry("assistant", sample_answer(sample))]
+        return [Entry("assistant", answer_text(sample.output, sample.tool_calls))]
     entries: list[Entry] = []
     for number, step in enumerate(sample.steps, start=1):
         entries += _step_entries(number, step, len(sample.steps))
