@@ -398,3 +398,33 @@ def test_the_embedded_model_is_refused_an_image_before_any_request(
     if db.exists():
         with RunStore.open(db) as store:
             assert store.latest_run(kind=None) is None
+
+
+def test_messages_tools_formats_and_images_are_inputs_of_the_manifest(project: Path) -> None:
+    from redline.running.manifest import case_hash, suite_manifest
+    from redline.suite.cases import load_suite
+
+    folder = agent_suite(
+        project,
+        {
+            "photo": "messages:\n  - role: user\n    content: [{image: file://r.png}]\n"
+            "assert: [{type: no-tool-call}]\n"
+        },
+        extra="messages: [{role: user, content: Hi}, {role: assistant, content: Hello}]\n",
+        files={"r.png": PNG},
+    )
+    before = load_suite(folder)
+    manifest = suite_manifest(before, "m")
+    assert "agent/@prompt.conversation" in manifest
+    assert "agent/tools/support.json" in manifest and "agent/r.png" in manifest
+    photo_hash = case_hash(before.case("photo"))
+
+    tools = json.loads((folder / "tools" / "support.json").read_text())
+    tools[0]["function"]["description"] = "Find an order by its number"
+    (folder / "tools" / "support.json").write_text(json.dumps(tools))
+    (folder / "r.png").write_bytes(PNG + b"\x00")
+    after = load_suite(folder)
+    changed = {k for k, v in suite_manifest(after, "m").items() if manifest.get(k) != v}
+
+    assert {"agent/@prompt.conversation", "agent/tools/support.json", "agent/r.png"} <= changed
+    assert case_hash(after.case("photo")) != photo_hash

@@ -130,3 +130,16 @@ def test_the_embedded_model_plays_a_tool_loop(
         assert sample.steps and sample.steps[0].tool_calls
         assert sample.steps[0].tool_calls[0].name == "lookup_order"
         assert sample.steps[0].tool_results[0].content == "shipped yesterday"
+
+
+def test_with_a_response_format_the_final_answer_is_sampled_under_its_schema() -> None:
+    invoice = {
+        "type": "object",
+        "properties": {"total": {"type": "integer"}},
+        "required": ["total"],
+    }
+    schema = answer_schema([LOOKUP], None, invoice)
+    assert _valid(schema, {"response": {"total": 5}})
+    assert not _valid(schema, {"response": "five"})
+    answer = read_answer(Answer('{"response": {"total": 5}}', FinishReason.STOP, "m", 1, 1), 0)
+    assert json.loads(answer.text) == {"total": 5} and answer.tool_calls == ()

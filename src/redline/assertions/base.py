@@ -32,8 +32,7 @@ from redline.vocabulary.messages import ResponseFormat, ToolCall, ToolDefinition
 from redline.vocabulary.verdicts import AssertionStatus
 
 if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
-
+    from redline.assertions.schemas import JsonSchema
     from redline.config import Config
 
 LAYER_1 = 1
@@ -100,6 +99,10 @@ class Sample:
         if not steps:
             return self.completion.tool_calls
         return self.cached("tool-calls", lambda s: tuple(c for st in steps for c in st.tool_calls))
+
+    def arguments(self, position: int) -> tuple[Any, str | None]:
+        """`ToolCall.parsed()` of call number `position` (from 1), parsed once per sample."""
+        return self.cached(f"tool-args-{position}", lambda s: s.tool_calls[position - 1].parsed())
 
     @property
     def json(self) -> Any:
@@ -332,7 +335,7 @@ class Spec:
             self.problem(f"{self.display(path)} is not valid JSON: {exc}", "fix the JSON file", key)
             return None
 
-    def schema(self, key: str) -> Validator | None:
+    def schema(self, key: str) -> JsonSchema | None:
         """A JSON Schema written inline or as a `file://` reference, checked and compiled;
         None (with a problem) when it is unusable."""
         node = self.node.get(key)
@@ -344,28 +347,18 @@ class Spec:
             return None
         return self.validator(schema, key)
 
-    def validator(self, schema: Any, key: str) -> Validator | None:
-        """A validator for `schema`; None (with a problem) when it is no JSON Schema."""
+    def validator(self, schema: Any, key: str) -> JsonSchema | None:
+        """`schema` checked and compiled; None (with a problem) when it is no JSON Schema."""
         if not isinstance(schema, dict):
             self.problem("the schema must be a JSON object", "", key)
             return None
         # jsonschema loads only for a case that names a schema (it is slow to import).
-        from jsonschema import SchemaError
-        from jsonschema.validators import validator_for
+        from redline.assertions.schemas import JsonSchema
 
-        validator_class = validator_for(schema)
-        try:
-            validator_class.check_schema(schema)
-        except SchemaError as exc:
-            where = "/".join(str(p) for p in exc.path) or "(root)"
-            self.problem(
-                f"invalid JSON Schema at {where}: {exc.message}",
-                f"fix the schema (checked as {validator_class.__name__})",
-                key,
-            )
-            return None
-        validator: Validator = validator_class(schema)
-        return validator
+        checked, why = JsonSchema.checked(schema)
+        if checked is None:
+            self.problem(f"invalid JSON Schema {why}", "fix the schema", key)
+        return checked
 
     def number(
         self,

@@ -11,7 +11,7 @@ from abc import abstractmethod
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
+    from redline.assertions.schemas import JsonSchema
 
 from redline.assertions.base import (
     COST_LENGTH,
@@ -33,17 +33,6 @@ def _preview(text: str, limit: int = 60) -> str:
     return repr(shown)
 
 
-def schema_problem(validator: Validator, value: Any) -> str | None:
-    """Where and why `value` does not match the schema (its best error), or None."""
-    from jsonschema.exceptions import best_match
-
-    problem = best_match(validator.iter_errors(value))
-    if problem is None:
-        return None
-    where = "/".join(str(p) for p in problem.absolute_path) or "(root)"
-    return f"at {where}: {problem.message}"
-
-
 @register("is-json")
 class IsJson(Assertion):
     """The whole output is JSON (a sentence around it fails), optionally valid against a schema.
@@ -55,7 +44,7 @@ class IsJson(Assertion):
     cost = COST_PARSE
     structural = True
 
-    def __init__(self, spec: Spec, validator: Validator | None, schema_name: str) -> None:
+    def __init__(self, spec: Spec, validator: JsonSchema | None, schema_name: str) -> None:
         super().__init__(spec)
         self.validator = validator
         self.schema_name = schema_name
@@ -90,7 +79,7 @@ class IsJson(Assertion):
             )
         if self.validator is None:
             return Check.ok("valid JSON")
-        problem = schema_problem(self.validator, sample.json)
+        problem = self.validator.problem(sample.json)
         if problem is not None:
             return Check.fail(f"JSON does not match {self.schema_name} {problem}")
         return Check.ok(f"valid JSON matching {self.schema_name}")

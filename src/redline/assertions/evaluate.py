@@ -129,7 +129,7 @@ def _call_checks(sample: Sample, after: int) -> list[AssertionResult]:
     that are not a JSON object (`malformed`), a tool loop still calling at its last step."""
     found = []
     for position, call in enumerate(sample.tool_calls, start=1):
-        _, error = call.parsed()
+        _, error = sample.arguments(position)
         if error is not None:
             reason = f"call {position} ({call.name}, id {call.id or 'none'}): {error}"
             found.append(

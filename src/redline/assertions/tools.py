@@ -13,12 +13,11 @@ from types import CodeType
 from typing import TYPE_CHECKING
 
 from redline.assertions.base import COST_PARSE, Assertion, Check, Sample, Spec, register
-from redline.assertions.deterministic import schema_problem
 from redline.assertions.python_expr import evaluate, expression
 from redline.vocabulary.messages import ToolCall
 
 if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
+    from redline.assertions.schemas import JsonSchema
 
 
 def _names(calls: tuple[ToolCall, ...]) -> str:
@@ -35,7 +34,7 @@ class ToolCalled(Assertion):
         self,
         spec: Spec,
         name: str,
-        validator: Validator | None,
+        validator: JsonSchema | None,
         code: tuple[str, CodeType] | None,
         times: int | None,
         order: int | None,
@@ -72,13 +71,13 @@ class ToolCalled(Assertion):
 
     def check(self, sample: Sample) -> Check:
         calls = sample.tool_calls
-        named = [(i, c) for i, c in enumerate(calls, start=1) if c.name == self.name]
+        named = [i for i, c in enumerate(calls, start=1) if c.name == self.name]
         if not named:
             return Check.fail(f"{self.name} was not called (calls: {_names(calls)})")
         matching: list[int] = []
         misses: list[str] = []
-        for position, call in named:
-            why = self._mismatch(call, sample)
+        for position in named:
+            why = self._mismatch(position, sample)
             if why is None:
                 matching.append(position)
             else:
@@ -96,14 +95,14 @@ class ToolCalled(Assertion):
             )
         return Check.ok(f"{self.name} called as asked ({len(matching)} of {len(calls)} calls)")
 
-    def _mismatch(self, call: ToolCall, sample: Sample) -> str | None:
+    def _mismatch(self, position: int, sample: Sample) -> str | None:
         if self.validator is None and self.code is None:
             return None
-        args, error = call.parsed()
+        args, error = sample.arguments(position)
         if error is not None:
             return error
         if self.validator is not None:
-            problem = schema_problem(self.validator, args)
+            problem = self.validator.problem(args)
             if problem is not None:
                 return f"arguments do not match the schema {problem}"
         if self.code is not None:
@@ -176,7 +175,7 @@ class ToolArgsValid(Assertion):
     cost = COST_PARSE
     structural = True
 
-    def __init__(self, spec: Spec, validators: dict[str, Validator], only: str | None) -> None:
+    def __init__(self, spec: Spec, validators: dict[str, JsonSchema], only: str | None) -> None:
         super().__init__(spec)
         self.validators = validators
         self.only = only
@@ -197,7 +196,7 @@ class ToolArgsValid(Assertion):
                 "value",
             )
             return None
-        validators: dict[str, Validator] = {}
+        validators: dict[str, JsonSchema] = {}
         for tool in spec.tools:
             validator = spec.validator(dict(tool.parameters), "type")
             if validator is None:
@@ -218,10 +217,10 @@ class ToolArgsValid(Assertion):
                 return Check.fail(
                     f"call {position} names {call.name!r}, which is not declared ({declared})"
                 )
-            args, error = call.parsed()
+            args, error = sample.arguments(position)
             if error is not None:
                 return Check.fail(f"call {position} ({call.name}): {error}")
-            problem = schema_problem(validator, args)
+            problem = validator.problem(args)
             if problem is not None:
                 return Check.fail(f"call {position} ({call.name}): arguments invalid {problem}")
         return Check.ok(f"{len(calls)} call(s), all declared and valid")

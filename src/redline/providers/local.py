@@ -264,7 +264,7 @@ class LocalProvider:
                 }
             else:
                 messages.insert(0, {"role": "system", "content": described})
-            schema = local_tools.answer_schema(request.tools, request.tool_choice)
+            schema = local_tools.answer_schema(request.tools, request.tool_choice, schema)
         body: dict[str, Any] = {
             "messages": messages,
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,

@@ -5,7 +5,8 @@ default SmolLM2's included) it drops them silently, and the model would answer a
 had none. So redline asks the embedded model in one format every GGUF can follow: the
 tools are described in the system prompt and the answer is constrained by llama.cpp's
 JSON-schema sampling to either `{"tool_calls": [{"name": ..., "arguments": {...}}]}` or
-`{"response": "..."}` (`tool_choice` narrows that: `required` and a named function allow
+`{"response": "..."}` (the response format's schema in place of the text when the request
+has one; `tool_choice` narrows that: `required` and a named function allow
 only calls, `none` sends no tools at all). The conversation's earlier calls and results are
 written back in the same format, so the model reads its own turns as it wrote them.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from redline.providers.http_provider import Answer
@@ -52,8 +53,13 @@ def tool_system(tools: Sequence[ToolDefinition]) -> str:
     return _INSTRUCTIONS.format(tools=described)
 
 
-def answer_schema(tools: Sequence[ToolDefinition], choice: ToolChoice | None) -> dict[str, Any]:
-    """The JSON Schema the answer is sampled under."""
+def answer_schema(
+    tools: Sequence[ToolDefinition],
+    choice: ToolChoice | None,
+    response: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON Schema the answer is sampled under; `response` is the final answer's schema
+    (a response format's), text when None."""
     allowed = [t for t in tools if choice is None or choice.name in (None, t.name)]
     call = {
         "anyOf": [
@@ -74,7 +80,7 @@ def answer_schema(tools: Sequence[ToolDefinition], choice: ToolChoice | None) ->
         return calls
     answer = {
         "type": "object",
-        "properties": {"response": {"type": "string"}},
+        "properties": {"response": dict(response) if response else {"type": "string"}},
         "required": ["response"],
     }
     return {"anyOf": [calls, answer]}
@@ -104,8 +110,10 @@ def read_answer(answer: Answer, step: int) -> Answer:
         return answer
     if not isinstance(data, dict):
         return answer
-    if isinstance(data.get("response"), str):
-        return dataclasses.replace(answer, text=data["response"])
+    if "response" in data:
+        reply = data["response"]
+        text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
+        return dataclasses.replace(answer, text=text)
     calls = data.get("tool_calls")
     if not isinstance(calls, list):
         return answer

@@ -26,11 +26,10 @@ from types import TracebackType
 from typing import Any, Self
 
 import yaml
-from jsonschema import SchemaError
-from jsonschema.validators import validator_for
 
 from redline.assertions import deterministic, load_optional_types
 from redline.assertions.base import Assertion, Check, Sample, Spec, assertion_type
+from redline.assertions.schemas import JsonSchema
 from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
 from redline.config import Config, load_config
 from redline.documents.reading import NodeReader
@@ -392,16 +391,14 @@ def _build(
 
 
 def _json_with_schema(schema: dict[str, Any], sample: Sample) -> Check:
-    validator_class = validator_for(schema)
-    try:
-        validator_class.check_schema(schema)
-    except SchemaError as exc:
-        raise ValueError(f"invalid JSON Schema: {exc.message}") from None
+    checked, why = JsonSchema.checked(schema)
+    if checked is None:
+        raise ValueError(f"invalid JSON Schema {why}")
     node, problems = load_text("type: is-json\n", _WHERE)
     if node is None:
         raise RuntimeError("; ".join(str(p) for p in problems))
     spec = Spec(type_name="is-json", node=node, index=0, case_dir=Path.cwd())
-    return deterministic.IsJson(spec, validator_class(schema), "the schema").check(sample)
+    return deterministic.IsJson(spec, checked, "the schema").check(sample)
 
 
 def _read_golden(golden: str | Path | None) -> str | None:

@@ -303,6 +303,7 @@ class _SuiteLoader(NodeReader):
         #: The suite's conversation settings, which its cases build on.
         self.messages: tuple[Message, ...] = ()
         self.has_user = True
+        self.system_vars: list[str] = []
         self.tools: tuple[ToolDefinition, ...] = ()
         self.response_format: ResponseFormat | None = None
 
@@ -553,6 +554,9 @@ class _SuiteLoader(NodeReader):
         spec: SamplingSpec | None = None,
     ) -> tuple[Case, ...]:
         used = placeholders(prompt[0] + "\n" + prompt[1]) if prompt else []
+        #: A case giving its own conversation sends no user template: only the system
+        #: prompt's placeholders need its vars.
+        self.system_vars = placeholders(prompt[0]) if prompt else []
         cases: list[Case] = []
         ids: dict[str, Path] = {}
         files = self.case_files()
@@ -647,7 +651,7 @@ class _CaseLoader:
         self.needs_turn(root, messages)
         assertions = self.assertions(root, variables or {}, bool(expect_refusal))
         if variables is not None:
-            self.check_prompt_vars(root, variables)
+            self.check_prompt_vars(root, variables, own_turns=root.get("messages") is not None)
         if len(suite.problems) > before:
             return None
         assert case_id is not None and tier is not None and samples is not None
@@ -851,8 +855,11 @@ class _CaseLoader:
             node, "required", expected="a whole number of samples", example=str(samples)
         )
 
-    def check_prompt_vars(self, root: Node, variables: Mapping[str, str]) -> None:
-        missing = [name for name in self.prompt_vars if name not in variables]
+    def check_prompt_vars(
+        self, root: Node, variables: Mapping[str, str], *, own_turns: bool = False
+    ) -> None:
+        used = self.suite.system_vars if own_turns else self.prompt_vars
+        missing = [name for name in used if name not in variables]
         if missing:
             node = root.get("vars")
             mark = node.where if node is not None else root.mark

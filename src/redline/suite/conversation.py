@@ -115,7 +115,13 @@ class ConversationReader:
             return self._anthropic(Role(role), content, folder)
         parts = self._content(content, folder, Role(role))
         name = entry.get("name")
-        calls = self._tool_calls(entry.get("tool_calls")) if role == Role.ASSISTANT else ()
+        calls = self._tool_calls(entry.get("tool_calls"))
+        if calls and role != Role.ASSISTANT:
+            self.add(
+                entry.mark,
+                f"a {role} message has `tool_calls`; only an assistant turn calls tools",
+                "give the calls to the assistant message that made them",
+            )
         answered = entry.get("tool_call_id")
         if role == Role.TOOL and (answered is None or not isinstance(answered.value, str)):
             self.add(
@@ -139,6 +145,8 @@ class ConversationReader:
     ) -> str | tuple[Part, ...] | None:
         if node is None or (node.is_scalar and node.value is None):
             return ""
+        if node.is_scalar and isinstance(node.value, str) and node.value.startswith(FILE_REF):
+            return self._verbatim(node, folder)
         if node.is_scalar:
             return str(node.value)
         if not node.is_seq:
@@ -175,6 +183,24 @@ class ConversationReader:
             "write the message's text as `content: ...`",
         )
         return None
+
+    def _verbatim(self, node: Node, folder: Path) -> str | None:
+        """The exact text of the file a `file://` content names (a tool's logged answer)."""
+        path = folder / str(node.value)[len(FILE_REF) :]
+        if not path.is_file():
+            self.add(
+                node.mark,
+                f"file {self.show(path)} does not exist",
+                "file:// paths are relative to the file that names them",
+            )
+            return None
+        try:
+            text = read_verbatim(path)
+        except UnicodeDecodeError:
+            self.add(node.mark, f"{self.show(path)} is not UTF-8 text")
+            return None
+        self.files.append(path.resolve())
+        return text
 
     def image(self, node: Node, folder: Path) -> ImagePart | None:
         """An image file (`file://` relative to the file holding it): it must be there and
@@ -455,12 +481,7 @@ class ConversationReader:
             return None
         value = node.plain()
         if isinstance(value, str) and value.startswith(FILE_REF):
-            path = self.folder / value[len(FILE_REF) :]
-            if not path.is_file():
-                self.add(node.mark, f"fixture {self.show(path)} does not exist")
-                return None
-            self.files.append(path.resolve())
-            return read_verbatim(path)
+            return self._verbatim(node, self.folder)
         if isinstance(value, str):
             return value
         return json.dumps(value, ensure_ascii=False)
@@ -478,21 +499,11 @@ class ConversationReader:
         if not ref.startswith(FILE_REF):
             self.add(node.mark, f"`{key}` must be a list or a file:// reference")
             return None
+        text = self._verbatim(node, self.folder)
+        if text is None:
+            return None
         path = self.folder / ref[len(FILE_REF) :]
-        if not path.is_file():
-            self.add(
-                node.mark,
-                f"file {self.show(path)} does not exist",
-                "file:// paths are relative to the file that names them",
-            )
-            return None
-        self.files.append(path.resolve())
         shown = self.show(path)
-        try:
-            text = read_verbatim(path)
-        except UnicodeDecodeError:
-            self.add(node.mark, f"{shown} is not UTF-8 text")
-            return None
         if allow_lines and path.suffix == ".jsonl":
             where = _lines_problem(text, shown)
             text = _as_array(text)
