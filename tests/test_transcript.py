@@ -3,17 +3,20 @@ the golden answer a baseline keeps."""
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
+from casefiles import CASE_HEAD, write_suite
 from redline.cli import main
 from redline.deciding.baseline import baseline_case
 from redline.report import build_run_report
 from redline.report.html import html_report
 from redline.report.junit import junit_xml
 from redline.running.search import search_run
+from redline.suite.cases import load_suite
 from redline.transcript import (
     answer_text,
     conversation_entries,
@@ -133,3 +136,56 @@ def test_a_baseline_golden_of_a_tool_answer_keeps_its_calls(tmp_path: Path) -> N
     assert entry.golden is not None
     assert entry.golden.output == "Your refund is on its way."
     assert transcript_text(sample).count("── assistant") == 3
+
+
+OPENAI_TURN = json.dumps(
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_a",
+                "type": "function",
+                "function": {"name": "issue_refund", "arguments": '{"order_id": "A-1"}'},
+            }
+        ],
+    }
+)
+ANTHROPIC_TURN = json.dumps(
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Refunding."},
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "issue_refund",
+                "input": {"order_id": "A-1"},
+            },
+        ],
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("golden", "expected"),
+    [
+        (OPENAI_TURN, 'tool call issue_refund\n{\n  "order_id": "A-1"\n}'),
+        (ANTHROPIC_TURN, 'Refunding.\ntool call issue_refund\n{\n  "order_id": "A-1"\n}'),
+        ('{"total": 12000}\n', '{"total": 12000}\n'),  # an output that is JSON stays verbatim
+    ],
+    ids=["openai-turn", "anthropic-turn", "json-output"],
+)
+def test_a_golden_assistant_turn_reads_as_the_answer_it_describes(
+    tmp_path: Path, golden: str, expected: str
+) -> None:
+    folder = write_suite(
+        tmp_path,
+        {
+            "c1.yaml": CASE_HEAD
+            + "golden: file://golden.json\nassert:\n  - {type: contains, value: x}\n"
+        },
+        files={"golden.json": golden},
+    )
+    (case,) = load_suite(folder).cases
+    assert case.golden == expected

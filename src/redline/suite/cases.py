@@ -57,6 +57,7 @@ from redline.documents.yamlsource import type_name as yaml_type
 from redline.errors import Problem, ProblemsError, relpath
 from redline.suite.conversation import ConversationReader
 from redline.text.templates import fill, placeholders
+from redline.transcript import answer_text
 from redline.vocabulary.messages import (
     Message,
     ResponseFormat,
@@ -648,6 +649,7 @@ class _CaseLoader:
         max_steps = suite.whole(root.get("max_steps"), "max_steps", DEFAULT_MAX_STEPS, minimum=1)
         self.response_format = conversation.response_format(root.get("response_format"))
         self.files.extend(conversation.files)
+        golden = self.golden_answer(conversation, golden)
         self.needs_turn(root, messages)
         assertions = self.assertions(root, variables or {}, bool(expect_refusal))
         if variables is not None:
@@ -742,6 +744,14 @@ class _CaseLoader:
             return None
         self.files.append(path.resolve())
         return text
+
+    def golden_answer(self, conversation: ConversationReader, golden: str | None) -> str | None:
+        """A golden given as an assistant turn, read as an answer is shown and compared: its
+        text, then each tool call (`redline.transcript`); any other golden stays verbatim."""
+        if golden is None:
+            return None
+        turn = conversation.assistant_turn(golden, self.suite.show(self.path))
+        return golden if turn is None else answer_text(turn.text, turn.tool_calls, with_ids=False)
 
     def quarantine(self, root: Node) -> Quarantine | None:
         suite = self.suite

@@ -486,6 +486,23 @@ class ConversationReader:
             return value
         return json.dumps(value, ensure_ascii=False)
 
+    # -- golden answers --------------------------------------------------
+
+    def assistant_turn(self, text: str, shown: str) -> Message | None:
+        """A golden answer written as an assistant turn (JSON in either wire format, e.g.
+        the call the model should have made), else None: the golden is plain text."""
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        if not isinstance(data, dict) or data.get("role") != Role.ASSISTANT.value:
+            return None
+        root, problems = load_text(text, shown)
+        if problems or root is None:
+            return None
+        turns = self._message(root, self.folder)
+        return turns[0] if len(turns) == 1 else None
+
     # -- files -----------------------------------------------------------
 
     def _document(
