@@ -41,7 +41,9 @@ from typing import Any
 
 from redline.errors import BaselineMissing, CaseNotFound, ConfigError, RunNotFinished, UsageError
 from redline.running.store import RunStore
+from redline.suite.behavior import answer_of
 from redline.text.words import words
+from redline.transcript import answer_text, sample_answer
 from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
@@ -182,7 +184,7 @@ def choose_golden(samples: Sequence[SampleRecord]) -> SampleRecord | None:
     ok = sorted((s for s in samples if s.verdict is Verdict.OK), key=lambda s: s.index)
     if len(ok) <= 2:
         return ok[0] if ok else None
-    tokens = [words(s.output)[:_GOLDEN_TOKENS] for s in ok]
+    tokens = [words(sample_answer(s))[:_GOLDEN_TOKENS] for s in ok]
     totals = [0.0] * len(ok)
     matcher = difflib.SequenceMatcher(autojunk=False)
     for j in range(len(ok)):
@@ -237,7 +239,7 @@ def baseline_case(case: CaseRecord, samples: Sequence[SampleRecord]) -> Baseline
         model_id=case.model_id,
         case_hash=case.case_hash,
         scores=mean_scores(samples),
-        golden=None if golden is None else Golden(golden.index, golden.output),
+        golden=None if golden is None else Golden(golden.index, sample_answer(golden)),
         thresholds=score_thresholds(samples),
     )
 
@@ -551,6 +553,26 @@ class GoldenReference:
         return self.text is not None
 
 
+def golden_answer(golden: str) -> str:
+    """A case's `golden:` as an answer reads and is compared: a golden written as the
+    assistant's turn(s) in JSON (the call the model should have made) becomes its text and
+    calls (`redline.transcript`, call ids left out); any other golden stays verbatim."""
+    if not golden.lstrip().startswith(("{", "[")):
+        return golden
+    try:
+        data = json.loads(golden)
+    except (json.JSONDecodeError, RecursionError):
+        return golden
+    turns = data if isinstance(data, list) else [data]
+    if not turns or not all(isinstance(m, dict) and m.get("role") for m in turns):
+        return golden
+    try:
+        answer = answer_of(data)
+    except ValueError:
+        return golden
+    return answer_text(answer.text, answer.tool_calls, with_ids=False)
+
+
 def golden_reference(
     baseline: Baseline | None, case_id: str, case_golden: str | None
 ) -> GoldenReference:
@@ -574,7 +596,7 @@ def golden_reference(
             f"{accepted.samples} passed) has no passing sample to keep"
         )
     if case_golden is not None:
-        return GoldenReference(case_golden, f"{own}: {why}")
+        return GoldenReference(golden_answer(case_golden), f"{own}: {why}")
     return GoldenReference(
         None,
         f"No golden output: {why}, and the case has no `golden:` reference answer. "
@@ -594,7 +616,7 @@ def sample_golden_diff(
         return None, reference
     diff = golden_diff(
         reference.text,
-        sample.output,
+        sample_answer(sample),
         golden_label=f"golden ({sample.suite}/{sample.case_id})",
         output_label=f"run {sample.run_id} sample {sample.index} [{sample.verdict}]",
     )

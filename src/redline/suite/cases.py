@@ -169,6 +169,12 @@ class Suite:
             own = (Message(Role.USER, self.user_template),)
         return tuple(_filled(m, case.vars) for m in self.messages + own)
 
+    def conversation(self, case: Case) -> tuple[Message, ...]:
+        """Every message a request of this case sends, the system prompt first."""
+        system, user = self.render(case)
+        head = (Message(Role.SYSTEM, system),) if system else ()
+        return head + (self.turns(case) or (Message(Role.USER, user),))
+
     def response_format_for(self, case: Case) -> ResponseFormat | None:
         """The structured-output schema the case's requests carry: its own, else the suite's."""
         return case.response_format or self.response_format

@@ -15,6 +15,16 @@ from textual.widgets import DataTable, Static
 from redline.deciding.baseline import GoldenReference
 from redline.presentation import stopped_early_note
 from redline.textsafe import preview
+from redline.transcript import (
+    conversation_entries,
+    entries_text,
+    is_conversation,
+    is_plain,
+    sample_answer,
+    tool_names,
+    transcript_text,
+)
+from redline.vocabulary.messages import Message as SentMessage
 from redline.vocabulary.records import CaseRecord, RunRecord, SampleRecord
 from redline_tui.context import TriageContext, rerun_label
 from redline_tui.messages import SampleSource, Step
@@ -42,10 +52,16 @@ def _finish(sample: SampleRecord) -> str:
 class SamplesRead(Message):
     """The loading worker read the case's samples and its golden output."""
 
-    def __init__(self, rows: list[tuple[str, SampleRecord]], golden: GoldenReference) -> None:
+    def __init__(
+        self,
+        rows: list[tuple[str, SampleRecord]],
+        golden: GoldenReference,
+        conversation: tuple[SentMessage, ...],
+    ) -> None:
         super().__init__()
         self.rows = rows
         self.golden = golden
+        self.conversation = conversation
 
 
 class OutputsScreen(CaseStepScreen):
@@ -57,6 +73,7 @@ class OutputsScreen(CaseStepScreen):
         Binding("o", "focus_raw", "Raw output"),
         Binding("d", "focus_diff", "Diff"),
         Binding("w", "toggle_wrap", "Wrap"),
+        Binding("c", "toggle_conversation", "Conversation", show=False),
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
         *STEP_BINDINGS,
@@ -68,6 +85,9 @@ class OutputsScreen(CaseStepScreen):
         "output (the accepted baseline's, else the case's own `golden:` answer; the first "
         "line says which); words that changed inside a changed line are highlighted.\n"
         "Both panes wrap (w turns wrapping off, ← → then scroll) and scroll together. "
+        "A sample that called tools shows each call with its arguments and, for a tool loop, "
+        "every step with the fixture answers sent back; c shows the conversation the case "
+        "sends (roles, tool calls, tool results) in the left pane instead, and back. "
         "o / d focus a pane; in a pane, g/G or Home/End go to the top/bottom. "
         "Click a step tab (1 Rerun, 2 Outputs, 3 History) at the top to switch steps."
     )
@@ -104,6 +124,8 @@ class OutputsScreen(CaseStepScreen):
             self.table.add_column(label, key=key)
         self.reasons = Static("", id="sample-reasons")
         self.panes = SamplePanes(id="sample-panes")
+        self.showing_conversation = False
+        self.conversation: tuple[SentMessage, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static(step_title(self.STEP, self.run, self.case), classes="step-title")
@@ -130,13 +152,15 @@ class OutputsScreen(CaseStepScreen):
                     for s in self.ctx.store.samples(rerun.id, self.case.case_id, self.case.suite)
                 )
         golden = self.ctx.golden(self.case.suite, self.case.case_id)
-        self.post_message(SamplesRead(rows, golden))
+        sent = self.ctx.conversation(self.case.suite, self.case.case_id)
+        self.post_message(SamplesRead(rows, golden, sent))
 
     @on(SamplesRead)
     def _show(self, event: SamplesRead) -> None:
         rows = event.rows
         self.samples = rows
         self._golden = event.golden
+        self.conversation = event.conversation
         self.table.clear()
         for i, (label, sample) in enumerate(rows):
             reasons = failing_reasons(sample)
@@ -178,10 +202,22 @@ class OutputsScreen(CaseStepScreen):
         stopped = stopped_early_note(sample)
         if stopped is not None:
             head.append("\n  " + preview(stopped, 600), style="cyan")
+        tools = tool_names(sample)
+        if tools:
+            head.append("\n  tool calls: " + preview(", ".join(tools), 400))
         self.reasons.update(head)
         self.panes.show(
-            sample.output, self._golden, f"{label} sample {sample.index} [{sample.verdict}]"
+            transcript_text(sample),
+            sample_answer(sample),
+            self._golden,
+            f"{label} sample {sample.index} [{sample.verdict}]",
         )
+        plain = is_plain(sample) and not is_conversation(self.conversation)
+        self.panes.raw.border_title = (
+            "raw output (escaped)" if plain else "answer (escaped) · c: the conversation sent"
+        )
+        if self.showing_conversation:
+            self._show_conversation()
 
     @on(DataTable.RowHighlighted, "#samples")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -200,6 +236,20 @@ class OutputsScreen(CaseStepScreen):
 
     def action_toggle_wrap(self) -> None:
         self.panes.toggle_wrap()
+
+    def action_toggle_conversation(self) -> None:
+        """The left pane: the conversation the case sends, or the selected sample again."""
+        self.showing_conversation = not self.showing_conversation
+        row = self.table.cursor_row
+        if 0 <= row < len(self.samples):
+            self.show_sample(row)
+        elif self.showing_conversation:
+            self._show_conversation()
+
+    def _show_conversation(self) -> None:
+        sent = self.conversation
+        text = entries_text(conversation_entries(sent)) if sent else "The case file cannot be read."
+        self.panes.show_raw(text, "conversation sent (escaped) · c: the answer")
 
     def action_focus_raw(self) -> None:
         self.panes.raw.focus()
