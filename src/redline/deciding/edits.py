@@ -126,6 +126,8 @@ def plan_raise_samples(case_path: Path, case_id: str, new_samples: int) -> FileE
     if isinstance(inherited, dict):
         return _raise_sequential(case_path, case_id, new_samples, text, yaml, data, inherited)
     bar = raised_bar(case_path, new_samples)
+    if bar is None:
+        raise UsageError(f"{case_path}: cannot read the case's samples and required count")
     edited: list[KeyPath] = [("samples",)]
     if "samples" in data:
         data["samples"] = new_samples
@@ -170,15 +172,13 @@ class RaisedBar:
         )
 
 
-def raised_bar(case_path: Path, new_samples: int) -> RaisedBar:
+def raised_bar(case_path: Path, new_samples: int) -> RaisedBar | None:
     """The case's effective bar (its suite's defaults where it says nothing), and the same
-    rate at `new_samples`."""
-    reading = effective_case(
-        _plain(case_path.read_text(encoding="utf-8")),
-        case_path.as_posix(),
-        _suite_of(case_path),
-        None,
-    )
+    rate at `new_samples`; None for a sequential case (its plan keeps its own bar)."""
+    text = case_path.read_text(encoding="utf-8")
+    reading = effective_case(_plain(text), case_path.as_posix(), _suite_of(case_path), None)
+    if reading.sampling is not None or not isinstance(reading.samples.value, int):
+        return None
     samples, required = int(reading.samples.value), int(reading.required.value)
     return RaisedBar(
         str(reading.tier.value),

@@ -79,7 +79,10 @@ class SearchScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Search run {self.run.id}", style="bold"), classes="step-title")
         yield Input(
-            self._text, placeholder="word or phrase in outputs, reasons, case ids", id="search-text"
+            self._text,
+            placeholder="word or phrase in outputs, reasons, case ids",
+            id="search-text",
+            select_on_focus=False,
         )
         yield self.table
         yield self.status

@@ -105,10 +105,10 @@ class DigitsInput(Input):
     after typing a count, `r` starts the analysis instead of vanishing into the field."""
 
     async def _on_key(self, event: events.Key) -> None:
+        """Runs before Input's own handler; a non-digit skips it and bubbles on."""
         if event.is_printable and event.character is not None and not event.character.isdigit():
+            event.prevent_default()
             self.screen.set_focus(None)
-            return
-        await super()._on_key(event)
 
 
 class CauseForm(Vertical):
