@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 from helpers import fill, settle
+from nightly_store import NIGHTLY, REASONS, failing_ids, nightly_context
+from nightly_store import SUITE as NIGHTLY_SUITE
 from test_triage_cause_snapshots import _prompt_regression
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Input, OptionList, Static
 from triage_repo import CASE_TEXT, TriageRepo
 from triage_store import RED_RUN, SUITE
 
@@ -207,3 +209,26 @@ async def test_staging_next_to_other_staged_changes_says_so_and_names_the_files(
         "-m", "raise", "--", CASE_REL
     )  # the command shown commits only the case
     assert triage_repo.staged() == ["notes.txt"]
+
+
+async def test_an_old_runs_groups_are_labelled_from_what_it_checked(tmp_path: Path) -> None:
+    """Case files loosened after the run: their group names what the run recorded, never
+    an assertion the run did not check; unchanged files still give their values."""
+    ctx = nightly_context(tmp_path / "repo")
+    folder = ctx.root / "cases" / NIGHTLY_SUITE
+    for case in failing_ids(REASONS[1]):
+        path = folder / f"{case}.yaml"
+        path.write_text(path.read_text(encoding="utf-8").replace('"12,000"', '"Cause:"'))
+    app = TriageApp(ctx, NIGHTLY)
+    try:
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("f")
+            await settle(pilot)
+            groups = app.screen.query_one("#groups", OptionList)
+            labels = [str(groups.get_option_at_index(i).prompt) for i in range(groups.option_count)]
+    finally:
+        ctx.store.close()
+    assert " 10 × contains (assertion 2) (wrong) · 8 new, 2 flapping" in labels
+    assert not any("Cause:" in label for label in labels)
+    assert " 12 × is-json (malformed) · 12 still failing" in labels

@@ -337,7 +337,9 @@ class RunScreen(Screen[None]):
                 self.post_message(MarksRead(run.id, dict(batch)))
                 batch.clear()
         self.post_message(MarksRead(run.id, batch))
-        groups = failure_groups(self.ctx.store, run, cases, trends, describer(self.ctx.config))
+        groups = failure_groups(
+            self.ctx.store, run, cases, trends, describer(self.ctx.config, cases)
+        )
         self.post_message(GroupsFound(run.id, groups))
 
     def _is_open(self, run_id: str) -> bool:
