@@ -1066,7 +1066,12 @@ def _explain_noise(d: Diagnosis, red: ArmCounts) -> str:
     undone = "undoing the change raises the rate by less than " if len(d.arms) > 1 else ""
     same = f"; {undone}{d.margin * 100:.0f} points" if undone else ""
     clears = d.bar.clears(red.rate)
-    lead = f"Noise: the rates are indistinguishable ({shown}{same}). "
+    compared = (
+        "the rates are indistinguishable"
+        if len(d.arms) > 1
+        else "drawn again, the case and the red run are within chance of each other"
+    )
+    lead = f"Noise: {compared} ({shown}{same}). "
     at = f"at {red.rate:.0%} per sample it clears its bar of {d.bar.required}/{d.bar.samples}"
     if clears >= 0.9:
         return f"{lead}The red run was a rare miss: {at} in about {clears:.0%} of runs."

@@ -258,7 +258,17 @@ class HistoryScreen(CaseStepScreen):
         self.trend.update(trend)
 
     def action_toggle_branches(self) -> None:
+        if self.history is None:
+            return
+        points = (*self.history.scheduled, *self.history.reruns)
+        others = sum(1 for p in points if self._other_branch(p))
+        if not others:
+            branch = self.run.git_branch or "no branch"
+            self.notify(f"Every run of this case is on {branch}: no other branch to hide")
+            return
         self.hide_other_branches = not self.hide_other_branches
+        state = "hidden" if self.hide_other_branches else "shown, dimmed"
+        self.notify(f"{others} run(s) of other branches {state}")
 
     def watch_hide_other_branches(self) -> None:
         if self.history is not None:

@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 from redline.deciding.case_rows import CaseFilter, CaseMarks, CaseView, read_marks
 from redline.deciding.failure_groups import GroupRow, describer, failure_groups
 from redline.deciding.groups import CaseTrend
+from redline.deciding.history import DEFAULT_MARGINAL_RUNS
 from redline.running.quarantine import QuarantinedCase, quarantined_cases
 from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
 from redline_tui.actions import start_case_action
@@ -185,7 +186,8 @@ class RunScreen(Screen[None]):
         "Enter keeps the filter and returns to the table; Esc clears it. "
         "The status line under the table always shows the filter in force.\n"
         "Marks: changed = the case file differs from the accepted baseline's (a new case, "
-        "not a regression); marginal = it has sat within one sample of its bar for runs; "
+        "not a regression); marginal = it has sat within one sample of its bar for the last "
+        f"{DEFAULT_MARGINAL_RUNS} scheduled runs or more; "
         "new = passed on the previous run of this model; still failing (N runs); flapping = "
         "changed between pass and fail at least twice in its last 6 runs; quarantined = held "
         "out of the run's result until a date.\n"
