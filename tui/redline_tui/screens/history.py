@@ -79,9 +79,9 @@ def rate_chart(point: HistoryPoint) -> Text:
 
 
 def point_cells(point: HistoryPoint, current_run: str, run: RunRecord | None) -> list[Text]:
-    rerun = point.kind is not RunKind.RUN
+    rerun = point.kind is not RunKind.RUN or point.against is not None
     marker = "▶ " if point.run_id == current_run else "  "
-    kind = "↳" if rerun else ""
+    kind = "⇄" if point.against is not None else ("↳" if rerun else "")
     marks = ("▲" if point.model_changed else "") + ("◆" if point.case_changed else "")
     branch = "—"
     if run is not None:
@@ -166,7 +166,8 @@ class HistoryScreen(CaseStepScreen):
 
     HELP: ClassVar[str] = (
         "One row per run of this case, oldest first, ▶ on the run being triaged; ↳ marks a "
-        "rerun. The chart: " + CHART_LEGEND + ". ▲ = the model changed at that run, "
+        "rerun, ⇄ a comparison run (another model on the same cases, kept out of the trend). "
+        "The chart: " + CHART_LEGEND + ". ▲ = the model changed at that run, "
         "◆ = the case file changed (a new case from there).\n"
         "Runs of other branches than this run's are dimmed; b hides or shows them. "
         "A marginal case gets more samples (m) or is retired (t): noise is not a regression."

@@ -33,6 +33,7 @@ from redline_tui.screens.runs import RunsScreen
 from redline_tui.screens.search import SearchScreen
 from redline_tui.widgets.case_table import CaseTable
 from redline_tui.widgets.key_bar import KeyBar
+from redline_tui.widgets.row_table import RowList
 from redline_tui.widgets.run_summary import RunSummary
 
 #: Typed first in the filter box, searches inside the outputs instead of filtering.
@@ -235,7 +236,7 @@ class RunScreen(Screen[None]):
         self.filter_box = Input(
             placeholder='filter: text, v:wrong …, or "phrase to search', id="case-filter"
         )
-        self.group_list = OptionList(id="groups")
+        self.group_list = RowList(id="groups")
         self.quarantined = Static("", id="quarantined")
         self.batch_status = Static("", id="batch-status")
         self.status = Static("", id="run-status", classes="status-line")
@@ -368,10 +369,13 @@ class RunScreen(Screen[None]):
         cases = self.table.all_cases
         failing = sum(1 for c in cases if c.result is CaseOutcome.FAIL)
         groups = f" in {len(self.groups)} group(s) (f)" if self.groups else ""
+        hidden = self.table.hidden_columns
+        narrow = f" · not shown at this width: {', '.join(hidden)}" if hidden else ""
         self.status.update(
             Text(
                 f"{len(self.table.shown)} of {len(cases)} cases · {failing} failing{groups} · "
                 + self.table.view.describe()
+                + narrow
             )
         )
 

@@ -17,6 +17,7 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from redline_tui.widgets.lazy_text import LazyText
+from redline_tui.widgets.row_table import RowList
 
 
 @dataclass(frozen=True)
@@ -244,7 +245,7 @@ class PickerDialog(FormDialog):
         self._initial = initial
         self._on_pick = on_pick
         self._check = check
-        self.options = OptionList(
+        self.options = RowList(
             *(Option(Text(c.label), id=str(i)) for i, c in enumerate(self._choices)), id="choices"
         )
         self.detail = Static("", id="choice-detail", classes="dialog-note")
