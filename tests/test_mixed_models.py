@@ -42,8 +42,6 @@ def test_run_refuses_with_the_same_words_validate_printed(
     two_models: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     main(["validate"])
-    note = next(
-        line for line in capsys.readouterr().out.splitlines() if line.startswith("note: ")
-    )
+    note = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("note: "))
     assert main(["run"]) == 2
     assert note.removeprefix("note: ") in capsys.readouterr().err

@@ -4,6 +4,8 @@ screen, edits that keep their meaning and say what they do."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,12 +16,14 @@ from test_triage_cause_snapshots import _prompt_regression
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Input, OptionList, Static
 from triage_repo import CASE_TEXT, TriageRepo
-from triage_store import RED_RUN, SUITE
+from triage_store import CASES, OLD_MODEL, RED_RUN, SUITE, _run_record, _store_run
 
+from redline.deciding.history import case_history
 from redline.running.store import RunStore
 from redline.vocabulary.records import TriageRecord
 from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
+from redline_tui.screens.compare import CompareScreen
 from redline_tui.screens.outputs import OutputsScreen
 from redline_tui.screens.rerun import RerunScreen
 from redline_tui.screens.search import SearchScreen
@@ -33,6 +37,13 @@ CASE_REL = "cases/support/0042-amount-suffix.yaml"
 def _message(app: TriageApp) -> str:
     assert isinstance(app.screen, MessageDialog)
     return str(app.screen.query_one("#message-body", Static).render())
+
+
+@pytest.fixture
+def nightly_ctx(tmp_path: Path) -> Iterator[TriageContext]:
+    ctx = nightly_context(tmp_path / "repo")
+    yield ctx
+    ctx.store.close()
 
 
 def _plain_ctx(tmp_path: Path, store: RunStore) -> TriageContext:
@@ -211,24 +222,140 @@ async def test_staging_next_to_other_staged_changes_says_so_and_names_the_files(
     assert triage_repo.staged() == ["notes.txt"]
 
 
-async def test_an_old_runs_groups_are_labelled_from_what_it_checked(tmp_path: Path) -> None:
+async def test_an_old_runs_groups_are_labelled_from_what_it_checked(
+    nightly_ctx: TriageContext,
+) -> None:
     """Case files loosened after the run: their group names what the run recorded, never
     an assertion the run did not check; unchanged files still give their values."""
-    ctx = nightly_context(tmp_path / "repo")
+    ctx = nightly_ctx
     folder = ctx.root / "cases" / NIGHTLY_SUITE
     for case in failing_ids(REASONS[1]):
         path = folder / f"{case}.yaml"
         path.write_text(path.read_text(encoding="utf-8").replace('"12,000"', '"Cause:"'))
     app = TriageApp(ctx, NIGHTLY)
-    try:
-        async with app.run_test(size=(140, 40)) as pilot:
-            await settle(pilot)
-            await pilot.press("f")
-            await settle(pilot)
-            groups = app.screen.query_one("#groups", OptionList)
-            labels = [str(groups.get_option_at_index(i).prompt) for i in range(groups.option_count)]
-    finally:
-        ctx.store.close()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("f")
+        await settle(pilot)
+        groups = app.screen.query_one("#groups", OptionList)
+        labels = [str(groups.get_option_at_index(i).prompt) for i in range(groups.option_count)]
     assert " 10 × contains (assertion 2) (wrong) · 8 new, 2 flapping" in labels
     assert not any("Cause:" in label for label in labels)
     assert " 12 × is-json (malformed) · 12 still failing" in labels
+
+
+def _comparison_run(store: RunStore) -> str:
+    """A candidate model's run `--against` the red run: the same cases, the same failures."""
+    run_id = "cafe00000009"
+    record = replace(
+        _run_record(run_id, 24, model=OLD_MODEL), args={"against": RED_RUN}, git_branch="migrate"
+    )
+    _store_run(store, record, [(spec, spec.runs[-1]) for spec in CASES], 24)
+    return run_id
+
+
+async def test_j_and_k_move_in_the_groups_list(nightly_ctx: TriageContext) -> None:
+    app = TriageApp(nightly_ctx, NIGHTLY)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("f")
+        await settle(pilot)
+        groups = app.screen.query_one("#groups", OptionList)
+        assert groups.highlighted == 0
+        await pilot.press("j", "j", "k")
+        assert groups.highlighted == 1
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "group: contains '12,000' (wrong)" in str(
+            app.screen.query_one("#run-status", Static).render()
+        )
+
+
+@pytest.mark.parametrize(
+    ("size", "hidden"),
+    [((80, 24), ["Req", "Marks", "Tier"]), ((100, 30), ["Tier"]), ((140, 40), [])],
+    ids=["80-columns", "100-columns", "140-columns"],
+)
+async def test_home_columns_fit_the_terminal_and_name_what_is_left_out(
+    triage_repo: TriageRepo, size: tuple[int, int], hidden: list[str]
+) -> None:
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#cases", DataTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        assert {"Result", "Triage", "Case", "Passes", "Verdicts", "History"} <= set(labels)
+        assert not set(hidden) & set(labels)
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= size[0] - 2
+        status = str(app.screen.query_one("#run-status", Static).render())
+        if hidden:
+            assert f"not shown at this width: {', '.join(hidden)}" in status
+        else:
+            assert "not shown" not in status
+        case = str(table.get_cell(f"{SUITE}/0042-amount-suffix", "case"))
+        assert case == f"{SUITE}/0042-amount-suffix"
+
+
+async def test_compare_says_its_sort_and_lists_each_part_of_the_split(
+    triage_repo: TriageRepo,
+) -> None:
+    app = TriageApp(triage_repo.ctx)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+
+        def status() -> str:
+            return str(screen.query_one("#compare-status", Static).render())
+
+        assert "largest drop first" in status()
+        await pilot.press("s")
+        assert "sorted by case ▲ ascending" in status()
+        await pilot.press("s", "s", "s")  # case → A → B → Δ
+        assert "sorted by Δ ▲ ascending" in status()
+        await pilot.press("r")
+        assert "sorted by Δ ▼ descending" in status()
+        assert "Δ ▼" in [str(c.label) for c in screen.table.columns.values()]
+        await pilot.press("f")
+        assert status().startswith("3 only B fails")
+        assert {d.case_id for d in screen.rows} == {
+            "0042-amount-suffix",
+            "0007-marginal-tone",
+            "0013-json-shape",
+        }
+        await pilot.press("f")
+        assert status().startswith("0 only A fails") and not screen.rows
+
+
+async def test_a_comparison_run_is_marked_compared_with_its_reference_and_out_of_histories(
+    triage_repo: TriageRepo,
+) -> None:
+    """Cases both runs fail that passed before on the same case file are not called case
+    problems; the candidate's run is no point of the case's history."""
+    store = triage_repo.ctx.store
+    candidate = _comparison_run(store)
+    history = case_history(store, "0042-amount-suffix", SUITE)
+    assert candidate not in {p.run_id for p in history.scheduled}
+    assert [p.run_id for p in history.reruns if p.against] == [candidate]
+    app = TriageApp(triage_repo.ctx, candidate)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        header = str(app.screen.query_one("#run-header", Static).render())
+        assert f"run {candidate} [comparison run]" in header
+        assert f"comparison run against {RED_RUN}" in header
+        assert "branch migrate" in header
+        await pilot.press("c")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        assert screen.comparison is not None and screen.comparison.a.run.id == RED_RUN
+        text = str(screen.header.render())
+        assert "Both fail, yet passed before with the same case file" in text
+        assert "0042-amount-suffix" in text
+        assert "likely case problems" not in text
+        await pilot.press("escape", "R")
+        await settle(pilot)
+        runs = app.screen.query_one("#runs-table", DataTable)
+        assert str(runs.get_cell(candidate, "kind")) == "⇄compare"

@@ -30,18 +30,19 @@ _OUTCOME_LABELS = {
     outcome: Text(label, style=OUTCOME_STYLES[outcome]) for outcome, label in OUTCOME_LABELS.items()
 }
 #: The columns in display order, with how readily each gives way at 80 or 100 columns:
-#: the result, case and pass count always show; the case name is cut (…) before any
-#: other column goes (the full name is in every step's title).
+#: the result, case and pass count always show (the case name at its full width where
+#: the terminal allows), then the triage state and verdicts, the history, the bar and
+#: marks, the tier; the status line names what a narrow terminal leaves out.
 _COLUMNS = (
     ("outcome", "Result", 0),
     ("triage", "Triage", 1),
     ("case", "Case", 0),
     ("passes", "Passes", 0),
-    ("required", "Req", 0),
-    ("marks", "Marks", 2),
+    ("required", "Req", 3),
+    ("marks", "Marks", 3),
     ("verdicts", "Verdicts", 1),
     ("history", "History", 2),
-    ("tier", "Tier", 3),
+    ("tier", "Tier", 4),
 )
 _CASE_WIDTH = 34
 _CASE_MIN = 22
