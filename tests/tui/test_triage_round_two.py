@@ -28,6 +28,7 @@ from redline_tui.screens.outputs import OutputsScreen
 from redline_tui.screens.rerun import RerunScreen
 from redline_tui.screens.search import SearchScreen
 from redline_tui.widgets.dialogs import ConfirmDialog, FormDialog, MessageDialog
+from redline_tui.widgets.row_table import ColumnSpec, fit_columns
 
 pytestmark = pytest.mark.anyio
 
@@ -344,7 +345,7 @@ async def test_a_comparison_run_is_marked_compared_with_its_reference_and_out_of
         await settle(pilot)
         header = str(app.screen.query_one("#run-header", Static).render())
         assert f"run {candidate} [comparison run]" in header
-        assert f"comparison run against {RED_RUN}" in header
+        assert f"compared with run {RED_RUN}" in header
         assert "branch migrate" in header
         await pilot.press("c")
         await settle(pilot)
@@ -359,3 +360,19 @@ async def test_a_comparison_run_is_marked_compared_with_its_reference_and_out_of
         await settle(pilot)
         runs = app.screen.query_one("#runs-table", DataTable)
         assert str(runs.get_cell(candidate, "kind")) == "⇄compare"
+
+
+def test_fit_columns_cuts_the_less_important_first_and_names_none_of_the_kept() -> None:
+    specs = [
+        ColumnSpec("case", "Case", 30, 0, 12),
+        ColumnSpec("rate", "Rate", 6, 0),
+        ColumnSpec("reasons", "Reasons", 60, 1, 20),
+        ColumnSpec("tier", "Tier", 8, 2),
+    ]
+    assert fit_columns(specs, 200) == {"case": 30, "rate": 6, "reasons": 60, "tier": 8}
+    # 80 cells: the case keeps its full name; the reasons are cut; the tier still fits.
+    assert fit_columns(specs, 80) == {"case": 30, "rate": 6, "reasons": 28, "tier": 8}
+    # 62 cells: the tier gives way before the reasons go below their least.
+    assert fit_columns(specs, 62) == {"case": 30, "rate": 6, "reasons": 20}
+    # Too narrow for anything but the priority-0 columns: they stay, cut to their least.
+    assert fit_columns(specs, 20) == {"case": 12, "rate": 6}

@@ -39,6 +39,14 @@ _COLUMNS = (
 )
 
 
+def middle_cut(text: str, width: int) -> str:
+    """`openai:gpt-…-2026-01`: the start and the end of `text` in `width` cells."""
+    if len(text) <= width or width < 3:
+        return text[:width]
+    tail = (width - 1) // 2
+    return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
+
+
 def run_result_text(run: RunRecord) -> Text:
     """`RED`, `GREEN`, `INCONCLUSIVE`, or the status of a run that did not finish."""
     if run.result is None:
@@ -151,9 +159,13 @@ class RunsScreen(Screen[str | None]):
         ]
         self.shown_columns = table.set_columns(specs)
         keep = [n for n, (key, *_) in enumerate(_COLUMNS) if key in self.shown_columns]
+        model_at = next(n for n, (key, *_) in enumerate(_COLUMNS) if key == "model")
         for run, row in zip(self.shown, rows, strict=True):
             for cell in row:
                 cell.overflow, cell.no_wrap = "ellipsis", True
+            if "model" in self.shown_columns:
+                # Cut in the middle: a model id's date or version is at its end.
+                row[model_at] = Text(middle_cut(row[model_at].plain, self.shown_columns["model"]))
             table.add_row(*(row[n] for n in keep), key=run.id)
         target = next((i for i, r in enumerate(self.shown) if r.id == self.current), 0)
         if self.shown:

@@ -46,6 +46,7 @@ def fit_columns(specs: Sequence[ColumnSpec], available: int) -> dict[str, int]:
     goes (shrinkable ones cut down to their least). Then each other column by priority
     (ties in display order) joins at its natural width if it fits, else at its least if
     that fits: a more important column is never cut to make room for a less important one.
+    What is left grows the cut columns back.
     """
     ranked = sorted(range(len(specs)), key=lambda i: (specs[i].priority, i))
     kept = [i for i in ranked if specs[i].priority == 0]
@@ -63,6 +64,11 @@ def fit_columns(specs: Sequence[ColumnSpec], available: int) -> dict[str, int]:
                 widths[i] = width
                 used += width + CELL_PADDING
                 break
+    for i in ranked:  # what is left grows the cut columns back, the most important first
+        if i in widths:
+            grow = min(specs[i].most - widths[i], max(0, available - used))
+            widths[i] += grow
+            used += grow
     return {specs[i].key: widths[i] for i in sorted(widths)}
 
 

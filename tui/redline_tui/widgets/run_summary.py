@@ -27,7 +27,7 @@ def header_text(run: RunRecord, origin: CiOrigin | None = None) -> Text:
     # Short lines: the header keeps to 4 rows at 80 columns.
     text.append(f"\nmodel {short_model_id(run.model_id)}")
     if run.against is not None:
-        text.append(f"  ·  comparison run against {run.against} (c compares)", style="bold magenta")
+        text.append(f"  ·  compared with run {run.against}", style="bold magenta")
     branch = run.git_branch or "no branch"
     text.append(f"\nbranch {branch} · commit {commit} · {len(run.manifest)} inputs hashed")
     text.append(f"\nstarted {_when(run.started_at)}  ·  finished {_when(run.finished_at)}")
