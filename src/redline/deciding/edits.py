@@ -45,6 +45,7 @@ from redline.errors import RunNotFinished, UsageError
 from redline.suite.cases import check_suite_edit
 from redline.vocabulary.outcome import scale_required
 from redline.vocabulary.records import CaseRecord, RunRecord, RunStatus, SampleRecord
+from redline.vocabulary.tiers import Tier
 
 #: Keys of an assertion that are not its threshold or value.
 _NON_VALUE_KEYS = ("type", "note")
@@ -157,7 +158,7 @@ def plan_raise_samples(case_path: Path, case_id: str, new_samples: int) -> FileE
 class RaisedBar:
     """A fixed-count case's pass bar before and after raising its samples."""
 
-    tier: str
+    tier: Tier
     samples: int
     required: int
     new_samples: int
@@ -181,7 +182,7 @@ def raised_bar(case_path: Path, new_samples: int) -> RaisedBar | None:
         return None
     samples, required = int(reading.samples.value), int(reading.required.value)
     return RaisedBar(
-        str(reading.tier.value),
+        Tier(reading.tier.value),
         samples,
         required,
         new_samples,

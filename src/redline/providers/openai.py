@@ -75,12 +75,14 @@ def parse_chat_completion(body: Any) -> Answer:
         text = content or ""
     usage = body.get("usage")
     model = body.get("model")
+    fingerprint = body.get("system_fingerprint")
     return Answer(
         text=text,
         finish_reason=reason,
         model=model if isinstance(model, str) else "",
         input_tokens=optional_int(usage, "prompt_tokens"),
         output_tokens=optional_int(usage, "completion_tokens"),
+        system_fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
     )
 
 

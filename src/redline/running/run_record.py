@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from redline.errors import UsageError
 from redline.gitio import repo_branch, repo_state
 from redline.running.budget import Budget
-from redline.running.manifest import case_hash, input_in_words, suite_manifest
+from redline.running.manifest import case_hash, input_in_words, sample_configuration, suite_manifest
 from redline.running.options import RunOptions
 from redline.running.planning import Plan
 from redline.running.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
@@ -32,7 +32,7 @@ from redline.vocabulary.records import (
     RunResult,
     RunStatus,
 )
-from redline.vocabulary.sequential import Decision, SequentialDraw
+from redline.vocabulary.sequential import SequentialDraw
 from redline.vocabulary.verdicts import NON_CONTENT_VERDICTS, VERDICT_ORDER, Verdict
 
 if TYPE_CHECKING:
@@ -190,14 +190,6 @@ class CaseResult:
         return self.verdicts.get(Verdict.OK, 0)
 
 
-_SEQUENTIAL_OUTCOME = {
-    Decision.PASS: CaseOutcome.PASS,
-    Decision.FAIL: CaseOutcome.FAIL,
-    Decision.MARGINAL: CaseOutcome.MARGINAL,
-    Decision.INCONCLUSIVE: CaseOutcome.INCONCLUSIVE,
-}
-
-
 def case_result(
     case: Case,
     samples: int,
@@ -216,7 +208,7 @@ def case_result(
         )
         content = sum(n for v, n in counted.items() if v not in NON_CONTENT_VERDICTS)
         return CaseResult(
-            _SEQUENTIAL_OUTCOME[decision or Decision.INCONCLUSIVE],
+            decision or CaseOutcome.INCONCLUSIVE,
             draw.plan.passes_to_pass(content),
             counted,
             uncounted=max(0, sum(verdicts.values()) - sum(counted.values())),
@@ -244,7 +236,7 @@ def finish_run(
     records: list[CaseRecord] = []
     not_run: dict[str, int] = {}
     folders: dict[Path, str] = {}
-    for _suite, case, samples in plan.cases:
+    for suite, case, samples in plan.cases:
         verdicts = counts.get((case.suite, case.id))
         stored = sum(verdicts.values()) if verdicts is not None else 0
         seq = plan.sequential.get((case.suite, case.id))
@@ -266,6 +258,7 @@ def finish_run(
                     result=result.outcome,
                     verdicts=result.verdicts,
                     case_hash=case_hash(case, folders),
+                    config_hash=sample_configuration(suite, case, model_id),
                     uncounted=result.uncounted,
                     bar=result.bar,
                     margin=result.margin,

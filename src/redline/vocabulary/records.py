@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
 
+from redline.vocabulary.causes import TriageState
 from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.tiers import Tier
 from redline.vocabulary.verdicts import AssertionResult, Verdict
 
 
@@ -213,7 +215,7 @@ class CaseRecord:
     run_id: str = field(metadata=stored(key=None))
     suite: str
     case_id: str = field(metadata=stored(key="id"))
-    tier: str
+    tier: Tier
     model_id: str = field(metadata=stored(key="model"))
     samples: int
     required: int
@@ -221,6 +223,9 @@ class CaseRecord:
     result: CaseOutcome
     verdicts: Mapping[Verdict, int]
     case_hash: str
+    #: What shaped each sample (`manifest.sample_configuration`): results with the same
+    #: value are samples of one pass rate; "" for results stored before it was recorded.
+    config_hash: str = ""
     #: Samples drawn after a sequential test had stopped (in the batch that decided it):
     #: stored with the run, not counted in `samples`, `passes` or `verdicts`.
     uncounted: int = field(default=0, metadata=stored(sparse=True))
@@ -258,6 +263,10 @@ class SampleRecord:
     #: Why redline stopped generating once the verdict could no longer change (the check
     #: that settled it); None when the model finished or hit max_tokens by itself.
     stopped_early: str | None = field(default=None, metadata=answer())
+    #: What the provider said about itself (OpenAI's `system_fingerprint`, the server's
+    #: version header): a change while nothing else changed is evidence of drift.
+    system_fingerprint: str | None = field(default=None, metadata=answer())
+    server_version: str | None = field(default=None, metadata=answer())
     #: Kept in the store's assertion table, one row each.
     assertions: tuple[AssertionResult, ...] = field(default=(), metadata=NOT_STORED)
     created_at: str = ""
@@ -277,14 +286,13 @@ class SampleRecord:
 class TriageRecord:
     """Where the triage of one case of one run stands: its cause, or how far the reruns got.
 
-    `state` is a cause word (prompt, model, case, noise, case-changed, undecided), `running`,
-    `stopped`, or an action taken (retired, accepted); `detail` holds the last diagnosis.
+    `detail` holds the last diagnosis.
     """
 
     run_id: str
     suite: str
     case_id: str
-    state: str
+    state: TriageState
     progress: float = 0.0
     detail: Mapping[str, Any] = field(default_factory=dict)
     updated_at: str = ""

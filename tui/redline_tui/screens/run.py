@@ -17,11 +17,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from redline.deciding.case_rows import CaseFilter, CaseMarks, CaseView, read_marks
+from redline.deciding.case_rows import CaseFilter, CaseMarks, CaseView, case_key, read_marks
 from redline.deciding.failure_groups import GroupRow, describer, failure_groups
 from redline.deciding.groups import CaseTrend
 from redline.deciding.history import DEFAULT_MARGINAL_RUNS
 from redline.running.quarantine import QuarantinedCase, quarantined_cases
+from redline.vocabulary.causes import TriageState, is_conclusion
 from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
 from redline_tui.actions import start_case_action
 from redline_tui.batch import CauseBatch
@@ -32,6 +33,7 @@ from redline_tui.screens.compare import CompareScreen
 from redline_tui.screens.runs import RunsScreen
 from redline_tui.screens.search import SearchScreen
 from redline_tui.widgets.case_table import CaseTable
+from redline_tui.widgets.dialogs import QuestionDialog
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.row_table import RowList
 from redline_tui.widgets.run_summary import RunSummary
@@ -387,9 +389,9 @@ class RunScreen(Screen[None]):
             return
         run_id, suite, case_id = event.key
         if event.diagnosis is not None:
-            state = event.diagnosis.cause.value
-            if event.diagnosis.stopped and state == "undecided":
-                state = "stopped"
+            state = TriageState.found(event.diagnosis.cause)
+            if event.diagnosis.stopped and state == TriageState.UNDECIDED:
+                state = TriageState.STOPPED
             progress = event.diagnosis.progress
             record = TriageRecord(run_id, suite, case_id, state, progress)
             self.table.set_triage(suite, case_id, record)
@@ -398,7 +400,7 @@ class RunScreen(Screen[None]):
         else:
             self.table.redraw_triage(f"{suite}/{case_id}")
 
-    def show_triage_state(self, key: CaseKey, state: str) -> None:
+    def show_triage_state(self, key: CaseKey, state: TriageState) -> None:
         """An action settled a case (retired, accepted): its cell says so."""
         if self._is_open(key[0]):
             self.table.set_triage(key[1], key[2], TriageRecord(*key, state))
@@ -491,8 +493,10 @@ class RunScreen(Screen[None]):
             return
         self.app.push_screen(SearchScreen(self.ctx, self.run, self.all_cases, text))
 
-    def action_batch(self) -> None:
-        """Step 1 for every failing case shown, queued within the run's concurrency."""
+    @work(exclusive=True, group="batch-start")
+    async def action_batch(self) -> None:
+        """Step 1 for every failing case shown, queued within the run's concurrency; cases
+        that already have a conclusion are skipped unless the user asks for them too."""
         if self.run is None or self.ctx.jobs is None:
             return
         if self.ctx.config is None:
@@ -505,9 +509,29 @@ class RunScreen(Screen[None]):
         if not failing:
             self.notify("No failing case shown: nothing to rerun", severity="warning")
             return
+        concluded = [c for c in failing if self._concluded(c)]
+        if concluded:
+            rest = len(failing) - len(concluded)
+            again = await self.app.push_screen_wait(
+                QuestionDialog(
+                    "Some cases have a conclusion",
+                    f"{len(concluded)} of the {len(failing)} failing cases shown already have "
+                    f"a conclusion. Analyse them again too? No queues only the other {rest}.",
+                    "Analyse them again",
+                )
+            )
+            if not again:
+                failing = [c for c in failing if not self._concluded(c)]
+            if not failing:
+                self.notify("Every failing case shown has a conclusion: nothing queued")
+                return
         self.cause_batch = CauseBatch.start(self.ctx.jobs, self.ctx.config, self.run, failing)
         self.table.redraw_triages(failing)
         self._show_batch()
+
+    def _concluded(self, case: CaseRecord) -> bool:
+        record = self.table.triage.get(case_key(case))
+        return record is not None and is_conclusion(record.state)
 
     def action_stop_batch(self) -> None:
         if self.cause_batch is None or self.cause_batch.finished:
