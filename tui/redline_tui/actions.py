@@ -153,11 +153,11 @@ async def _confirm_and_stage(screen: Screen[None], ctx: TriageContext, edit: Fil
         await _tell(screen, "Written but not staged", str(exc))
         return False
     screen.app.post_message(FilesStaged(staged, edit.commit_message))
-    await _tell(screen, "Staged, not committed", staged_note(staged, others, edit.commit_message))
+    await _tell(screen, "Staged, not committed", _staged_note(staged, others, edit.commit_message))
     return True
 
 
-def staged_note(staged: list[str], others: list[str], message: str) -> str:
+def _staged_note(staged: list[str], others: list[str], message: str) -> str:
     """What was staged and the commit that holds exactly it: with other changes staged
     already, a plain `git commit` would take them too, so the command names its files."""
     command = f"git commit -m {_shell_quote(message)}"
