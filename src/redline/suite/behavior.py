@@ -43,6 +43,8 @@ DEFAULT_MIN_COMPRESSION = 0.35
 DEFAULT_MIN_DISTINCT = 0.70
 
 _WHERE = "<assert_behavior>"
+#: A concept as `mentions` takes it: text, its renderings, or {language code: rendering}.
+ConceptValue = str | list[str] | dict[str, str]
 
 load_optional_types()
 
@@ -89,7 +91,11 @@ def observe_results(observer: Observer) -> Iterator[None]:
 
 
 class BehaviorAssertion:
-    """A chain of checks on one output; build it with assert_behavior or check_behavior."""
+    """A chain of checks on one output; build it with assert_behavior or check_behavior.
+
+    Its methods set `__tracebackhide__`: a failing check's pytest traceback ends at the
+    test's own line, not in redline's frames.
+    """
 
     def __init__(
         self,
@@ -107,21 +113,31 @@ class BehaviorAssertion:
         self._config = config
         self._sample = Sample(Completion(text=output, finish_reason=FinishReason.STOP))
 
-    def mentions(self, concept: str, *, threshold: float = DEFAULT_MENTION_THRESHOLD) -> Self:
-        """Some sentence is about `concept` (calibrated score ≥ threshold, 0-1)."""
-        return self._run("mentions", concept, {"value": concept, "threshold": threshold})
+    def mentions(
+        self, concept: ConceptValue, *, threshold: float = DEFAULT_MENTION_THRESHOLD
+    ) -> Self:
+        """Some sentence is about `concept` (calibrated score ≥ threshold, 0-1); a concept in
+        several languages is a list or `{"en": "refund", "zh": "退款"}`."""
+        __tracebackhide__ = True
+        return self._run("mentions", _label(concept), {"value": concept, "threshold": threshold})
 
-    def not_mentions(self, concept: str, *, threshold: float = DEFAULT_MENTION_THRESHOLD) -> Self:
-        """No sentence is about `concept`."""
-        return self._run("not-mentions", concept, {"value": concept, "threshold": threshold})
+    def not_mentions(
+        self, concept: ConceptValue, *, threshold: float = DEFAULT_MENTION_THRESHOLD
+    ) -> Self:
+        """No sentence is about `concept` (in any of its renderings)."""
+        __tracebackhide__ = True
+        params = {"value": concept, "threshold": threshold}
+        return self._run("not-mentions", _label(concept), params)
 
     def tone(self, tone: str, *, margin: float = DEFAULT_TONE_MARGIN) -> Self:
         """The tone is `tone`, leading the runner-up by `margin` (backend-scaled)."""
+        __tracebackhide__ = True
         return self._run("tone", tone, {"value": tone, "margin": margin})
 
     def grounded_in(self, source: str, *, backend: str | None = None) -> Self:
         """Every claim is entailed by `source`, by the NLI model or (`backend="model"`) the
         configured checker model; unavailable (never a pass) when neither can answer."""
+        __tracebackhide__ = True
         params: dict[str, Any] = {"value": source}
         if backend is not None:
             params["backend"] = backend
@@ -129,10 +145,12 @@ class BehaviorAssertion:
 
     def numbers_from(self, source: str) -> Self:
         """Every number, amount, digit date and quote of the output appears in `source`."""
+        __tracebackhide__ = True
         return self._run("numbers-from", one_line(source), {"value": source})
 
     def is_json(self, schema: Mapping[str, Any] | str | Path | None = None) -> Self:
         """The whole output is JSON, valid against `schema` (a dict or a JSON file) if given."""
+        __tracebackhide__ = True
         if schema is None:
             return self._run("is-json", "", {})
         if isinstance(schema, Mapping):
@@ -148,15 +166,18 @@ class BehaviorAssertion:
         n: int = 3,
     ) -> Self:
         """No token loops or padding: zlib compression ratio and distinct-n above their bars."""
+        __tracebackhide__ = True
         self._run("compression-ratio", "", {"value": min_compression})
         return self._run("distinct-n", f"n={n}", {"value": min_distinct, "n": n})
 
     def max_words(self, n: int) -> Self:
         """At most `n` words (CJK/Thai characters count one each: `redline.text.words`)."""
+        __tracebackhide__ = True
         return self._run("max-words", str(n), {"value": n})
 
     def verify(self) -> Self:
         """Raise once for everything collected (check_behavior); no-op when all passed."""
+        __tracebackhide__ = True
         self.raised = True
         failed = [r for r in self.results if r.status is AssertionStatus.FAILED]
         unavailable = [r for r in self.results if r.status is AssertionStatus.UNAVAILABLE]
@@ -179,6 +200,7 @@ class BehaviorAssertion:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        __tracebackhide__ = True
         if exc is None:
             self.verify()
 
@@ -188,6 +210,7 @@ class BehaviorAssertion:
         return "\n".join(lines)
 
     def _run(self, type_name: str, target: str, params: Mapping[str, Any]) -> Self:
+        __tracebackhide__ = True
         assertion = _build(type_name, params, self._config)
         try:
             check = assertion.check(self._sample)
@@ -198,6 +221,7 @@ class BehaviorAssertion:
     def _record(
         self, type_name: str, target: str, check: Check, threshold: float | None = None
     ) -> Self:
+        __tracebackhide__ = True
         result = BehaviorResult(
             assertion=type_name,
             target=target,
@@ -284,6 +308,13 @@ def _json_with_schema(schema: dict[str, Any], sample: Sample) -> Check:
         raise RuntimeError("; ".join(str(p) for p in problems))
     spec = Spec(type_name="is-json", node=node, index=0, case_dir=Path.cwd())
     return deterministic.IsJson(spec, validator_class(schema), "the schema").check(sample)
+
+
+def _label(concept: ConceptValue) -> str:
+    if isinstance(concept, str):
+        return concept
+    texts = concept.values() if isinstance(concept, dict) else concept
+    return " / ".join(texts)
 
 
 def _read_golden(golden: str | Path | None) -> str | None:
