@@ -506,7 +506,7 @@ def compare_run_with_baselines(
 
 def diff_line_kind(line: str) -> str:
     """How a unified-diff line is coloured: note, hunk, added, removed or plain."""
-    if line.startswith(("+++", "---")):
+    if line.startswith(("+++", "---", "\\")):
         return "note"
     if line.startswith("@@"):
         return "hunk"
@@ -527,17 +527,29 @@ def golden_diff(
 ) -> str:
     """Unified diff of a raw output against the golden output; empty when identical.
 
-    Lines are split on newline only, so carriage returns and a missing final newline
-    show up as differences. The text is raw model output: escape it before display.
+    Lines are split on newline only, so carriage returns show up as differences; a final
+    newline on one side only is said in one note line (as git does), not shown as a lone
+    removed empty line. The text is raw model output: escape it before display.
     """
-    lines = difflib.unified_diff(
-        golden.split("\n"),
-        output.split("\n"),
-        fromfile=golden_label,
-        tofile=output_label,
-        n=context,
-        lineterm="",
+    note = None
+    if golden.endswith("\n") != output.endswith("\n"):
+        has, lacks = (
+            (golden_label, output_label) if golden.endswith("\n") else (output_label, golden_label)
+        )
+        note = f"\\ {lacks} has no newline at the end ({has} has one)"
+        golden, output = golden.removesuffix("\n"), output.removesuffix("\n")
+    lines = list(
+        difflib.unified_diff(
+            golden.split("\n"),
+            output.split("\n"),
+            fromfile=golden_label,
+            tofile=output_label,
+            n=context,
+            lineterm="",
+        )
     )
+    if note is not None:
+        lines = (lines or [f"--- {golden_label}", f"+++ {output_label}"]) + [note]
     return "\n".join(lines)
 
 

@@ -55,6 +55,20 @@ def prompt_key(suite: Suite, part: str) -> str:
     return f"{suite.path.name}/@prompt.{part}"
 
 
+def input_in_words(key: str) -> str:
+    """A manifest key as a person reads it: `replies/@prompt.system` is the system prompt
+    of suite replies, `@model` the pinned model id; a file stays its path."""
+    folder, _, name = key.rpartition("/")
+    if name.startswith("@prompt."):
+        return f"the {name.removeprefix('@prompt.')} prompt of suite {folder}"
+    words = {
+        MODEL_KEY: "the pinned model id",
+        VERSION_KEY: "redline's version",
+        WORD_COUNTING_KEY: "the word-counting rule",
+    }
+    return words.get(key, key)
+
+
 def suite_manifest(suite: Suite, model_id: str) -> dict[str, str]:
     """Relative path → sha256 hex for every input of `suite`, plus prompt text, model, version.
 

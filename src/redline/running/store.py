@@ -236,6 +236,16 @@ _TOOLS = (
 )
 
 
+#: What search calls a sample's failure reasons: its transport or provider error (as Step 2
+#: shows it) and every failed assertion's reason, one per line.
+_SEARCHED_REASONS = (
+    "(SELECT group_concat(reason, char(10)) FROM ("
+    "SELECT s.error AS reason WHERE s.error IS NOT NULL AND s.error != '' "
+    "UNION ALL SELECT a.reason FROM assertion_results a "
+    "WHERE a.sample_id = s.id AND a.status = 'failed'))"
+)
+
+
 class RunStore:
     """Read and write runs, case results and samples in one SQLite file.
 
@@ -503,10 +513,7 @@ class RunStore:
         """
         with self._transaction() as db:
             self._index_for_search(db, run_id)
-        reasons = (
-            "(SELECT group_concat(reason, char(10)) FROM assertion_results a "
-            "WHERE a.sample_id = s.id AND a.status = 'failed')"
-        )
+        reasons = _SEARCHED_REASONS
         columns = f"s.suite, s.case_id, s.idx, s.verdict, s.output, {reasons}, {_TOOLS}"
         with self._lock:
             if match is not None:
@@ -550,10 +557,9 @@ class RunStore:
             return
         db.execute(
             "INSERT INTO sample_search (rowid, case_id, output, reasons) "
-            f"SELECT s.id, s.case_id, substr(s.output || coalesce(char(10) || {_TOOLS}, ''), 1, "
-            f"{SEARCH_PREFIX_CHARS}), "
-            "(SELECT group_concat(reason, char(10)) "
-            "FROM assertion_results a WHERE a.sample_id = s.id AND a.status = 'failed') "
+            f"SELECT s.id, s.case_id, substr(s.output, 1, {SEARCH_PREFIX_CHARS}) "
+            f"|| coalesce(char(10) || {_TOOLS}, ''), "
+            f"{_SEARCHED_REASONS} "
             "FROM samples s WHERE s.run_id = ? AND s.id > ?",
             (run_id, last),
         )

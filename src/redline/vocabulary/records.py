@@ -203,6 +203,13 @@ class RunRecord:
         default_factory=dict, metadata=stored(column=None, key=None)
     )
 
+    @property
+    def against(self) -> str | None:
+        """The reference run a comparison run (`run --against`) repeats on another model:
+        it is a model-migration candidate, not a point of the cases' history."""
+        reference = self.args.get("against")
+        return str(reference) if reference else None
+
 
 @dataclass(frozen=True)
 class CaseRecord:

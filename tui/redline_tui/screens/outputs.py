@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -30,6 +30,7 @@ from redline_tui.context import TriageContext, rerun_label
 from redline_tui.messages import SampleSource, Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
 from redline_tui.widgets.key_bar import KeyBar
+from redline_tui.widgets.row_table import SCROLLBAR, ColumnSpec, fit_columns
 from redline_tui.widgets.sample_panes import SamplePanes
 from redline_tui.widgets.verdict_bar import verdict_badge
 
@@ -40,6 +41,10 @@ def failing_reasons(sample: SampleRecord) -> list[str]:
     if sample.error:
         reasons.insert(0, f"error: {sample.error}")
     return reasons
+
+
+def _longest(texts: Iterable[str], least: int) -> int:
+    return max((len(text) for text in texts), default=least)
 
 
 def _finish(sample: SampleRecord) -> str:
@@ -114,14 +119,6 @@ class OutputsScreen(CaseStepScreen):
         self.table: DataTable[Text | str] = DataTable(
             id="samples", cursor_type="row", zebra_stripes=True
         )
-        for key, label in (
-            ("source", "Source"),
-            ("index", "#"),
-            ("verdict", "Verdict"),
-            ("finish", "Finish"),
-            ("failing", "Failing assertions"),
-        ):
-            self.table.add_column(label, key=key)
         self.reasons = Static("", id="sample-reasons")
         self.panes = SamplePanes(id="sample-panes")
         self.showing_conversation = False
@@ -135,6 +132,7 @@ class OutputsScreen(CaseStepScreen):
         yield KeyBar()
 
     def on_mount(self) -> None:
+        self._set_columns([])
         self._load()
 
     @work(thread=True, exclusive=True, group="outputs-load")
@@ -161,7 +159,7 @@ class OutputsScreen(CaseStepScreen):
         self.samples = rows
         self._golden = event.golden
         self.conversation = event.conversation
-        self.table.clear()
+        self._set_columns(rows)
         for i, (label, sample) in enumerate(rows):
             reasons = failing_reasons(sample)
             self.table.add_row(
@@ -185,6 +183,22 @@ class OutputsScreen(CaseStepScreen):
         )
         self.table.move_cursor(row=start, animate=False)
         self.show_sample(start)
+
+    def _set_columns(self, rows: Sequence[tuple[str, SampleRecord]]) -> None:
+        """Widths from the rows (never cut a source or finish reason); the failing
+        assertions take what is left of the terminal."""
+        specs = [
+            ColumnSpec("source", "Source", _longest((label for label, _ in rows), 7)),
+            ColumnSpec("index", "#", _longest((str(s.index) for _, s in rows), 1)),
+            ColumnSpec("verdict", "Verdict", _longest((f" {s.verdict} " for _, s in rows), 7)),
+            ColumnSpec("finish", "Finish", _longest((_finish(s) for _, s in rows), 6)),
+            ColumnSpec("failing", "Failing assertions", 60, 1, 18),
+        ]
+        available = max(0, (self.table.size.width or self.app.size.width) - SCROLLBAR)
+        self.table.clear(columns=True)
+        for key, cells in fit_columns(specs, available).items():
+            label = next(s.label for s in specs if s.key == key)
+            self.table.add_column(label, key=key, width=cells)
 
     def show_sample(self, row: int) -> None:
         label, sample = self.samples[row]
