@@ -28,6 +28,7 @@ from redline.casemodel import (
     QUARANTINE_KEYS,
     SAMPLES_KEYS,
     SUITE_KEYS,
+    TARGET_KEY,
     TIERS,
     AssertionModel,
     Compare,
@@ -151,7 +152,10 @@ def suite_bar(data: Any) -> SuiteBar:
     samples = _samples(data, DEFAULT_SAMPLES, issues)
     tier = _tier(data, DEFAULT_TIER, issues)
     prompt = data.get("prompt")
-    if prompt is None:
+    targeted = data.get(TARGET_KEY) is not None  # the target brings its prompt and model
+    if prompt is None and targeted:
+        pass
+    elif prompt is None:
         issues.append(Issue("suite.yaml needs `prompt:`"))
     elif not isinstance(prompt, dict):
         issues.append(Issue("`prompt` must be a mapping", ("prompt",)))
@@ -167,7 +171,7 @@ def suite_bar(data: Any) -> SuiteBar:
             if k not in prompt
         ]
     model = data.get("model")
-    if not isinstance(model, str) or not model.strip():
+    if not (model is None and targeted) and (not isinstance(model, str) or not model.strip()):
         issues.append(Issue("suite.yaml needs `model:` (a model alias)", ("model",)))
     return SuiteBar(
         Setting(samples, "samples" not in data, at=("samples",)),

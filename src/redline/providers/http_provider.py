@@ -54,6 +54,8 @@ class HttpProvider(ABC):
     """Base of the HTTP providers; subclasses implement the vendor wire format."""
 
     max_parallel: int | None = None
+    #: The HTTP method requests are sent with.
+    method = "POST"
 
     def __init__(
         self,
@@ -124,7 +126,7 @@ class HttpProvider(ABC):
             try:
                 async with asyncio.timeout(self.config.timeout_s):
                     response = await self._transport.handle_async_request(
-                        httpx.Request("POST", url, headers=headers, content=content)
+                        httpx.Request(self.method, url, headers=headers, content=content)
                     )
                 raw = response.content
             except TimeoutError:

@@ -179,6 +179,7 @@ def case_request(
         seed=seed,
         sample=sample,
         settled=settled,
+        vars=case.vars,
     )
 
 

@@ -38,6 +38,7 @@ from redline.running.quarantine import QUARANTINED_ARG, active_quarantines, quar
 from redline.running.replay import ReplayProvider
 from redline.running.seeds import FROZEN_SEEDS_ARG, frozen_seeds, sample_seed
 from redline.running.store import RunStore, new_run_id, now_iso
+from redline.targets.factory import make_target, suites_target, unpinned
 from redline.version import __version__
 from redline.vocabulary.outcome import add_counts, case_outcome, run_result
 from redline.vocabulary.records import (
@@ -219,9 +220,13 @@ def planned_samples(
 
 
 def run_model(suites: Sequence[Suite], config: Config, options: RunOptions) -> ModelRef:
-    """The one pinned model a run uses: `--model`, else the suites' common alias."""
+    """The one pinned model a run uses: `--model`, else the suites' common alias (a
+    target that chooses its own model: a model named after the target)."""
     if options.model_alias is not None:
         return config.model(options.model_alias)
+    target = suites_target(suites)
+    if target is not None and not any(s.model for s in suites):
+        return unpinned(target)
     aliases = sorted({s.model for s in suites})
     if len(aliases) > 1:
         named = ", ".join(f"{s.name}: {s.model}" for s in suites)
@@ -275,6 +280,9 @@ async def execute_run(
         provider = provider or replay
     else:
         model = run_model(suites, config, options)
+        target = suites_target(suites)
+        if provider is None and target is not None:
+            provider = make_target(target, model, options.concurrency or config.concurrency)
         provider = provider or make_provider(model, config, os.environ)
     try:
         return await _execute(suites, config, store, options, progress, provider, model)

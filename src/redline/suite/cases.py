@@ -56,7 +56,8 @@ from redline.documents.yamlsource import (
 from redline.documents.yamlsource import type_name as yaml_type
 from redline.errors import Problem, ProblemsError, relpath
 from redline.suite.conversation import ConversationReader
-from redline.text.templates import fill, placeholders
+from redline.targets.spec import TargetReader, TargetSpec
+from redline.text.templates import TemplateProblem, is_jinja, placeholders, render, template_names
 from redline.transcript import answer_text
 from redline.vocabulary.messages import (
     Message,
@@ -169,10 +170,21 @@ class Suite:
     tools: tuple[ToolDefinition, ...] = ()
     tool_choice: ToolChoice | None = None
     response_format: ResponseFormat | None = None
+    #: The team's own code that answers instead of a model (`target:`).
+    target: TargetSpec | None = None
+    #: The file names of the system and user templates ("" when written inline): a `.j2`
+    #: file is always rendered by Jinja.
+    template_names: tuple[str, str] = ("", "")
 
     def render(self, case: Case) -> tuple[str, str]:
-        """(system text, user text) with the case's `{{var}}` values filled in verbatim."""
-        return fill(self.system_template, case.vars)[0], fill(self.user_template, case.vars)[0]
+        """(system text, user text) rendered with the case's vars: Jinja templates as the
+        app renders them, plain `{{var}}` placeholders filled in verbatim."""
+        system, user = self.template_names
+        folders = (str(self.path),)
+        return (
+            render(self.system_template, case.vars, name=system, folders=folders),
+            render(self.user_template, case.vars, name=user, folders=folders),
+        )
 
     def turns(self, case: Case) -> tuple[Message, ...]:
         """The conversation after the system prompt, `{{var}}` values filled in: the suite's
@@ -183,7 +195,7 @@ class Suite:
         own = case.messages
         if not own and self.user_template:
             own = (Message(Role.USER, self.user_template),)
-        return tuple(_filled(m, case.vars) for m in self.messages + own)
+        return tuple(_filled(m, case.vars, str(self.path)) for m in self.messages + own)
 
     def conversation(self, case: Case) -> tuple[Message, ...]:
         """Every message a request of this case sends, the system prompt first."""
@@ -202,12 +214,14 @@ class Suite:
         raise KeyError(case_id)
 
 
-def _filled(message: Message, vars: Mapping[str, str]) -> Message:
-    """`message` with the `{{var}}` placeholders of its text filled in verbatim."""
+def _filled(message: Message, vars: Mapping[str, str], folder: str) -> Message:
+    """`message` with its text rendered from the case's vars (Jinja or `{{var}}`)."""
+    folders = (folder,)
     if isinstance(message.content, str):
-        return dataclasses.replace(message, content=fill(message.content, vars)[0])
+        return dataclasses.replace(message, content=render(message.content, vars, folders=folders))
     parts = tuple(
-        TextPart(fill(p.text, vars)[0]) if isinstance(p, TextPart) else p for p in message.content
+        TextPart(render(p.text, vars, folders=folders)) if isinstance(p, TextPart) else p
+        for p in message.content
     )
     return dataclasses.replace(message, content=parts)
 
@@ -307,6 +321,10 @@ class _SuiteLoader(NodeReader):
         self.system_vars: list[str] = []
         self.tools: tuple[ToolDefinition, ...] = ()
         self.response_format: ResponseFormat | None = None
+        self.target: TargetSpec | None = None
+        #: The suite's Jinja prompt templates: (text, file shown, first line, name).
+        self.templates: list[tuple[str, str, int, str]] = []
+        self.template_names: dict[str, str] = {}
 
     def show(self, path: Path) -> str:
         """`path` as the user typed it (relative to the working directory when under it)."""
@@ -334,6 +352,9 @@ class _SuiteLoader(NodeReader):
         before = len(self.problems)
         self.unknown_keys(root, SUITE_KEYS, "suite.yaml")
         name = self.text(root.get("name"), "name", default=self.folder.name)
+        target_node = root.get("target")
+        if target_node is not None:
+            self.target = TargetReader(self, self.folder).read(target_node)
         model = self.model(root)
         samples, spec = self.sampling(root, DEFAULT_SAMPLES, None)
         tier = self.tier(root, DEFAULT_TIER)
@@ -357,6 +378,8 @@ class _SuiteLoader(NodeReader):
             return None
         system, user, files = prompt
         files += tuple(dict.fromkeys(conversation.files))
+        if self.target is not None:
+            files += tuple(p for p in self.target.prompt_files() if p not in files)
         return Suite(
             name=name or self.folder.name,
             path=self.folder,
@@ -376,6 +399,11 @@ class _SuiteLoader(NodeReader):
             tools=self.tools,
             tool_choice=tool_choice,
             response_format=self.response_format,
+            target=self.target,
+            template_names=(
+                self.template_names.get("system", ""),
+                self.template_names.get("user", ""),
+            ),
         )
 
     # -- settings ------------------------------------------------------
@@ -441,6 +469,8 @@ class _SuiteLoader(NodeReader):
 
     def model(self, root: Node) -> str | None:
         node = root.get("model")
+        if node is None and root.get("target") is not None:
+            return None  # the target chooses its model and reports it with each answer
         if node is None:
             self.add(root.mark, "suite.yaml needs `model:`", "name a model alias from the config")
             return None
@@ -471,6 +501,9 @@ class _SuiteLoader(NodeReader):
 
     def prompt(self, root: Node) -> tuple[str, str, tuple[Path, ...]] | None:
         node = root.get("prompt")
+        if node is None and root.get("target") is not None:
+            self.has_user = False
+            return "", "", ()  # the target's own prompt files are its prompt
         if node is None:
             self.add(
                 root.mark,
@@ -498,6 +531,28 @@ class _SuiteLoader(NodeReader):
             user = self.prompt_text(user_node, "user", files)
         if system is None or user is None:
             return None
+        for text, shown, first, _name in self.templates:
+            try:
+                _names, included = template_names(text, (str(self.folder),))
+            except TemplateProblem as exc:
+                self.problems.append(
+                    Problem(shown, first + exc.line - 1, 1, str(exc), "see docs/targets.md")
+                )
+                continue
+            for include in included:
+                path = self.folder / include
+                if not path.is_file():
+                    self.problems.append(
+                        Problem(
+                            shown,
+                            first,
+                            1,
+                            f"the template includes {include!r}, which does not exist",
+                            "include paths are relative to the suite folder",
+                        )
+                    )
+                elif path not in files:
+                    files.append(path)
         return system, user, tuple(files)
 
     def prompt_text(self, node: Node, key: str, files: list[Path]) -> str | None:
@@ -506,7 +561,10 @@ class _SuiteLoader(NodeReader):
             return None
         relative = prompt_file(key, node.value)
         if relative is None:
-            return str(node.value)
+            text = str(node.value)
+            if is_jinja(text):
+                self.templates.append((text, node.mark.path, node.mark.line, ""))
+            return text
         path = self.folder / relative
         if not path.is_file():
             self.add(
@@ -517,11 +575,43 @@ class _SuiteLoader(NodeReader):
             return None
         files.append(path)
         try:
-            return read_verbatim(path)
+            text = read_verbatim(path)
         except UnicodeDecodeError as exc:
             line, _, message = utf8_problem(exc)
             self.add(node.mark, f"prompt file {self.show(path)}, line {line}: {message}")
             return None
+        if is_jinja(text, path.name):
+            self.templates.append((text, self.show(path), 1, path.name))
+            self.template_names[key] = path.name
+        return text
+
+    def variables(self, text: str, key: str) -> list[str]:
+        """The vars a prompt part reads: its `{{var}}`s, or a Jinja template's free names."""
+        if not is_jinja(text, self.template_names.get(key, "")):
+            return placeholders(text)
+        try:
+            return template_names(text, (str(self.folder),))[0]
+        except TemplateProblem:
+            return []  # reported once, where the template is read
+
+    def check_templates(self, root: Node, variables: Mapping[str, str]) -> None:
+        """Render each Jinja prompt template with the case's vars: an undefined name or an
+        error inside the template is reported at the template's file:line."""
+        for text, shown, first, name in self.templates:
+            try:
+                render(text, variables, name=name or ".j2", folders=(str(self.folder),))
+            except TemplateProblem as exc:
+                case = self.show(Path(root.mark.path)) if root.mark.path else "this case"
+                self.problems.append(
+                    Problem(
+                        shown,
+                        first + exc.line - 1,
+                        1,
+                        f"{exc} (rendering for {case})",
+                        "give the case the var under `vars:`, or guard it in the template "
+                        "with {% if name is defined %}",
+                    )
+                )
 
     # -- cases ---------------------------------------------------------
 
@@ -554,10 +644,15 @@ class _SuiteLoader(NodeReader):
         prompt: tuple[str, str, tuple[Path, ...]] | None,
         spec: SamplingSpec | None = None,
     ) -> tuple[Case, ...]:
-        used = placeholders(prompt[0] + "\n" + prompt[1]) if prompt else []
+        used = (
+            self.variables(prompt[0], "system") + self.variables(prompt[1], "user")
+            if prompt
+            else []
+        )
+        used = list(dict.fromkeys(used))
         #: A case giving its own conversation sends no user template: only the system
         #: prompt's placeholders need its vars.
-        self.system_vars = placeholders(prompt[0]) if prompt else []
+        self.system_vars = self.variables(prompt[0], "system") if prompt else []
         cases: list[Case] = []
         ids: dict[str, Path] = {}
         files = self.case_files()
@@ -654,6 +749,8 @@ class _CaseLoader:
         assertions = self.assertions(root, variables or {}, bool(expect_refusal))
         if variables is not None:
             self.check_prompt_vars(root, variables, own_turns=root.get("messages") is not None)
+            if len(suite.problems) == before:
+                suite.check_templates(root, variables)
         if len(suite.problems) > before:
             return None
         assert case_id is not None and tier is not None and samples is not None
@@ -684,6 +781,8 @@ class _CaseLoader:
         suite = self.suite
         if messages or suite.messages or root.get("messages") is not None:
             return
+        if suite.target is not None:
+            return  # the target is given the case's vars; its own prompt makes the turn
         if not suite.has_user:
             suite.add(
                 root.mark,

@@ -1,0 +1,38 @@
+"""What every kind of target shares: its spec, the model it is told to use, its identity."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from redline.config import ModelRef
+from redline.targets.spec import TargetSpec
+
+
+class TargetProvider:
+    """Base of the targets: a `Provider` whose answers come from the team's own code.
+
+    `model` is the pinned model the suite names (None: the app chooses and reports it);
+    the target is told its id through its declared way of choosing one (`model_env`).
+    """
+
+    max_parallel: int | None = None
+
+    def __init__(self, spec: TargetSpec, model: ModelRef | None) -> None:
+        self.spec = spec
+        self.model = model
+
+    def identity(self) -> str:
+        return self.model.id if self.model is not None else self.spec.label
+
+    @property
+    def model_name(self) -> str:
+        return self.model.name if self.model is not None else ""
+
+    def model_env(self) -> Mapping[str, str]:
+        """The environment that tells the target its model (empty when it chooses)."""
+        if self.spec.model_env and self.model is not None:
+            return {self.spec.model_env: self.model.name}
+        return {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec.label!r})"
