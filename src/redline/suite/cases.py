@@ -322,6 +322,7 @@ class _SuiteLoader(NodeReader):
         self.tools: tuple[ToolDefinition, ...] = ()
         self.response_format: ResponseFormat | None = None
         self.target: TargetSpec | None = None
+        self.targeted = False
         #: The suite's Jinja prompt templates: (text, file shown, first line, name).
         self.templates: list[tuple[str, str, int, str]] = []
         self.template_names: dict[str, str] = {}
@@ -353,6 +354,7 @@ class _SuiteLoader(NodeReader):
         self.unknown_keys(root, SUITE_KEYS, "suite.yaml")
         name = self.text(root.get("name"), "name", default=self.folder.name)
         target_node = root.get("target")
+        self.targeted = target_node is not None
         if target_node is not None:
             self.target = TargetReader(self, self.folder).read(target_node)
         model = self.model(root)
@@ -781,7 +783,7 @@ class _CaseLoader:
         suite = self.suite
         if messages or suite.messages or root.get("messages") is not None:
             return
-        if suite.target is not None:
+        if suite.targeted:
             return  # the target is given the case's vars; its own prompt makes the turn
         if not suite.has_user:
             suite.add(

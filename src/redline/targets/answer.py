@@ -126,8 +126,7 @@ def _count(usage: Mapping[str, Any], *keys: str) -> int | None:
 
 def failure(error: str, *, latency_ms: float, model: str, evidence: str = "") -> Completion:
     """A `transport` sample: the target did not answer; `evidence` (a traceback, the
-    command's stderr) is kept with it."""
-    extra: dict[str, object] = {"target_error": evidence} if evidence else {}
-    return Completion(
-        text="", finish_reason=None, model=model, latency_ms=latency_ms, error=error, extra=extra
-    )
+    command's stderr) is kept with the error, which the store records."""
+    if evidence.strip():
+        error = f"{error}\n{evidence.rstrip()}"
+    return Completion(text="", finish_reason=None, model=model, latency_ms=latency_ms, error=error)
