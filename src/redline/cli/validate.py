@@ -34,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
     for suite in suites:
         alias = suite.model
         pinned = config.models[alias].id if alias in config.models else alias
+        if suite.target is not None:
+            alias, pinned = f"target {suite.target.label}", pinned or "reported per answer"
         print(
             f"{suite.name}: {len(suite.cases)} cases, "
             f"{sum(len(c.assertions) for c in suite.cases)} assertions, "

@@ -130,9 +130,9 @@ def fill_body(template: Any, context: Mapping[str, Any]) -> Any:
 def _at(body: Any, path: str, what: str, *, optional: bool = False) -> Any:
     value = body
     for step in path_steps(path):
-        if (
-            isinstance(step, int) and isinstance(value, list) and -len(value) <= step < len(value)
-        ) or (isinstance(step, str) and isinstance(value, Mapping) and step in value):
+        if isinstance(value, list) and isinstance(step, int) and -len(value) <= step < len(value):
+            value = value[step]
+        elif isinstance(value, Mapping) and isinstance(step, str) and step in value:
             value = value[step]
         elif optional:
             return None
