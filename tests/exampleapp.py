@@ -71,11 +71,22 @@ def postprocess(text: str) -> str:
     return " ".join(lines)
 
 
+def last_question(case: dict) -> str:
+    for message in reversed(case.get("messages", [])):
+        if message["role"] == "user":
+            content = message["content"]
+            if isinstance(content, list):
+                return "".join(p.get("text", "") for p in content)
+            return content
+    return ""
+
+
 def answer(case: dict) -> dict:
     vars = case["vars"]
+    question = vars.get("question") or last_question(case)
     prompt = _ENV.get_template("answer.j2").render(
-        shop="Acme", docs=retrieve(vars["question"]), tone=vars.get("tone", ""),
-        question=vars["question"] + " MODE:echo",
+        shop="Acme", docs=retrieve(question), tone=vars.get("tone", ""),
+        question=question + " MODE:echo",
     )
     reply = chat(prompt)
     usage = reply.get("usage", {})
@@ -153,8 +164,13 @@ def write_app(root: Path, target: str = "python", extra: str = "", question: str
     (package / "prompts").mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text("", encoding="utf-8")
     (package / "prompts" / "answer.j2").write_text(PROMPT, encoding="utf-8")
-    for name, text in {"retrieval": RETRIEVAL, "client": CLIENT, "app": APP, "cli": CLI,
-                       "server": SERVER}.items():
+    for name, text in {
+        "retrieval": RETRIEVAL,
+        "client": CLIENT,
+        "app": APP,
+        "cli": CLI,
+        "server": SERVER,
+    }.items():
         (package / f"{name}.py").write_text(text.lstrip(), encoding="utf-8")
     (root / "redline.toml").write_text("concurrency = 2\n[models]\n", encoding="utf-8")
     suite = root / "cases" / "support"

@@ -112,7 +112,7 @@ def test_the_example_app_passes_through_its_http_endpoint(
     assert "HTTP 401" in str(refused.value) and "wrong-key-456" not in str(refused.value)
 
 
-MISBEHAVING = '''
+MISBEHAVING = """
 import os, sys, time
 
 def hang(case):
@@ -147,7 +147,7 @@ async def slow_async(case):
     import asyncio
     await asyncio.sleep(0.01)
     return {"text": "fine", "tool_calls": [{"name": "lookup", "arguments": {"id": 7}}]}
-'''
+"""
 
 
 def _bad_suite(root: Path, target: str, questions: list[str], extra: str = "") -> Path:
