@@ -152,6 +152,16 @@ assert:
   - {{type: contains, value: "Be formal."}}
 """
 
+#: The target's settings besides its kind (the same for each kind).
+SUITE_TARGET = """\
+root: ../..
+prompt_files: [supportbot/prompts/*.j2]
+code: ["supportbot/**/*.py"]
+model_env: SUPPORTBOT_MODEL
+timeout_s: 20
+env: {SUPPORTBOT_BASE_URL: "${LOOPBACK_BASE_URL}"}
+"""
+
 TARGETS = {
     "python": "python: supportbot.app:answer",
     "command": "command: [python, -m, supportbot.cli]",
@@ -180,19 +190,7 @@ def write_app(root: Path, target: str = "python", extra: str = "", question: str
         "name: support\nsamples: 2\ntarget:\n"
         + textwrap.indent(kind, "  ")
         + "\n"
-        + textwrap.indent(
-            textwrap.dedent(
-                f"""\
-              root: ../..
-              prompt_files: [supportbot/prompts/*.j2]
-              code: ["supportbot/**/*.py"]
-              model_env: SUPPORTBOT_MODEL
-              timeout_s: 20
-              env: {{SUPPORTBOT_BASE_URL: "${{LOOPBACK_BASE_URL}}"}}
-            """
-            ),
-            "  ",
-        )
+        + textwrap.indent(SUITE_TARGET, "  ")
         + extra,
         encoding="utf-8",
     )

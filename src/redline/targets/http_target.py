@@ -130,9 +130,7 @@ def fill_body(template: Any, context: Mapping[str, Any]) -> Any:
 def _at(body: Any, path: str, what: str, *, optional: bool = False) -> Any:
     value = body
     for step in path_steps(path):
-        if isinstance(value, list) and isinstance(step, int) and -len(value) <= step < len(value):
-            value = value[step]
-        elif isinstance(value, Mapping) and isinstance(step, str) and step in value:
+        if _has(value, step):
             value = value[step]
         elif optional:
             return None
@@ -140,6 +138,12 @@ def _at(body: Any, path: str, what: str, *, optional: bool = False) -> Any:
             shown = json.dumps(body, ensure_ascii=False)[:200]
             raise MalformedResponse(f"no {what} at {path} in the response: {shown}")
     return value
+
+
+def _has(value: Any, step: str | int) -> bool:
+    if isinstance(step, int):
+        return isinstance(value, list) and -len(value) <= step < len(value)
+    return isinstance(value, Mapping) and step in value
 
 
 def _tokens(usage: Mapping[str, Any], *keys: str) -> int | None:
