@@ -9,11 +9,10 @@ suite.yaml; `prompt_files` and `code` are globs under `root`.
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -148,13 +147,43 @@ class TargetSpec:
         return replace(self, root=root)
 
 
-def _expand(root: Path, globs: tuple[str, ...]) -> tuple[Path, ...]:
-    found: dict[Path, None] = {}
+def glob_matcher(globs: Sequence[str]) -> Callable[[str], bool]:
+    """Whether a `/`-separated path relative to the target's root matches one of `globs`
+    (`*` and `?` within one folder, `**` across any number of them): the one reading of
+    these globs, for the run (files on disk) and the guard (files of a commit)."""
+    parts = []
     for pattern in globs:
-        for name in sorted(glob.glob(pattern, root_dir=root, recursive=True)):
-            path = root / name
-            if path.is_file() and not SKIPPED_DIRS.intersection(Path(name).parts):
-                found.setdefault(Path(os.path.normpath(path)), None)
+        regex = ""
+        rest = pattern.strip().removeprefix("./")
+        i = 0
+        while i < len(rest):
+            if rest.startswith("**/", i):
+                regex, i = regex + "(?:.*/)?", i + 3
+            elif rest.startswith("**", i):
+                regex, i = regex + ".*", i + 2
+            elif rest[i] == "*":
+                regex, i = regex + "[^/]*", i + 1
+            elif rest[i] == "?":
+                regex, i = regex + "[^/]", i + 1
+            else:
+                regex, i = regex + re.escape(rest[i]), i + 1
+        parts.append(regex)
+    compiled = re.compile("|".join(f"(?:{p})" for p in parts)) if parts else None
+    return lambda path: compiled is not None and compiled.fullmatch(path) is not None
+
+
+def _expand(root: Path, globs: tuple[str, ...]) -> tuple[Path, ...]:
+    if not globs:
+        return ()
+    matches = glob_matcher(globs)
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        relative = os.path.relpath(folder, root)
+        for name in sorted(files):
+            path = name if relative == "." else f"{Path(relative).as_posix()}/{name}"
+            if matches(path):
+                found.append(Path(folder) / name)
     return tuple(found)
 
 
