@@ -105,7 +105,7 @@ def test_the_example_app_passes_through_its_http_endpoint(
     suite = write_app(tmp_path, http)
     record, samples = run(suite)
     assert [s.verdict for s in samples] == [Verdict.OK, Verdict.OK], [s.error for s in samples]
-    assert record.model_id == f"http:{app_server}"
+    assert record.model_id == f"target:http:{app_server}"
     monkeypatch.setenv("APP_KEY", "wrong-key-456")
     with pytest.raises(CredentialsRejected) as refused:
         run(suite)

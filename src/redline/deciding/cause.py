@@ -30,6 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from redline.casemodel import SUITE_FILE, prompt_file, suite_name
 from redline.config import PROVIDER_TYPES, Config, ModelRef, pinned_models
+from redline.deciding.cause_target import (
+    Worktrees,
+    is_target_suite,
+    model_arm_skipped,
+    reference_arm_skipped,
+    target_changes,
+)
 from redline.deciding.reference import Reference, find_reference, red_run_commit
 from redline.deciding.stats import (
     at_least,
@@ -52,6 +59,7 @@ from redline.gitio import (
 from redline.running.manifest import CONVERSATION_PART, prompt_key, suite_manifest
 from redline.running.store import RunStore, now_iso
 from redline.suite.cases import Case, Suite, find_suite_dirs, load_suite
+from redline.targets.factory import UNPINNED
 from redline.vocabulary.causes import Cause
 from redline.vocabulary.records import CaseRecord, RunKind, RunRecord, TriageRecord
 from redline.vocabulary.verdicts import Verdict
@@ -423,6 +431,7 @@ def _changes(red: _SuiteAt, ref: _SuiteAt | None, case_id: str) -> list[ChangeIt
     for name in ("messages", "tools", "tool_choice", "response_format"):
         if getattr(rs, name) != getattr(fs, name):
             found.append(ChangeItem(Change.PROMPT, f"suite {name}"))
+    found += [ChangeItem(Change.PROMPT, detail) for detail in target_changes(rs, fs)]
     if red.model_id and ref.model_id and _pinned(red.model_id) != _pinned(ref.model_id):
         found.append(ChangeItem(Change.MODEL, f"{ref.model_id} → {red.model_id}"))
     for name in ("max_tokens", "temperature", "samples", "tier"):
@@ -529,13 +538,16 @@ class CauseAnalysis:
         self.settings = settings or Settings()
         self.notes: list[str] = []
         self._tmp = tempfile.TemporaryDirectory(prefix="redline-cause-")
+        #: A target suite's sides, checked out whole: its code runs as it was.
+        self._worktrees = Worktrees(Path(self._tmp.name))
         try:
             self._prepare()
         except BaseException:
-            self._tmp.cleanup()
+            self.close()
             raise
 
     def close(self) -> None:
+        self._worktrees.close()
         self._tmp.cleanup()
 
     def __enter__(self) -> CauseAnalysis:
@@ -631,12 +643,15 @@ class CauseAnalysis:
         spec_bytes = file_at(repo, rev, f"{suite_dir}/{SUITE_FILE}".lstrip("/"))
         if spec_bytes is None:
             return None
-        dest = Path(self._tmp.name) / side
-        export_tree(repo, rev, suite_dir, dest / suite_dir)
         try:
             spec = plain_data(spec_bytes)
         except ValueError:
             spec = None
+        if is_target_suite(spec):
+            dest = self._worktrees.checkout(repo, rev, side)
+        else:
+            dest = Path(self._tmp.name) / side
+            export_tree(repo, rev, suite_dir, dest / suite_dir)
         for ref in _prompt_refs(spec):
             rel = (PurePosixPath(suite_dir) / ref).as_posix()
             normal = Path(rel).as_posix()
@@ -696,9 +711,35 @@ class CauseAnalysis:
             c.kind is Change.SETTINGS and c.detail.split(":")[0] in _GENERATION_SETTINGS
             for c in self.changes
         )
-        if prompt_changed:
+        target = self.red.suite.target
+        no_reference = reference_arm_skipped(target) if target is not None else None
+        if prompt_changed and no_reference is not None:
+            self.notes.append(no_reference)
+            label = f"reference prompt ({self.reference.short}) through {target.label}"  # type: ignore[union-attr]
+            skipped.append(
+                ArmCounts(
+                    ArmKind.REFERENCE_PROMPT,
+                    label,
+                    self.run_record.model_id,
+                    self.reference.revision,
+                    skipped=no_reference,
+                )
+            )
+        elif prompt_changed:
             arms.append(self._reference_prompt_arm(self.ref, red_model))
-        if Change.MODEL in kinds and self.ref.model_id is not None:
+        no_model = model_arm_skipped(target) if target is not None else None
+        if Change.MODEL in kinds and self.ref.model_id is not None and no_model is not None:
+            self.notes.append(no_model)
+            skipped.append(
+                ArmCounts(
+                    ArmKind.REFERENCE_MODEL,
+                    f"your prompt on the reference model {_pinned(self.ref.model_id)}",
+                    self.ref.model_id,
+                    red_rev,
+                    skipped=no_model,
+                )
+            )
+        elif Change.MODEL in kinds and self.ref.model_id is not None:
             arm = self._reference_model_arm(self.ref.model_id, red_rev)
             if isinstance(arm, ArmCounts):
                 skipped.append(arm)
@@ -729,6 +770,8 @@ class CauseAnalysis:
             response_format=ref.suite.response_format,
             max_tokens=ref.suite.max_tokens,
             temperature=ref.suite.temperature,
+            target=ref.suite.target,
+            template_names=ref.suite.template_names,
         )
         return self._arm(
             ArmKind.REFERENCE_PROMPT,
@@ -772,6 +815,8 @@ class CauseAnalysis:
         if ":" not in pinned:
             return None
         provider, name = pinned.split(":", 1)
+        if provider == UNPINNED:
+            return ModelRef(alias="", provider=provider, name=name)
         if provider not in self.config.providers and provider not in PROVIDER_TYPES:
             return None
         return ModelRef(alias="", provider=provider, name=name)

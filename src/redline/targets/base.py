@@ -7,6 +7,24 @@ from collections.abc import Mapping
 from redline.config import ModelRef
 from redline.targets.spec import TargetSpec
 
+#: The provider part of the model of a run whose target chooses its own model.
+UNPINNED = "target"
+
+
+def unpinned(spec: TargetSpec) -> ModelRef:
+    """The model a run records when the target chooses (and reports) its own."""
+    return ModelRef(alias=UNPINNED, provider=UNPINNED, name=spec.label)
+
+
+def pinned(model: ModelRef) -> ModelRef | None:
+    """The suite's pinned model, None when the target chooses its own."""
+    return None if model.provider == UNPINNED else model
+
+
+def identity(spec: TargetSpec, model: ModelRef | None) -> str:
+    """The model identity a run records: the pinned id, else `target:<kind>:<ref>`."""
+    return model.id if model is not None else unpinned(spec).id
+
 
 class TargetProvider:
     """Base of the targets: a `Provider` whose answers come from the team's own code.
@@ -22,7 +40,7 @@ class TargetProvider:
         self.model = model
 
     def identity(self) -> str:
-        return self.model.id if self.model is not None else self.spec.label
+        return identity(self.spec, self.model)
 
     @property
     def model_name(self) -> str:

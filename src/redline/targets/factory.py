@@ -8,7 +8,10 @@ from collections.abc import Mapping, Sequence
 from redline.config import ModelRef
 from redline.errors import ConfigError, UsageError
 from redline.providers.base import Provider
+from redline.targets.base import UNPINNED, pinned, unpinned
 from redline.targets.spec import TargetKind, TargetSpec, env_names
+
+__all__ = ["UNPINNED", "make_target", "suites_target", "unpinned"]
 
 
 def make_target(
@@ -53,17 +56,3 @@ def suites_target(suites: Sequence[object]) -> TargetSpec | None:
             "run them separately"
         )
     return targets[0]
-
-
-#: The provider part of the model of a run whose target chooses its own model.
-UNPINNED = "target"
-
-
-def unpinned(spec: TargetSpec) -> ModelRef:
-    """The model a run records when the target chooses (and reports) its own."""
-    return ModelRef(alias=UNPINNED, provider=UNPINNED, name=spec.label)
-
-
-def pinned(model: ModelRef) -> ModelRef | None:
-    """The suite's pinned model, None when the target chooses its own."""
-    return None if model.provider == UNPINNED else model

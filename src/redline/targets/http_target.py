@@ -12,6 +12,7 @@ from typing import Any
 from redline.config import ModelRef, ProviderConfig
 from redline.providers.http_provider import Answer, HttpProvider, MalformedResponse
 from redline.targets.answer import BadAnswer, case_payload, read_answer, tool_calls
+from redline.targets.base import identity
 from redline.targets.spec import HttpSpec, TargetSpec, path_steps, resolve_env
 from redline.text.templates import render
 from redline.vocabulary.completion import ChatRequest, Completion
@@ -53,7 +54,7 @@ class HttpTarget(HttpProvider):
         self.method = spec.http.method
 
     def identity(self) -> str:
-        return self.pinned.id if self.pinned is not None else self.spec.label
+        return identity(self.spec, self.pinned)
 
     @property
     def endpoint(self) -> str:
