@@ -22,7 +22,9 @@ from servers import LoopbackLLMServer
 
 TEMPLATE = "supportbot/prompts/answer.j2"
 #: The template regression: the formal-tone branch is gone, so the reply never says it.
-BROKEN = PROMPT.replace('{% if tone == "formal" %}Be formal.{% else %}Be friendly.{% endif %}', "Be friendly.")
+BROKEN = PROMPT.replace(
+    '{% if tone == "formal" %}Be formal.{% else %}Be friendly.{% endif %}', "Be friendly."
+)
 
 
 class AppRepo:

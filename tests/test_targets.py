@@ -23,6 +23,8 @@ from redline.suite.cases import load_suite
 from redline.vocabulary.verdicts import Verdict
 from servers import LoopbackLLMServer
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture
 def app_env(llm_server: LoopbackLLMServer, monkeypatch: pytest.MonkeyPatch) -> LoopbackLLMServer:
@@ -263,3 +265,18 @@ def test_validate_names_each_bad_target_setting_at_its_line(
         load_suite(both, load_config(both))
     assert "exactly one of python, http, command" in str(raised.value.problems[0])
     assert main(["validate", str(suite)]) == 2
+
+
+def test_pytest_collects_a_target_suite_like_a_run(
+    pytester: pytest.Pytester, app_env: LoopbackLLMServer
+) -> None:
+    write_app(pytester.path)
+    bad = pytester.path / "cases" / "support" / "shipping.yaml"
+    bad.write_text(
+        "id: shipping\nprovenance: {ticket: SUP-2}\nvars: {question: When do you ship?}\n"
+        "assert:\n  - {type: contains, value: refunds are paid}\n",
+        encoding="utf-8",
+    )
+    result = pytester.runpytest_inprocess("-p", "no:textual-snapshot", "cases", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*refund-window PASSED*", "*shipping FAILED*"])
