@@ -59,7 +59,6 @@ def app_repo(
     monkeypatch.setenv("LOOPBACK_BASE_URL", llm_server.openai_base_url)
     (tmp_path / "repo").mkdir()
     monkeypatch.chdir(tmp_path / "repo")
-    (tmp_path / "repo" / "redline.toml")
     app = AppRepo(tmp_path / "repo")
     (app.root / "redline.toml").write_text(
         'concurrency = 2\nsuites = ["cases"]\n[models]\n', encoding="utf-8"

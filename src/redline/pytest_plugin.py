@@ -501,7 +501,6 @@ class _CaseRunner:
         if suite.name not in self.pipelines:
             from redline.redaction import KeyRedactor
             from redline.running.pipeline import SamplePipeline
-
             from redline.targets.factory import make_target, unpinned
 
             if suite.target is not None:
