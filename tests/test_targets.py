@@ -280,3 +280,24 @@ def test_pytest_collects_a_target_suite_like_a_run(
     result = pytester.runpytest_inprocess("-p", "no:textual-snapshot", "cases", "-v")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*refund-window PASSED*", "*shipping FAILED*"])
+
+
+def test_the_apps_code_is_one_input_shown_as_changed(
+    tmp_path: Path, app_env: LoopbackLLMServer
+) -> None:
+    from redline.deciding.compare import manifest_changes
+
+    suite = write_app(tmp_path)
+    first, _ = run(suite)
+    retrieval = tmp_path / "supportbot" / "retrieval.py"
+    retrieval.write_text(retrieval.read_text() + "\n# faster index\n", encoding="utf-8")
+    second, _ = run(suite)
+    assert [m.path for m in manifest_changes(first.manifest, second.manifest)] == [
+        "support/@code"
+    ]
+    template = tmp_path / "supportbot" / "prompts" / "answer.j2"
+    template.write_text(template.read_text() + "Thank them.\n", encoding="utf-8")
+    third, _ = run(suite)
+    assert [m.path for m in manifest_changes(second.manifest, third.manifest)] == [
+        "../supportbot/prompts/answer.j2"
+    ]
