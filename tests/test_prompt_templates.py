@@ -82,3 +82,20 @@ def test_a_plain_placeholder_prompt_is_filled_verbatim(tmp_path: Path) -> None:
     (folder / "system.txt").write_text("Dear {{customer}}, {{ plan }}: {not jinja}", "utf-8")
     suite = load_suite(folder)
     assert suite.render(suite.cases[0])[0] == "Dear Ada, pro: {not jinja}"
+
+
+def test_a_jinja_message_renders_and_its_problem_names_the_message(tmp_path: Path) -> None:
+    suite_yaml = "name: demo\nprompt: {system: system.txt}\nmodel: local\n"
+    case = (
+        "id: one\nprovenance: {ticket: T-1}\nvars: {customer: Ada}\nmessages:\n"
+        '  - {role: user, content: "{% if customer %}Hi {{ customer | lower }}{% endif %}"}\n'
+        "assert:\n  - {type: contains, value: x}\n"
+    )
+    folder = write_suite(tmp_path, {"one.yaml": case}, suite_yaml)
+    suite = load_suite(folder)
+    assert suite.turns(suite.cases[0])[0].text == "Hi ada"
+    (folder / "one.yaml").write_text(case.replace("customer | lower", "customer.age"), "utf-8")
+    with pytest.raises(ProblemsError) as raised:
+        load_suite(folder)
+    shown = str(raised.value.problems[0])
+    assert "one.yaml:1:1: message 1 of the conversation" in shown and "'age'" in shown

@@ -292,9 +292,7 @@ def test_the_apps_code_is_one_input_shown_as_changed(
     retrieval = tmp_path / "supportbot" / "retrieval.py"
     retrieval.write_text(retrieval.read_text() + "\n# faster index\n", encoding="utf-8")
     second, _ = run(suite)
-    assert [m.path for m in manifest_changes(first.manifest, second.manifest)] == [
-        "support/@code"
-    ]
+    assert [m.path for m in manifest_changes(first.manifest, second.manifest)] == ["support/@code"]
     template = tmp_path / "supportbot" / "prompts" / "answer.j2"
     template.write_text(template.read_text() + "Thank them.\n", encoding="utf-8")
     third, _ = run(suite)

@@ -753,6 +753,7 @@ class _CaseLoader:
             self.check_prompt_vars(root, variables, own_turns=root.get("messages") is not None)
             if len(suite.problems) == before:
                 suite.check_templates(root, variables)
+                self.check_message_templates(root, messages, variables)
         if len(suite.problems) > before:
             return None
         assert case_id is not None and tier is not None and samples is not None
@@ -777,6 +778,24 @@ class _CaseLoader:
             max_steps=max_steps or DEFAULT_MAX_STEPS,
             response_format=self.response_format,
         )
+
+    def check_message_templates(
+        self, root: Node, messages: tuple[Message, ...], variables: Mapping[str, str]
+    ) -> None:
+        """Render each Jinja message of the conversation with the case's vars, as a request
+        will: a problem names the message and the template's line."""
+        folders = (str(self.suite.folder),)
+        for number, message in enumerate((*self.suite.messages, *messages), 1):
+            if not is_jinja(message.text):
+                continue
+            try:
+                render(message.text, variables, folders=folders)
+            except TemplateProblem as exc:
+                self.suite.add(
+                    root.mark,
+                    f"message {number} of the conversation, template line {exc.line}: {exc}",
+                    "give the case the var under `vars:`, or fix the template",
+                )
 
     def needs_turn(self, root: Node, messages: tuple[Message, ...]) -> None:
         """A case of a suite without `prompt.user` gives its conversation."""
