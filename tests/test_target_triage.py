@@ -3,6 +3,8 @@ template through the old code (a temporary git worktree); an http target says it
 
 from __future__ import annotations
 
+import sys
+import threading
 from pathlib import Path
 
 import git
@@ -31,6 +33,9 @@ class AppRepo:
     def __init__(self, root: Path, target: str = "python") -> None:
         self.root = root
         write_app(root, target)
+        (root / "redline.toml").write_text(
+            'concurrency = 2\nsuites = ["cases"]\n[models]\n', encoding="utf-8"
+        )
         (root / ".gitignore").write_text(".redline/\n__pycache__/\n", encoding="utf-8")
         self.repo = git.Repo.init(root, initial_branch="main")
         with self.repo.config_writer() as cfg:
@@ -59,15 +64,11 @@ def app_repo(
     monkeypatch.setenv("LOOPBACK_BASE_URL", llm_server.openai_base_url)
     (tmp_path / "repo").mkdir()
     monkeypatch.chdir(tmp_path / "repo")
-    app = AppRepo(tmp_path / "repo")
-    (app.root / "redline.toml").write_text(
-        'concurrency = 2\nsuites = ["cases"]\n[models]\n', encoding="utf-8"
-    )
-    app.commit("config")
-    return app
+    return AppRepo(tmp_path / "repo")
 
 
-def test_the_reference_worktree_arm_finds_the_template_regression(app_repo: AppRepo) -> None:
+def _regression(app_repo: AppRepo):  # type: ignore[no-untyped-def]
+    """A green run, then a red run on a branch whose template lost the formal tone."""
     green = app_repo.run()
     assert app_repo.red_case(green).result is CaseOutcome.PASS
     app_repo.repo.git.checkout("-b", "shorter-prompt")
@@ -77,7 +78,11 @@ def test_the_reference_worktree_arm_finds_the_template_regression(app_repo: AppR
     case = app_repo.red_case(red)
     assert case.result is CaseOutcome.FAIL
     config = parse_config(app_repo.root / "redline.toml")
-    diagnosis = analyse(app_repo.store, config, red, case, Settings(budget=6))
+    return analyse(app_repo.store, config, red, case, Settings(budget=6))
+
+
+def test_the_reference_worktree_arm_finds_the_template_regression(app_repo: AppRepo) -> None:
+    diagnosis = _regression(app_repo)
     assert diagnosis.cause is Cause.PROMPT, diagnosis.sentence
     assert any(f"target prompt file {TEMPLATE}" in c.detail for c in diagnosis.changes)
     reference = next(a for a in diagnosis.arms if a.kind is ArmKind.REFERENCE_PROMPT)
@@ -96,3 +101,38 @@ def test_the_guard_refuses_a_template_edit_with_a_loosening(app_repo: AppRepo) -
     assert report.blocked
     assert any(TEMPLATE in f.subject for f in report.prompt_changes)
     assert report.loosenings
+
+
+def test_an_http_target_skips_the_reference_arm_and_says_why(
+    tmp_path: Path, llm_server: LoopbackLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The endpoint serves the repository's own code (the app re-reads its template), so
+    the regression shows in the red run, but the endpoint cannot serve the old revision."""
+    monkeypatch.setenv("LOOPBACK_BASE_URL", llm_server.openai_base_url)
+    monkeypatch.setenv("SUPPORTBOT_BASE_URL", llm_server.openai_base_url)
+    monkeypatch.setenv("APP_KEY", "k-secret-123")
+    root = tmp_path / "repo"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    write_app(root)
+    sys.path.insert(0, str(root))
+    try:
+        from supportbot.server import serve  # type: ignore[import-not-found]
+
+        server = serve()
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/ask"
+        http = (
+            f"http:\n  url: {url}\n  headers: {{x-app-key: '${{APP_KEY}}'}}\n"
+            "  body: {question: '{{ question }}', tone: '{{ tone }}'}\n  answer: $.data.reply"
+        )
+        app_repo = AppRepo(root, http)
+        diagnosis = _regression(app_repo)
+        server.shutdown()
+    finally:
+        sys.path.remove(str(root))
+        for name in [m for m in sys.modules if m.startswith("supportbot")]:
+            del sys.modules[name]
+    skipped = next(a for a in diagnosis.arms if a.kind is ArmKind.REFERENCE_PROMPT)
+    assert skipped.skipped is not None and "cannot run the reference revision" in skipped.skipped
+    assert any("is a running endpoint" in note for note in diagnosis.notes)

@@ -82,8 +82,8 @@ def read_answer(value: Any, *, latency_ms: float, model: str) -> Completion:
         text=text,
         finish_reason=finish,
         model=str(value.get("model") or model),
-        input_tokens=_count(usage, "input_tokens", "prompt_tokens"),
-        output_tokens=_count(usage, "output_tokens", "completion_tokens"),
+        input_tokens=token_count(usage, "input_tokens", "prompt_tokens"),
+        output_tokens=token_count(usage, "output_tokens", "completion_tokens"),
         latency_ms=float(reported) if isinstance(reported, (int, float)) else latency_ms,
         cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
         tool_calls=calls,
@@ -116,7 +116,7 @@ def tool_calls(raw: Any) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def _count(usage: Mapping[str, Any], *keys: str) -> int | None:
+def token_count(usage: Mapping[str, Any], *keys: str) -> int | None:
     for key in keys:
         value = usage.get(key)
         if isinstance(value, int) and not isinstance(value, bool):

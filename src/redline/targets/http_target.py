@@ -4,18 +4,17 @@ and redaction (it is one of them: an `HttpProvider` whose wire format the suite 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from redline.config import ModelRef, ProviderConfig
 from redline.providers.http_provider import Answer, HttpProvider, MalformedResponse
-from redline.targets.answer import BadAnswer, case_payload, read_answer, tool_calls
+from redline.targets.answer import BadAnswer, case_payload, read_answer, token_count, tool_calls
 from redline.targets.base import identity
-from redline.targets.spec import HttpSpec, TargetSpec, path_steps, resolve_env
+from redline.targets.spec import HttpSpec, TargetSpec, env_names, path_steps, resolve_env
 from redline.text.templates import render
-from redline.vocabulary.completion import ChatRequest, Completion
+from redline.vocabulary.completion import ChatRequest
 from redline.vocabulary.messages import FinishReason
 
 _WHOLE_EXPRESSION = re.compile(r"^\{\{\s*([A-Za-z_][\w.]*)\s*\}\}$")
@@ -38,10 +37,7 @@ class HttpTarget(HttpProvider):
         )
         self._resolved = {k: resolve_env(v, env)[0] for k, v in spec.http.headers.items()}
         self._secrets = [
-            env[n]
-            for v in spec.http.headers.values()
-            for n in re.findall(r"\$\{(\w+)\}", v)
-            if env.get(n)
+            env[n] for v in spec.http.headers.values() for n in env_names(v) if env.get(n)
         ]
         ref = model or ModelRef(alias="target", provider="target", name="")
         super().__init__(
@@ -94,13 +90,10 @@ class HttpTarget(HttpProvider):
             text=text,
             finish_reason=FinishReason.TOOL_CALLS if calls and not text else FinishReason.STOP,
             model=str(model or ""),
-            input_tokens=_tokens(usage, "input_tokens", "prompt_tokens"),
-            output_tokens=_tokens(usage, "output_tokens", "completion_tokens"),
+            input_tokens=token_count(usage, "input_tokens", "prompt_tokens"),
+            output_tokens=token_count(usage, "output_tokens", "completion_tokens"),
             tool_calls=calls,
         )
-
-    async def complete(self, request: ChatRequest) -> Completion:
-        return await super().complete(request)
 
     def _redact(self, text: str) -> str:
         for secret in self._secrets:
@@ -145,15 +138,3 @@ def _has(value: Any, step: str | int) -> bool:
     if isinstance(step, int):
         return isinstance(value, list) and -len(value) <= step < len(value)
     return isinstance(value, Mapping) and step in value
-
-
-def _tokens(usage: Mapping[str, Any], *keys: str) -> int | None:
-    for key in keys:
-        value = usage.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
-def make_http_target(spec: TargetSpec, model: ModelRef | None) -> HttpTarget:
-    return HttpTarget(spec, model, os.environ)

@@ -116,8 +116,8 @@ class TargetSpec:
         """How the target is told which model to use, in words; None when it cannot be."""
         if self.model_env:
             return f"the environment variable {self.model_env}"
-        if self.http is not None and "model" in repr(self.http.body):
-            return "the `{{model}}` of the request body"
+        if self.http is not None and (self.http.body is None or _reads_model(self.http.body)):
+            return "the `model` of the request body"
         return None
 
     def prompt_files(self) -> tuple[Path, ...]:
@@ -139,12 +139,6 @@ class TargetSpec:
         if self.kind is TargetKind.COMMAND:
             return tuple(a for a in self.argv if (self.root / a).is_file())
         return ()
-
-    def with_root(self, root: Path) -> TargetSpec:
-        """The same target with its code read from another checkout (the reference arm)."""
-        from dataclasses import replace
-
-        return replace(self, root=root)
 
 
 def glob_matcher(globs: Sequence[str]) -> Callable[[str], bool]:
@@ -170,6 +164,17 @@ def glob_matcher(globs: Sequence[str]) -> Callable[[str], bool]:
         parts.append(regex)
     compiled = re.compile("|".join(f"(?:{p})" for p in parts)) if parts else None
     return lambda path: compiled is not None and compiled.fullmatch(path) is not None
+
+
+def _reads_model(body: object) -> bool:
+    """Whether an http body template hands the target the `model` the suite pins."""
+    if isinstance(body, str):
+        return bool(re.search(r"\{\{[^}]*\bmodel\b", body))
+    if isinstance(body, Mapping):
+        return any(_reads_model(v) for v in body.values())
+    if isinstance(body, list):
+        return any(_reads_model(v) for v in body)
+    return False
 
 
 def _expand(root: Path, globs: tuple[str, ...]) -> tuple[Path, ...]:
