@@ -9,8 +9,13 @@ not change and sits at or above its bar (a case that is truly below its bar and 
 right, not an alarm); *power* is the share of dropped cases reported red (and, second figure, red or
 marginal: both put the case in front of a person).
 
-Fixed N uses the same bar scaled to N (3 → 3 of 3, 5 → 4 of 5, 10 → 8 of 10). Sequential
-runs `redline.vocabulary.sequential.SequentialPlan` exactly as `redline run` does.
+Fixed N uses the same bar scaled to N (3 → 3 of 3, 5 → 4 of 5, 10 → 8 of 10). Every night
+goes through the runner's own code: `running.planning.plan_run` plans it,
+`running.schedule.Schedule` hands the samples out (a sequential case's batches included)
+and `running.run_record.case_result` decides each case. Every sample handed out is drawn
+at once and they finish in random order, so "mean samples" is the most a run pays (the
+samples of a deciding batch after the decision included: "drew after the stop" is the
+share of case-nights with any); the results do not depend on that order.
 
 The second table does the same for triage Step 1: the real decision rule of
 `redline.deciding.cause` (prompt / noise / undecided) in its batches, against the same rule at a
@@ -26,16 +31,23 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from redline.deciding.cause import ArmCounts, ArmKind, Bar, Settings, decide
+from redline.running.options import RunOptions
+from redline.running.pipeline import SampleJob
+from redline.running.planning import Plan, plan_run
+from redline.running.run_record import case_result
+from redline.running.schedule import Schedule
+from redline.suite.cases import Case, Suite
 from redline.vocabulary.causes import Cause
 from redline.vocabulary.outcome import scale_required
-from redline.vocabulary.sequential import Decision, SequentialPlan
+from redline.vocabulary.records import CaseOutcome
+from redline.vocabulary.sequential import SequentialPlan
+from redline.vocabulary.verdicts import Verdict
 
 BAR = 0.8
 DROP = 0.20
@@ -57,37 +69,13 @@ def population(rng: random.Random, n: int) -> list[float]:
     return rates
 
 
-Policy = Callable[[random.Random, float], tuple[Decision, int]]
+@dataclass(frozen=True)
+class Policy:
+    """How a night's cases are sampled: a fixed count, or a sequential plan."""
 
-
-def fixed_policy(n: int) -> Policy:
-    required = scale_required(4, 5, n)
-
-    def run(rng: random.Random, p: float) -> tuple[Decision, int]:
-        passes = sum(rng.random() < p for _ in range(n))
-        return (Decision.PASS if passes >= required else Decision.FAIL), n
-
-    return run
-
-
-def sequential_policy(plan: SequentialPlan) -> Policy:
-    table: dict[tuple[int, int], Decision | None] = {}
-
-    def run(rng: random.Random, p: float) -> tuple[Decision, int]:
-        passes = failures = 0
-        while True:
-            key = (passes, failures)
-            if key not in table:
-                table[key] = plan.decide(passes, failures)
-            decision = table[key]
-            if decision is not None:
-                return decision, passes + failures
-            if rng.random() < p:
-                passes += 1
-            else:
-                failures += 1
-
-    return run
+    name: str
+    samples: int
+    sampling: SequentialPlan | None = None
 
 
 @dataclass
@@ -98,30 +86,84 @@ class Tally:
     caught_red: int = 0
     caught_flagged: int = 0
     marginal_stable: int = 0
+    #: Case-nights whose deciding batch drew samples after the test had stopped.
+    drew_after_stop: int = 0
+    case_nights: int = 0
 
     def __post_init__(self) -> None:
         self.samples: list[int] = []
 
 
+def night_cases(policy: Policy, cases: int) -> list[tuple[Suite, Case]]:
+    """The night's cases as `redline run` loads them: quality tier, the policy's samples."""
+    suite = Suite("sim", Path("sim"), "m", policy.samples, "quality", None, None, (), ())
+    required = scale_required(4, 5, policy.samples)
+    return [
+        (
+            suite,
+            Case(
+                f"c{i}",
+                "sim",
+                Path(f"c{i}.yaml"),
+                {},
+                {},
+                "quality",
+                policy.samples,
+                required,
+                False,
+                (),
+                sampling=policy.sampling,
+            ),
+        )
+        for i in range(cases)
+    ]
+
+
+def run_night(
+    rng: random.Random, chosen: list[tuple[Suite, Case]], rates: list[float], night: int
+) -> tuple[Plan, dict[str, Counter[Verdict]]]:
+    """One night through the runner's own planning and schedule: every sample handed out
+    is drawn at once (the most a batch can cost) and they finish in random order."""
+    plan = plan_run(chosen, RunOptions(), f"night{night}")
+    schedule = Schedule(plan)
+    rate = {case.id: p for (_, case), p in zip(chosen, rates, strict=True)}
+    verdicts: dict[str, Counter[Verdict]] = {case.id: Counter() for _, case in chosen}
+    in_flight: list[SampleJob] = []
+    while True:
+        while (job := schedule.take()) is not None:
+            in_flight.append(job)
+        if not in_flight:
+            return plan, verdicts
+        job = in_flight.pop(rng.randrange(len(in_flight)))
+        verdict = Verdict.OK if rng.random() < rate[job.case.id] else Verdict.WRONG
+        verdicts[job.case.id][verdict] += 1
+        schedule.done(job, verdict)
+
+
 def simulate(policy: Policy, seed: int, cases: int, nights: int) -> Tally:
     rng = random.Random(seed)
     rates = population(rng, cases)
+    chosen = night_cases(policy, cases)
     tally = Tally()
     for night in range(nights):
         regression = night % 2 == 1
         dropped = set(rng.sample(range(cases), k=max(1, cases // 20))) if regression else set()
-        for i, base in enumerate(rates):
-            p = max(0.0, base - DROP) if i in dropped else base
-            decision, used = policy(rng, p)
-            tally.samples.append(used)
+        today = [max(0.0, base - DROP) if i in dropped else base for i, base in enumerate(rates)]
+        plan, verdicts = run_night(rng, chosen, today, night)
+        for i, (_, case, planned) in enumerate(plan.cases):
+            seq = plan.sequential.get((case.suite, case.id))
+            result = case_result(case, planned, verdicts[case.id], seq.draw if seq else None)
+            tally.samples.append(sum(verdicts[case.id].values()))
+            tally.case_nights += 1
+            tally.drew_after_stop += result.uncounted > 0
             if i in dropped:
                 tally.dropped += 1
-                tally.caught_red += decision is Decision.FAIL
-                tally.caught_flagged += decision in (Decision.FAIL, Decision.MARGINAL)
-            elif base >= BAR:
+                tally.caught_red += result.outcome is CaseOutcome.FAIL
+                tally.caught_flagged += result.outcome in (CaseOutcome.FAIL, CaseOutcome.MARGINAL)
+            elif rates[i] >= BAR:
                 tally.stable_cases += 1
-                tally.false_alarms += decision is Decision.FAIL
-                tally.marginal_stable += decision is Decision.MARGINAL
+                tally.false_alarms += result.outcome is CaseOutcome.FAIL
+                tally.marginal_stable += result.outcome is CaseOutcome.MARGINAL
     return tally
 
 
@@ -130,32 +172,35 @@ def p95(values: list[int]) -> float:
 
 
 def nightly_table(cases: int, nights: int, seed: int) -> list[str]:
-    policies: list[tuple[str, Policy]] = [
-        ("fixed N=3", fixed_policy(3)),
-        ("fixed N=5", fixed_policy(5)),
-        ("fixed N=10", fixed_policy(10)),
-        ("sequential, default (3–10, margin 0.15)", sequential_policy(SequentialPlan(bar=BAR))),
-        (
+    policies = [
+        Policy("fixed N=3", 3),
+        Policy("fixed N=5", 5),
+        Policy("fixed N=10", 10),
+        Policy("sequential, default (3–10, margin 0.15)", 10, SequentialPlan(bar=BAR)),
+        Policy(
             "sequential, more power (3–20, margin 0.15, false pass 10%)",
-            sequential_policy(SequentialPlan(max=20, bar=BAR, false_pass=0.10)),
+            20,
+            SequentialPlan(max=20, bar=BAR, false_pass=0.10),
         ),
-        (
+        Policy(
             "sequential, tight (3–15, margin 0.10, false pass 10%)",
-            sequential_policy(SequentialPlan(max=15, bar=BAR, margin=0.10, false_pass=0.10)),
+            15,
+            SequentialPlan(max=15, bar=BAR, margin=0.10, false_pass=0.10),
         ),
     ]
     lines = [
         "| sampling | false alarms / case / night | power: red | power: red or marginal "
-        "| marginal (healthy cases) | mean samples | p95 samples |",
-        "|---|---|---|---|---|---|---|",
+        "| marginal (healthy cases) | mean samples | p95 samples | drew after the stop |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for name, policy in policies:
+    for policy in policies:
         t = simulate(policy, seed, cases, nights)
         lines.append(
-            f"| {name} | {t.false_alarms / t.stable_cases:.2%} | "
+            f"| {policy.name} | {t.false_alarms / t.stable_cases:.2%} | "
             f"{t.caught_red / t.dropped:.1%} | {t.caught_flagged / t.dropped:.1%} | "
             f"{t.marginal_stable / t.stable_cases:.2%} | "
-            f"{statistics.fmean(t.samples):.2f} | {p95(t.samples):.0f} |"
+            f"{statistics.fmean(t.samples):.2f} | {p95(t.samples):.0f} | "
+            f"{t.drew_after_stop / t.case_nights:.2%} |"
         )
     return lines
 

@@ -509,8 +509,7 @@ def _reply(
         mode = "preamble" if flaky % 5 == 0 else "json"
     if "RATE" in tokens:
         seed = body.get("seed") if isinstance(body, dict) else None
-        draw = int(hashlib.sha256(str(seed).encode()).hexdigest()[:8], 16) % 100
-        mode = "json" if draw < float(tokens["RATE"]) else "preamble"
+        mode = "json" if rate_answers_json(seed, float(tokens["RATE"])) else "preamble"
     finish = "stop"
     refusal: str | None = None
     if mode == "echo":
@@ -714,6 +713,11 @@ def _embeddings(body: Any) -> _Reply:
             "usage": {"prompt_tokens": used, "total_tokens": used},
         }
     )
+
+
+def rate_answers_json(seed: object, rate: float) -> bool:
+    """Whether `RATE:<rate>` answers the request with this seed in valid JSON (see module doc)."""
+    return int(hashlib.sha256(str(seed).encode()).hexdigest()[:8], 16) % 100 < rate
 
 
 def keeps_answer(model: str, seed: object, rate: float) -> bool:

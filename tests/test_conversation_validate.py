@@ -126,7 +126,11 @@ def test_a_tools_file_that_is_not_json_is_reported_inside_it(
 
     err = problems(project, capsys)
 
-    assert "cases/agent/tools/support.json:3:1: not valid JSON: Expecting property name" in err
+    # At the suite's `tools:` key, naming the line and column inside the JSON file.
+    assert (
+        "cases/agent/suite.yaml:4:8: cases/agent/tools/support.json:3:1: not valid JSON: "
+        "Expecting property name" in err
+    )
 
 
 def test_parameters_that_are_no_json_schema_are_reported_at_the_tool(
@@ -138,8 +142,10 @@ def test_parameters_that_are_no_json_schema_are_reported_at_the_tool(
 
     err = problems(project, capsys)
 
-    assert "cases/agent/tools/support.json:6:" in err
-    assert "tool 'x' parameters is not a JSON Schema" in err
+    assert (
+        "cases/agent/suite.yaml:4:8: cases/agent/tools/support.json, tool 1: tool 'x' "
+        "parameters is not a JSON Schema: at type:" in err
+    )
 
 
 def test_a_transcript_file_in_jsonl_with_a_bad_line_names_the_line(
@@ -152,4 +158,5 @@ def test_a_transcript_file_in_jsonl_with_a_bad_line_names_the_line(
 
     err = problems(project, capsys)
 
-    assert "cases/agent/chat.jsonl:3:" in err and "not a JSON message" in err
+    assert "cases/agent/a.yaml:3:11: cases/agent/chat.jsonl:3:" in err
+    assert "not a JSON message" in err

@@ -146,3 +146,21 @@ def test_a_case_conversation_or_fixture_edit_is_a_case_change_not_a_prompt_chang
 
     assert not report.blocked
     assert not [f for f in report.findings if f.kind is Kind.PROMPT]
+
+
+def test_raising_max_steps_with_a_tools_change_is_a_loosening(tmp_path: Path) -> None:
+    repo = agent_repo(tmp_path)
+    case = copy.deepcopy(AGENT_CASE)
+    case["max_steps"] = 3
+    repo.write(CASE, case)
+    repo.commit("at most three requests")
+    case["max_steps"] = 10
+    repo.write(CASE, case)
+    tools = copy.deepcopy(TOOLS)
+    tools[0]["function"]["description"] = "Refund part of an order"
+    (tmp_path / TOOLS_FILE).write_text(json.dumps(tools), encoding="utf-8")
+
+    report = check_commit(tmp_path, repo.commit("tools and more steps"))
+
+    find(report, Kind.LOOSENING, "max_steps 3 → 10")
+    assert report.blocked

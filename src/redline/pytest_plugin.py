@@ -11,8 +11,8 @@
 - A check whose model backend is missing makes the test skip with the reason.
 - With pytest-html installed, the report gets "Assertions" and "Targets" columns.
 - `pytest cases/` collects each redline suite (a folder with suite.yaml) and runs each
-  case as one item: its samples on the suite's pinned model, drawn at the configured
-  concurrency through the same sample pipeline as `redline run` (`--llm-judge` and
+  case as one item: its samples on the suite's pinned model, planned, scheduled and drawn
+  at the configured concurrency by the runner's own code and sample pipeline (`--llm-judge` and
   `--llm-judge-blocks` as `--judge` and `--judge-blocks`) and decided by the same rule
   (a sequentially sampled case draws until decided; marginal and inconclusive cases are
   skipped with the reason; a quarantined case that fails is an expected failure).
@@ -28,7 +28,7 @@ import json
 import os
 import secrets
 from collections import Counter
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,10 +39,11 @@ if TYPE_CHECKING:
     from redline.config import Config
     from redline.providers.base import Provider
     from redline.running.judging import JudgeSession
-    from redline.running.pipeline import SampleJob, SamplePipeline
+    from redline.running.pipeline import SamplePipeline
+    from redline.running.run_record import CaseResult
     from redline.suite.behavior import BehaviorAssertion, BehaviorResult
     from redline.suite.cases import Case, Suite
-    from redline.vocabulary.records import CaseOutcome, SampleRecord
+    from redline.vocabulary.records import SampleRecord
 
 DEFAULT_BASELINE = "baselines/pytest-behavior.json"
 DEFAULT_SCORE_DROP = 0.10
@@ -363,11 +364,15 @@ class CaseItem(pytest.Item):
 
     def runtest(self) -> None:
         from redline.vocabulary.records import CaseOutcome
-        from redline.vocabulary.verdicts import Verdict
 
-        samples, required, outcome = _cases(self.config).decide(self.suite, self.case)
-        passes = sum(1 for s in samples if s.verdict is Verdict.OK)
-        summary = f"{passes}/{len(samples)} samples ok (required {required})"
+        samples, result = _cases(self.config).decide(self.suite, self.case)
+        outcome = result.outcome
+        summary = f"{result.passes}/{result.samples} samples ok (required {result.required})"
+        if result.uncounted:
+            summary += (
+                f"; {result.uncounted} more drawn in the same batch after the sequential "
+                "test had decided, not counted"
+            )
         held = self.case.quarantine
         if outcome is CaseOutcome.FAIL and held is not None and held.active(date.today()):
             pytest.xfail(f"{summary}; {held.describe()}: it cannot fail the run until then")
@@ -428,6 +433,16 @@ def _session_config(config: pytest.Config) -> Config:
     return config.stash[_CONFIG]
 
 
+class _Samples:
+    """A pytest item's samples: kept in memory, as the run store would keep them."""
+
+    def __init__(self) -> None:
+        self.samples: list[SampleRecord] = []
+
+    def add_samples(self, samples: Iterable[SampleRecord]) -> None:
+        self.samples.extend(samples)
+
+
 class _CaseRunner:
     """One event loop for the session, one sample pipeline per suite (with its judges
     under `--llm-judge`), one provider per model alias."""
@@ -443,59 +458,27 @@ class _CaseRunner:
         self.judges: dict[str, JudgeSession] = {}
         self.pipelines: dict[str, SamplePipeline] = {}
 
-    def decide(self, suite: Suite, case: Case) -> tuple[list[SampleRecord], int, CaseOutcome]:
-        """The case's samples, the passes it needed, and its outcome."""
-        from redline.running.runner import case_result, sampling_plan
-        from redline.vocabulary.sequential import SequentialDraw
+    def decide(self, suite: Suite, case: Case) -> tuple[list[SampleRecord], CaseResult]:
+        """The case's samples (in index order) and its result, planned, scheduled and
+        decided by the runner's own code."""
+        from redline.running.execution import Commits, Tally, concurrency, draw_samples
+        from redline.running.options import RunOptions
+        from redline.running.planning import plan_run
+        from redline.running.run_record import case_result
+        from redline.running.schedule import Schedule
 
         pipeline = self.pipeline(suite)
-        plan = sampling_plan(case, adaptive=False)
-        draw = None if plan is None else SequentialDraw(plan, drawn=plan.min)
-        samples: list[SampleRecord] = []
-        indices = range(case.samples if draw is None else draw.drawn)
-        while indices:
-            jobs = [self.job(suite, case, index) for index in indices]
-            batch = self.loop.run_until_complete(self.draw_batch(pipeline, jobs))
-            samples.extend(batch)
-            if draw is None:
-                break
-            for sample in batch:
-                draw.add(sample.verdict)
-            indices = draw.more()
+        plan = plan_run([(suite, case)], RunOptions(), self.session_id)
+        jobs = Schedule(plan)
+        sink = _Samples()
+        limit = concurrency(RunOptions(), self.config, pipeline.provider, plan)
+        commits = Commits(sink, Tally(self.session_id, jobs, None, 0.0), None)
+        self.loop.run_until_complete(draw_samples(limit, pipeline, commits))
+        samples = sorted(sink.samples, key=lambda s: s.index)
+        seq = plan.sequential.get((case.suite, case.id))
+        _, _, planned = plan.cases[0]
         verdicts = Counter(s.verdict for s in samples)
-        planned = case.samples if draw is None else draw.plan.max
-        required, outcome = case_result(case, planned, verdicts, draw)
-        return samples, required, outcome
-
-    async def draw_batch(
-        self, pipeline: SamplePipeline, jobs: Sequence[SampleJob]
-    ) -> list[SampleRecord]:
-        """The jobs' samples, drawn at once up to the run's concurrency (and the provider's
-        own limit), as `redline run` draws them; the first error stops the rest."""
-        limit = self.config.concurrency
-        if pipeline.provider.max_parallel is not None:
-            limit = min(limit, pipeline.provider.max_parallel)
-        gate = asyncio.Semaphore(max(1, limit))
-
-        async def one(job: SampleJob) -> SampleRecord:
-            async with gate:
-                return await pipeline.draw(job)
-
-        tasks = [asyncio.ensure_future(one(job)) for job in jobs]
-        try:
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
-
-    def job(self, suite: Suite, case: Case, index: int) -> SampleJob:
-        from redline.running.pipeline import SampleJob, costly
-        from redline.running.seeds import sample_seed
-
-        seed = sample_seed(self.session_id, case.suite, case.id, index, frozen=suite.seed)
-        return SampleJob(suite, case, index, seed, costly(case))
+        return samples, case_result(case, planned, verdicts, seq.draw if seq else None)
 
     def pipeline(self, suite: Suite) -> SamplePipeline:
         if suite.name not in self.pipelines:

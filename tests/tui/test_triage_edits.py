@@ -105,3 +105,72 @@ def test_typed_values_follow_the_current_value() -> None:
             typed_value(old, text)
     assert in_words("Here is the JSON:") == '"Here is the JSON:"'
     assert in_words(800) == "800"
+
+
+SEQUENTIAL = """\
+id: seq   # sequential, quality
+provenance: {ticket: SUP-7,   reported: 2026-09-01}
+tier:    quality
+samples: {min: 3, max: 10, bar: 0.7}
+assert:
+  - {type: contains,  value: "total"}
+  - type: max-chars
+    value:    40
+"""
+
+
+def _plan_of(text: str) -> dict[str, object]:
+    import yaml
+
+    from redline.casemodel.effective import effective_case
+
+    reading = effective_case(yaml.safe_load(text), "c.yaml", None, None)
+    assert [i for i in reading.issues if i.at[:1] != ("retired",)] == []
+    assert reading.sampling is not None
+    return dict(reading.sampling)
+
+
+def test_more_samples_on_a_sequential_case_raises_max_and_keeps_the_plan(tmp_path: Path) -> None:
+    path = _write(tmp_path, SEQUENTIAL)
+    edit = plan_raise_samples(path, "seq", 11)
+    after = edit.writes[path]
+    assert _changed_lines(SEQUENTIAL, after) == [
+        ("samples: {min: 3, max: 10, bar: 0.7}", "samples: {min: 3, max: 11, bar: 0.7}")
+    ]
+    assert _plan_of(after) == {"min": 3, "max": 11, "margin": 0.15, "bar": 0.7}
+    assert edit.summary == "samples.max 10 → 11"
+    with pytest.raises(UsageError, match=r"samples.max is already 10"):
+        plan_raise_samples(path, "seq", 10)
+
+
+def test_a_plan_taken_from_the_suite_is_kept_when_the_case_gets_more_samples(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "suite.yaml").write_text("samples: {min: 4, max: 8, bar: 0.9}\n")
+    text = SEQUENTIAL.replace("samples: {min: 3, max: 10, bar: 0.7}\n", "")
+    path = _write(tmp_path, text)
+    after = plan_raise_samples(path, "seq", 12).writes[path]
+    assert _plan_of(after) == {"min": 4, "max": 12, "margin": 0.15, "bar": 0.9}
+    assert [line for line in after.splitlines() if line not in text.splitlines()] == [
+        "samples: {min: 4, max: 12, margin: 0.15, bar: 0.9}"
+    ]
+
+
+def test_every_edit_keeps_a_sequential_plan_and_the_author_s_bytes(tmp_path: Path) -> None:
+    from redline.deciding.edits import plan_quarantine
+
+    day = dt.date(2026, 11, 30)
+    edits = {
+        "retire": lambda p: plan_retire(p, tmp_path, "seq", "noise", "ana", day),
+        "quarantine": lambda p: plan_quarantine(
+            p, "seq", "flaky", "T-9", dt.date(2027, 1, 31), day
+        ),
+        "loosen": lambda p: plan_loosen(p, "seq", 1, "80", "ids grew", day),
+    }
+    for name, plan in edits.items():
+        path = _write(tmp_path, SEQUENTIAL)
+        edit = plan(path)
+        (after,) = edit.writes.values()
+        assert _plan_of(after)["bar"] == 0.7, name
+        kept = [line for line in SEQUENTIAL.splitlines() if line not in after.splitlines()]
+        assert kept == (["    value:    40"] if name == "loosen" else []), name

@@ -95,7 +95,10 @@ async def retry_transport(screen: Screen[None], ctx: TriageContext, run: RunReco
     def progress(p: RunProgress) -> None:
         # Called on the run's thread: post_message is the thread-safe way back.
         screen.post_message(
-            RetryProgressed(f"Retrying run {run.id}: {p.done} of {p.total} sample(s) drawn")
+            RetryProgressed(
+                f"Retrying run {run.id}: {p.done} of {'up to ' if p.up_to else ''}"
+                f"{p.total} sample(s) drawn"
+            )
         )
 
     screen.post_message(RetryProgressed(f"Retrying run {run.id}…"))

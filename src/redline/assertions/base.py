@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from redline.casemodel import assertion_model, declared_types
+from redline.casemodel.effective import EffectiveAssertion, read_assertion
+from redline.casemodel.values import is_number, is_whole
 from redline.documents.reading import NodeReader
-from redline.documents.yamlsource import FILE_REF, Node, read_verbatim
+from redline.documents.yamlsource import Node, file_bytes
 from redline.errors import Problem
-from redline.text.templates import fill
 from redline.text.words import words as split_words
 from redline.vocabulary.completion import Completion
 from redline.vocabulary.messages import ResponseFormat, ToolCall, ToolDefinition
@@ -228,11 +229,10 @@ class Check:
 
 
 class Spec:
-    """One `assert:` entry as written, while it is being parsed.
-
-    Typed readers (`string`, `number`, `text`, `file`...) record a problem with
-    the value's file:line:column and return None when the value is unusable, so
-    a parser can read every parameter and report all problems at once.
+    """One `assert:` entry while its assertion is built: the entry as written (`node`) and
+    its reading by the case-file reader (`reading`), which has checked every declared
+    parameter already. A type's `parse` adds only what needs more than the declaration
+    (a JSON Schema's meta-schema, a rubric's content, a backend that can answer).
     """
 
     def __init__(
@@ -246,6 +246,7 @@ class Spec:
         config: Config | None = None,
         display: Callable[[Path], str] = str,
         probe_backends: bool = True,
+        reading: EffectiveAssertion | None = None,
         tools: Sequence[ToolDefinition] = (),
         response_format: ResponseFormat | None = None,
     ) -> None:
@@ -269,8 +270,29 @@ class Spec:
         self._reader = NodeReader(self.problems, label=f"{type_name}: ")
         #: Files this assertion reads (schemas, sources): part of the case hash.
         self.files: list[Path] = []
+        if reading is None:
+            reading = self._read()
+        self.reading = reading
+
+    def _read(self) -> EffectiveAssertion | None:
+        """The entry read alone, as a case file's would be (a check built in code); None,
+        with its problems recorded, when it is unusable."""
+        found, issues, files = read_assertion(
+            self.node.plain(),
+            self.index,
+            self.case_dir.as_posix(),
+            file_bytes,
+            self.case_vars,
+            lambda path: self.display(Path(path)),
+        )
+        for issue in issues:
+            mark = self.node.mark_at(issue.at[2:], issue.on_key)
+            self.problems.append(mark.problem(issue.message, issue.hint))
+        self.files.extend(Path(path) for path in files)
+        return None if issues else found
 
     def has(self, key: str) -> bool:
+        """Whether the entry writes `key` (a default does not count)."""
         return self.node.get(key) is not None
 
     def problem(self, message: str, hint: str = "", key: str | None = None) -> None:
@@ -279,73 +301,32 @@ class Spec:
         mark = target.mark if target is not None else self.node.mark
         self._reader.add(mark, message, hint)
 
-    def _required(self, key: str, required: bool, what: str) -> Node | None:
-        node = self.node.get(key)
-        if node is None or (node.is_scalar and node.value is None):
-            if required:
-                self.problem(f"needs `{key}:` ({what})", f"add `{key}: ...` to this assertion")
-            return None
-        return node
+    def value(self, key: str = "value") -> Any:
+        """Parameter `key` as read (its default when not written), None when it has none."""
+        return None if self.reading is None else self.reading.value(key)
 
-    def string(
-        self, key: str = "value", *, required: bool = True, fill_vars: bool = True
-    ) -> str | None:
-        """A string parameter; `{{var}}` placeholders are filled from the case vars."""
-        node = self._required(key, required, "a string")
-        if node is None:
-            return None
-        if not node.is_scalar or isinstance(node.value, bool) or node.value is None:
-            self._reader.wrong_type(node, key, "a string", '"some text"')
-            return None
-        text = node.value if isinstance(node.value, str) else str(node.value)
-        return self._fill(text, key) if fill_vars else text
+    def text(self, key: str = "value") -> str | None:
+        """A text parameter: `{{var}}` placeholders filled and `file://` contents read where
+        its declaration says so."""
+        value = self.value(key)
+        return value if isinstance(value, str) else None
 
-    def text(self, key: str = "value", *, required: bool = True) -> str | None:
-        """A string, or the verbatim content of a `file://` reference."""
-        value = self.string(key, required=required, fill_vars=False)
-        if value is None:
-            return None
-        if value.startswith(FILE_REF):
-            path = self._existing(key, value)
-            return read_verbatim(path) if path is not None else None
-        return self._fill(value, key)
+    def number(self, key: str = "value") -> float | None:
+        value = self.value(key)
+        return float(value) if is_number(value) else None
 
-    def file(self, key: str = "value", *, required: bool = True) -> Path | None:
-        """An existing file named as `file://relative/path` (relative to the case file)."""
-        value = self.string(key, required=required, fill_vars=False)
-        if value is None:
-            return None
-        if not value.startswith(FILE_REF):
-            self.problem(
-                f"`{key}` must be a file reference, got {value!r}",
-                f"write it as {key}: {FILE_REF}schemas/name.json (relative to the case file)",
-                key,
-            )
-            return None
-        return self._existing(key, value)
+    def integer(self, key: str = "value") -> int | None:
+        value = self.value(key)
+        return int(value) if is_whole(value) else None
 
-    def json_file(self, key: str = "value", *, required: bool = True) -> Any:
-        """The parsed content of a `file://` JSON file; None (with a problem) when unusable."""
-        path = self.file(key, required=required)
-        if path is None:
-            return None
-        try:
-            return json.loads(read_verbatim(path))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            self.problem(f"{self.display(path)} is not valid JSON: {exc}", "fix the JSON file", key)
-            return None
+    def boolean(self, key: str = "value") -> bool | None:
+        value = self.value(key)
+        return value if isinstance(value, bool) else None
 
-    def schema(self, key: str) -> JsonSchema | None:
-        """A JSON Schema written inline or as a `file://` reference, checked and compiled;
-        None (with a problem) when it is unusable."""
-        node = self.node.get(key)
-        if node is not None and node.is_map:
-            return self.validator(node.plain(), key)
-        before = len(self.problems)
-        schema = self.json_file(key)
-        if len(self.problems) > before:
-            return None
-        return self.validator(schema, key)
+    def source(self, key: str) -> Path | None:
+        """The file parameter `key` was read from, when it names one."""
+        setting = None if self.reading is None else self.reading.params.get(key)
+        return Path(setting.source) if setting is not None and setting.source else None
 
     def validator(self, schema: Any, key: str) -> JsonSchema | None:
         """`schema` checked and compiled; None (with a problem) when it is no JSON Schema."""
@@ -359,57 +340,6 @@ class Spec:
         if checked is None:
             self.problem(f"invalid JSON Schema {why}", "fix the schema", key)
         return checked
-
-    def number(
-        self,
-        key: str = "value",
-        *,
-        required: bool = True,
-        minimum: float | None = None,
-        maximum: float | None = None,
-        exclusive_minimum: bool = False,
-        example: str = "0.5",
-    ) -> float | None:
-        return self._reader.number(
-            self._required(key, required, "a number"),
-            key,
-            minimum=minimum,
-            maximum=maximum,
-            exclusive_minimum=exclusive_minimum,
-            example=example,
-        )
-
-    def integer(
-        self, key: str = "value", *, required: bool = True, minimum: int | None = None
-    ) -> int | None:
-        node = self._required(key, required, "a whole number")
-        return self._reader.whole(node, key, minimum=minimum, example="200")
-
-    def boolean(self, key: str = "value", *, default: bool | None = None) -> bool | None:
-        node = self._required(key, default is None, "true or false")
-        return self._reader.boolean(node, key, default)
-
-    def _existing(self, key: str, ref: str) -> Path | None:
-        path = self.case_dir / ref[len(FILE_REF) :]
-        if not path.is_file():
-            self.problem(
-                f"file {self.display(path)} does not exist",
-                "file:// paths are relative to the case file's folder",
-                key,
-            )
-            return None
-        self.files.append(path)
-        return path
-
-    def _fill(self, text: str, key: str) -> str:
-        filled, missing = fill(text, self.case_vars)
-        for name in missing:
-            self.problem(
-                f"`{key}` uses {{{{{name}}}}} but the case has no var {name!r}",
-                "add it under vars: or remove the placeholder",
-                key,
-            )
-        return filled
 
 
 class Assertion(ABC):

@@ -25,6 +25,7 @@ from redline.assertions.base import (
     Spec,
     register,
 )
+from redline.casemodel import REGEX_FLAGS
 from redline.vocabulary.verdicts import AssertionStatus
 
 
@@ -51,23 +52,18 @@ class IsJson(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> IsJson | None:
-        key = "schema" if spec.has("schema") else "value"
-        if spec.has("schema") and spec.has("value"):
-            spec.problem("give the schema once, as `value:` or `schema:`", "remove one", "schema")
-            return None
-        if not spec.has(key):
+        schema = spec.value("schema")
+        if schema is None:
             if spec.response_format is None:
                 return cls(spec, None, "")
             validator = spec.validator(dict(spec.response_format.schema), "type")
             return None if validator is None else cls(spec, validator, "the response format")
-        before = len(spec.problems)
-        schema = spec.json_file(key)
-        if len(spec.problems) > before:
-            return None
+        key = "schema" if spec.has("schema") else "value"
         validator = spec.validator(schema, key)
         if validator is None:
             return None
-        return cls(spec, validator, spec.files[-1].name)
+        source = spec.source("schema")
+        return cls(spec, validator, source.name if source else "the schema")
 
     def check(self, sample: Sample) -> Check:
         error = sample.json_error
@@ -97,12 +93,7 @@ class _TextMatch(Assertion):
     @classmethod
     def parse(cls, spec: Spec) -> _TextMatch | None:
         needle = spec.text("value")
-        if needle is None:
-            return None
-        if needle == "":
-            spec.problem("`value` is empty", "write the text to look for", "value")
-            return None
-        return cls(spec, needle)
+        return None if needle is None else cls(spec, needle)
 
 
 @register("contains")
@@ -151,14 +142,8 @@ class Equals(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> Equals | None:
-        node = spec.node.get("value")
-        if node is None:
-            spec.problem("needs `value:` (the exact expected output)", "add `value: ...`")
-            return None
-        if node.is_scalar and isinstance(node.value, str):
-            text = spec.text("value")
-            return None if text is None else cls(spec, text, as_json=False)
-        return cls(spec, node.plain(), as_json=True)
+        expected = spec.value("value")
+        return cls(spec, expected, as_json=not isinstance(expected, str))
 
     def check(self, sample: Sample) -> Check:
         if self.as_json:
@@ -172,9 +157,6 @@ class Equals(Assertion):
         if sample.text.strip() == self.expected.strip():
             return Check.fail("differs from the expected text only in surrounding whitespace")
         return Check.fail(f"output {_preview(sample.text)} != {_preview(self.expected)}")
-
-
-_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 
 @register("regex")
@@ -192,26 +174,11 @@ class Regex(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> Regex | None:
-        source = spec.string("value", fill_vars=False)
-        flag_text = spec.string("flags", required=False, fill_vars=False) or ""
+        source = spec.text("value")
         flags = 0
-        for letter in flag_text:
-            if letter not in _FLAGS:
-                spec.problem(f"unknown regex flag {letter!r}", "use any of i, m, s, x", "flags")
-                return None
-            flags |= _FLAGS[letter]
-        if source is None:
-            return None
-        try:
-            return cls(spec, re.compile(source, flags))
-        except re.error as exc:
-            at = f" at position {exc.pos}" if exc.pos is not None else ""
-            spec.problem(
-                f"bad regular expression: {exc.msg}{at}",
-                "Python `re` syntax; in YAML prefer single quotes so backslashes stay as written",
-                "value",
-            )
-            return None
+        for letter in spec.text("flags") or "":
+            flags |= REGEX_FLAGS[letter]
+        return None if source is None else cls(spec, re.compile(source, flags))
 
     def check(self, sample: Sample) -> Check:
         match = self.pattern.search(sample.text)
@@ -235,7 +202,7 @@ class _Budget(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> _Budget | None:
-        limit = spec.number("value", minimum=0, example=cls.example)
+        limit = spec.number("value")
         return None if limit is None else cls(spec, limit)
 
     @abstractmethod

@@ -10,7 +10,6 @@ import itertools
 import zlib
 
 from redline.assertions.base import COST_HEURISTIC, Assertion, Check, Sample, Spec, register
-from redline.casemodel import assertion_model
 from redline.text.words import words as split_words
 from redline.vocabulary.verdicts import AssertionStatus
 
@@ -70,7 +69,7 @@ class CompressionRatio(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> CompressionRatio | None:
-        minimum = spec.number("value", minimum=0, maximum=1)
+        minimum = spec.number("value")
         return None if minimum is None else cls(spec, minimum)
 
     def check(self, sample: Sample) -> Check:
@@ -104,12 +103,8 @@ class DistinctN(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> DistinctN | None:
-        minimum = spec.number("value", minimum=0, maximum=1)
-        n = (
-            spec.integer("n", required=False, minimum=1)
-            if spec.has("n")
-            else assertion_model("distinct-n").default("n")  # type: ignore[union-attr]
-        )
+        minimum = spec.number("value")
+        n = spec.integer("n")
         if minimum is None or n is None:
             return None
         return cls(spec, minimum, n)

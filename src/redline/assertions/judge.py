@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from redline.assertions.base import COST_JUDGE, LAYER_2, Assertion, Check, Sample, Spec, register
-from redline.documents.yamlsource import FILE_REF
 from redline.errors import ProblemsError, relpath
 from redline.judge.rubric import Rubric, cached_rubric
 from redline.vocabulary.verdicts import AssertionStatus
@@ -35,16 +34,8 @@ class Judge(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> Judge | None:
-        ref = spec.string("rubric", fill_vars=False)
-        if ref is None:
-            return None
-        path = spec.case_dir / ref.removeprefix(FILE_REF)
-        if not path.is_file():
-            spec.problem(
-                f"rubric file {relpath(path)} does not exist",
-                "rubric paths are relative to the case file's folder",
-                "rubric",
-            )
+        path = spec.source("rubric")
+        if path is None:
             return None
         try:
             rubric = cached_rubric(path)

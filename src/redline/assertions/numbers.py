@@ -30,9 +30,6 @@ class NumbersFrom(Assertion):
     @classmethod
     def parse(cls, spec: Spec) -> NumbersFrom | None:
         source = spec.text("value")
-        if source is not None and not source.strip():
-            spec.problem("the source is empty", "give the text the numbers must come from")
-            return None
         return None if source is None else cls(spec, source)
 
     def describe(self) -> str:

@@ -15,7 +15,6 @@ import re
 from collections.abc import Mapping
 
 from redline.assertions.base import COST_STRING, Assertion, Check, Sample, Spec, register
-from redline.casemodel import assertion_model
 from redline.vocabulary.completion import FinishReason
 
 REFUSAL_WINDOW = 400
@@ -118,7 +117,7 @@ class Refusal(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> Refusal | None:
-        expected = spec.boolean("value", default=assertion_model("refusal").default("value"))  # type: ignore[union-attr]
+        expected = spec.boolean("value")
         return None if expected is None else cls(spec, expected)
 
     def check(self, sample: Sample) -> Check:

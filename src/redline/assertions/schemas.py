@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from redline.casemodel.schema import schema_problem
+
 
 class _Error(Protocol):
     @property
@@ -42,16 +44,12 @@ class JsonSchema:
     @classmethod
     def checked(cls, schema: Mapping[str, Any]) -> tuple[JsonSchema | None, str]:
         """(the schema, "") or (None, why it is no JSON Schema, and which draft said so)."""
-        from jsonschema import SchemaError
         from jsonschema.validators import validator_for
 
-        validator_class = validator_for(schema)
-        try:
-            validator_class.check_schema(dict(schema))
-        except SchemaError as exc:
-            where = "/".join(str(p) for p in exc.path) or "(root)"
-            return None, f"at {where}: {exc.message} (checked as {validator_class.__name__})"
-        return cls(schema, validator_class(schema)), ""
+        problem = schema_problem(dict(schema))
+        if problem is not None:
+            return None, problem
+        return cls(schema, validator_for(schema)(schema)), ""
 
     def problem(self, value: Any) -> str | None:
         """Where and why `value` does not match (its first error), or None when it does."""

@@ -26,8 +26,6 @@ from redline.semantic.grounding import ENTAILMENT_THRESHOLD, Entailer, Grounding
 from redline.semantic.nli import Entailment, load_nli
 from redline.semantic.scorer import SemanticScorer, semantic_scorer
 from redline.semantic.settings import (
-    CONCEPT_BACKENDS,
-    ENTAILMENT_BACKENDS,
     SemanticSettings,
     semantic_settings,
 )
@@ -48,19 +46,9 @@ def _settings(spec: Spec) -> SemanticSettings | None:
         return None
 
 
-def _backend(spec: Spec, default: str, allowed: tuple[str, ...]) -> str | None:
-    """The assertion's `backend:` (one of `allowed`), else the configured default."""
-    if not spec.has("backend"):
-        return default
-    chosen = spec.string("backend", fill_vars=False)
-    if chosen is not None and chosen not in allowed:
-        spec.problem(
-            f"backend {chosen!r} is not one of {', '.join(allowed)}",
-            "leave it out to use the default of [tool.redline.semantic]",
-            "backend",
-        )
-        return None
-    return chosen
+def _backend(spec: Spec, default: str) -> str:
+    """The assertion's `backend:`, else the configured default."""
+    return spec.text("backend") or default
 
 
 _CHECKER = (
@@ -147,17 +135,10 @@ class _Concept(_Semantic):
 
     @classmethod
     def parse(cls, spec: Spec) -> _Concept | None:
-        concept = spec.string("value")
-        threshold = (
-            spec.number("threshold", minimum=0, maximum=1)
-            if spec.has("threshold")
-            else DEFAULT_MENTION_THRESHOLD
-        )
+        concept = spec.text("value")
+        threshold = spec.number("threshold")
         settings = _settings(spec)
-        backend = _backend(spec, settings.mentions, CONCEPT_BACKENDS) if settings else None
-        if concept is not None and not concept.strip():
-            spec.problem("the concept is empty", "write what the output should talk about")
-            return None
+        backend = _backend(spec, settings.mentions) if settings else None
         if concept is None or threshold is None or settings is None or backend is None:
             return None
         if not _probe(spec, settings, backend):
@@ -236,14 +217,10 @@ class Tone(_Semantic):
 
     @classmethod
     def parse(cls, spec: Spec) -> Tone | None:
-        tone = spec.string("value")
-        margin = (
-            spec.number("margin", minimum=0, maximum=5)
-            if spec.has("margin")
-            else DEFAULT_TONE_MARGIN
-        )
+        tone = spec.text("value")
+        margin = spec.number("margin")
         settings = _settings(spec)
-        backend = _backend(spec, settings.tone, CONCEPT_BACKENDS) if settings else None
+        backend = _backend(spec, settings.tone) if settings else None
         if tone is None or margin is None or settings is None or backend is None:
             return None
         try:
@@ -309,19 +286,7 @@ class GroundedIn(_Semantic):
     def parse(cls, spec: Spec) -> GroundedIn | None:
         source = spec.text("value")
         settings = _settings(spec)
-        backend = _backend(spec, settings.grounded_in, ENTAILMENT_BACKENDS) if settings else None
-        if spec.has("nli"):
-            spec.problem(
-                "`nli:` is gone: grounded-in is the entailment check only, and it needs a "
-                "backend that can answer",
-                "for the number, date and quote check that needs no model, add "
-                "`- type: numbers-from` with the same source; then remove `nli:`",
-                "nli",
-            )
-            return None
-        if source is not None and not source.strip():
-            spec.problem("the source is empty", "give the text the output must stick to")
-            return None
+        backend = _backend(spec, settings.grounded_in) if settings else None
         if source is None or settings is None or backend is None:
             return None
         if not _probe(spec, settings, backend):

@@ -13,7 +13,7 @@ from types import CodeType
 from typing import TYPE_CHECKING
 
 from redline.assertions.base import COST_PARSE, Assertion, Check, Sample, Spec, register
-from redline.assertions.python_expr import evaluate, expression
+from redline.assertions.python_expr import evaluate
 from redline.vocabulary.messages import ToolCall
 
 if TYPE_CHECKING:
@@ -49,22 +49,15 @@ class ToolCalled(Assertion):
     @classmethod
     def parse(cls, spec: Spec) -> ToolCalled | None:
         before = len(spec.problems)
-        name = spec.string("value")
-        validator = spec.schema("args") if spec.has("args") else None
-        code = (
-            expression(spec, "python", ("args", "vars"), "args['amount'] <= 100")
-            if spec.has("python")
-            else None
-        )
-        times = spec.integer("times", required=False, minimum=1)
-        order = spec.integer("order", required=False, minimum=1)
-        if name is not None and spec.tools and name not in {t.name for t in spec.tools}:
-            declared = ", ".join(t.name for t in spec.tools)
-            spec.problem(
-                f"tool {name!r} is not one the suite declares (declared: {declared})",
-                "name a tool from the suite's `tools:`",
-                "value",
-            )
+        name = spec.text("value")
+        schema = spec.value("args")
+        validator = None if schema is None else spec.validator(schema, "args")
+        source = spec.text("python")
+        code = None
+        if source is not None:
+            text = source.strip()
+            code = (text, compile(text, f"<tool-called {spec.index}: python>", "eval"))
+        times, order = spec.integer("times"), spec.integer("order")
         if len(spec.problems) > before or name is None:
             return None
         return cls(spec, name, validator, code, times, order)
@@ -131,7 +124,7 @@ class ToolNotCalled(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> ToolNotCalled | None:
-        name = spec.string("value")
+        name = spec.text("value")
         return None if name is None else cls(spec, name)
 
     def check(self, sample: Sample) -> Check:
@@ -153,7 +146,7 @@ class NoToolCall(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> NoToolCall | None:
-        expected = spec.boolean("value", default=True)
+        expected = spec.boolean("value")
         return None if expected is None else cls(spec, expected)
 
     def check(self, sample: Sample) -> Check:
@@ -182,20 +175,7 @@ class ToolArgsValid(Assertion):
 
     @classmethod
     def parse(cls, spec: Spec) -> ToolArgsValid | None:
-        if not spec.tools:
-            spec.problem(
-                "the suite declares no tools to check the calls against",
-                "declare them under `tools:` in suite.yaml, or remove this assertion",
-            )
-            return None
-        only = spec.string("value", required=False)
-        if only is not None and only not in {t.name for t in spec.tools}:
-            spec.problem(
-                f"tool {only!r} is not one the suite declares",
-                "name a tool from the suite's `tools:`, or leave `value` out to check every call",
-                "value",
-            )
-            return None
+        only = spec.text("value")
         validators: dict[str, JsonSchema] = {}
         for tool in spec.tools:
             validator = spec.validator(dict(tool.parameters), "type")

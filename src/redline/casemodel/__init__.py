@@ -12,9 +12,13 @@ This package imports nothing heavy: the pre-commit hook reads it on every commit
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
+
+from redline.casemodel.expressions import OUTPUT_NAMES
 
 SUITE_FILE = "suite.yaml"
 RETIRED_DIR = "retired"
@@ -68,13 +72,20 @@ CASE_KEYS = frozenset(
         "quarantine",
         "messages",
         "tool_results",
-        "max_steps",
         "response_format",
     }
 )
 #: `quarantine: {reason, ticket, until}`: the case runs but cannot fail a run until then.
 QUARANTINE_KEYS = frozenset({"reason", "ticket", "until"})
 PROVENANCE_KEYS = frozenset({"ticket", "reported", "closed", "note", "source", "author"})
+#: Assertion types of other tools a case file might use, and what to write instead.
+FORMER_TYPES = {
+    "javascript": "redline evaluates Python: use `type: python` with an expression over "
+    "output, json and vars",
+    "is-valid-json": "use `type: is-json`",
+    "contains-json": "use `type: is-json`; the whole output must be JSON",
+    "llm-rubric": "use `type: judge` with `rubric: file://rubrics/<name>.yaml`",
+}
 #: Keys every assertion accepts besides its own: `note` records why it is as it is.
 COMMON_KEYS = frozenset({"type", "note"})
 
@@ -92,6 +103,9 @@ def suite_name(data: Any, folder: str) -> str:
     name = data.get("name") if isinstance(data, dict) else None
     return name if isinstance(name, str) and name.strip() else folder
 
+
+#: The flag letters a `regex` assertion may write, and what each means.
+REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 #: Default bars of the semantic assertions (scaled by each backend's calibration).
 DEFAULT_MENTION_THRESHOLD = 0.5
@@ -123,6 +137,8 @@ class Value(StrEnum):
     STRING = "string"  # inline text; `{{var}}` placeholders filled from the case's vars
     TEXT = "text"  # inline text (vars filled) or the verbatim content of a file:// reference
     RAW = "raw"  # inline text used as written (a regex, an expression)
+    LIST = "list"  # a YAML list, compared as data
+    MAPPING = "mapping"  # a YAML mapping, compared as data
     FLAGS = "flags"  # regex flag letters
     BOOLEAN = "boolean"
     JSON_FILE = "json-file"  # a file:// reference to a JSON document
@@ -146,6 +162,18 @@ class Param:
     maximum: float | None = None
     #: Read as if written under this other key (is-json takes its schema as `value` or `schema`).
     alias_of: str = ""
+    #: The value a hint shows (`e.g. value: 400`); the kind's usual example when "".
+    example: str = ""
+    #: Text that must say something: (message, hint) for an empty or blank value.
+    empty: tuple[str, str] | None = None
+    #: The only values allowed (a backend's name), when not empty.
+    choices: tuple[str, ...] = ()
+    #: A parameter that is no longer accepted: (message, hint) saying what to write instead.
+    gone: tuple[str, str] | None = None
+    #: For code: the names its expression reads (besides `re` and basic builtins).
+    names: tuple[str, ...] = OUTPUT_NAMES
+    #: The value names a tool, which the suite must declare under `tools:`.
+    tool: bool = False
 
     @property
     def required(self) -> bool:
@@ -170,6 +198,8 @@ class AssertionModel:
     family: str = ""
     ignore_case: bool = False
     summary: str = ""
+    #: It checks calls against the suite's `tools:`, which must declare some.
+    needs_tools: bool = False
     _by_key: dict[str, Param] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -180,6 +210,19 @@ class AssertionModel:
         """Parameter keys besides COMMON_KEYS."""
         return frozenset(self._by_key)
 
+    @cached_property
+    def allowed(self) -> frozenset[str]:
+        """Every key an entry of this type may write."""
+        return self.keys | COMMON_KEYS
+
+    @cached_property
+    def pattern(self) -> Param | None:
+        """The regular expression this type matches with, if it is one."""
+        return next(
+            (p for p in self.params if p.compare is Compare.PATTERN and p.value is Value.RAW),
+            None,
+        )
+
     def param(self, key: str) -> Param | None:
         return self._by_key.get(key)
 
@@ -188,10 +231,19 @@ class AssertionModel:
         return param.default if param.has_default else None
 
 
-def _budget(name: str, summary: str) -> AssertionModel:
+def _budget(name: str, summary: str, example: str = "400") -> AssertionModel:
     return AssertionModel(
-        name, (Param("value", Value.NUMBER, Compare.CEILING, minimum=0),), summary=summary
+        name,
+        (Param("value", Value.NUMBER, Compare.CEILING, minimum=0, example=example),),
+        summary=summary,
     )
+
+
+_TEXT_EMPTY = ("`value` is empty", "write the text to look for")
+_SOURCE_EMPTY = ("the source is empty", "give the text the numbers must come from")
+#: Who may answer a semantic check (redline.semantic.settings reads the same names).
+CONCEPT_BACKENDS = ("embeddings", "model")
+ENTAILMENT_BACKENDS = ("nli", "model")
 
 
 def _text(
@@ -200,7 +252,7 @@ def _text(
     family = "contains" if compare is Compare.REQUIRED_TEXT else name
     return AssertionModel(
         name,
-        (Param("value", Value.TEXT, compare),),
+        (Param("value", Value.TEXT, compare, empty=_TEXT_EMPTY),),
         family=family,
         ignore_case=ignore_case,
         summary=summary,
@@ -215,16 +267,23 @@ def _semantic(
     maximum: float,
     summary: str,
     *,
-    backend: bool = False,
+    empty: tuple[str, str] | None = None,
 ) -> AssertionModel:
     """A concept or tone (`value`) and the bar a score must clear to count; `backend`
     (embeddings / model) names who answers, an edit of it needs a reviewer."""
     bar = Param(key, Value.NUMBER, compare, default=default, minimum=0, maximum=maximum)
-    params: tuple[Param, ...] = (Param("value", Value.STRING, Compare.IDENTITY), bar)
-    if backend:
-        params += (Param("backend", Value.STRING, Compare.IDENTITY, default=None),)
-    return AssertionModel(name, params, summary=summary)
+    value = Param("value", Value.STRING, Compare.IDENTITY, empty=empty)
+    backend = Param("backend", Value.RAW, Compare.IDENTITY, default=None, choices=CONCEPT_BACKENDS)
+    return AssertionModel(name, (value, bar, backend), summary=summary)
 
+
+_CONCEPT_EMPTY = ("the concept is empty", "write what the output should talk about")
+_NLI_GONE = (
+    "`nli:` is gone: grounded-in is the entailment check only, and it needs a "
+    "backend that can answer",
+    "for the number, date and quote check that needs no model, add "
+    "`- type: numbers-from` with the same source; then remove `nli:`",
+)
 
 _MODELS: dict[str, AssertionModel] = {}
 
@@ -245,6 +304,33 @@ def assertion_model(name: str) -> AssertionModel | None:
 
 def declared_types() -> list[str]:
     return sorted(_MODELS)
+
+
+_SETTINGS: dict[str, Param] = {}
+
+
+def declare_setting(param: Param) -> Param:
+    """Add a case key that is a setting of the case (what it sends, how far it may go).
+
+    The declaration is all a new key needs: the reader checks its values by `param.value`
+    (with its bounds and default), the loader hands it to the runner as
+    `Case.settings[key]`, the guard compares two values by `param.compare`, the app's
+    edits set it by key path, and the loader/guard parity test writes every kind of value
+    into it."""
+    if param.key in CASE_KEYS or _SETTINGS.get(param.key, param) != param:
+        raise ValueError(f"case key {param.key!r} is already declared differently")
+    _SETTINGS[param.key] = param
+    return param
+
+
+def case_settings() -> tuple[Param, ...]:
+    """The declared case settings, in the order they were declared."""
+    return tuple(_SETTINGS.values())
+
+
+def case_keys() -> frozenset[str]:
+    """Every key a case file may write: the case's own and the declared settings."""
+    return CASE_KEYS | frozenset(_SETTINGS)
 
 
 for _model in (
@@ -294,8 +380,8 @@ for _model in (
         "counting rule is recorded in every run's manifest, not in case files)",
     ),
     _budget("max-tokens", "at most this many output tokens"),
-    _budget("max-latency-ms", "answered within this many milliseconds"),
-    _budget("max-cost", "cost at most this much"),
+    _budget("max-latency-ms", "answered within this many milliseconds", "2000"),
+    _budget("max-cost", "cost at most this much", "0.002"),
     AssertionModel(
         "compression-ratio",
         (Param("value", Value.NUMBER, Compare.FLOOR, minimum=0, maximum=1),),
@@ -316,7 +402,7 @@ for _model in (
         DEFAULT_MENTION_THRESHOLD,
         1,
         "a sentence of the output is about the concept (a negation still is)",
-        backend=True,
+        empty=_CONCEPT_EMPTY,
     ),
     _semantic(
         "not-mentions",
@@ -325,7 +411,7 @@ for _model in (
         DEFAULT_MENTION_THRESHOLD,
         1,
         "no sentence of the output is about the concept, not even to deny it",
-        backend=True,
+        empty=_CONCEPT_EMPTY,
     ),
     _semantic(
         "tone",
@@ -334,35 +420,48 @@ for _model in (
         DEFAULT_TONE_MARGIN,
         5,
         "the output's tone leads the runner-up by the margin",
-        backend=True,
     ),
     AssertionModel(
         "numbers-from",
-        (Param("value", Value.TEXT, Compare.SOURCE),),
+        (Param("value", Value.TEXT, Compare.SOURCE, empty=_SOURCE_EMPTY),),
         summary="every number, amount, digit date and quote of the output is in the source",
     ),
     AssertionModel(
         "grounded-in",
         (
-            Param("value", Value.TEXT, Compare.SOURCE),
-            Param("backend", Value.STRING, Compare.IDENTITY, default=None),
+            Param(
+                "value",
+                Value.TEXT,
+                Compare.SOURCE,
+                empty=("the source is empty", "give the text the output must stick to"),
+            ),
+            Param(
+                "backend", Value.RAW, Compare.IDENTITY, default=None, choices=ENTAILMENT_BACKENDS
+            ),
             # Gone (the number check is numbers-from now); still read, so the loader can say
             # what to write instead of calling it an unknown key.
-            Param("nli", Value.BOOLEAN, Compare.EXPECT, default=None),
+            Param("nli", Value.BOOLEAN, Compare.EXPECT, default=None, gone=_NLI_GONE),
         ),
         summary="every claim of the output is entailed by the source (NLI or checker model)",
     ),
     AssertionModel(
         "judge",
-        (Param("rubric", Value.PATH, Compare.IDENTITY),),
+        (
+            Param(
+                "rubric",
+                Value.PATH,
+                Compare.IDENTITY,
+                empty=("`rubric` is empty", "e.g. rubric: file://rubrics/<name>.yaml"),
+            ),
+        ),
         summary="a rubric scored by the pinned judge model",
     ),
     AssertionModel(
         "tool-called",
         (
-            Param("value", Value.STRING, Compare.IDENTITY),
+            Param("value", Value.STRING, Compare.IDENTITY, tool=True),
             Param("args", Value.SCHEMA, Compare.SCHEMA, default=None),
-            Param("python", Value.RAW, Compare.CODE, default=None),
+            Param("python", Value.RAW, Compare.CODE, default=None, names=("args", "vars")),
             Param("times", Value.INTEGER, Compare.EXACT, default=None, minimum=1),
             Param("order", Value.INTEGER, Compare.EXACT, default=None, minimum=1),
         ),
@@ -382,7 +481,8 @@ for _model in (
     ),
     AssertionModel(
         "tool-args-valid",
-        (Param("value", Value.STRING, Compare.IDENTITY, default=None),),
+        (Param("value", Value.STRING, Compare.IDENTITY, default=None, tool=True),),
+        needs_tools=True,
         summary="every call (of the tool `value` names, else every call) names a tool the "
         "suite declares, with arguments valid against that tool's parameter schema",
     ),
@@ -390,10 +490,16 @@ for _model in (
     declare(_model)
 
 
+#: A tool loop stops after this many requests: more lets a looping agent go on longer.
+declare_setting(
+    Param("max_steps", Value.INTEGER, Compare.CEILING, default=DEFAULT_MAX_STEPS, minimum=1)
+)
+
 __all__ = [
     "CASE_KEYS",
     "CASE_SUFFIXES",
     "COMMON_KEYS",
+    "CONCEPT_BACKENDS",
     "CONVERSATION_KEYS",
     "DEFAULT_DISTINCT_N",
     "DEFAULT_MAX_STEPS",
@@ -401,12 +507,15 @@ __all__ = [
     "DEFAULT_SAMPLES",
     "DEFAULT_TIER",
     "DEFAULT_TONE_MARGIN",
+    "ENTAILMENT_BACKENDS",
     "FILE_REF",
+    "FORMER_TYPES",
     "FROZEN_SEED",
     "GENERATION_KEYS",
     "PROMPT_KEYS",
     "PROVENANCE_KEYS",
     "QUARANTINE_KEYS",
+    "REGEX_FLAGS",
     "RETIRED_DIR",
     "SAMPLES_KEYS",
     "SUITE_FILE",
@@ -417,7 +526,10 @@ __all__ = [
     "Param",
     "Value",
     "assertion_model",
+    "case_keys",
+    "case_settings",
     "declare",
+    "declare_setting",
     "declared_types",
     "prompt_file",
     "suite_name",

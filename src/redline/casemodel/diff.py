@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from redline.casemodel import Compare
+from redline.casemodel import Compare, case_settings
 from redline.casemodel.effective import (
     EffectiveAssertion,
     EffectiveCase,
@@ -71,6 +71,7 @@ def diff_cases(old: EffectiveCase, new: EffectiveCase) -> CaseDiff:
         kind = Change.LOOSER if a.value else Change.TIGHTER
         changes.append(BarChange(kind, "expect_refusal", _arrow(a, b), b.at))
     changes += _quarantine(old.quarantine, new.quarantine)
+    changes += _settings(old, new)
     changes += _assertions(old.assertions, new.assertions)
     if old.id != new.id:
         notes.append(BarChange(Change.SAME, "id", f"{show(old.id)} → {show(new.id)}", ("id",)))
@@ -241,6 +242,21 @@ def assertion_changes(
             found += _schema(label, a, b, where)
         else:
             found.append(_ordered(compare, label, a, b, where))
+    return found
+
+
+def _settings(old: EffectiveCase, new: EffectiveCase) -> list[BarChange]:
+    """The declared case settings, each compared as its declaration says."""
+    found: list[BarChange] = []
+    for param in case_settings():
+        a, b = old.settings.get(param.key), new.settings.get(param.key)
+        if not differs(_value(a), _value(b)):
+            continue
+        at: KeyPath = (param.key,)
+        if param.compare is Compare.SCHEMA:
+            found += _schema(param.key, a, b, at)
+        else:
+            found.append(_ordered(param.compare, param.key, a, b, at))
     return found
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -71,6 +72,39 @@ def kind_name(value: Any) -> str:
     """How a user would call the kind of `value`, for error messages ("a list")."""
     kind = kind_of(value)
     return KIND_NAMES.get(kind, f"a {kind}")
+
+
+def bound_crossed(
+    value: float,
+    minimum: float | None,
+    maximum: float | None,
+    exclusive_minimum: bool = False,
+    example: str = "",
+) -> tuple[str, str] | None:
+    """(the bound `value` crosses in words, the nearest allowed value to show), or None
+    when it is within its bounds."""
+    if maximum is not None and value > maximum:
+        return f"at most {maximum:g}", f"{maximum:g}"
+    if minimum is not None and exclusive_minimum and value <= minimum:
+        return f"greater than {minimum:g}", example
+    if minimum is not None and value < minimum:
+        return f"at least {minimum:g}", f"{minimum:g}"
+    return None
+
+
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    """' (did you mean 'x'?)' for the closest option, or '' when nothing is close."""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def utf8_problem(exc: UnicodeDecodeError) -> tuple[int, int, str]:
+    """(line, column, message) of the first byte of `exc.object` that is not UTF-8."""
+    data = bytes(exc.object)
+    line = data.count(b"\n", 0, exc.start) + 1
+    line_start = data.rfind(b"\n", 0, exc.start) + 1
+    column = len(data[line_start : exc.start].decode("utf-8", errors="replace")) + 1
+    return line, column, f"not UTF-8 text: byte 0x{data[exc.start]:02x} is {exc.reason}"
 
 
 def differs(a: Any, b: Any) -> bool:

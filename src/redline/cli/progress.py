@@ -69,7 +69,19 @@ def _start_line(p: RunProgress, replay: str | None) -> str:
             f"run {p.run_id}: replaying run {replay}: re-scoring {p.total} stored sample(s) "
             "with today's assertions; no model is called"
         )
+    if p.up_to:
+        return (
+            f"run {p.run_id}: up to {p.total} sample(s) to run (sequentially sampled cases "
+            "stop once decided)"
+        )
     return f"run {p.run_id}: {p.total} sample(s) to run"
+
+
+def _done_text(p: RunProgress) -> str:
+    """`37/120 samples`, or `37 of up to 120 samples` while sequential cases may stop early."""
+    if p.up_to and p.done < p.total:
+        return f"{p.done} of up to {p.total} samples"
+    return f"{p.done}/{p.total} samples"
 
 
 class PlainProgress:
@@ -111,7 +123,7 @@ class PlainProgress:
                 self._next = p.done + self._step
             self._last_line = now
             parts = [
-                f"  {p.done}/{p.total} samples",
+                f"  {_done_text(p)}",
                 _counts_text(p),
                 _duration(p.elapsed_s),
                 _rate_text(p),
@@ -172,6 +184,7 @@ class LiveProgress:
         self._last = now
         self._progress.update(
             self._task,
+            total=p.total,
             completed=p.done,
             counts=verdict_breakdown(p.verdicts).markup,
             rate=_rate_text(p),

@@ -23,7 +23,8 @@ from redline.config import Config, load_config
 from redline.errors import StoreMissing, UsageError, relpath
 from redline.running.exchange import check_out_dir, export_run
 from redline.running.options import RunOptions, resume_options
-from redline.running.runner import estimate_run, run_model, run_suites
+from redline.running.planning import run_model
+from redline.running.runner import estimate_run, run_suites
 from redline.running.seeds import seed_warning
 from redline.running.store import RunStore, new_run_id
 from redline.running.usage import usd

@@ -185,7 +185,7 @@ def case_table(cases: Sequence[CaseRecord], title: str | None = None) -> Table:
         table.add_row(
             Text(name),
             Text(c.tier),
-            Text(f"{c.passes}/{c.samples}"),
+            Text(f"{c.passes}/{c.samples}" + (f" (+{c.uncounted} late)" if c.uncounted else "")),
             Text(str(c.required)),
             verdict_breakdown(c.verdicts),
             Text(str(c.result), style=RESULT_STYLES[c.result]),
@@ -198,6 +198,18 @@ def case_line(case: CaseRecord) -> Text:
     text.append(f"{case.suite}/{case.case_id}", style="bold")
     text.append(f"  {case.tier}  {case.passes}/{case.samples} ok, required {case.required}  ")
     text.append(str(case.result), style=RESULT_STYLES[case.result])
+    if case.bar is not None and case.margin is not None:
+        text.append(
+            f"  (sequential: bar {case.bar:.0%}, marginal within {case.margin:.0%} of it; "
+            f"{case.required} of {case.samples} is the fewest that pass)",
+            style="dim",
+        )
+    if case.uncounted:
+        text.append(
+            f"  {case.uncounted} sample(s) drawn in the same batch after the test had "
+            "decided: stored, not counted",
+            style="dim",
+        )
     return text
 
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from redline.cli import ExitCode
 from redline.config import load_config
-from redline.suite.cases import load_suites, summary
+from redline.running.options import RunOptions
+from redline.running.planning import samples_for
+from redline.suite.cases import Suite, load_suites, summary
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,10 +41,26 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{suite.name}: {len(suite.cases)} cases, "
             f"{sum(len(c.assertions) for c in suite.cases)} assertions, "
-            f"model {alias} = {pinned}, {suite.samples} samples, tier {suite.tier}"
+            f"model {alias} = {pinned}, {_samples_text(suite)}, tier {suite.tier}"
         )
+    plans = [samples_for(RunOptions(), c) for s in suites for c in s.cases]
+    most = sum(n for n, _ in plans)
+    per_run = f"up to {most}" if any(p is not None for _, p in plans) else f"{most}"
     print(
         f"ok: {counts['suites']} suite(s), {counts['cases']} case(s), "
-        f"{counts['assertions']} assertion(s), {counts['samples']} samples per run"
+        f"{counts['assertions']} assertion(s), {per_run} samples per run"
     )
     return ExitCode.GREEN
+
+
+def _samples_text(suite: Suite) -> str:
+    """`5 samples`, or how far sequentially sampled cases may go (a maximum, not a count)."""
+    sequential = [n for n, plan in (samples_for(RunOptions(), c) for c in suite.cases) if plan]
+    if not sequential:
+        return f"{suite.samples} samples"
+    if len(sequential) == len(suite.cases) and set(sequential) == {suite.samples}:
+        return f"up to {suite.samples} samples (sequential)"
+    return (
+        f"{suite.samples} samples, {len(sequential)} case(s) sequential "
+        f"(up to {max(sequential)} samples)"
+    )

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from rich.text import Text
 
+from redline.deciding.baseline import Baseline
 from redline.deciding.cause import CauseProgress
-from redline.deciding.failure_groups import GroupRow
+from redline.deciding.failure_groups import GroupRow, trend_of
 from redline.deciding.groups import CaseTrend, Trend
+from redline.deciding.history import case_history, find_marginal
 from redline.presentation import CAUSE_STYLES, OUTCOME_ORDER, VERDICT_SHORT_NAMES
+from redline.running.quarantine import quarantined_cases
+from redline.running.store import RunStore
 from redline.vocabulary.causes import Cause
-from redline.vocabulary.records import CaseRecord, TriageRecord
+from redline.vocabulary.records import CaseRecord, RunRecord, TriageRecord
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 #: Sortable columns: key → (label, sort key).
@@ -201,3 +205,33 @@ class CaseMarks:
             text.append(" " if text else "")
             text.append(word, style=style)
         return text
+
+
+def read_marks(
+    store: RunStore,
+    baseline: Callable[[str], Baseline | None],
+    run: RunRecord,
+    cases: Sequence[CaseRecord],
+) -> Iterator[tuple[str, CaseMarks]]:
+    """Each case's marks as of `run`: its rates up to that run, whether its file changed since
+    the accepted baseline, whether it is marginal, its trend and quarantine (a store read
+    per case, so a caller shows them as they come)."""
+    held = {case_key(q.case) for q in quarantined_cases(run, cases)}
+    for case in cases:
+        series = [
+            p
+            for p in case_history(store, case.case_id, case.suite).scheduled
+            if p.started_at <= run.started_at
+        ]
+        accepted = baseline(case.suite)
+        accepted_case = None if accepted is None else accepted.cases.get(case.case_id)
+        yield (
+            case_key(case),
+            CaseMarks(
+                history=tuple(p.rate for p in series),
+                changed=accepted_case is not None and accepted_case.case_hash != case.case_hash,
+                marginal=find_marginal(series) is not None,
+                trend=trend_of(series, run, case),
+                quarantined=case_key(case) in held,
+            ),
+        )

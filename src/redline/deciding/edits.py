@@ -16,12 +16,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import yaml as pyyaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import ScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from redline.casemodel import CASE_SUFFIXES, SUITE_FILE
+from redline.casemodel.effective import KeyPath, effective_case, suite_bar
 from redline.casemodel.values import kind_of
 from redline.config import Config
 from redline.deciding.baseline import (
@@ -98,14 +100,22 @@ def check_edit(edit: FileEdit, config: Config | None) -> None:
 
 
 def plan_raise_samples(case_path: Path, case_id: str, new_samples: int) -> FileEdit:
-    """Raise `samples`; an explicit `required` is scaled so the pass-rate bar stays the same."""
+    """Raise `samples`; an explicit `required` is scaled so the pass-rate bar stays the same.
+    A sequential case (`samples: {min, max, bar}`) keeps its plan and its bar: its `max`
+    is raised."""
     text = case_path.read_text(encoding="utf-8")
     yaml, data = _load(text, case_path)
-    old_samples = data.get("samples")
-    if isinstance(old_samples, int) and new_samples <= old_samples:
-        raise UsageError(f"{case_path}: samples is already {old_samples}; raise it above that")
     if new_samples < 1:
         raise UsageError("samples must be at least 1")
+    old_samples = data.get("samples")
+    if isinstance(old_samples, CommentedMap):
+        return _raise_sequential(case_path, case_id, new_samples, text, yaml, data)
+    if isinstance(old_samples, int) and new_samples <= old_samples:
+        raise UsageError(f"{case_path}: samples is already {old_samples}; raise it above that")
+    edited: list[KeyPath] = [("samples",)]
+    inherited = _suite_plan(case_path) if old_samples is None else None
+    if inherited is not None:
+        return _raise_sequential(case_path, case_id, new_samples, text, yaml, data, inherited)
     if "samples" in data:
         data["samples"] = new_samples
     else:
@@ -117,14 +127,60 @@ def plan_raise_samples(case_path: Path, case_id: str, new_samples: int) -> FileE
     if isinstance(old_required, int) and isinstance(old_samples, int):
         new_required = scale_required(old_required, old_samples, new_samples)
         data["required"] = new_required
+        edited.append(("required",))
         change += f", required {old_required} → {new_required}"
     return FileEdit(
         title=f"Raise samples of case {case_id}",
         commit_message=f"redline: raise samples of case {case_id} ({change})",
-        writes={case_path: _dump(yaml, data)},
+        writes={case_path: _dump(yaml, data, text, edited)},
         before={case_path: text},
         summary=change,
     )
+
+
+def _raise_sequential(
+    case_path: Path,
+    case_id: str,
+    new_samples: int,
+    text: str,
+    yaml: YAML,
+    data: CommentedMap,
+    inherited: Mapping[str, Any] | None = None,
+) -> FileEdit:
+    """More samples for a sequential case: a higher `samples.max`, the same min and bar
+    (a plan the case takes from its suite is written into the case with the new max)."""
+    if inherited is not None:
+        plan = CommentedMap((k, v) for k, v in inherited.items() if v is not None)
+        plan.fa.set_flow_style()
+        data.insert(_insert_position(data, ("tier", "vars", "provenance", "id")), "samples", plan)
+        old_max = inherited["max"]
+    else:
+        plan = data["samples"]
+        reading = effective_case(_plain(text), case_path.as_posix(), None, None)
+        old_max = reading.sampling["max"] if reading.sampling is not None else plan.get("max")
+    if isinstance(old_max, int) and new_samples <= old_max:
+        raise UsageError(f"{case_path}: samples.max is already {old_max}; raise it above that")
+    if "max" in plan:
+        plan["max"] = new_samples
+    else:
+        plan.insert(_insert_position(plan, ("min",)), "max", new_samples)
+    change = f"samples.max {old_max} → {new_samples}"
+    return FileEdit(
+        title=f"Raise samples of case {case_id}",
+        commit_message=f"redline: raise samples of case {case_id} ({change})",
+        writes={case_path: _dump(yaml, data, text, [("samples",)])},
+        before={case_path: text},
+        summary=change,
+    )
+
+
+def _suite_plan(case_path: Path) -> Mapping[str, Any] | None:
+    """The sequential plan the case's suite gives its cases, None for a fixed count."""
+    suite_file = case_path.parent / SUITE_FILE
+    if not suite_file.is_file():
+        return None
+    samples = suite_bar(_plain(suite_file.read_text(encoding="utf-8"))).samples.value
+    return samples if isinstance(samples, dict) else None
 
 
 def plan_retire(
@@ -146,7 +202,7 @@ def plan_retire(
     return FileEdit(
         title=f"Retire case {case_id}",
         commit_message=f"redline: retire case {case_id}: {reason.strip()}",
-        writes={target: _dump(yaml, data)},
+        writes={target: _dump(yaml, data, text, [("retired",)])},
         before={case_path: text},
         removes=(case_path,),
         summary=f"moved to {target.parent.name}/{target.name}",
@@ -184,7 +240,7 @@ def plan_quarantine(
     return FileEdit(
         title=f"Quarantine case {case_id}",
         commit_message=f"redline: {verb} case {case_id} {change}: {reason.strip()}",
-        writes={case_path: _dump(yaml, data)},
+        writes={case_path: _dump(yaml, data, text, [("quarantine",)])},
         before={case_path: text},
         summary=change,
     )
@@ -312,7 +368,9 @@ def plan_loosen(
     return FileEdit(
         title=f"Loosen one assertion of case {case_id}",
         commit_message=f"redline: loosen case {case_id} {change}: {reason.strip()}",
-        writes={case_path: _dump(yaml, data)},
+        writes={
+            case_path: _dump(yaml, data, text, [("assert", index, key), ("assert", index, "note")])
+        },
         before={case_path: text},
         summary=change,
     )
@@ -421,10 +479,63 @@ def _mapping_indent(text: str) -> int:
     return 2
 
 
-def _dump(yaml: YAML, data: CommentedMap) -> str:
+def _dump(yaml: YAML, data: CommentedMap, before: str, edited: Sequence[KeyPath]) -> str:
+    """The edited document as text: the round-trip dump where it says something new (the
+    `edited` key paths), the author's own bytes everywhere else. The result is read back;
+    when it does not say what the edit meant, the plain dump is used instead."""
     out = io.StringIO()
     yaml.dump(data, out)
-    return out.getvalue()
+    dumped = out.getvalue()
+    edited_lines = {line for path in edited for line in _span(dumped, path)}
+    old_lines, new_lines = before.splitlines(keepends=True), dumped.splitlines(keepends=True)
+    kept: list[str] = []
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            kept.extend(new_lines[j1:j2])
+            continue
+        paired = min(i2 - i1, j2 - j1)
+        for k in range(paired):
+            kept.append(new_lines[j1 + k] if j1 + k in edited_lines else old_lines[i1 + k])
+        kept.extend(
+            line for j, line in enumerate(new_lines) if j1 + paired <= j < j2 and j in edited_lines
+        )
+        if j1 + paired not in edited_lines and j1 + paired - 1 not in edited_lines:
+            kept.extend(old_lines[i1 + paired : i2])
+    spliced = "".join(kept)
+    return spliced if _plain(spliced) == _plain(dumped) else dumped
+
+
+def _plain(text: str) -> Any:
+    try:
+        return YAML(typ="safe").load(text)
+    except Exception:
+        return None
+
+
+def _span(text: str, path: KeyPath) -> range:
+    """The lines (0-based) where the value at key path `path` is written, with its key."""
+    node: Any = pyyaml.compose(text, Loader=pyyaml.SafeLoader)
+    start = 0
+    for step in path:
+        child = None
+        if isinstance(node, pyyaml.MappingNode):
+            for key, value in node.value:
+                if key.value == step:
+                    start, child = key.start_mark.line, value
+                    break
+        elif (
+            isinstance(node, pyyaml.SequenceNode)
+            and isinstance(step, int)
+            and 0 <= step < len(node.value)
+        ):
+            child = node.value[step]
+            start = child.start_mark.line
+        if child is None:
+            return range(0)
+        node = child
+    end = node.end_mark.line + (1 if node.end_mark.column > 0 else 0)
+    return range(start, max(end, start + 1))
 
 
 def _insert_position(data: CommentedMap, after: tuple[str, ...]) -> int:

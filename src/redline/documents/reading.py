@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from redline.casemodel.values import is_number, is_whole
+from redline.casemodel.values import bound_crossed, is_number, is_whole
 from redline.documents.yamlsource import Mark, Node, did_you_mean, type_name
 from redline.errors import Problem
 
@@ -125,14 +125,10 @@ class NodeReader:
     ) -> bool:
         """Whether `value` is within its bounds; else a problem naming the bound it crossed,
         with the nearest allowed value as the example."""
-        if maximum is not None and value > maximum:
-            bound, nearest = f"at most {maximum:g}", f"{maximum:g}"
-        elif minimum is not None and exclusive_minimum and value <= minimum:
-            bound, nearest = f"greater than {minimum:g}", example
-        elif minimum is not None and value < minimum:
-            bound, nearest = f"at least {minimum:g}", f"{minimum:g}"
-        else:
+        crossed = bound_crossed(value, minimum, maximum, exclusive_minimum, example)
+        if crossed is None:
             return True
+        bound, nearest = crossed
         hint = f"e.g. {key}{self.assign}{nearest}" if nearest else ""
         self.add(node.mark, f"`{key}` must be {bound}, got {value:g}", hint)
         return False

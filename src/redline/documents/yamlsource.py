@@ -8,7 +8,6 @@ look at values (the guard, the cause analysis) read the same documents as plain 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 import yaml
 
 from redline.casemodel import FILE_REF
-from redline.casemodel.values import KIND_NAMES, kind_name
+from redline.casemodel.values import KIND_NAMES, did_you_mean, kind_name, utf8_problem
 from redline.errors import Problem
 
 __all__ = [
@@ -25,6 +24,7 @@ __all__ = [
     "Mark",
     "Node",
     "did_you_mean",
+    "file_bytes",
     "line_at",
     "load_data",
     "load_file",
@@ -32,6 +32,7 @@ __all__ = [
     "plain_data",
     "read_verbatim",
     "type_name",
+    "utf8_problem",
 ]
 
 
@@ -89,6 +90,23 @@ class Node:
     def where(self) -> Mark:
         """Where to point at this entry as a whole: its key if it has one."""
         return self.key_mark or self.mark
+
+    def mark_at(self, path: Iterable[str | int], on_key: bool = False) -> Mark:
+        """Where key path `path` is written: its value (its key, with `on_key`), else its
+        nearest written ancestor."""
+        node = self
+        reached = True
+        for step in path:
+            if isinstance(step, int):
+                items = node.children()
+                child = items[step] if 0 <= step < len(items) else None
+            else:
+                child = node.get(step)
+            if child is None:
+                reached = False
+                break
+            node = child
+        return node.where if on_key and reached else node.mark
 
     def plain(self) -> Any:
         """The value as plain Python data (dicts, lists, scalars)."""
@@ -177,15 +195,6 @@ def yaml_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> Problem:
 
 def _at(mark: yaml.Mark) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}"
-
-
-def utf8_problem(exc: UnicodeDecodeError) -> tuple[int, int, str]:
-    """(line, column, message) of the first byte of `exc.object` that is not UTF-8."""
-    data = bytes(exc.object)
-    line = data.count(b"\n", 0, exc.start) + 1
-    line_start = data.rfind(b"\n", 0, exc.start) + 1
-    column = len(data[line_start : exc.start].decode("utf-8", errors="replace")) + 1
-    return line, column, f"not UTF-8 text: byte 0x{data[exc.start]:02x} is {exc.reason}"
 
 
 def load_file(path: Path, display: str | None = None) -> tuple[Node | None, list[Problem]]:
@@ -296,12 +305,14 @@ def plain_data(data: bytes, path: str = "") -> Any:
     return value
 
 
+def file_bytes(path: str) -> bytes | None:
+    """A file's bytes by its path, None when there is no such file (a case reader's `Reader`)."""
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
 def read_verbatim(path: Path) -> str:
     """A fixture's text exactly as stored: no newline, whitespace or BOM normalisation."""
     return path.read_bytes().decode("utf-8")
-
-
-def did_you_mean(word: str, options: Iterable[str]) -> str:
-    """' (did you mean 'x'?)' for the closest option, or '' when nothing is close."""
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""

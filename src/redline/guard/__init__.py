@@ -10,12 +10,12 @@ combination.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from redline.casemodel import RETIRED_DIR, SUITE_FILE
 from redline.casemodel.diff import diff_cases
 from redline.casemodel.effective import SuiteBar, case_id, effective_case, suite_bar
+from redline.documents.yamlsource import file_bytes
 from redline.gitio import (
     INDEX,
     commits_in_range,
@@ -108,7 +108,7 @@ def loosenings_between(
             findings.append(Finding(Kind.LOOSENING, f"case {case_id(old.data, shown)}", "deleted"))
         elif old.data is not None and new.data is not None:
             folder = Path(path).parent
-            read = _disk_reader() if Path(path).is_absolute() and folder.is_dir() else None
+            read = file_bytes if Path(path).is_absolute() and folder.is_dir() else None
             bar = _suite_beside(Path(path)) if read is not None else None
             before = effective_case(old.data, Path(path).as_posix(), bar, read)
             after = effective_case(new.data, Path(path).as_posix(), bar, read)
@@ -130,15 +130,7 @@ def _suite_beside(case_file: Path) -> SuiteBar | None:
     folder = case_file.parent
     if folder.name == RETIRED_DIR:
         folder = folder.parent
-    parsed = parse_yaml(_disk_reader()(str(folder / SUITE_FILE)), SUITE_FILE, "new")
-    return suite_bar(parsed.data) if parsed.data is not None else None
-
-
-def _disk_reader() -> Callable[[str], bytes | None]:
-    def read(path: str) -> bytes | None:
-        try:
-            return Path(path).read_bytes()
-        except OSError:
-            return None
-
-    return read
+    parsed = parse_yaml(file_bytes(str(folder / SUITE_FILE)), SUITE_FILE, "new")
+    if parsed.data is None:
+        return None
+    return suite_bar(parsed.data, folder.as_posix(), file_bytes)

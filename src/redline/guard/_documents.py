@@ -50,6 +50,7 @@ class Side:
     name: str
     _yaml: dict[str, Parsed] = field(default_factory=dict)
     _cases: dict[tuple[str, str], EffectiveCase] = field(default_factory=dict)
+    _suites: dict[str, SuiteBar] = field(default_factory=dict)
 
     def read(self, path: str) -> bytes | None:
         return self.snap.read(path)
@@ -60,7 +61,12 @@ class Side:
         return self._yaml[path]
 
     def suite(self, suite_path: str | None) -> SuiteBar:
-        return suite_bar(self.yaml(suite_path).data if suite_path else {})
+        """The suite's bar for its cases, prompt files read (their `{{var}}`s every case needs)."""
+        key = suite_path or ""
+        if key not in self._suites:
+            data = self.yaml(suite_path).data if suite_path else {}
+            self._suites[key] = suite_bar(data, posixpath.dirname(key), self.read)
+        return self._suites[key]
 
     def case(self, path: str, suite_path: str | None) -> EffectiveCase:
         key = (path, suite_path or "")

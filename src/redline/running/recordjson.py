@@ -15,10 +15,14 @@ R = TypeVar("R")
 
 def record_json(record: Any) -> dict[str, Any]:
     """A record as JSON: each field under its export key (fields without one are left out)."""
-    return {
+    data = {
         key: getattr(record, name) if encode is None else encode(getattr(record, name))
         for key, name, encode in _writers(type(record))
     }
+    for key, default in _sparse(type(record)):
+        if data[key] == default:
+            del data[key]
+    return data
 
 
 def record_from_json(cls: type[R], data: Mapping[str, Any], **others: Any) -> R:
@@ -38,17 +42,31 @@ _Writer = tuple[str, str, Callable[[Any], Any] | None]
 _Reader = tuple[str, str, Callable[[Any], Any], bool]
 _WRITERS: dict[type, tuple[_Writer, ...]] = {}
 _READERS: dict[type, tuple[_Reader, ...]] = {}
+_SPARSE: dict[type, tuple[tuple[str, Any], ...]] = {}
+#: Kinds whose values are JSON as they are.
+_AS_IS = (FieldKind.PLAIN, FieldKind.BOOL)
 
 
 def _writers(cls: type) -> tuple[_Writer, ...]:
     """(key, field name, encoder or None when the value is JSON as it is) per exported field."""
     found = _WRITERS.get(cls)
     if found is None:
-        plain = (FieldKind.PLAIN, FieldKind.BOOL)
         found = _WRITERS[cls] = tuple(
-            (f.key, f.name, None if f.kind in plain else _TO_JSON[f.kind])
+            (f.key, f.name, None if f.kind in _AS_IS else _TO_JSON[f.kind])
             for f in record_fields(cls)
             if f.key is not None
+        )
+    return found
+
+
+def _sparse(cls: type) -> tuple[tuple[str, Any], ...]:
+    """(key, default) of each field exported only when it differs from its default."""
+    found = _SPARSE.get(cls)
+    if found is None:
+        found = _SPARSE[cls] = tuple(
+            (str(f.key), f.default if f.kind in _AS_IS else _TO_JSON[f.kind](f.default))
+            for f in record_fields(cls)
+            if f.sparse and f.key
         )
     return found
 

@@ -653,6 +653,17 @@ class RunStore:
             ).fetchall()
         return {(str(s), str(c), int(i)) for s, c, i in rows}
 
+    def sample_verdicts(self, run_id: str) -> dict[tuple[str, str], dict[int, Verdict]]:
+        """(suite, case id) → sample index → verdict: what a resume continues from."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT suite, case_id, idx, verdict FROM samples WHERE run_id = ?", (run_id,)
+            ).fetchall()
+        verdicts: dict[tuple[str, str], dict[int, Verdict]] = {}
+        for suite, case_id, index, verdict in rows:
+            verdicts.setdefault((str(suite), str(case_id)), {})[int(index)] = Verdict(verdict)
+        return verdicts
+
     def verdict_counts(self, run_id: str) -> dict[tuple[str, str], dict[Verdict, int]]:
         """(suite, case id) → stored samples per verdict, without reading the outputs."""
         with self._lock:

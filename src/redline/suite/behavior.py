@@ -31,11 +31,9 @@ from redline.assertions import deterministic, load_optional_types
 from redline.assertions.base import Assertion, Check, Sample, Spec, assertion_type
 from redline.assertions.schemas import JsonSchema
 from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
+from redline.casemodel.conversation import ConversationReader
 from redline.config import Config, load_config
-from redline.documents.reading import NodeReader
 from redline.documents.yamlsource import load_text
-from redline.errors import Problem
-from redline.suite.conversation import ConversationReader
 from redline.textsafe import one_line
 from redline.vocabulary.completion import Completion, FinishReason
 from redline.vocabulary.messages import Message, Role, ToolDefinition
@@ -315,22 +313,28 @@ class _Read:
 def _read(key: str, value: Any) -> _Read:
     """`messages` or `tools` read exactly as a case file's are (the same reader, the same
     problems), from Python data; ValueError listing the problems."""
-    text = yaml.safe_dump({key: value}, allow_unicode=True)
-    node, problems = load_text(text, _WHERE)
-    if node is None:
-        raise ValueError("; ".join(str(p) for p in problems))
-    found: list[Problem] = []
-    reader = ConversationReader(NodeReader(found), Path.cwd(), str)
+    found: list[str] = []
+
+    def report(at: tuple[str | int, ...], message: str, hint: str) -> None:
+        where = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in at)
+        found.append(f"{where.lstrip('.')}: {message}" + (f" ({hint})" if hint else ""))
+
+    reader = ConversationReader(report, Path.cwd().as_posix(), _file_bytes)
     read = (
-        _Read(messages=reader.messages(node.get(key)))
+        _Read(messages=reader.messages(value, (key,)))
         if key == "messages"
-        else _Read(tools=reader.tools(node.get(key)))
+        else _Read(tools=reader.tools(value, (key,)))
     )
     if found:
-        raise ValueError(
-            "; ".join(f"{p.message} ({p.hint})" if p.hint else p.message for p in found)
-        )
+        raise ValueError("; ".join(found))
     return read
+
+
+def _file_bytes(path: str) -> bytes | None:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
 
 
 def assert_behavior(

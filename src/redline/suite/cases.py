@@ -14,50 +14,42 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from redline.assertions import (
     Assertion,
     Spec,
     assertion_type,
-    known_types,
 )
 from redline.casemodel import (
-    CASE_KEYS,
     CASE_SUFFIXES,
-    COMMON_KEYS,
     DEFAULT_MAX_STEPS,
-    DEFAULT_SAMPLES,
-    DEFAULT_TIER,
-    FROZEN_SEED,
-    PROMPT_KEYS,
-    PROVENANCE_KEYS,
-    QUARANTINE_KEYS,
     RETIRED_DIR,
-    SAMPLES_KEYS,
     SUITE_FILE,
-    SUITE_KEYS,
-    TIERS,
-    assertion_model,
+    TARGET_KEY,
     prompt_file,
 )
-from redline.casemodel.effective import default_required
-from redline.casemodel.values import is_whole
+from redline.casemodel.conversation import assistant_turn
+from redline.casemodel.effective import (
+    EffectiveAssertion,
+    EffectiveCase,
+    Issue,
+    SuiteBar,
+    effective_case,
+    suite_bar,
+)
 from redline.documents.reading import NodeReader
 from redline.documents.yamlsource import (
-    FILE_REF,
     Node,
     did_you_mean,
+    file_bytes,
     load_file,
     load_text,
-    read_verbatim,
-    utf8_problem,
 )
 from redline.documents.yamlsource import type_name as yaml_type
 from redline.errors import Problem, ProblemsError, relpath
-from redline.suite.conversation import ConversationReader
 from redline.targets.spec import TargetReader, TargetSpec
-from redline.text.templates import TemplateProblem, is_jinja, placeholders, render, template_names
+from redline.text.templates import TemplateProblem, is_jinja, render, template_names
 from redline.transcript import answer_text
 from redline.vocabulary.messages import (
     Message,
@@ -70,22 +62,11 @@ from redline.vocabulary.messages import (
 )
 from redline.vocabulary.outcome import scale_required
 from redline.vocabulary.sequential import (
-    MAX_MARGIN,
-    SamplingSpec,
     SequentialPlan,
-    passes_needed,
 )
 
 if TYPE_CHECKING:
     from redline.config import Config
-
-_TYPE_HINTS = {
-    "javascript": "redline evaluates Python: use `type: python` with an expression over "
-    "output, json and vars",
-    "is-valid-json": "use `type: is-json`",
-    "contains-json": "use `type: is-json`; the whole output must be JSON",
-    "llm-rubric": "use `type: judge` with `rubric: file://rubrics/<name>.yaml`",
-}
 
 
 @dataclass(frozen=True)
@@ -127,19 +108,25 @@ class Case:
     golden: str | None = None
     #: Runs and reports, but cannot turn a run red until `quarantine.until` has passed.
     quarantine: Quarantine | None = None
+    #: The declared case settings it has (`redline.casemodel.declare_setting`), as read.
+    settings: Mapping[str, Any] = field(default_factory=dict)
     #: The case's conversation (`messages:`), after the suite's shared messages; empty for
     #: a one-turn case (the suite's `prompt.user` is then the user turn).
     messages: tuple[Message, ...] = ()
     #: Offline answers for the tools the model calls (`tool_results:`): given any, redline
     #: plays the tool loop until a final answer, an unanswered call or `max_steps`.
     tool_results: tuple[ToolFixture, ...] = ()
-    max_steps: int = DEFAULT_MAX_STEPS
     #: The case's own structured-output schema, replacing the suite's.
     response_format: ResponseFormat | None = None
 
     @property
     def plays_loop(self) -> bool:
         return bool(self.tool_results)
+
+    @property
+    def max_steps(self) -> int:
+        """Requests a tool loop may make (the `max_steps` setting)."""
+        return int(self.settings.get("max_steps", DEFAULT_MAX_STEPS))
 
     def required_for(self, n: int) -> int:
         """The same pass-rate bar at `n` samples (a rerun with more samples)."""
@@ -315,14 +302,7 @@ class _SuiteLoader(NodeReader):
         self.config = config
         #: Case files read from these texts instead of the disk (None: left out).
         self.overrides = {p.resolve(): t for p, t in (overrides or {}).items()}
-        #: The suite's conversation settings, which its cases build on.
-        self.messages: tuple[Message, ...] = ()
-        self.has_user = True
-        self.system_vars: list[str] = []
-        self.tools: tuple[ToolDefinition, ...] = ()
-        self.response_format: ResponseFormat | None = None
         self.target: TargetSpec | None = None
-        self.targeted = False
         #: The suite's Jinja prompt templates: (text, file shown, first line, name).
         self.templates: list[tuple[str, str, int, str]] = []
         self.template_names: dict[str, str] = {}
@@ -348,59 +328,54 @@ class _SuiteLoader(NodeReader):
                     Problem(self.show(suite_path), 1, 1, "empty file", "see `redline init`")
                 )
             # The case files' own problems are reported too, checked against the defaults.
-            self.cases(self.folder.name, DEFAULT_SAMPLES, DEFAULT_TIER, None)
+            self.cases(self.folder.name, suite_bar({}))
             return None
         before = len(self.problems)
-        self.unknown_keys(root, SUITE_KEYS, "suite.yaml")
-        name = self.text(root.get("name"), "name", default=self.folder.name)
-        target_node = root.get("target")
-        self.targeted = target_node is not None
+        bar = suite_bar(
+            root.plain(), self.folder.as_posix(), file_bytes, lambda p: self.show(Path(p))
+        )
+        self.report(root, bar.issues)
+        name = bar.name or self.folder.name
+        model = self.model(root, bar.model)
+        target_node = root.get(TARGET_KEY)
         if target_node is not None:
             self.target = TargetReader(self, self.folder).read(target_node)
-        model = self.model(root)
-        samples, spec = self.sampling(root, DEFAULT_SAMPLES, None)
-        tier = self.tier(root, DEFAULT_TIER)
-        seed = self.seed(root)
-        max_tokens = self.whole(root.get("max_tokens"), "max_tokens", minimum=1, example="400")
-        temperature = self.number(
-            root.get("temperature"), "temperature", minimum=0, maximum=2, example="0.7"
-        )
-        description = self.text(root.get("description"), "description", default="")
-        prompt = self.prompt(root)
-        conversation = ConversationReader(self, self.folder, self.show)
-        self.messages = conversation.messages(root.get("messages"))
-        self.tools = conversation.tools(root.get("tools"))
-        tool_choice = conversation.tool_choice(root.get("tool_choice"), self.tools)
-        self.response_format = conversation.response_format(root.get("response_format"))
+        prompt = None
+        if bar.templates is not None:
+            prompt_paths = [Path(p) for p in bar.prompt_files]
+            self.jinja_templates(root, bar.prompt or {}, bar.templates, prompt_paths)
+            prompt = (*bar.templates, tuple(prompt_paths))
+        elif target_node is not None and bar.prompt is None and root.get("prompt") is None:
+            prompt = ("", "", ())  # the target's own prompt files are its prompt
         retired = self.retired_files()
-        cases = self.cases(
-            name or self.folder.name, samples or 1, tier or DEFAULT_TIER, prompt, spec
-        )
+        cases = self.cases(name, bar)
         if len(self.problems) > before or prompt is None:
             return None
         system, user, files = prompt
-        files += tuple(dict.fromkeys(conversation.files))
+        shared = bar.conversation
+        files += tuple(dict.fromkeys(Path(p).resolve() for p in shared.files))
         if self.target is not None:
             files += tuple(p for p in self.target.prompt_files() if p not in files)
+        samples = bar.samples.value
         return Suite(
-            name=name or self.folder.name,
+            name=name,
             path=self.folder,
             model=model or "",
-            samples=samples or DEFAULT_SAMPLES,
-            tier=tier or DEFAULT_TIER,
-            max_tokens=max_tokens,
-            temperature=temperature,
+            samples=int(samples["max"] if isinstance(samples, dict) else samples),
+            tier=str(bar.tier.value),
+            max_tokens=bar.max_tokens,
+            temperature=bar.temperature,
             prompt_files=files,
             cases=cases,
             system_template=system,
             user_template=user,
-            description=description or "",
+            description=bar.description,
             retired_files=retired,
-            seed=seed,
-            messages=self.messages,
-            tools=self.tools,
-            tool_choice=tool_choice,
-            response_format=self.response_format,
+            seed=bar.seed,
+            messages=shared.messages,
+            tools=shared.tools,
+            tool_choice=shared.tool_choice,
+            response_format=shared.response_format,
             target=self.target,
             template_names=(
                 self.template_names.get("system", ""),
@@ -408,132 +383,32 @@ class _SuiteLoader(NodeReader):
             ),
         )
 
-    # -- settings ------------------------------------------------------
-
-    def sampling(
-        self, parent: Node, default: int, spec: SamplingSpec | None
-    ) -> tuple[int | None, SamplingSpec | None]:
-        """`samples: N` (a fixed count) or `samples: {min, max, margin, bar}` (sequential)."""
-        node = parent.get("samples")
-        if node is None or not node.is_map:
-            count = self.whole(node, "samples", default, minimum=1)
-            return count, (spec if node is None else None)
-        self.unknown_keys(node, SAMPLES_KEYS, "samples")
-        base = SamplingSpec()
-        low = self.whole(node.get("min"), "min", base.min, minimum=1)
-        high = self.whole(node.get("max"), "max", max(base.max, low or 1), minimum=1)
-        margin = self.rate(node.get("margin"), "margin", base.margin, upper=MAX_MARGIN)
-        bar = self.rate(node.get("bar"), "bar", None, upper=1.0)
-        if (
-            low is None
-            or high is None
-            or margin is None
-            or (node.get("bar") is not None and bar is None)
-        ):
-            return None, None
-        if low > high:
-            self.add(
-                node.mark,
-                f"`samples.min` ({low}) is more than `samples.max` ({high})",
-                "a case starts with min samples and draws more, up to max, while undecided",
-            )
-            return None, None
-        return high, SamplingSpec(min=low, max=high, margin=margin, bar=bar)
-
-    def rate(
-        self, node: Node | None, key: str, default: float | None, upper: float
-    ) -> float | None:
-        return self.number(
-            node,
-            key,
-            default,
-            minimum=0,
-            maximum=upper,
-            exclusive_minimum=True,
-            example=f"{min(0.8, upper / 2):g}",
-            expected="a rate between 0 and 1",
-        )
-
-    def seed(self, root: Node) -> int | None:
-        node = root.get("seed")
-        if node is None:
-            return None
-        if node.is_scalar and node.value == FROZEN_SEED:
-            return 0
-        if node.is_scalar and is_whole(node.value) and node.value >= 0:
-            return int(node.value)
-        self.wrong_type(node, "seed", f"`{FROZEN_SEED}` or a whole number", FROZEN_SEED)
-        return None
-
-    def tier(self, parent: Node, default: str) -> str | None:
-        hint = "contract: every sample must pass; quality: one may miss"
-        return self.choice(parent.get("tier"), "tier", TIERS, default, hint)
-
-    def model(self, root: Node) -> str | None:
-        node = root.get("model")
-        if node is None and root.get("target") is not None:
-            return None  # the target chooses its model and reports it with each answer
-        if node is None:
-            self.add(root.mark, "suite.yaml needs `model:`", "name a model alias from the config")
-            return None
-        if not node.is_scalar or not isinstance(node.value, str) or not node.value.strip():
-            self.wrong_type(node, "model", "a model alias", "local")
-            return None
-        alias = node.value
-        if ":" in alias:
-            models_table = (
-                self.config.table("models") if self.config is not None else "the config's models"
-            )
-            self.add(
-                node.mark,
-                f"`model` must be an alias, not a model id ({alias!r})",
-                f"pin the id once under {models_table} and name its alias here",
-            )
-            return None
-        if self.config is not None and alias not in self.config.models:
-            known = ", ".join(sorted(self.config.models)) or "none"
-            self.add(
-                node.mark,
-                f"model alias {alias!r} is not pinned in {self.config.source.name} "
-                f"(pinned: {known}){did_you_mean(alias, self.config.models)}",
-                f'add {alias} = "provider:exact-model-id" under {self.config.table("models")}',
-            )
-            return None
-        return alias
-
-    def prompt(self, root: Node) -> tuple[str, str, tuple[Path, ...]] | None:
-        node = root.get("prompt")
-        if node is None and root.get("target") is not None:
-            self.has_user = False
-            return "", "", ()  # the target's own prompt files are its prompt
-        if node is None:
-            self.add(
-                root.mark,
-                "suite.yaml needs `prompt:`",
-                "prompt: {system: prompts/system.txt, user: '{{document}}'}",
-            )
-            return None
-        if not node.is_map:
-            self.wrong_type(node, "prompt", "a mapping", "{system: prompts/system.txt}")
-            return None
-        self.unknown_keys(node, PROMPT_KEYS, "prompt")
-        files: list[Path] = []
-        system_node = node.get("system")
-        system: str | None = ""
-        if system_node is None:
-            self.add(node.where, "`prompt` needs `system:` (the system prompt file)")
-            system = None
-        else:
-            system = self.prompt_text(system_node, "system", files)
-        user_node = node.get("user")
-        user: str | None = ""
-        #: Without `user:`, the conversation (`messages:`) gives the turns.
-        self.has_user = user_node is not None
-        if user_node is not None:
-            user = self.prompt_text(user_node, "user", files)
-        if system is None or user is None:
-            return None
-        for text, shown, first, _name in self.templates:
+    def jinja_templates(
+        self,
+        root: Node,
+        prompt: Mapping[str, str],
+        texts: tuple[str, str],
+        files: list[Path],
+    ) -> None:
+        """Parse each prompt part that is a Jinja template: a syntax error or a missing
+        include is reported at the template's file:line; included files join the prompt's."""
+        for key, text in zip(("system", "user"), texts, strict=True):
+            value = prompt.get(key)
+            if value is None:
+                continue
+            relative = prompt_file(key, value)
+            if relative is None:
+                node = root.get("prompt")
+                entry = node.get(key) if node is not None else None
+                mark = entry.mark if entry is not None else root.mark
+                shown, first, name = mark.path, mark.line, ""
+            else:
+                path = self.folder / relative
+                shown, first, name = self.show(path), 1, path.name
+                self.template_names[key] = name
+            if not is_jinja(text, name):
+                continue
+            self.templates.append((text, shown, first, name))
             try:
                 _names, included = template_names(text, (str(self.folder),))
             except TemplateProblem as exc:
@@ -555,46 +430,6 @@ class _SuiteLoader(NodeReader):
                     )
                 elif path not in files:
                     files.append(path)
-        return system, user, tuple(files)
-
-    def prompt_text(self, node: Node, key: str, files: list[Path]) -> str | None:
-        if not node.is_scalar or not isinstance(node.value, str) or not node.value:
-            self.wrong_type(node, f"prompt.{key}", "a file path or text", "prompts/system.txt")
-            return None
-        relative = prompt_file(key, node.value)
-        if relative is None:
-            text = str(node.value)
-            if is_jinja(text):
-                self.templates.append((text, node.mark.path, node.mark.line, ""))
-            return text
-        path = self.folder / relative
-        if not path.is_file():
-            self.add(
-                node.mark,
-                f"prompt file {self.show(path)} does not exist",
-                "paths are relative to the suite folder",
-            )
-            return None
-        files.append(path)
-        try:
-            text = read_verbatim(path)
-        except UnicodeDecodeError as exc:
-            line, _, message = utf8_problem(exc)
-            self.add(node.mark, f"prompt file {self.show(path)}, line {line}: {message}")
-            return None
-        if is_jinja(text, path.name):
-            self.templates.append((text, self.show(path), 1, path.name))
-            self.template_names[key] = path.name
-        return text
-
-    def variables(self, text: str, key: str) -> list[str]:
-        """The vars a prompt part reads: its `{{var}}`s, or a Jinja template's free names."""
-        if not is_jinja(text, self.template_names.get(key, "")):
-            return placeholders(text)
-        try:
-            return template_names(text, (str(self.folder),))[0]
-        except TemplateProblem:
-            return []  # reported once, where the template is read
 
     def check_templates(self, root: Node, variables: Mapping[str, str]) -> None:
         """Render each Jinja prompt template with the case's vars: an undefined name or an
@@ -614,6 +449,39 @@ class _SuiteLoader(NodeReader):
                         "with {% if name is defined %}",
                     )
                 )
+
+    def report(self, root: Node, issues: Sequence[Issue]) -> None:
+        """The reader's issues at the line and column where each was written."""
+        for issue in issues:
+            mark = root.mark_at(issue.at, issue.on_key)
+            self.problems.append(mark.problem(self.label + issue.message, issue.hint))
+
+    # -- what the reader cannot check: the configuration ------------------------------
+
+    def model(self, root: Node, alias: str | None) -> str | None:
+        node = root.get("model")
+        if node is None or alias is None:
+            return None
+        if ":" in alias:
+            models_table = (
+                self.config.table("models") if self.config is not None else "the config's models"
+            )
+            self.add(
+                node.mark,
+                f"`model` must be an alias, not a model id ({alias!r})",
+                f"pin the id once under {models_table} and name its alias here",
+            )
+            return None
+        if self.config is not None and alias not in self.config.models:
+            known = ", ".join(sorted(self.config.models)) or "none"
+            self.add(
+                node.mark,
+                f"model alias {alias!r} is not pinned in {self.config.source.name} "
+                f"(pinned: {known}){did_you_mean(alias, self.config.models)}",
+                f'add {alias} = "provider:exact-model-id" under {self.config.table("models")}',
+            )
+            return None
+        return alias
 
     # -- cases ---------------------------------------------------------
 
@@ -638,23 +506,7 @@ class _SuiteLoader(NodeReader):
             return ()
         return tuple(sorted(p for p in retired.iterdir() if p.suffix in CASE_SUFFIXES))
 
-    def cases(
-        self,
-        suite: str,
-        samples: int,
-        tier: str,
-        prompt: tuple[str, str, tuple[Path, ...]] | None,
-        spec: SamplingSpec | None = None,
-    ) -> tuple[Case, ...]:
-        used = (
-            self.variables(prompt[0], "system") + self.variables(prompt[1], "user")
-            if prompt
-            else []
-        )
-        used = list(dict.fromkeys(used))
-        #: A case giving its own conversation sends no user template: only the system
-        #: prompt's placeholders need its vars.
-        self.system_vars = self.variables(prompt[0], "system") if prompt else []
+    def cases(self, suite: str, bar: SuiteBar) -> tuple[Case, ...]:
         cases: list[Case] = []
         ids: dict[str, Path] = {}
         files = self.case_files()
@@ -669,7 +521,7 @@ class _SuiteLoader(NodeReader):
                 )
             )
         for path in files:
-            case = _CaseLoader(self, path, suite, samples, tier, used, spec).load()
+            case = _CaseLoader(self, path, suite, bar).load()
             if case is None:
                 continue
             if case.id in ids:
@@ -689,23 +541,19 @@ class _SuiteLoader(NodeReader):
 
 
 class _CaseLoader:
+    """One case file: the case reader's reading, placed at lines, built into a `Case`."""
+
     def __init__(
         self,
         suite: _SuiteLoader,
         path: Path,
         suite_name: str,
-        samples: int,
-        tier: str,
-        prompt_vars: list[str],
-        spec: SamplingSpec | None = None,
+        bar: SuiteBar,
     ) -> None:
         self.suite = suite
-        self.default_spec = spec
         self.path = path
         self.suite_name = suite_name
-        self.default_samples = samples
-        self.default_tier = tier
-        self.prompt_vars = prompt_vars
+        self.bar = bar
         self.files: list[Path] = []
         self.response_format: ResponseFormat | None = None
 
@@ -731,53 +579,54 @@ class _CaseLoader:
         if root is None:
             return None
         before = len(suite.problems)
-        suite.unknown_keys(root, CASE_KEYS, "a case")
-        self.not_retired(root)
-        case_id = suite.text(root.get("id"), "id", default=self.path.stem)
-        provenance = self.provenance(root)
-        variables = self.vars(root)
-        tier, samples, sampling, required = self.bar(root)
-        expect_refusal = suite.boolean(root.get("expect_refusal"), "expect_refusal", False)
-        golden = self.golden(root)
-        quarantine = self.quarantine(root)
-        conversation = ConversationReader(suite, self.path.parent, suite.show)
-        messages = conversation.messages(root.get("messages"), suite.messages)
-        fixtures = conversation.tool_results(root.get("tool_results"), suite.tools, variables or {})
-        max_steps = suite.whole(root.get("max_steps"), "max_steps", DEFAULT_MAX_STEPS, minimum=1)
-        self.response_format = conversation.response_format(root.get("response_format"))
-        self.files.extend(conversation.files)
-        golden = self.golden_answer(conversation, golden)
-        self.needs_turn(root, messages)
-        assertions = self.assertions(root, variables or {}, bool(expect_refusal))
-        if variables is not None:
-            self.check_prompt_vars(root, variables, own_turns=root.get("messages") is not None)
-            if len(suite.problems) == before:
-                suite.check_templates(root, variables)
-                self.check_message_templates(root, messages, variables)
+        data = root.plain()
+        case = effective_case(
+            data, self.path.as_posix(), self.bar, file_bytes, lambda p: suite.show(Path(p))
+        )
+        types = {r.index: assertion_type(r.type) for r in case.assertions}
+        # A type this installation lacks is reported as that alone, not by its parameters.
+        missing = {i for i, cls in types.items() if cls is None}
+        suite.report(root, [i for i in case.issues if _assertion_index(i) not in missing])
+        self.files.extend(Path(p).resolve() for p in case.files)
+        #: What the case's assertions check calls and JSON against.
+        self.response_format = case.conversation.response_format or (
+            self.bar.conversation.response_format
+        )
+        assertions = self.assertions(root, case, types)
+        if len(suite.problems) == before:
+            suite.check_templates(root, case.vars)
+            self.check_message_templates(root, case.conversation.messages, case.vars)
         if len(suite.problems) > before:
             return None
-        assert case_id is not None and tier is not None and samples is not None
-        assert required is not None and variables is not None and provenance is not None
         return Case(
-            id=case_id,
+            id=case.id,
             suite=self.suite_name,
             path=self.path.resolve(),
-            provenance=provenance,
-            vars=variables,
-            tier=tier,
-            samples=samples,
-            required=required,
-            expect_refusal=bool(expect_refusal),
+            provenance=case.provenance,
+            vars=case.vars,
+            tier=str(case.tier.value),
+            samples=int(case.samples.value),
+            required=int(case.required.value),
+            expect_refusal=bool(case.expect_refusal.value),
             assertions=assertions,
             files=tuple(dict.fromkeys(self.files)),
-            sampling=sampling,
-            golden=golden,
-            quarantine=quarantine,
-            messages=messages,
-            tool_results=fixtures,
-            max_steps=max_steps or DEFAULT_MAX_STEPS,
-            response_format=self.response_format,
+            sampling=_plan(case),
+            golden=self.golden_answer(case),
+            quarantine=_quarantine(case),
+            settings={key: setting.value for key, setting in case.settings.items()},
+            messages=case.conversation.messages,
+            tool_results=case.conversation.tool_results,
+            response_format=case.conversation.response_format,
         )
+
+    def golden_answer(self, case: EffectiveCase) -> str | None:
+        """A golden given as an assistant turn, read as an answer is shown and compared: its
+        text, then each tool call (`redline.transcript`); any other golden stays verbatim."""
+        if case.golden is None:
+            return None
+        golden = str(case.golden.value)
+        turn = assistant_turn(golden, self.path.parent.as_posix())
+        return golden if turn is None else answer_text(turn.text, turn.tool_calls, with_ids=False)
 
     def check_message_templates(
         self, root: Node, messages: tuple[Message, ...], variables: Mapping[str, str]
@@ -785,7 +634,7 @@ class _CaseLoader:
         """Render each Jinja message of the conversation with the case's vars, as a request
         will: a problem names the message and the template's line."""
         folders = (str(self.suite.folder),)
-        for number, message in enumerate((*self.suite.messages, *messages), 1):
+        for number, message in enumerate((*self.bar.conversation.messages, *messages), 1):
             if not is_jinja(message.text):
                 continue
             try:
@@ -797,284 +646,82 @@ class _CaseLoader:
                     "give the case the var under `vars:`, or fix the template",
                 )
 
-    def needs_turn(self, root: Node, messages: tuple[Message, ...]) -> None:
-        """A case of a suite without `prompt.user` gives its conversation."""
-        suite = self.suite
-        if messages or suite.messages or root.get("messages") is not None:
-            return
-        if suite.targeted:
-            return  # the target is given the case's vars; its own prompt makes the turn
-        if not suite.has_user:
-            suite.add(
-                root.mark,
-                "the suite's prompt has no `user:` template and this case has no `messages:`",
-                "give the conversation (messages: [{role: user, content: ...}]), or a "
-                "`user:` template under the suite's `prompt:`",
-            )
-
-    def not_retired(self, root: Node) -> None:
-        retired = root.get("retired")
-        if retired is not None:
-            self.suite.add(
-                retired.where,
-                f"this case is marked retired but is not in {RETIRED_DIR}/",
-                f"move it to {RETIRED_DIR}/ to retire it, or remove `retired:` to run it again",
-            )
-
-    def bar(self, root: Node) -> tuple[str | None, int | None, SequentialPlan | None, int | None]:
-        """Tier, samples, sequential plan and required passes: how much this case asks."""
-        suite = self.suite
-        tier = suite.tier(root, self.default_tier)
-        samples, spec = suite.sampling(root, self.default_samples, self.default_spec)
-        sampling = spec.plan(tier) if spec is not None and tier is not None else None
-        if sampling is None:
-            return tier, samples, None, self.required(root, tier, samples)
-        node = root.get("required")
-        if node is not None:
-            suite.add(
-                node.mark,
-                "`required` counts samples, but with `samples: {min, max}` the count varies",
-                "give the bar as a rate instead: samples: {min: 3, max: 10, bar: 0.8}",
-            )
-        return tier, samples, sampling, passes_needed(sampling.bar, sampling.max)
-
-    def golden(self, root: Node) -> str | None:
-        """The reference answer, verbatim: inline text as written, or a file's exact text."""
-        node = root.get("golden")
-        if node is None or (node.is_scalar and node.value is None):
-            return None
-        if not node.is_scalar or not isinstance(node.value, str) or not node.value:
-            self.suite.wrong_type(node, "golden", "text or a file:// reference", "file://x.txt")
-            return None
-        value = node.value
-        if not value.startswith(FILE_REF):
-            return value
-        path = self.path.parent / value[len(FILE_REF) :]
-        if not path.is_file():
-            self.suite.add(
-                node.mark,
-                f"golden answer {self.suite.show(path)} does not exist",
-                "file:// paths are relative to the case file's folder",
-            )
-            return None
-        try:
-            text = read_verbatim(path)
-        except UnicodeDecodeError:
-            self.suite.add(node.mark, f"golden answer {self.suite.show(path)} is not UTF-8 text")
-            return None
-        self.files.append(path.resolve())
-        return text
-
-    def golden_answer(self, conversation: ConversationReader, golden: str | None) -> str | None:
-        """A golden given as an assistant turn, read as an answer is shown and compared: its
-        text, then each tool call (`redline.transcript`); any other golden stays verbatim."""
-        if golden is None:
-            return None
-        turn = conversation.assistant_turn(golden, self.suite.show(self.path))
-        return golden if turn is None else answer_text(turn.text, turn.tool_calls, with_ids=False)
-
-    def quarantine(self, root: Node) -> Quarantine | None:
-        suite = self.suite
-        node = root.get("quarantine")
-        if node is None:
-            return None
-        example = "{reason: flaky on the new model, ticket: SUP-3001, until: 2026-12-31}"
-        if not node.is_map:
-            suite.wrong_type(node, "quarantine", "a mapping", example)
-            return None
-        suite.unknown_keys(node, QUARANTINE_KEYS, "quarantine")
-        reason, until, ticket = node.get("reason"), node.get("until"), node.get("ticket")
-        if reason is None or not isinstance(reason.value, str) or not reason.value.strip():
-            suite.add(
-                (reason or node).mark,
-                "a quarantine needs a `reason` (why this case may not fail a run for now)",
-                example,
-            )
-            return None
-        if until is None or not isinstance(until.value, datetime.date):
-            suite.add(
-                (until or node).mark,
-                "a quarantine needs `until:` as a date (YYYY-MM-DD): it ends by itself",
-                example,
-            )
-            return None
-        shown = "" if ticket is None or ticket.value is None else str(ticket.value)
-        day = until.value.date() if isinstance(until.value, datetime.datetime) else until.value
-        return Quarantine(reason.value.strip(), day, shown)
-
-    def provenance(self, root: Node) -> dict[str, str] | None:
-        suite = self.suite
-        node = root.get("provenance")
-        if node is None:
-            suite.add(
-                root.mark,
-                "case has no `provenance:` (a case is an incident: where did it come from?)",
-                "provenance: {ticket: SUP-2411, reported: 2026-02-03, note: why this case exists}",
-            )
-            return None
-        if not node.is_map:
-            suite.wrong_type(node, "provenance", "a mapping", "{ticket: SUP-2411, note: ...}")
-            return None
-        suite.unknown_keys(node, PROVENANCE_KEYS, "provenance")
-        values: dict[str, str] = {}
-        for key, child in node.items():
-            value = child.value
-            if not child.is_scalar or value is None:
-                suite.wrong_type(child, f"provenance.{key}", "text or a date", "2026-02-03")
-                continue
-            values[key] = value.isoformat() if isinstance(value, datetime.date) else str(value)
-        return values
-
-    def vars(self, root: Node) -> dict[str, str] | None:
-        suite = self.suite
-        node = root.get("vars")
-        if node is None:
-            return {}
-        if not node.is_map:
-            suite.wrong_type(node, "vars", "a mapping", "{document: file://fixtures/x.txt}")
-            return None
-        values: dict[str, str] = {}
-        for key, child in node.items():
-            # A var reported below still exists: its uses must not be reported as missing (or
-            # empty) too, so until it is read it stands for itself.
-            values[key] = "{{" + key + "}}"
-            value = child.value
-            if not child.is_scalar or value is None or isinstance(value, bool):
-                suite.wrong_type(child, f"vars.{key}", "text or a file:// reference", "text")
-                continue
-            if isinstance(value, str) and value.startswith(FILE_REF):
-                path = self.path.parent / value[len(FILE_REF) :]
-                if not path.is_file():
-                    suite.add(
-                        child.mark,
-                        f"fixture {suite.show(path)} does not exist",
-                        "file:// paths are relative to the case file's folder",
-                    )
-                    continue
-                try:
-                    values[key] = read_verbatim(path)
-                except UnicodeDecodeError as exc:
-                    line, _, message = utf8_problem(exc)
-                    suite.add(
-                        child.mark,
-                        f"fixture {suite.show(path)}, line {line}: {message}",
-                        "save it as UTF-8; its bytes are otherwise kept exactly as they are",
-                    )
-                    continue
-                self.files.append(path.resolve())
-            elif isinstance(value, datetime.date):
-                values[key] = value.isoformat()
-            else:
-                values[key] = str(value)
-        return values
-
-    def required(self, root: Node, tier: str | None, samples: int | None) -> int | None:
-        if tier is None or samples is None:
-            return None
-        node = root.get("required")
-        if node is None:
-            return default_required(tier, samples)
-        if node.is_scalar and is_whole(node.value) and not 1 <= node.value <= samples:
-            self.suite.add(
-                node.mark,
-                f"`required` must be between 1 and samples ({samples}), got {node.value}",
-                "required is how many of the samples must pass",
-            )
-            return None
-        return self.suite.whole(
-            node, "required", expected="a whole number of samples", example=str(samples)
-        )
-
-    def check_prompt_vars(
-        self, root: Node, variables: Mapping[str, str], *, own_turns: bool = False
-    ) -> None:
-        used = self.suite.system_vars if own_turns else self.prompt_vars
-        missing = [name for name in used if name not in variables]
-        if missing:
-            node = root.get("vars")
-            mark = node.where if node is not None else root.mark
-            names = ", ".join(missing)
-            self.suite.add(
-                mark,
-                f"the suite prompt uses {{{{{missing[0]}}}}} but this case has no var(s) {names}",
-                f"add under vars: {missing[0]}: ...",
-            )
-
     def assertions(
-        self, root: Node, variables: Mapping[str, str], expect_refusal: bool
+        self, root: Node, case: EffectiveCase, types: Mapping[int, type[Assertion] | None]
     ) -> tuple[Assertion, ...]:
-        suite = self.suite
-        node = root.get("assert")
-        if node is None or (node.is_scalar and node.value is None):
-            if not expect_refusal:
-                suite.add(
-                    root.mark,
-                    "case has no `assert:` list and does not expect a refusal",
-                    "add assertions: the reporter's complaint, expressed literally",
-                )
-            return ()
-        if not node.is_seq:
-            suite.wrong_type(node, "assert", "a list", "[{type: contains, value: ...}]")
-            return ()
+        """Each assertion the reader found usable, built by its registered type."""
+        entries = root.get("assert")
+        unusable = {_assertion_index(i) for i in case.issues}
         parsed: list[Assertion] = []
-        for index, entry in enumerate(node.children()):
-            assertion = self.assertion(index, entry, variables)
+        for reading in case.assertions:
+            cls = types[reading.index]
+            if entries is None or (cls is not None and reading.index in unusable):
+                continue
+            entry = entries.children()[reading.index]
+            if cls is None:
+                self.suite.add(
+                    entry.mark_at(("type",)),
+                    f"assertion type {reading.type!r} is not available in this installation "
+                    "(the module that provides it could not be imported)",
+                    "reinstall redline with its optional dependencies, or remove this assertion",
+                )
+                continue
+            assertion = self.assertion(cls, entry, reading, case.vars)
             if assertion is not None:
                 parsed.append(assertion)
         return tuple(parsed)
 
-    def assertion(self, index: int, entry: Node, variables: Mapping[str, str]) -> Assertion | None:
+    def assertion(
+        self,
+        cls: type[Assertion],
+        entry: Node,
+        reading: EffectiveAssertion,
+        variables: Mapping[str, str],
+    ) -> Assertion | None:
         suite = self.suite
-        if not entry.is_map:
-            suite.add(
-                entry.mark,
-                f"an assertion must be a mapping, not {yaml_type(entry)}",
-                "write - type: contains\n  value: ...",
-            )
-            return None
-        type_node = entry.get("type")
-        if type_node is None:
-            suite.add(entry.mark, "assertion has no `type:`", f"one of {', '.join(known_types())}")
-            return None
-        name = type_node.value
-        if not type_node.is_scalar or not isinstance(name, str):
-            suite.wrong_type(type_node, "type", "an assertion type name", "contains")
-            return None
-        cls = assertion_type(name)
-        if cls is None:
-            if assertion_model(name) is not None:
-                suite.add(
-                    type_node.mark,
-                    f"assertion type {name!r} is not available in this installation "
-                    "(the module that provides it could not be imported)",
-                    "reinstall redline with its optional dependencies, or remove this assertion",
-                )
-                return None
-            hint = _TYPE_HINTS.get(name, f"known types: {', '.join(known_types())}")
-            suite.add(
-                type_node.mark,
-                f"unknown assertion type {name!r}{did_you_mean(name, known_types())}",
-                hint,
-            )
-            return None
-        model = assertion_model(name)
-        assert model is not None  # a registered type is always declared
-        NodeReader(suite.problems, f"{name}: ").unknown_keys(entry, model.keys | COMMON_KEYS, name)
         spec = Spec(
-            type_name=name,
+            type_name=reading.type,
             node=entry,
-            index=index,
+            index=reading.index,
             case_dir=self.path.parent,
             case_vars=variables,
             config=suite.config,
             display=suite.show,
-            tools=suite.tools,
-            response_format=self.response_format or suite.response_format,
+            reading=reading,
+            tools=self.bar.conversation.tools,
+            response_format=self.response_format,
         )
         assertion = cls.parse(spec)
         suite.problems.extend(spec.problems)
         self.files.extend(p.resolve() for p in spec.files)
         return None if spec.problems else assertion
+
+
+def _assertion_index(issue: Issue) -> int | None:
+    """The index of the assertion an issue is about, None when it is about the case."""
+    at = issue.at
+    return at[1] if len(at) > 1 and at[0] == "assert" and isinstance(at[1], int) else None
+
+
+def _plan(case: EffectiveCase) -> SequentialPlan | None:
+    """`samples: {min, max, margin, bar}` as the runner draws it (the bar resolved by tier)."""
+    if case.sampling is None:
+        return None
+    written = case.sampling
+    return SequentialPlan(
+        min=int(written["min"]),
+        max=int(written["max"]),
+        bar=float(written["bar"]),
+        margin=float(written["margin"]),
+        contract=case.tier.value == "contract",
+    )
+
+
+def _quarantine(case: EffectiveCase) -> Quarantine | None:
+    if case.quarantine is None:
+        return None
+    value = case.quarantine.value
+    return Quarantine(value["reason"], datetime.date.fromisoformat(value["until"]), value["ticket"])
 
 
 def check_suite_edit(folder: Path, edits: Mapping[Path, str | None], config: Config | None) -> None:

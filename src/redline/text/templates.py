@@ -89,6 +89,17 @@ def template_names(text: str, folders: tuple[str, ...] = ()) -> tuple[list[str],
     return names, included
 
 
+def template_vars(text: str) -> list[str]:
+    """The vars a prompt text reads: its `{{var}}`s, or a Jinja template's free names (none
+    for a template that does not parse: its syntax error is reported where it is read)."""
+    if not is_jinja(text):
+        return placeholders(text)
+    try:
+        return template_names(text)[0]
+    except TemplateProblem:
+        return []
+
+
 def render(
     text: str, values: Mapping[str, Any], *, name: str = "", folders: tuple[str, ...] = ()
 ) -> str:

@@ -11,8 +11,10 @@ exports write and read it (older exports without it read back as the default), r
 serves it, and the store adds a nullable column to new and existing stores when it opens
 them (rows stored before read back as the default). A field the store should not keep as
 a column of its table gets `field(metadata=NOT_STORED)`; a different column or JSON key
-name goes in the metadata too (`stored(key="id")`). How each kind of value is kept is
-written once per target: `running/rows.py` (SQLite) and `running/exchange.py` (JSON).
+name goes in the metadata too (`stored(key="id")`); a fact most records lack gets
+`stored(sparse=True)` and is exported only where it differs from its default. How each
+kind of value is kept is written once per target: `running/rows.py` (SQLite) and
+`running/exchange.py` (JSON).
 """
 
 from __future__ import annotations
@@ -59,12 +61,18 @@ class CaseOutcome(StrEnum):
 
 
 def stored(
-    *, column: str | None = "", key: str | None = "", answer: str = "", exact: bool = False
+    *,
+    column: str | None = "",
+    key: str | None = "",
+    answer: str = "",
+    exact: bool = False,
+    sparse: bool = False,
 ) -> dict[str, Any]:
     """Field metadata: the store column and export key when they differ from the field's
     name (None: not kept there); `answer`: the `Completion` field it is copied from;
-    `exact`: text kept byte for byte (lone surrogates included)."""
-    return {"column": column, "key": key, "answer": answer, "exact": exact}
+    `exact`: text kept byte for byte (lone surrogates included); `sparse`: exported only
+    when it differs from its default (a fact few records have)."""
+    return {"column": column, "key": key, "answer": answer, "exact": exact, "sparse": sparse}
 
 
 def answer(name: str = "") -> dict[str, Any]:
@@ -104,6 +112,7 @@ class RecordField:
     #: The `Completion` field this sample field is copied from ("" when none).
     answer: str
     exact: bool
+    sparse: bool = False
 
     @property
     def required(self) -> bool:
@@ -129,7 +138,18 @@ def _record_fields(cls: type) -> tuple[RecordField, ...]:
         key = f.name if meta["key"] == "" else meta["key"]
         ans = f.name if meta["answer"] == "=" else meta["answer"]
         out.append(
-            RecordField(f.name, kind, base, optional, default, column, key, ans, meta["exact"])
+            RecordField(
+                f.name,
+                kind,
+                base,
+                optional,
+                default,
+                column,
+                key,
+                ans,
+                meta["exact"],
+                meta.get("sparse", False),
+            )
         )
     return tuple(out)
 
@@ -195,6 +215,14 @@ class CaseRecord:
     result: CaseOutcome
     verdicts: Mapping[Verdict, int]
     case_hash: str
+    #: Samples drawn after a sequential test had stopped (in the batch that decided it):
+    #: stored with the run, not counted in `samples`, `passes` or `verdicts`.
+    uncounted: int = field(default=0, metadata=stored(sparse=True))
+    #: A sequentially sampled case's rule: the pass rate it is decided against and the
+    #: margin either side of it (`required` is then the fewest passes its test calls a
+    #: pass at `samples`); None for a fixed count.
+    bar: float | None = field(default=None, metadata=stored(sparse=True))
+    margin: float | None = field(default=None, metadata=stored(sparse=True))
 
     @property
     def content_samples(self) -> int:
@@ -228,10 +256,10 @@ class SampleRecord:
     assertions: tuple[AssertionResult, ...] = field(default=(), metadata=NOT_STORED)
     created_at: str = ""
     #: The function calls of the (last) answer, exactly as received: id, name, raw arguments.
-    tool_calls: tuple[ToolCall, ...] = field(default=(), metadata=answer())
+    tool_calls: tuple[ToolCall, ...] = field(default=(), metadata=stored(answer="=", sparse=True))
     #: Every request of the sample's tool loop with what came back and the fixture answers
     #: sent; empty when the case plays no loop.
-    steps: tuple[Step, ...] = field(default=(), metadata=answer())
+    steps: tuple[Step, ...] = field(default=(), metadata=stored(answer="=", sparse=True))
 
     @classmethod
     def of_answer(cls, completion: Completion, **fields: Any) -> SampleRecord:

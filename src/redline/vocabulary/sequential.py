@@ -22,7 +22,7 @@ inconclusive, as with a fixed N.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from redline.vocabulary.verdicts import NON_CONTENT_VERDICTS, Verdict
@@ -107,6 +107,18 @@ class SequentialPlan:
     def _fail_bound(self) -> float:
         return math.log(self.false_fail / (1 - self.false_pass))
 
+    def passes_to_pass(self, content: int) -> int:
+        """The fewest passes among `content` content samples that this rule calls a pass
+        (more than `content` when none would): what a sequential case's result states as
+        its `required`, so `passes >= required` holds exactly when it passed."""
+        if self.contract:
+            return max(self.min, content)
+        if content >= self.min:
+            for passes in range(content + 1):
+                if self._llr(passes, content - passes) >= self._pass_bound:
+                    return passes
+        return max(self.min, content + 1)
+
     def describe(self) -> str:
         if self.contract:
             return f"{self.min}–{self.max} samples, every one must pass"
@@ -157,17 +169,43 @@ def adaptive_plan(tier: str, samples: int, required: int) -> SequentialPlan:
 
 @dataclass
 class SequentialDraw:
-    """One sequentially sampled case while it is drawn: samples out, verdicts in."""
+    """One sequentially sampled case while it is drawn: samples out, verdicts in.
+
+    The test reads the samples in index order, whatever order they finish in: a first look
+    at `min`, then one after each further sample, stopping at the first look that decides.
+    A batch is drawn in parallel, so samples past that look may already be drawn when it
+    decides; they are kept (`uncounted`), but the decision never depends on them.
+    """
 
     plan: SequentialPlan
     drawn: int = 0
-    finished: int = 0
+    #: Of the samples up to the decision (all read so far while undecided).
     passes: int = 0
     failures: int = 0
     other: int = 0
+    counts: dict[Verdict, int] = field(default_factory=dict)
+    _verdicts: dict[int, Verdict] = field(default_factory=dict, repr=False)
+    _decision: Decision | None = None
 
-    def add(self, verdict: Verdict) -> None:
-        self.finished += 1
+    @property
+    def counted(self) -> int:
+        """The samples read in index order: those the decision (or the wait for it) rests on."""
+        return self.passes + self.failures + self.other
+
+    @property
+    def uncounted(self) -> int:
+        """Samples in beyond the decision: drawn in its batch after the test had stopped."""
+        return len(self._verdicts) - self.counted if self._decision is not None else 0
+
+    def add(self, index: int, verdict: Verdict) -> None:
+        self._verdicts[index] = verdict
+        while self._decision is None and self.counted in self._verdicts:
+            self._count(self._verdicts[self.counted])
+            if self.counted >= self.plan.min:
+                self._decision = self.plan.decide(self.passes, self.failures, self.other)
+
+    def _count(self, verdict: Verdict) -> None:
+        self.counts[verdict] = self.counts.get(verdict, 0) + 1
         if verdict is Verdict.OK:
             self.passes += 1
         elif verdict in NON_CONTENT_VERDICTS:
@@ -176,12 +214,12 @@ class SequentialDraw:
             self.failures += 1
 
     def decision(self) -> Decision | None:
-        return self.plan.decide(self.passes, self.failures, self.other)
+        return self._decision
 
     def more(self) -> range:
-        """The indices of the next batch once every drawn sample is in: as many as could
+        """The indices of the next batch once every drawn sample is read: as many as could
         decide a pass (none once the case is decided)."""
-        if self.finished < self.drawn or self.decision() is not None:
+        if self.counted < self.drawn or self._decision is not None:
             return range(0)
         batch = 1
         while (

@@ -17,10 +17,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from redline.deciding.case_rows import CaseFilter, CaseMarks, CaseView, case_key
-from redline.deciding.failure_groups import GroupRow, describer, failure_groups, trend_of
+from redline.deciding.case_rows import CaseFilter, CaseMarks, CaseView, read_marks
+from redline.deciding.failure_groups import GroupRow, describer, failure_groups
 from redline.deciding.groups import CaseTrend
-from redline.deciding.history import case_history, find_marginal
 from redline.running.quarantine import QuarantinedCase, quarantined_cases
 from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
 from redline_tui.actions import start_case_action
@@ -327,28 +326,13 @@ class RunScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="run-marks")
     def _load_marks(self, run: RunRecord, cases: Sequence[CaseRecord]) -> None:
-        """History sparklines and marks: a store read per case, after the first paint."""
+        """History sparklines, marks and failure groups, posted as they are read."""
         batch: dict[str, CaseMarks] = {}
-        held = {f"{q.case.suite}/{q.case.case_id}" for q in quarantined_cases(run, cases)}
         trends: dict[str, CaseTrend] = {}
-        for case in cases:
-            series = [
-                p
-                for p in case_history(self.ctx.store, case.case_id, case.suite).scheduled
-                if p.started_at <= run.started_at
-            ]
-            baseline = self.ctx.baseline(case.suite)
-            accepted = None if baseline is None else baseline.cases.get(case.case_id)
-            trend = trend_of(series, run, case)
-            if trend is not None:
-                trends[case_key(case)] = trend
-            batch[case_key(case)] = CaseMarks(
-                history=tuple(p.rate for p in series),
-                changed=accepted is not None and accepted.case_hash != case.case_hash,
-                marginal=find_marginal(series) is not None,
-                trend=trend,
-                quarantined=case_key(case) in held,
-            )
+        for key, marks in read_marks(self.ctx.store, self.ctx.baseline, run, cases):
+            batch[key] = marks
+            if marks.trend is not None:
+                trends[key] = marks.trend
             if len(batch) >= 200:
                 self.post_message(MarksRead(run.id, dict(batch)))
                 batch.clear()

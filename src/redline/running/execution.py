@@ -1,0 +1,246 @@
+"""Drawing a run's samples: workers under one concurrency bound, one writer committing.
+
+All samples of a run share one concurrency bound (`--concurrency`, capped further by the
+provider, e.g. the local model's 1). The samples that finish in one turn of the event loop
+are committed together at the end of it, and none is counted (progress, schedule, budget)
+before its commit returns, so an interrupt loses nothing finished and a crash only the
+samples in flight or finished in that same turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from redline.running.budget import Budget
+from redline.running.options import RunOptions
+from redline.running.pipeline import SampleJob, SamplePipeline
+from redline.running.planning import Plan
+from redline.running.schedule import Schedule
+from redline.vocabulary.records import SampleRecord
+from redline.vocabulary.verdicts import Verdict
+
+if TYPE_CHECKING:
+    from redline.config import Config
+    from redline.providers.base import Provider
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """A snapshot after each stored sample, for progress bars and the TUI."""
+
+    run_id: str
+    total: int
+    done: int
+    verdicts: Mapping[Verdict, int]
+    elapsed_s: float
+    last: SampleRecord | None = None
+    #: Set once, when the run is being interrupted: no more samples will finish.
+    stopping: bool = False
+    #: The cases with a sample in flight now (`suite/case`), oldest request first.
+    running: tuple[str, ...] = ()
+    #: `total` is the most the run may draw: sequentially sampled cases stop once decided
+    #: (and `total` shrinks as they do).
+    up_to: bool = False
+
+    @property
+    def rate(self) -> float:
+        """Samples per second observed so far."""
+        return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the observed rate (at most, with `up_to`); None before the
+        first sample finished."""
+        if self.done == 0 or self.elapsed_s <= 0:
+            return None
+        return max(0.0, (self.total - self.done) / self.rate)
+
+
+ProgressCallback = Callable[[RunProgress], None]
+
+
+class SampleSink(Protocol):
+    """Where committed samples go: the run store, or a pytest item's list."""
+
+    def add_samples(self, samples: Iterable[SampleRecord]) -> None: ...
+
+
+class Tally:
+    """What the run has counted so far, reported to the progress callback."""
+
+    def __init__(
+        self, run_id: str, jobs: Schedule, progress: ProgressCallback | None, started: float
+    ) -> None:
+        self.run_id = run_id
+        self.jobs = jobs
+        self.up_to = bool(jobs.sequential)
+        self.done = 0
+        self.counts: dict[Verdict, int] = dict.fromkeys(Verdict, 0)
+        self.progress = progress
+        self.started = started
+        #: `suite/case` → samples of it in flight (insertion order: oldest first).
+        self.running: dict[str, int] = {}
+
+    def start(self, job: SampleJob) -> None:
+        name = f"{job.case.suite}/{job.case.id}"
+        self.running[name] = self.running.get(name, 0) + 1
+        self.report()
+
+    def record(self, sample: SampleRecord) -> None:
+        name = f"{sample.suite}/{sample.case_id}"
+        left = self.running.get(name, 1) - 1
+        if left > 0:
+            self.running[name] = left
+        else:
+            self.running.pop(name, None)
+        self.done += 1
+        self.counts[sample.verdict] += 1
+        self.report(sample)
+
+    def rejected(self, error: str) -> str:
+        """What a run says when the provider refused the key before it ever answered."""
+        return (
+            f"{error}. The run stopped at its first request(s) instead of "
+            f"sending the rest; {self.done} finished sample(s) are kept in run "
+            f"{self.run_id}. Fix the key, then: redline run --resume {self.run_id}"
+        )
+
+    def report(self, last: SampleRecord | None = None, *, stopping: bool = False) -> None:
+        if self.progress is not None:
+            self.progress(
+                RunProgress(
+                    run_id=self.run_id,
+                    total=self.jobs.most,
+                    done=self.done,
+                    verdicts=dict(self.counts),
+                    elapsed_s=time.monotonic() - self.started,
+                    last=last,
+                    stopping=stopping,
+                    running=tuple(self.running),
+                    up_to=self.up_to,
+                )
+            )
+
+
+class Commits:
+    """Finished samples on their way to the sink: committed in batches, each sample
+    counted as done (progress, schedule, budget) only once its commit returned.
+
+    A batch holds what finished before the writer's next turn of the event loop (samples
+    whose answers arrived together): one commit instead of one per sample, no worker
+    waits for it, and no finished sample waits on a timer, so a kill loses no more than
+    committing each sample on its own would. With a budget each sample is committed on
+    arrival, so it settles its cost before its worker asks the budget for the next sample.
+    """
+
+    def __init__(self, sink: SampleSink, tally: Tally, budget: Budget | None) -> None:
+        self.sink = sink
+        self.jobs = tally.jobs
+        self.tally = tally
+        self.budget = budget
+        self.pending: list[tuple[SampleJob, SampleRecord, float]] = []
+        #: Workers still drawing: the writer stops when none is left.
+        self.workers = 0
+        self._wake = asyncio.Event()
+
+    def add(self, job: SampleJob, sample: SampleRecord, reserved: float) -> None:
+        self.pending.append((job, sample, reserved))
+        if self.budget is not None:
+            self.flush()
+        else:
+            self._wake.set()
+
+    def worker_done(self) -> None:
+        self.workers -= 1
+        self._wake.set()
+
+    async def write(self) -> None:
+        """Commit the batches until every worker has stopped."""
+        while self.workers > 0 or self.pending:
+            await self._wake.wait()
+            if self.pending:
+                await asyncio.sleep(0)  # one loop turn: answers that arrived with it
+            self._wake.clear()
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit the pending samples, then count them (progress, schedule, budget)."""
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        self.sink.add_samples(sample for _, sample, _ in batch)
+        for job, sample, reserved in batch:
+            if self.budget is not None:
+                self.budget.settle(sample.suite, sample.case_id, sample.cost, reserved)
+            self.jobs.done(job, sample.verdict)
+            self.tally.record(sample)
+
+
+def concurrency(options: RunOptions, config: Config, provider: Provider, plan: Plan) -> int:
+    """Workers for this run: `--concurrency` or the configured one, capped by the
+    provider's own limit and by the samples there are to draw."""
+    limit = options.concurrency or config.concurrency
+    if provider.max_parallel is not None:
+        limit = min(limit, provider.max_parallel)
+    return max(1, min(limit, max(len(plan.todo), len(plan.sequential)) or 1))
+
+
+async def draw_samples(
+    limit: int, pipeline: SamplePipeline, commits: Commits, budget: Budget | None = None
+) -> None:
+    """Draw every scheduled sample with `limit` workers and one writer committing what
+    they finish; on any exception (Ctrl-C included) store what finished, stop them all,
+    say so, and let it propagate."""
+    commits.tally.report()
+    commits.workers = limit
+    tasks = [asyncio.ensure_future(_worker(pipeline, commits, budget)) for _ in range(limit)]
+    tasks.append(asyncio.ensure_future(commits.write()))
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        try:
+            commits.flush()
+        finally:
+            commits.tally.report(stopping=True)
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def _worker(pipeline: SamplePipeline, commits: Commits, budget: Budget | None) -> None:
+    """Draw samples until the schedule is empty; each finished one goes to `commits`."""
+    jobs = commits.jobs
+    try:
+        while (job := await jobs.next()) is not None:
+            reserved = 0.0
+            if budget is not None:
+                admitted = budget.admit(job.case.suite, job.case.id)
+                if admitted is None:
+                    jobs.dropped()
+                    return
+                reserved = admitted
+            try:
+                commits.tally.start(job)
+                sample = await pipeline.draw(job)
+            except BaseException:
+                jobs.in_flight -= 1
+                raise
+            commits.add(job, sample, reserved)
+    finally:
+        commits.worker_done()
+
+
+__all__ = [
+    "Commits",
+    "ProgressCallback",
+    "RunProgress",
+    "SampleSink",
+    "Tally",
+    "concurrency",
+    "draw_samples",
+]
