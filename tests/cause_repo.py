@@ -7,6 +7,9 @@ A prompt that drops "12,000" from the template makes every model's echo fail the
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +18,7 @@ import pytest
 
 from redline.config import Config, parse_config
 from redline.deciding.cause import Diagnosis, Settings, analyse
+from redline.running import runner
 from redline.running.runner import RunOptions, run_suites, sample_seed
 from redline.running.store import RunStore
 from redline.suite.cases import load_suites
@@ -186,3 +190,24 @@ def prompt_regression(
     history.set_prompt(BROKEN_PROMPT)
     history.commit("shorter amounts")
     return history, history.run()
+
+
+@contextmanager
+def histories(
+    tmp_path: Path, server: LoopbackLLMServer, monkeypatch: pytest.MonkeyPatch, prefix: str
+) -> Iterator[Callable[..., History]]:
+    """Makes histories whose run ids (hence sample seeds, hence the flaky model's draws) are
+    fixed: `prefix` and a counter. Every history made is closed at the end."""
+    made: list[History] = []
+    ids = itertools.count()
+    monkeypatch.setattr(runner, "new_run_id", lambda: f"{prefix}{next(ids):011d}")
+
+    def make(**kwargs: object) -> History:
+        h = History.create(tmp_path, server, **kwargs)  # type: ignore[arg-type]
+        monkeypatch.chdir(h.root)
+        made.append(h)
+        return h
+
+    yield make
+    for h in made:
+        h.close()

@@ -159,6 +159,10 @@ class LoopbackLLMServer:
     def __init__(self, latency_ms: float = 0.0, port: int = 0) -> None:
         self.latency_ms = latency_ms
         self.model_pass_rates: dict[str, float] = {}
+        #: What a successful OpenAI answer says about the build behind it: the body's
+        #: `system_fingerprint` and a `server` header (None: not sent), as a provider does.
+        self.fingerprint: str | None = None
+        self.server_version: str | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._requests: list[ReceivedRequest] = []
@@ -246,6 +250,8 @@ class LoopbackLLMServer:
         self.release()
         self.responder = None
         self.model_pass_rates = {}
+        self.fingerprint = None
+        self.server_version = None
 
     @property
     def requests(self) -> list[ReceivedRequest]:
@@ -374,6 +380,8 @@ class _Handler(BaseHTTPRequestHandler):
         rate = owner.model_pass_rates.get(str(model))
         if effective == "echo" and rate is not None and not keeps_answer(str(model), seed, rate):
             reply = _reply(api, "wrong", body, text, tokens, flaky, _credentials(headers))
+        if api == "openai" and reply.status == 200 and not reply.reset:
+            reply = _self_described(reply, owner.fingerprint, owner.server_version)
         owner._log(
             ReceivedRequest(
                 at=arrived,
@@ -406,6 +414,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + reply.body)
         except OSError:
             self.close_connection = True
+
+
+def _self_described(reply: _Reply, fingerprint: str | None, server: str | None) -> _Reply:
+    """The answer with the provider's description of itself, where the test set one."""
+    if fingerprint is not None:
+        data = json.loads(reply.body)
+        data["system_fingerprint"] = fingerprint
+        reply = _Reply(reply.status, json.dumps(data).encode(), reply.headers, reply.reset)
+    if server is not None:
+        reply = _Reply(reply.status, reply.body, (*reply.headers, ("server", server)), reply.reset)
+    return reply
 
 
 def _api(path: str) -> str:

@@ -6,7 +6,6 @@ commit, a remote that is behind or missing), then asks for the cause of the red 
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,10 +23,10 @@ from cause_repo import (
     REWORDED_PROMPT,
     SUITE,
     History,
+    histories,
 )
 from redline.cli import ExitCode, main
 from redline.deciding.cause import ArmKind, Bar, Change, Settings
-from redline.running import runner
 from redline.vocabulary.causes import Cause
 from redline.vocabulary.records import RunKind
 from servers import LoopbackLLMServer
@@ -43,19 +42,8 @@ def make_history(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[MakeHistory]:
     """Histories whose run ids (hence sample seeds, hence the flaky model's draws) are fixed."""
-    made: list[History] = []
-    ids = itertools.count()
-    monkeypatch.setattr(runner, "new_run_id", lambda: f"a{next(ids):011d}")
-
-    def make(**kwargs: object) -> History:
-        h = History.create(tmp_path, llm_server, **kwargs)  # type: ignore[arg-type]
-        monkeypatch.chdir(h.root)
-        made.append(h)
-        return h
-
-    yield make
-    for h in made:
-        h.close()
+    with histories(tmp_path, llm_server, monkeypatch, "a") as make:
+        yield make
 
 
 @pytest.fixture

@@ -12,9 +12,11 @@ from redline.deciding.cause import (
     ArmKind,
     Bar,
     Settings,
+    StoredRun,
     decide,
     samples_to_decide,
 )
+from redline.deciding.decision import History
 from redline.deciding.stats import at_least, difference_interval
 from redline.vocabulary.causes import Cause
 
@@ -142,3 +144,48 @@ def test_the_batched_procedure_keeps_its_error_rates() -> None:
     drop = _simulate(1.0, 0.8)
     assert drop[Cause.NOISE] / 300 <= 0.01  # a 20-point drop is (almost) never called noise
     assert drop[Cause.PROMPT] / 300 >= 0.75  # and is usually caught within 40 samples
+
+
+def _stored(passes: int, samples: int) -> tuple[StoredRun, ...]:
+    return (StoredRun("n1", "run", "2026-11-01", passes, samples),)
+
+
+def test_identical_arms_are_noise_on_balance_when_the_stored_history_agrees() -> None:
+    stored = _stored(16, 20)
+    ref = ArmCounts(ArmKind.REFERENCE_PROMPT, "ref", "m", "r", 32 + 16, 40 + 20, stored=stored)
+    mine = red(32, 40)
+    d = decide(mine, [ref], QUALITY, ALPHA, 0.15, final=True)
+    assert d.cause is Cause.NOISE and d.why == "on-balance"
+    # Not before the last look, and never without stored evidence.
+    assert decide(mine, [ref], QUALITY, ALPHA, 0.15).cause is Cause.UNDECIDED
+    bare = decide(red(32, 40), [arm(32, 40)], QUALITY, ALPHA, 0.15, final=True)
+    assert bare.cause is Cause.UNDECIDED
+
+
+def test_stored_history_that_disagrees_with_the_reruns_decides_nothing_on_balance() -> None:
+    ref = ArmCounts(
+        ArmKind.REFERENCE_PROMPT, "ref", "m", "r", 32 + 70, 40 + 70, stored=_stored(70, 70)
+    )
+    mine = ArmCounts(ArmKind.RED, "yours", "m", "r", 33, 40)
+    assert decide(mine, [ref], QUALITY, ALPHA, 0.15, final=True).cause is not Cause.NOISE
+
+
+def test_drift_needs_nothing_changed_and_a_significant_drop_from_the_history() -> None:
+    history = History(before=(25, 25), runs_before=5, red_run=(0, 5), drift_possible=True)
+    now = ArmCounts(ArmKind.RED, "yours", "m", "r", 25 + 10, 25 + 10, stored=_stored(25, 25))
+    d = decide(now, [], CONTRACT, ALPHA, 0.15, history=history)
+    assert d.cause is Cause.DRIFT and d.why == "red-run"
+    changed = History(before=(25, 25), runs_before=5, red_run=(0, 5), drift_possible=False)
+    assert decide(now, [], CONTRACT, ALPHA, 0.15, history=changed).cause is not Cause.DRIFT
+    # An 80% case red by chance (2 of 5) is not drift.
+    flaky = History(before=(80, 100), runs_before=20, red_run=(2, 5), drift_possible=True)
+    again = ArmCounts(ArmKind.RED, "yours", "m", "r", 80 + 16, 100 + 20, stored=_stored(80, 100))
+    assert decide(again, [], QUALITY, ALPHA, 0.15, history=flaky).cause is Cause.NOISE
+
+
+def test_a_bar_raised_above_the_rate_is_settings_with_both_bars() -> None:
+    history = History(old_bar=Bar(4, 3))
+    rate = red(80, 100)
+    assert decide(rate, [], Bar(10, 9), ALPHA, 0.15, history=history).cause is Cause.SETTINGS
+    # The same rate under the old bar alone: noise, not settings.
+    assert decide(rate, [], Bar(4, 3), ALPHA, 0.15, history=history).cause is Cause.NOISE

@@ -282,7 +282,9 @@ def test_export_import_and_runs_through_the_cli(
             "transport": 0,
         },
         "case_hash": by_id["b"]["case_hash"],
+        "config_hash": by_id["b"]["config_hash"],
     }
+    assert len(by_id["b"]["config_hash"]) == 64
     assert "s/b.yaml" in results["manifest"]
     lines = (out_dir / "samples.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 4 and json.loads(lines[-1])["assertions"][0]["type"] == "is-json"

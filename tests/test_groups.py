@@ -92,6 +92,9 @@ def test_trend_new_still_failing_and_flapping() -> None:
     assert trend([F]) == CaseTrend(Trend.NEW)
     assert trend([P, F, U, F, F]) == CaseTrend(Trend.STILL_FAILING, 3)
     assert trend([P, F, P, P, F]).trend is Trend.FLAPPING
-    # A different model's runs are another history: the migration night is new.
-    assert trend([F, F, F, F], ["old", "old", "old", "new"]) == CaseTrend(Trend.NEW)
+    # A model bump does not restart the history: still failing, and it says where it changed.
+    migrated = trend([F, F, F, F], ["old", "old", "old", "new"])
+    assert migrated == CaseTrend(Trend.STILL_FAILING, 4, "old → new", 0)
+    assert migrated.label == "still failing (4 runs; model changed at this run)"
+    assert trend([P, P, F], ["old", "old", "new"]).label == "new (model changed at this run)"
     assert CaseTrend(Trend.STILL_FAILING, 3).label == "still failing (3 runs)"

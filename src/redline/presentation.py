@@ -90,10 +90,12 @@ RESULT_HEADLINE_STYLES = {
 }
 
 #: The cause Step 1 (and `redline rerun`) concluded: a regression red, the case's own
-#: problem yellow, noise cyan.
+#: problem yellow, noise cyan; drift (the provider) and settings (your bar) blue.
 CAUSE_STYLES = {
     Cause.PROMPT: "bold red",
     Cause.MODEL: "bold red",
+    Cause.DRIFT: "bold blue",
+    Cause.SETTINGS: "bold blue",
     Cause.CASE: "bold yellow",
     Cause.NOISE: "bold cyan",
     Cause.CASE_CHANGED: "bold magenta",

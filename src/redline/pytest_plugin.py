@@ -118,6 +118,7 @@ class _Recorder:
             "target": result.target,
             "status": result.status.value,
             "score": result.score,
+            "threshold": result.threshold,
             "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         previous = self.entries.get(key)
@@ -278,11 +279,10 @@ def compare_baseline(
         if isinstance(old, int | float) and isinstance(new, int | float):
             kind = now.get("assertion") or before.get("assertion") or key.rsplit("::", 2)[-2]
             scored = f"score:{kind}"
-            for worse in score_drops({scored: float(old)}, {scored: float(new)}, drop):
-                regressions.append(
-                    f"{key}: score {old:.3f} → {new:.3f} "
-                    f"({worse.relative:+.0%}, worse by more than the allowed {drop:.0%})"
-                )
+            limit = before.get("threshold")
+            limits = {scored: float(limit)} if isinstance(limit, int | float) else None
+            for worse in score_drops({scored: float(old)}, {scored: float(new)}, drop, limits):
+                regressions.append(f"{key}: score {old:.3f} → {new:.3f} ({worse.describe(drop)})")
     return regressions, notes
 
 

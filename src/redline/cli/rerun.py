@@ -2,7 +2,8 @@
 
 Finds the reference point from the run itself, lists what changed, reruns one change at a
 time (each arm a stored rerun linked to the red run) until the evidence decides, and prints
-exactly one conclusion: prompt, model, case, noise, case-changed or undecided. Exit 0
+exactly one conclusion: prompt, model, case, drift, settings, noise, case-changed or
+undecided. Exit 0
 whatever the conclusion (the answer is the output); 2 on bad input.
 """
 
@@ -30,7 +31,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Compare CASE of RUN_ID with a reference point derived from the run (the "
         "last run that passed the case on an ancestor commit, else where the run's commit "
         "left the default branch), rerun one change at a time until the evidence decides, "
-        "and print one conclusion: prompt, model, case, noise, case-changed or undecided. "
+        "and print one conclusion: prompt, model, case, drift, settings, noise, case-changed or "
+        "undecided. Each arm also counts the samples already stored for its configuration. "
         "Every rerun is stored, linked to the run. Exit 0 whatever the conclusion.",
     )
     parser.add_argument("run_id", metavar="RUN_ID", help="run id or unique prefix")
@@ -72,6 +74,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=Settings.margin,
         help=f"two pass rates closer than this count as the same rate (default {Settings.margin})",
     )
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=Settings.window_days,
+        metavar="DAYS",
+        help="stored runs of an arm's configuration from this many days before the red run "
+        f"count toward it (default {Settings.window_days}; 0: none)",
+    )
     parser.add_argument("--json", action="store_true", help="the same as --format json")
     add_format_option(parser)
     parser.set_defaults(handler=_rerun)
@@ -85,6 +95,7 @@ def _rerun(args: argparse.Namespace) -> int:
         confidence=args.confidence,
         margin=args.margin,
         reference=args.reference,
+        window_days=args.window,
     )
     config = load_config()
     console = make_console()
@@ -147,6 +158,10 @@ def _print_diagnosis(console: Console, d: Diagnosis) -> None:
         console.print(
             Text(f"  {arm.label}: {rate} = {pct} ({d.confidence:.0%} CI {low:.0%}–{high:.0%}){run}")
         )
+        if arm.stored:
+            passes, samples = arm.stored_counts
+            runs = ", ".join(f"{r.run_id} {r.passes}/{r.samples}" for r in arm.stored)
+            console.print(Text(f"    incl. {passes}/{samples} stored: {runs}", style="dim"))
     for name, value in d.p_values.items():
         console.print(Text(f"  p = {value:.3g}: {p_value_label(name)}", style="dim"))
     console.print(

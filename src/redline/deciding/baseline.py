@@ -12,12 +12,17 @@ lowest sample index. No `ok` sample: no golden output.
 
 Score drop rule: only scored assertions — the semantic ones (`mentions`,
 `not-mentions`, `tone`, `grounded-in`) and rubric `judge`s — have a score whose fall
-means the answers got worse while still passing. Their mean score dropped when its
-relative change is strictly beyond the threshold (default 10%): a drop of exactly 10%
-is not a drop. For `not-mentions` lower is better, so a rise counts as the drop. A
-budget (`max-*`) or a heuristic minimum (`compression-ratio`, `distinct-n`) that still
-passes is not a drop: its pass/fail already counts in the pass rate. A baseline mean of
-0 has no relative change and is not compared.
+means the answers got worse while still passing. When the assertion's own pass threshold
+is known (baselines record it), its mean score dropped when it crossed that threshold,
+or moved toward it by strictly more than `score_drop` of its distance from the worst
+score (0 for a semantic score that should be high, 1 for `not-mentions`, 1 for a 1–5
+judge): in the score's own units, so a `not-mentions` score of 0.099 under a threshold
+of 0.5 may rise by 0.09 before it counts, whatever 10% of 0.099 says. Without a known
+threshold (baselines written before it was recorded) the relative
+change counts, strictly beyond `score_drop`; a baseline mean of 0 then has no relative
+change and is not compared. For `not-mentions` lower is better, so a rise counts as the
+drop. A budget (`max-*`) or a heuristic minimum (`compression-ratio`, `distinct-n`)
+that still passes is not a drop: its pass/fail already counts in the pass rate.
 
 Each case gets exactly one status. A case whose pass rate rose is `improved`, never a
 regression, whatever its scores did (they are still listed).
@@ -54,6 +59,9 @@ DEFAULT_SCORE_DROP = 0.10
 #: Assertions whose score says how good a passing answer is (see the module docstring).
 SCORED_TYPES = frozenset({"mentions", "not-mentions", "tone", "grounded-in", "judge"})
 _LOWER_IS_BETTER = frozenset({"not-mentions"})
+#: The worst score of each scored type that should be high (semantic scores run 0–1, a
+#: judge 1–5); a lower-is-better score's worst is 1.
+_WORST_HIGH = {"judge": 1.0}
 _EPSILON = 1e-9
 _GOLDEN_TOKENS = 2000
 
@@ -79,6 +87,8 @@ class BaselineCase:
     case_hash: str
     scores: Mapping[str, float] = field(default_factory=dict)
     golden: Golden | None = None
+    #: Each scored assertion's pass threshold, where it has one (what a drop is measured to).
+    thresholds: Mapping[str, float] = field(default_factory=dict)
     #: Why a person accepted this entry although it lowers the bar or changes the model.
     reason: str = ""
 
@@ -99,6 +109,8 @@ class BaselineCase:
         }
         if self.reason:
             data["reason"] = self.reason
+        if self.thresholds:
+            data["thresholds"] = dict(self.thresholds)
         return data
 
 
@@ -155,6 +167,7 @@ def parse_baseline(text: str, source: str) -> Baseline:
                 if golden is None
                 else Golden(int(golden["sample_index"]), str(golden["output"])),
                 reason=str(c.get("reason", "")),
+                thresholds={str(k): float(v) for k, v in c.get("thresholds", {}).items()},
             )
         return Baseline(suite=str(data["suite"]), cases=cases)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -201,6 +214,16 @@ def mean_scores(samples: Iterable[SampleRecord]) -> dict[str, float]:
     return {k: round(sum(v) / len(v), 6) for k, v in sorted(sums.items())}
 
 
+def score_thresholds(samples: Iterable[SampleRecord]) -> dict[str, float]:
+    """The pass threshold of every scored assertion that has one, as its results state it."""
+    found: dict[str, float] = {}
+    for s in samples:
+        for a in s.assertions:
+            if a.score is not None and a.threshold is not None:
+                found.setdefault(score_key(a.index, a.type), float(a.threshold))
+    return dict(sorted(found.items()))
+
+
 def baseline_case(case: CaseRecord, samples: Sequence[SampleRecord]) -> BaselineCase:
     golden = choose_golden(samples)
     return BaselineCase(
@@ -215,6 +238,7 @@ def baseline_case(case: CaseRecord, samples: Sequence[SampleRecord]) -> Baseline
         case_hash=case.case_hash,
         scores=mean_scores(samples),
         golden=None if golden is None else Golden(golden.index, sample_answer(golden)),
+        thresholds=score_thresholds(samples),
     )
 
 
@@ -300,9 +324,40 @@ class ScoreDrop:
     baseline: float
     current: float
     relative: float
+    #: The assertion's pass threshold when the drop was measured toward it, else None.
+    limit: float | None = None
+
+    @property
+    def crossed(self) -> bool:
+        """The score moved across its threshold: from the passing side to the failing one."""
+        if self.limit is None:
+            return False
+        lower = self.key.split(":", 1)[-1] in _LOWER_IS_BETTER
+        if lower:
+            return self.baseline < self.limit <= self.current
+        return self.current < self.limit <= self.baseline
+
+    def movement(self) -> str:
+        """How far it moved: toward (or across) its threshold, else the relative change."""
+        if self.limit is None:
+            return f"{self.relative:+.1%}"
+        where = "across" if self.crossed else "toward"
+        relative = f"{self.relative:+.0%}, " if self.baseline else ""
+        return f"{relative}{self.current - self.baseline:+.3g} {where} its threshold {self.limit:g}"
+
+    def describe(self, allowed: float) -> str:
+        """How it got worse and what the rule allows, in the rule's words."""
+        if self.limit is None:
+            return f"{self.relative:+.0%}, worse by more than the allowed {allowed:.0%}"
+        if self.crossed:
+            return self.movement()
+        kind = self.key.split(":", 1)[-1]
+        return (
+            f"{self.movement()}, more than the allowed {_allowed(kind, self.baseline, allowed):.3g}"
+        )
 
     def __str__(self) -> str:
-        return f"{self.key} {self.baseline:.4g} → {self.current:.4g} ({self.relative:+.1%})"
+        return f"{self.key} {self.baseline:.4g} → {self.current:.4g} ({self.movement()})"
 
 
 @dataclass(frozen=True)
@@ -327,22 +382,43 @@ class BaselineComparison:
 
 
 def score_drops(
-    baseline: Mapping[str, float], current: Mapping[str, float], threshold: float
+    baseline: Mapping[str, float],
+    current: Mapping[str, float],
+    threshold: float,
+    limits: Mapping[str, float] | None = None,
 ) -> list[ScoreDrop]:
-    """Assertions whose mean score got worse by strictly more than `threshold` (relative)."""
+    """Assertions whose mean score got worse by strictly more than `threshold`: of the
+    score's range toward its pass threshold in `limits` (or across it), else relative.
+    The score drop rule of this module's docstring; pytest's baselines use it too."""
     drops = []
     for key, base in sorted(baseline.items()):
-        if key not in current or base == 0:
-            continue
         kind = key.split(":", 1)[-1]
-        if kind not in SCORED_TYPES:
+        if key not in current or kind not in SCORED_TYPES:
             continue
         cur = current[key]
-        change = (cur - base) / abs(base)
-        worse = change if kind in _LOWER_IS_BETTER else -change
+        lower = kind in _LOWER_IS_BETTER
+        limit = (limits or {}).get(key)
+        change = (cur - base) / abs(base) if base else 0.0
+        if limit is not None:
+            worse_by = cur - base if lower else base - cur
+            drop = ScoreDrop(key, base, cur, change, limit)
+            if drop.crossed or worse_by > _allowed(kind, base, threshold) + _EPSILON:
+                drops.append(drop)
+            continue
+        if base == 0:
+            continue
+        worse = change if lower else -change
         if worse > threshold + _EPSILON:
             drops.append(ScoreDrop(key, base, cur, change))
     return drops
+
+
+def _allowed(kind: str, base: float, fraction: float) -> float:
+    """How far a score may move toward its threshold: `fraction` of its distance from the
+    worst score, in the score's own units."""
+    if kind in _LOWER_IS_BETTER:
+        return fraction * max(0.0, 1.0 - base)
+    return fraction * max(0.0, base - _WORST_HIGH.get(kind, 0.0))
 
 
 def _rate(passes: int, samples: int) -> float | None:
@@ -402,7 +478,7 @@ def compare_with_baselines(
                 drops: list[ScoreDrop] = []
                 if base.case_hash == cur.case_hash:
                     now = mean_scores(samples_by_case[(suite, cid)])
-                    drops = score_drops(base.scores, now, score_drop)
+                    drops = score_drops(base.scores, now, score_drop, base.thresholds)
                 status = _case_status(base, cur, drops)
                 out.append(CaseComparison(suite, cid, status, base, cur, tuple(drops)))
     missing = tuple(s for s in suites if s not in baselines)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from itertools import pairwise
 
@@ -56,12 +56,22 @@ class CaseTrend:
     trend: Trend
     #: For `still failing`: how many runs in a row, this one included.
     runs: int = 1
+    #: Where the model changed inside the runs the mark rests on: `old → new`, "" if not
+    #: (the label says how many runs ago; the History step shows the ids).
+    model_change: str = ""
+    #: How many runs ago it changed (0: at this run).
+    model_changed_ago: int = 0
 
     @property
     def label(self) -> str:
+        where = ""
+        if self.model_change:
+            ago = self.model_changed_ago
+            when = "at this run" if ago == 0 else f"{ago} run{'s' if ago != 1 else ''} ago"
+            where = f"model changed {when}"
         if self.trend is Trend.STILL_FAILING:
-            return f"still failing ({self.runs} runs)"
-        return str(self.trend)
+            return f"still failing ({self.runs} runs{'; ' + where if where else ''})"
+        return f"{self.trend} ({where})" if where else str(self.trend)
 
 
 def failure_signature(
@@ -105,7 +115,9 @@ def group_failures(
 
 
 def case_trend(points: Sequence[HistoryPoint], run_id: str) -> CaseTrend:
-    """New, still failing or flapping, from the scheduled runs of the case on one model.
+    """New, still failing or flapping, from the scheduled runs of the case, whatever model
+    ran them (a model bump does not make a long-failing case new); the mark says where
+    the model changed inside the runs it rests on.
 
     `points` are the case's scheduled runs, oldest first, up to and including `run_id`
     (inconclusive runs are skipped: they say nothing about the content).
@@ -115,23 +127,28 @@ def case_trend(points: Sequence[HistoryPoint], run_id: str) -> CaseTrend:
         upto.append(p)
         if p.run_id == run_id:
             break
-    current = upto[-1] if upto else None
-    model = current.model_id if current is not None else None
-    decided = [
-        p for p in upto if p.model_id == model and p.result in (CaseOutcome.PASS, CaseOutcome.FAIL)
-    ]
+    decided = [p for p in upto if p.result in (CaseOutcome.PASS, CaseOutcome.FAIL)]
     window = decided[-FLAP_WINDOW:]
     changes = sum(1 for a, b in pairwise(window) if a.result != b.result)
     if changes >= FLAP_CHANGES:
-        return CaseTrend(Trend.FLAPPING)
+        return _with_model_change(CaseTrend(Trend.FLAPPING), window)
     streak = 0
     for p in reversed(decided):
         if p.result is not CaseOutcome.FAIL:
             break
         streak += 1
     if streak >= 2:
-        return CaseTrend(Trend.STILL_FAILING, streak)
-    return CaseTrend(Trend.NEW)
+        return _with_model_change(CaseTrend(Trend.STILL_FAILING, streak), decided[-streak:])
+    return _with_model_change(CaseTrend(Trend.NEW), decided[-2:])
+
+
+def _with_model_change(trend: CaseTrend, runs: Sequence[HistoryPoint]) -> CaseTrend:
+    """The trend, noting the latest model change between consecutive `runs`."""
+    for ago, (before, after) in enumerate(reversed(list(pairwise(runs)))):
+        if before.model_id != after.model_id:
+            change = f"{before.model_id} → {after.model_id}"
+            return replace(trend, model_change=change, model_changed_ago=ago)
+    return trend
 
 
 __all__ = [

@@ -48,6 +48,12 @@ class Answer:
     input_tokens: int | None
     output_tokens: int | None
     tool_calls: tuple[ToolCall, ...] = ()
+    #: What the server says about the build that answered (OpenAI's `system_fingerprint`).
+    system_fingerprint: str | None = None
+
+
+#: Response headers naming the server software and its version, first found wins.
+_SERVER_HEADERS = ("x-server-version", "server")
 
 
 class HttpProvider(ABC):
@@ -144,7 +150,11 @@ class HttpProvider(ABC):
                     except MalformedResponse as exc:
                         error = f"malformed response body (HTTP {status}): {exc}"
                     else:
-                        return self._completion(answer, latency_ms, attempt, started)
+                        completion = self._completion(answer, latency_ms, attempt, started)
+                        server = next(
+                            (v for h in _SERVER_HEADERS if (v := response.headers.get(h))), None
+                        )
+                        return dataclasses.replace(completion, server_version=server)
                 elif status == 429:
                     error = "HTTP 429 Too Many Requests"
                     wait = self.policy.retry_after_s(response.headers.get("retry-after"))
@@ -194,6 +204,7 @@ class HttpProvider(ABC):
             attempts=attempts,
             extra=extra,
             tool_calls=answer.tool_calls,
+            system_fingerprint=answer.system_fingerprint,
         )
 
     def _failure(self, error: str, attempts: int, started: float) -> Completion:

@@ -143,6 +143,7 @@ def parse_chat_completion(body: Any) -> Answer:
         text = content or ""
     usage = body.get("usage")
     model = body.get("model")
+    fingerprint = body.get("system_fingerprint")
     return Answer(
         text=text,
         finish_reason=reason,
@@ -150,6 +151,7 @@ def parse_chat_completion(body: Any) -> Answer:
         input_tokens=optional_int(usage, "prompt_tokens"),
         output_tokens=optional_int(usage, "completion_tokens"),
         tool_calls=_tool_calls(message),
+        system_fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
     )
 
 

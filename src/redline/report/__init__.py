@@ -13,6 +13,7 @@ from pathlib import Path
 
 from redline.deciding.baseline import Baseline, load_baseline
 from redline.deciding.compare import Comparison, compare_cases
+from redline.deciding.drift import drifted_cases
 from redline.deciding.history import Marginal, case_history, find_marginal
 from redline.running.quarantine import QuarantinedCase, quarantined_cases
 from redline.running.store import RunStore
@@ -76,6 +77,8 @@ class RunReport:
     previous: Comparison | None = None
     #: The CI run that previous run was pulled from, for a link back to it.
     previous_origin: CiOrigin | None = None
+    #: Failing cases that drifted since that run (`deciding.drift`).
+    drifted: tuple[CaseRecord, ...] = ()
 
     @property
     def marginal(self) -> list[tuple[CaseRecord, Marginal]]:
@@ -99,6 +102,21 @@ def previous_run_sentence(comparison: Comparison) -> str:
     return (
         f"{len(drops)} case(s) dropped significantly, {len(rises)} rose significantly "
         f"(one-sided Fisher p < 0.05), {len(comparison.changed)} case file(s) changed."
+    )
+
+
+def drift_sentence(report: RunReport) -> str | None:
+    """`3 cases drifted since last night: …`, or None when none did (both reports use it)."""
+    n = len(report.drifted)
+    if not n:
+        return None
+    names = ", ".join(f"{c.suite}/{c.case_id}" for c in report.drifted[:10])
+    more = f" and {n - 10} more" if n > 10 else ""
+    cases, read = ("cases", "they read") if n != 1 else ("case", "it reads")
+    return (
+        f"{n} {cases} drifted since last night: nothing {read} changed, yet the same "
+        f"configuration now fails significantly more than its stored runs on "
+        f"{report.run.model_id} ({names}{more}); `redline rerun` says more."
     )
 
 
@@ -145,6 +163,7 @@ def build_run_report(store: RunStore, run_id: str, baselines_dir: Path | None = 
         previous_origin=None
         if previous is None
         else store.ci_origins([previous.id]).get(previous.id),
+        drifted=tuple(drifted_cases(store, run, previous)),
     )
 
 

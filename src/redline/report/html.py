@@ -17,7 +17,13 @@ from redline.presentation import (
     WEB_COLOURS,
     stopped_early_note,
 )
-from redline.report import CaseReport, RunReport, failed_assertions, previous_run_sentence
+from redline.report import (
+    CaseReport,
+    RunReport,
+    drift_sentence,
+    failed_assertions,
+    previous_run_sentence,
+)
 from redline.running.budget import budget_note
 from redline.running.usage import usage_summary
 from redline.textsafe import escape_output
@@ -180,6 +186,9 @@ def _verdicts(report: RunReport) -> str:
             f"({_e(before.started_at[:16].replace('T', ' '))} UTC{link}): "
             f"{_e(previous_run_sentence(report.previous))}</p>"
         )
+        drifted = drift_sentence(report)
+        if drifted is not None:
+            previous += f"<p>{_e(drifted)}</p>"
     return (
         f"<h2>Verdicts ({total} samples; cases: {_e(outcomes)})</h2>"
         f"{_bar(parts, total)}<table><tr>{cells}</tr></table>{banner}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from redline.deciding.history import sparkline
-from redline.report import RunReport, failed_assertions, previous_run_sentence
+from redline.report import RunReport, drift_sentence, failed_assertions, previous_run_sentence
 from redline.running.budget import budget_note
 from redline.running.usage import usage_summary
 from redline.textsafe import preview
@@ -160,6 +160,9 @@ def _previous_lines(report: RunReport) -> list[str]:
         "",
     ]
     lines.append(md_escape(previous_run_sentence(comparison), 600))
+    drifted = drift_sentence(report)
+    if drifted is not None:
+        lines += ["", md_escape(drifted, 1200)]
     drops = [] if comparison.withheld else comparison.significant_drops
     for d in drops[:MAX_LISTED]:
         lines.append(

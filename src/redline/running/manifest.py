@@ -9,12 +9,14 @@ Keys are paths relative to the folder holding the suite (e.g.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
 from pathlib import Path
 
 from redline.casemodel import SUITE_FILE
+from redline.documents.yamlsource import plain_data
 from redline.suite.cases import Case, Suite
 from redline.text.words import COUNTING_RULE
 from redline.version import __version__
@@ -143,6 +145,59 @@ def _bytes_digest(value: object) -> str:
     if isinstance(value, bytes):
         return hashlib.sha256(value).hexdigest()
     raise TypeError(f"{type(value).__name__} is not part of a conversation")
+
+
+#: Case-file keys that set the case's bar or describe it: not what a sample is asked or how
+#: it is judged, so a sample drawn under a 3-of-4 bar is the same draw under 9-of-10.
+_NOT_SAMPLE_KEYS = frozenset({"samples", "required", "tier", "provenance", "quarantine", "golden"})
+
+
+def sample_configuration(suite: Suite, case: Case, model_id: str) -> str:
+    """SHA-256 of everything that shapes one sample of `case` and its verdict.
+
+    The model id, the prompt text and prompt files, the settings a sample is generated
+    with (max_tokens, temperature, seed), the word-counting rule, and the case as it is
+    asked and checked (vars, assertions, fixtures) — not its bar, tier or provenance.
+    Two runs with the same value drew samples of the same configuration: their samples
+    are evidence of one pass rate (the cause analysis counts them together).
+    """
+    digest = hashlib.sha256()
+    parts = (
+        model_id,
+        suite.system_template,
+        suite.user_template,
+        repr((suite.max_tokens, suite.temperature, suite.seed)),
+        COUNTING_RULE,
+        _case_content(case.path.read_bytes()),
+    )
+    for part in parts:
+        _add(digest, part.encode("utf-8"))
+    for path in suite.prompt_files:
+        _add(digest, path.read_bytes())
+    if suite.target is not None:  # the app's code shapes its answers as its prompt does
+        _add(digest, suite.target.label.encode("utf-8"))
+        _add(digest, code_digest(suite.target.root, suite.target.code_files()).encode("ascii"))
+    base = case.path.parent
+    for path in sorted(case.files, key=lambda p: os.path.relpath(p, base)):
+        _add(digest, os.path.relpath(path, base).encode("utf-8"))
+        _add(digest, path.read_bytes())
+    return digest.hexdigest()
+
+
+def _add(digest: hashlib._Hash, data: bytes) -> None:
+    digest.update(len(data).to_bytes(8, "big") + data)
+
+
+@functools.lru_cache(maxsize=4096)
+def _case_content(data: bytes) -> str:
+    """A case file's content without its bar and provenance, as canonical JSON."""
+    try:
+        spec = plain_data(data)
+    except ValueError:
+        return data.hex()
+    if isinstance(spec, dict):
+        spec = {k: v for k, v in spec.items() if k not in _NOT_SAMPLE_KEYS}
+    return json.dumps(spec, sort_keys=True, default=str, ensure_ascii=False)
 
 
 def _text_hash(text: str) -> str:

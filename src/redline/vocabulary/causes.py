@@ -14,5 +14,17 @@ class Cause(StrEnum):
     MODEL = "model"
     CASE = "case"
     NOISE = "noise"
+    #: Nothing in the repository changed; the model or provider behind the id answers differently.
+    DRIFT = "drift"
+    #: A settings change moved the case's bar above its measured pass rate.
+    SETTINGS = "settings"
     CASE_CHANGED = "case-changed"
     UNDECIDED = "undecided"
+
+
+_CONCLUSIONS = frozenset(c.value for c in Cause if c is not Cause.UNDECIDED)
+
+
+def is_conclusion(state: object) -> bool:
+    """A triage state that answers why the case is red (undecided, running or stopped do not)."""
+    return str(state) in _CONCLUSIONS

@@ -80,6 +80,10 @@ class Completion:
     #: the verdict); None when the model finished or ran out of tokens by itself. The text
     #: is what was generated up to the stop and `finish_reason` is `length`.
     stopped_early: str | None = None
+    #: What the provider says about the build that answered: OpenAI's `system_fingerprint`
+    #: and the server's version header. A change in them (or in `model`) is drift evidence.
+    system_fingerprint: str | None = None
+    server_version: str | None = None
 
     #: The function calls the model asked for, exactly as received.
     tool_calls: tuple[ToolCall, ...] = ()

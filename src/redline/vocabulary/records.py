@@ -215,6 +215,9 @@ class CaseRecord:
     result: CaseOutcome
     verdicts: Mapping[Verdict, int]
     case_hash: str
+    #: What shaped each sample (`manifest.sample_configuration`): results with the same
+    #: value are samples of one pass rate; "" for results stored before it was recorded.
+    config_hash: str = ""
     #: Samples drawn after a sequential test had stopped (in the batch that decided it):
     #: stored with the run, not counted in `samples`, `passes` or `verdicts`.
     uncounted: int = field(default=0, metadata=stored(sparse=True))
@@ -252,6 +255,10 @@ class SampleRecord:
     #: Why redline stopped generating once the verdict could no longer change (the check
     #: that settled it); None when the model finished or hit max_tokens by itself.
     stopped_early: str | None = field(default=None, metadata=answer())
+    #: What the provider said about itself (OpenAI's `system_fingerprint`, the server's
+    #: version header): a change while nothing else changed is evidence of drift.
+    system_fingerprint: str | None = field(default=None, metadata=answer())
+    server_version: str | None = field(default=None, metadata=answer())
     #: Kept in the store's assertion table, one row each.
     assertions: tuple[AssertionResult, ...] = field(default=(), metadata=NOT_STORED)
     created_at: str = ""

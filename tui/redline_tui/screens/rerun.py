@@ -7,6 +7,7 @@ or stopped analysis is read back from the store.
 
 from __future__ import annotations
 
+import asyncio
 from typing import ClassVar
 
 from rich.text import Text
@@ -16,14 +17,17 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import Input, Static
 
-from redline.deciding.cause import ArmCounts, CauseAnalysis, Diagnosis
+from redline.config import Config
+from redline.deciding.cause import ArmCounts, CauseAnalysis, Diagnosis, Settings, StepEstimate
 from redline.errors import RedlineError
+from redline.running.usage import usd
 from redline.vocabulary.records import CaseRecord, RunRecord
 from redline_tui.cause_jobs import case_key
 from redline_tui.context import TriageContext
 from redline_tui.messages import CauseProgressed, Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
 from redline_tui.widgets.cause_panel import CauseForm, CausePanel, stopped_note, where_text
+from redline_tui.widgets.dialogs import QuestionDialog
 from redline_tui.widgets.key_bar import KeyBar
 
 
@@ -37,13 +41,17 @@ class DiagnosisRead(Message):
 
 
 class PlanRead(Message):
-    """No conclusion stored: the reference, the changes and the arms an analysis would draw."""
+    """No conclusion stored: the reference, the changes and the arms an analysis would draw,
+    and what drawing them may cost (None for a model without a price)."""
 
-    def __init__(self, where: Text, red: ArmCounts, arms: tuple[ArmCounts, ...]) -> None:
+    def __init__(
+        self, where: Text, red: ArmCounts, arms: tuple[ArmCounts, ...], cost: str | None
+    ) -> None:
         super().__init__()
         self.where = where
         self.red = red
         self.arms = arms
+        self.cost = cost
 
 
 class PlanFailed(Message):
@@ -104,10 +112,12 @@ class RerunScreen(CaseStepScreen):
             with CauseAnalysis(self.ctx.store, self.ctx.config, self.run, self.case) as plan:
                 where = where_text(plan.reference, tuple(plan.changes), tuple(plan.notes))
                 red, arms = plan.red_counts(), plan.current()
+                estimate = plan.estimate() if plan.arms else None
         except RedlineError as exc:
             self.post_message(PlanFailed(str(exc)))
             return
-        self.post_message(PlanRead(where, red, arms))
+        cost = estimate.text if estimate is not None and estimate.priced else None
+        self.post_message(PlanRead(where, red, arms, cost))
 
     @on(DiagnosisRead)
     def _loaded_diagnosis(self, event: DiagnosisRead) -> None:
@@ -129,7 +139,10 @@ class RerunScreen(CaseStepScreen):
             return
         self.panel.show_plan(event.arms)
         if event.arms:
-            self.panel.status("Press r to rerun one change at a time until the evidence decides.")
+            cost = f" ({event.cost})" if event.cost else ""
+            self.panel.status(
+                f"Press r to rerun one change at a time until the evidence decides{cost}."
+            )
         else:
             self.panel.status("The case changed since the reference: r records that, nothing runs.")
 
@@ -174,9 +187,47 @@ class RerunScreen(CaseStepScreen):
             self.notify(settings, severity="error")
             return
         self.set_focus(None)
+        if self.ctx.config.confirm_cost_above is not None:
+            self._start_if_confirmed(settings)
+            return
+        self._start(settings)
+
+    def _start(self, settings: Settings) -> None:
+        jobs, config = self.ctx.jobs, self.ctx.config
+        if jobs is None or config is None:
+            return
         self.diagnosis = None
-        jobs.start(self.ctx.config, self.run, self.case, settings)
+        jobs.start(config, self.run, self.case, settings)
         self.panel.show_started(settings.confidence)
+
+    @work(exclusive=True, group="cause-cost")
+    async def _start_if_confirmed(self, settings: Settings) -> None:
+        """Like `redline run`: over `confirm_cost_above`, start only when the user says so."""
+        config = self.ctx.config
+        if config is None or config.confirm_cost_above is None:
+            return
+        threshold = config.confirm_cost_above
+        self.panel.status("Estimating what Step 1 may cost…")
+        try:
+            estimate = await asyncio.to_thread(self._estimate, config, settings)
+        except RedlineError as exc:
+            self.panel.failed(str(exc))
+            return
+        if estimate.cost is not None and estimate.cost > threshold:
+            body = (
+                f"Step 1 draws every arm up to {settings.budget} samples: {estimate.text}. "
+                f"That is over {usd(threshold)} (confirm_cost_above)."
+            )
+            if not await self.app.push_screen_wait(
+                QuestionDialog("Over the cost threshold", body, "Run it")
+            ):
+                self.panel.status("Not started: nothing was sent. Lower the samples per arm.")
+                return
+        self._start(settings)
+
+    def _estimate(self, config: Config, settings: Settings) -> StepEstimate:
+        with CauseAnalysis(self.ctx.store, config, self.run, self.case, settings) as plan:
+            return plan.estimate()
 
     def action_cancel(self) -> None:
         jobs = self.ctx.jobs

@@ -17,10 +17,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from redline.deciding.case_rows import CaseFilter, CaseMarks, CaseView, read_marks
+from redline.deciding.case_rows import CaseFilter, CaseMarks, CaseView, case_key, read_marks
 from redline.deciding.failure_groups import GroupRow, describer, failure_groups
 from redline.deciding.groups import CaseTrend
 from redline.running.quarantine import QuarantinedCase, quarantined_cases
+from redline.vocabulary.causes import is_conclusion
 from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
 from redline_tui.actions import start_case_action
 from redline_tui.batch import CauseBatch
@@ -31,6 +32,7 @@ from redline_tui.screens.compare import CompareScreen
 from redline_tui.screens.runs import RunsScreen
 from redline_tui.screens.search import SearchScreen
 from redline_tui.widgets.case_table import CaseTable
+from redline_tui.widgets.dialogs import QuestionDialog
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.run_summary import RunSummary
 
@@ -483,8 +485,10 @@ class RunScreen(Screen[None]):
             return
         self.app.push_screen(SearchScreen(self.ctx, self.run, self.all_cases, text))
 
-    def action_batch(self) -> None:
-        """Step 1 for every failing case shown, queued within the run's concurrency."""
+    @work(exclusive=True, group="batch-start")
+    async def action_batch(self) -> None:
+        """Step 1 for every failing case shown, queued within the run's concurrency; cases
+        that already have a conclusion are skipped unless the user asks for them too."""
         if self.run is None or self.ctx.jobs is None:
             return
         if self.ctx.config is None:
@@ -497,9 +501,29 @@ class RunScreen(Screen[None]):
         if not failing:
             self.notify("No failing case shown: nothing to rerun", severity="warning")
             return
+        concluded = [c for c in failing if self._concluded(c)]
+        if concluded:
+            rest = len(failing) - len(concluded)
+            again = await self.app.push_screen_wait(
+                QuestionDialog(
+                    "Some cases have a conclusion",
+                    f"{len(concluded)} of the {len(failing)} failing cases shown already have "
+                    f"a conclusion. Analyse them again too? No queues only the other {rest}.",
+                    "Analyse them again",
+                )
+            )
+            if not again:
+                failing = [c for c in failing if not self._concluded(c)]
+            if not failing:
+                self.notify("Every failing case shown has a conclusion: nothing queued")
+                return
         self.cause_batch = CauseBatch.start(self.ctx.jobs, self.ctx.config, self.run, failing)
         self.table.redraw_triages(failing)
         self._show_batch()
+
+    def _concluded(self, case: CaseRecord) -> bool:
+        record = self.table.triage.get(case_key(case))
+        return record is not None and is_conclusion(record.state)
 
     def action_stop_batch(self) -> None:
         if self.cause_batch is None or self.cause_batch.finished:

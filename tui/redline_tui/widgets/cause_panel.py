@@ -72,13 +72,28 @@ def arms_table(red: ArmCounts | None, arms: tuple[ArmCounts, ...], confidence: f
         low, high = arm.interval(confidence)
         rate = f"{arm.rate:.0%}" if arm.samples else "—"
         table.add_row(
-            Text(arm.label),
+            _arm_label(arm),
             Text(f"{arm.passes}/{arm.samples}"),
             Text(rate),
             Text(f"{low:.0%}–{high:.0%}" if arm.samples else "—"),
             Text(arm.run_id or "—", style="dim"),
         )
     return table
+
+
+def _arm_label(arm: ArmCounts) -> Text:
+    """The arm's label; below it, the stored runs its counts include."""
+    text = Text(arm.label)
+    if arm.stored:
+        passes, samples = arm.stored_counts
+        runs = ", ".join(r.run_id for r in arm.stored[-3:])
+        more = f" and {len(arm.stored) - 3} more" if len(arm.stored) > 3 else ""
+        text.append(
+            f"\n  incl. {passes}/{samples} stored, from run{'s' if len(arm.stored) > 1 else ''} "
+            f"{runs}{more}",
+            style="dim",
+        )
+    return text
 
 
 def conclusion_text(diagnosis: Diagnosis) -> Text:

@@ -1,0 +1,139 @@
+"""Simulation: triage Step 1 with stored evidence, at the default budget.
+
+Pure Python, seeded, one command (`uv run python bench/sim_triage.py`), a few seconds.
+
+Each trial is one red case on a branch whose prompt changed. The reference configuration
+has stored nightlies (5 samples each, the red run's bar 4 of 5) inside the window; the
+red configuration has the runs stored for it (none for a branch's first run). Step 1 then
+runs exactly as `redline rerun` does: `look_by_look` at the default looks and error
+spending, `decide_arms` on the arms' counts (stored + drawn) at every look, "noise on
+balance" at the last. A harmless change keeps the rate; a drop takes 20 points off it.
+Reported per row: the conclusion's shares and the samples drawn per arm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from redline.deciding.arms import ArmCounts, ArmKind, StoredRun
+from redline.deciding.decision import (
+    Bar,
+    Decision,
+    History,
+    Settings,
+    decide_arms,
+    look_by_look,
+)
+from redline.vocabulary.causes import Cause
+
+BAR = Bar(5, 4)
+NIGHTLY = 5
+
+
+def _stored(rng: random.Random, rate: float, runs: int) -> tuple[StoredRun, ...]:
+    out = []
+    for i in range(runs):
+        passes = sum(rng.random() < rate for _ in range(NIGHTLY))
+        out.append(StoredRun(f"n{i}", "run", f"2026-11-{i + 1:02d}", passes, NIGHTLY, (5, 4)))
+    return tuple(out)
+
+
+def trial(
+    rng: random.Random, settings: Settings, p_ref: float, p_red: float, ref_runs: int, red_runs: int
+) -> tuple[Cause, int]:
+    """One Step 1 on simulated draws: the conclusion and the samples drawn per arm."""
+    stored = {
+        ArmKind.REFERENCE_PROMPT: _stored(rng, p_ref, ref_runs),
+        ArmKind.RED: _stored(rng, p_red, red_runs),
+    }
+    rates = {ArmKind.REFERENCE_PROMPT: p_ref, ArmKind.RED: p_red}
+    drawn = {kind: [0, 0] for kind in rates}
+
+    def draw(target: int) -> bool:
+        for kind, counts in drawn.items():
+            more = target - counts[1]
+            counts[0] += sum(rng.random() < rates[kind] for _ in range(more))
+            counts[1] = target
+        return False
+
+    def arms() -> list[ArmCounts]:
+        out = []
+        for kind, (passes, samples) in drawn.items():
+            sp = sum(r.passes for r in stored[kind])
+            sn = sum(r.samples for r in stored[kind])
+            out.append(
+                ArmCounts(
+                    kind, kind.value, "m", "r", passes + sp, samples + sn, stored=stored[kind]
+                )
+            )
+        return out
+
+    def decide_at(alpha: float, final: bool) -> Decision:
+        return decide_arms(arms(), BAR, alpha, settings, history=History(), final=final)
+
+    looked = look_by_look(settings, draw, decide_at)
+    return looked.decision.cause, drawn[ArmKind.RED][1]
+
+
+def table(seed: int, trials: int) -> list[str]:
+    rng = random.Random(seed)
+    settings = Settings()
+    lines = [
+        "| stored runs (reference / yours) | case | harmless change: noise | harmless: "
+        "called prompt | 20-point drop: prompt | drop called noise | mean samples / arm |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    rows = [
+        (0, 0, "80%", lambda: 0.8),
+        (8, 0, "80%", lambda: 0.8),
+        (14, 0, "80%", lambda: 0.8),
+        (14, 4, "80%", lambda: 0.8),
+        (14, 7, "80%", lambda: 0.8),
+        (0, 0, "90–100%", lambda: rng.uniform(0.9, 1.0)),
+        (14, 0, "90–100%", lambda: rng.uniform(0.9, 1.0)),
+    ]
+    for ref_runs, red_runs, name, base_rate in rows:
+        same: Counter[Cause] = Counter()
+        drop: Counter[Cause] = Counter()
+        used: list[int] = []
+        for _ in range(trials):
+            base = base_rate()
+            cause, n = trial(rng, settings, base, base, ref_runs, red_runs)
+            same[cause] += 1
+            used.append(n)
+            cause, n = trial(rng, settings, base, base - 0.2, ref_runs, red_runs)
+            drop[cause] += 1
+            used.append(n)
+        lines.append(
+            f"| {ref_runs} / {red_runs} | {name} | {same[Cause.NOISE] / trials:.1%} | "
+            f"{same[Cause.PROMPT] / trials:.1%} | {drop[Cause.PROMPT] / trials:.1%} | "
+            f"{drop[Cause.NOISE] / trials:.1%} | {statistics.fmean(used):.1f} |"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=20261201)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    settings = Settings()
+    print(
+        f"Step 1 at the default budget ({settings.budget} drawn per arm, looks at "
+        f"{', '.join(map(str, settings.looks))}), a 4-of-5 bar, {args.trials} trials a row:\n"
+    )
+    print("\n".join(table(args.seed, args.trials)))
+    print(f"\n({time.perf_counter() - started:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
