@@ -158,7 +158,7 @@ def _bad_suite(root: Path, target: str, questions: list[str], extra: str = "") -
     suite = root / "cases" / "bad"
     suite.mkdir(parents=True, exist_ok=True)
     (suite / "suite.yaml").write_text(
-        f"name: bad\nsamples: 1\ntarget:\n  {target}\n  root: ../..\n  timeout_s: 2\n{extra}",
+        f"name: bad\nsamples: 1\ntarget:\n  {target}\n  root: ../..\n  timeout_s: 5\n{extra}",
         encoding="utf-8",
     )
     for q in questions:
@@ -173,7 +173,7 @@ def _bad_suite(root: Path, target: str, questions: list[str], extra: str = "") -
 @pytest.mark.parametrize(
     ("function", "extra", "said"),
     [
-        ("hang", "", "did not answer within 2 s"),
+        ("hang", "", "did not answer within 5 s"),
         ("crash", "", "worker process died (exit code 3)"),
         ("boom", "", "ValueError: the retriever is down"),
         ("leak", "  max_memory_mb: 400\n", "MemoryError"),
@@ -190,6 +190,14 @@ def test_a_misbehaving_python_target_costs_one_sample(
     assert said in (by_case[function].error or "")
     assert by_case["calm"].verdict is Verdict.OK and by_case["quiet"].verdict is Verdict.OK
     assert time.monotonic() - started < 30
+
+
+def test_a_target_that_cannot_be_loaded_says_so_on_each_sample(tmp_path: Path) -> None:
+    suite = _bad_suite(tmp_path, "python: badapp:no_such_function", ["calm", "quiet"])
+    _record, samples = run(suite)
+    assert [s.verdict for s in samples] == [Verdict.TRANSPORT, Verdict.TRANSPORT]
+    assert all("could not be loaded" in (s.error or "") for s in samples)
+    assert "has no function 'no_such_function'" in (samples[0].error or "")
 
 
 def test_a_raised_exception_keeps_its_traceback(tmp_path: Path) -> None:
@@ -228,7 +236,7 @@ COMMANDS = {
     ("script", "verdict", "said"),
     [
         ("garbage", Verdict.TRANSPORT, "wrote no JSON answer on stdout"),
-        ("hang", Verdict.TRANSPORT, "did not answer within 2 s"),
+        ("hang", Verdict.TRANSPORT, "did not answer within 5 s"),
         ("fails", Verdict.TRANSPORT, "exited with code 4\ndb unreachable"),
         ("logs", Verdict.OK, ""),
     ],

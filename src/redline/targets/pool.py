@@ -25,6 +25,9 @@ from typing import Any
 
 #: How much of what a target printed during one call is kept with the sample.
 OUTPUT_KEPT = 4000
+#: Seconds a new worker may take to start and import the target (not part of any sample's
+#: timeout: a loaded machine must not turn a slow start into a timed-out sample).
+START_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,12 @@ def _serve(conn: Connection, setup: WorkerSetup) -> None:  # runs in the worker 
     sys.path.insert(0, setup.root)
     os.chdir(setup.root)
     function: Callable[..., Any] | None = None
+    try:
+        function = _load(setup.ref)
+    except BaseException as exc:
+        conn.send(("failed", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        return
+    conn.send(("ready",))
     while True:
         try:
             message = conn.recv()
@@ -71,8 +80,6 @@ def _serve(conn: Connection, setup: WorkerSetup) -> None:  # runs in the worker 
         captured = io.StringIO()
         try:
             with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
-                if function is None:
-                    function = _load(setup.ref)
                 value = function(payload)
                 if inspect.isawaitable(value):
                     value = asyncio.run(_awaited(value))
@@ -150,34 +157,55 @@ class WorkerPool:
                     self._drop(worker)
                 worker = _Worker(self.setup)
                 self._all.add(worker)
+                failed = await self._started(worker)
+                if failed is not None:
+                    return failed
             outcome, keep = await self._ask(worker, payload, dict(env), timeout_s)
             return outcome
         finally:
             self._idle.put_nowait(keep)
 
+    async def _started(self, worker: _Worker) -> Outcome | None:
+        """Wait for a new worker to import the target; the sample's error when it cannot."""
+        if not await _readable(worker, START_TIMEOUT_S):
+            self._drop(worker)
+            return Outcome(
+                False, error=f"the target's worker did not start in {START_TIMEOUT_S:g} s"
+            )
+        try:
+            reply = worker.conn.recv()
+        except (EOFError, OSError):
+            worker.process.join(5)
+            code = worker.process.exitcode
+            self._drop(worker)
+            return Outcome(
+                False,
+                error=f"the target's worker process died while starting (exit code {code})",
+                evidence=_died_hint(code, self.setup.max_memory_mb),
+            )
+        if reply[0] == "ready":
+            return None
+        self._drop(worker)
+        _kind, error, trace = reply
+        return Outcome(
+            False, error=f"the target {self.setup.ref} could not be loaded: {error}", evidence=trace
+        )
+
     async def _ask(
         self, worker: _Worker, payload: Any, env: dict[str, str], timeout_s: float
     ) -> tuple[Outcome, _Worker | None]:
-        loop = asyncio.get_running_loop()
-        ready: asyncio.Future[None] = loop.create_future()
         try:
             worker.conn.send((payload, env))
         except (OSError, ValueError) as exc:  # BrokenPipe, or a payload that cannot be sent
             self._drop(worker)
             return Outcome(False, error=f"the target's worker could not be reached: {exc}"), None
-        fd = worker.conn.fileno()
-        loop.add_reader(fd, _wake, ready)
-        try:
-            await asyncio.wait_for(ready, timeout_s)
-        except TimeoutError:
+        if not await _readable(worker, timeout_s):
             self._drop(worker)
             return Outcome(
                 False,
                 error=f"timeout: the target did not answer within {timeout_s:g} s "
                 "(its worker process was stopped)",
             ), None
-        finally:
-            loop.remove_reader(fd)
         try:
             reply = worker.conn.recv()
         except (EOFError, OSError):
@@ -211,6 +239,21 @@ class WorkerPool:
         workers, self._all = list(self._all), set()
         if workers:
             await asyncio.to_thread(_stop_all, workers)
+
+
+async def _readable(worker: _Worker, timeout_s: float) -> bool:
+    """Whether the worker's pipe has something to read (an answer, or its end) in time."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+    fd = worker.conn.fileno()
+    loop.add_reader(fd, _wake, ready)
+    try:
+        await asyncio.wait_for(ready, timeout_s)
+    except TimeoutError:
+        return False
+    finally:
+        loop.remove_reader(fd)
+    return True
 
 
 def _wake(ready: asyncio.Future[None]) -> None:
