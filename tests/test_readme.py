@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from exampleapp import write_app
 from redline.cli import build_parser
 from redline.config import load_config
 from redline.documents.yamlsource import load_text
@@ -77,8 +79,14 @@ def test_every_yaml_example_parses(tmp_path: Path) -> None:
     fragments = [e for e in examples if e.startswith("# in ")]
     assertions = [e for e in examples if e.lstrip().startswith("- type:")]
     workflows = [e for e in examples if e.startswith("strategy:")]
-    assert suites and cases and fragments and assertions and workflows
-    assert len(examples) == len(suites + cases + fragments + assertions + workflows)
+    targets = [e for e in suites if "\ntarget:" in e]  # suites of an app (docs/targets.md)
+    suites = [e for e in suites if e not in targets]
+    assert suites and cases and fragments and assertions and workflows and targets
+    assert len(examples) == len(suites + targets + cases + fragments + assertions + workflows)
+    for i, text in enumerate(targets):
+        app = write_app(tmp_path / f"app-{i}")
+        (app / "suite.yaml").write_text(textwrap.dedent(text), encoding="utf-8")
+        assert load_suite(app).target is not None
     written = {f"case-{i}.yaml": case for i, case in enumerate(cases)}
     whole = CASE_HEAD + "assert: [{type: is-json}]\n"
     written |= {f"fragment-{i}.yaml": whole + f for i, f in enumerate(fragments)}

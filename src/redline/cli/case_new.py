@@ -20,7 +20,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     actions = parser.add_subparsers(dest="action", required=True)
     new = actions.add_parser("new", description="one case per logged exchange in FILE")
-    new.add_argument("--from", dest="source", type=Path, required=True, metavar="FILE")
+    new.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="an OpenAI or Anthropic request/response pair (JSON), a JSONL log, or OTLP JSON",
+    )
     new.add_argument("--suite", type=Path, default=Path("."), help="the suite folder to write to")
     new.add_argument("--bad", action="store_true", help="the logged answer is the known-bad one")
     new.add_argument("--id", dest="case_id", help="the case id (one exchange only)")
