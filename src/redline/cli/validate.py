@@ -36,12 +36,14 @@ def run(args: argparse.Namespace) -> int:
     for suite in suites:
         alias = suite.model
         pinned = config.models[alias].id if alias in config.models else alias
+        answered = f"model {alias} = {pinned}"
         if suite.target is not None:
-            alias, pinned = f"target {suite.target.label}", pinned or "reported per answer"
+            model = f"model {alias} = {pinned}" if alias else "its model reported per answer"
+            answered = f"target {suite.target.label}, {model}"
         print(
             f"{suite.name}: {len(suite.cases)} cases, "
             f"{sum(len(c.assertions) for c in suite.cases)} assertions, "
-            f"model {alias} = {pinned}, {_samples_text(suite)}, tier {suite.tier}"
+            f"{answered}, {_samples_text(suite)}, tier {suite.tier}"
         )
     plans = [samples_for(RunOptions(), c) for s in suites for c in s.cases]
     most = sum(n for n, _ in plans)

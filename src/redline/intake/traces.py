@@ -44,7 +44,9 @@ def read_exchanges(path: Path) -> list[Exchange]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise UnreadableTrace(f"{path}: cannot be read: {exc}") from None
+        raise UnreadableTrace(
+            f"{path}: cannot be read ({exc}); give the file a logged exchange was exported to"
+        ) from None
     try:
         data = json.loads(text)
     except ValueError:
