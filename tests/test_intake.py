@@ -173,3 +173,30 @@ def test_a_table_imports_and_bad_rows_are_refused_by_number(
     # a var the suite's checks do not need is fine; a missing column is refused with its row
     code = main(["cases", "import", str(rows), "--suite", str(suite), "--map", "vars.q=question"])
     assert code == 2 and "row 1 refused: no column question" in capsys.readouterr().out
+
+
+def test_genai_content_events_and_a_map_written_column_first(tmp_path: Path) -> None:
+    suite = write_app(tmp_path)
+    prompt = json.dumps([{"role": "user", "content": QUESTION}])
+    completion = json.dumps([{"role": "assistant", "content": ANSWER}])
+    span = {
+        "traceId": "abc123",
+        "attributes": [_attr("gen_ai.system", "openai")],
+        "events": [
+            {"name": "gen_ai.content.prompt", "attributes": [_attr("gen_ai.prompt", prompt)]},
+            {
+                "name": "gen_ai.content.completion",
+                "attributes": [_attr("gen_ai.completion", completion)],
+            },
+        ],
+    }
+    trace = tmp_path / "events.json"
+    trace.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    assert main(["case", "new", "--from", str(trace), "--suite", str(suite)]) == 0
+    case = load_suite(suite, load_config(suite)).case("abc123")
+    assert case.golden == ANSWER and case.messages[0].text == QUESTION
+    table = tmp_path / "rows.jsonl"
+    table.write_text('{"ticket": "R-9", "q": "Refund?"}\n', encoding="utf-8")
+    args = ["cases", "import", str(table), "--suite", str(suite), "--map", "ticket=id"]
+    assert main([*args, "--map", "q=vars.question"]) == 0
+    assert load_suite(suite, load_config(suite)).case("r-9").vars == {"question": "Refund?"}

@@ -307,3 +307,24 @@ def test_the_apps_code_is_one_input_shown_as_changed(
     assert [m.path for m in manifest_changes(second.manifest, third.manifest)] == [
         "../supportbot/prompts/answer.j2"
     ]
+
+
+KEYWORD_APP = """
+import dataclasses
+
+@dataclasses.dataclass
+class Reply:
+    text: str
+    model: str = "kw-model-2026-01-01"
+
+def answer(vars, messages, seed=None):
+    return Reply(text="fine " + vars["question"])
+"""
+
+
+def test_a_target_may_take_the_case_by_name_and_answer_with_a_dataclass(tmp_path: Path) -> None:
+    suite = _bad_suite(tmp_path, "python: kwapp:answer", ["calm"])
+    (tmp_path / "kwapp.py").write_text(KEYWORD_APP, encoding="utf-8")
+    _record, [sample] = run(suite)
+    assert sample.verdict is Verdict.OK, sample.error
+    assert sample.output == "fine calm" and sample.model == "kw-model-2026-01-01"

@@ -153,14 +153,19 @@ def parse_map(entries: Sequence[str]) -> dict[str, str]:
     mapping: dict[str, str] = {}
     for entry in entries:
         target, sep, column = entry.partition("=")
-        valid = target in ("id", "golden") or re.match(r"^(vars|provenance)\.\w+$", target)
-        if not sep or not column or not valid:
+        if not _is_target(target) and _is_target(column):
+            target, column = column, target  # written COLUMN=TARGET
+        if not sep or not column or not _is_target(target):
             raise UsageError(
                 f"--map {entry!r}: write TARGET=COLUMN, TARGET one of id, golden, vars.NAME, "
                 "provenance.KEY (e.g. --map vars.question=q --map golden=answer)"
             )
         mapping[target] = column
     return mapping
+
+
+def _is_target(name: str) -> bool:
+    return name in ("id", "golden") or bool(re.match(r"^(vars|provenance)\.\w+$", name))
 
 
 def row_cases(

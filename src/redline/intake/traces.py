@@ -204,6 +204,12 @@ def _span(span: Mapping[str, Any], source: str) -> Exchange | None:
             if name in ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message"):
                 role = name.split(".")[1]
                 messages.append({"role": role, "content": _parts_text(_json(content) or content)})
+            elif name == "gen_ai.content.prompt":  # the first GenAI events: the whole prompt
+                for m in _json(body.get("gen_ai.prompt")) or []:
+                    messages.append({"role": m.get("role"), "content": _parts_text(m)})
+            elif name == "gen_ai.content.completion":
+                outputs = _json(body.get("gen_ai.completion")) or []
+                answer = _parts_text(outputs[0]) if outputs else ""
             elif name == "gen_ai.choice":
                 parsed = _json(content)
                 answer = _parts_text(
@@ -229,6 +235,9 @@ def _any_value(value: Mapping[str, Any]) -> Any:
             return value[key]
     if "arrayValue" in value:
         return [_any_value(v) for v in value["arrayValue"].get("values", [])]
+    if "kvlistValue" in value:
+        entries = value["kvlistValue"].get("values", [])
+        return {e.get("key"): _any_value(e.get("value") or {}) for e in entries}
     return None
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import io
 import multiprocessing
@@ -80,16 +81,41 @@ def _serve(conn: Connection, setup: WorkerSetup) -> None:  # runs in the worker 
         captured = io.StringIO()
         try:
             with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
-                value = function(payload)
+                value = _call(function, payload)
                 if inspect.isawaitable(value):
                     value = asyncio.run(_awaited(value))
-            reply: tuple[Any, ...] = ("ok", value, captured.getvalue()[-OUTPUT_KEPT:])
+            reply: tuple[Any, ...] = ("ok", _plain(value), captured.getvalue()[-OUTPUT_KEPT:])
             conn.send(reply)
         except BaseException as exc:
             error = f"{type(exc).__name__}: {exc}"
             conn.send(("raised", error, traceback.format_exc(), captured.getvalue()[-OUTPUT_KEPT:]))
             if isinstance(exc, (MemoryError, KeyboardInterrupt, SystemExit)):
                 return  # a fresh worker takes this one's place
+
+
+def _call(function: Callable[..., Any], case: dict[str, Any]) -> Any:
+    """`function(case)`; or, for a function of several parameters named after the case's
+    keys (`def answer(vars, messages)`), each one by name."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return function(case)
+    named = [p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    required = [p for p in named if p.default is p.empty]
+    if len(named) > 1 and all(p.name in case for p in required):
+        return function(**{p.name: case[p.name] for p in named if p.name in case})
+    return function(case)
+
+
+def _plain(value: Any) -> Any:
+    """The answer as plain data redline can read without the app's classes: a dataclass
+    or a pydantic model becomes its mapping."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump()
+    return value
 
 
 async def _awaited(value: Any) -> Any:

@@ -389,7 +389,7 @@ class TargetReader(NodeReader):
         return out
 
 
-_PATH = re.compile(r"^\$(\.[A-Za-z_][\w-]*|\[\d+\]|\[['\"][^'\"]+['\"]\])*$")
+_PATH = re.compile(r"^\$(\.[A-Za-z_][\w-]*|\[-?\d+\]|\[['\"][^'\"]+['\"]\])*$")
 
 
 def _is_path(text: str) -> bool:
@@ -399,7 +399,7 @@ def _is_path(text: str) -> bool:
 def path_steps(path: str) -> list[str | int]:
     """The keys and indices of a `$.a.b[0]` path."""
     steps: list[str | int] = []
-    for match in re.finditer(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\[['\"]([^'\"]+)['\"]\]", path):
+    for match in re.finditer(r"\.([A-Za-z_][\w-]*)|\[(-?\d+)\]|\[['\"]([^'\"]+)['\"]\]", path):
         name, index, quoted = match.groups()
         steps.append(int(index) if index is not None else (name or quoted))
     return steps
