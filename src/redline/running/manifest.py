@@ -162,7 +162,7 @@ def sample_configuration(suite: Suite, case: Case, model_id: str) -> str:
     are evidence of one pass rate (the cause analysis counts them together).
     """
     digest = hashlib.sha256()
-    parts = (
+    parts: tuple[str, ...] = (
         model_id,
         suite.system_template,
         suite.user_template,
@@ -170,6 +170,9 @@ def sample_configuration(suite: Suite, case: Case, model_id: str) -> str:
         COUNTING_RULE,
         _case_content(case.path.read_bytes()),
     )
+    conversation = conversation_digest(suite)
+    if conversation is not None:  # a suite without one hashes as it did before
+        parts += (conversation,)
     for part in parts:
         _add(digest, part.encode("utf-8"))
     for path in suite.prompt_files:
