@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("presentation", "gitio", "transcript"),
     ("casemodel",),
     ("documents",),
-    ("config", "redaction"),
+    ("config", "provider_options", "redaction"),
     ("providers", "targets"),
     ("judge",),
     ("semantic",),

@@ -266,7 +266,7 @@ def test_validate_names_each_bad_target_setting_at_its_line(
     shown = "\n".join(str(p) for p in raised.value.problems)
     assert "suite.yaml:4:" in shown and "`python` must be `package.module:function`" in shown
     assert "unknown key 'colour'" in shown
-    assert "`workers` must be at least 1" in shown
+    assert "target.workers must be a positive integer (at least 1), got 0" in shown
     (tmp_path / "two").mkdir()
     both = _bad_suite(tmp_path / "two", "python: badapp:boom\n  command: [x]", ["calm"])
     with pytest.raises(ProblemsError) as raised:

@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from redline.casemodel.expressions import OUTPUT_NAMES
+from redline.vocabulary.tiers import Tier
 
 SUITE_FILE = "suite.yaml"
 RETIRED_DIR = "retired"
@@ -26,9 +27,10 @@ CASE_SUFFIXES = (".yaml", ".yml")
 #: A value starting with this names a file relative to the file that holds the value.
 FILE_REF = "file://"
 
-TIERS = ("contract", "quality")
+
+TIERS = tuple(t.value for t in Tier)
 DEFAULT_SAMPLES = 5
-DEFAULT_TIER = "contract"
+DEFAULT_TIER = Tier.CONTRACT
 #: Requests a tool loop may make before redline stops it (`max_steps:`).
 DEFAULT_MAX_STEPS = 8
 

@@ -64,6 +64,7 @@ from redline.vocabulary.outcome import scale_required
 from redline.vocabulary.sequential import (
     SequentialPlan,
 )
+from redline.vocabulary.tiers import Tier
 
 if TYPE_CHECKING:
     from redline.config import Config
@@ -94,7 +95,7 @@ class Case:
     path: Path
     provenance: Mapping[str, str]
     vars: Mapping[str, str]
-    tier: str
+    tier: Tier
     samples: int
     required: int
     expect_refusal: bool
@@ -141,7 +142,7 @@ class Suite:
     path: Path
     model: str
     samples: int
-    tier: str
+    tier: Tier
     max_tokens: int | None
     temperature: float | None
     prompt_files: tuple[Path, ...]
@@ -362,7 +363,7 @@ class _SuiteLoader(NodeReader):
             path=self.folder,
             model=model or "",
             samples=int(samples["max"] if isinstance(samples, dict) else samples),
-            tier=str(bar.tier.value),
+            tier=Tier(bar.tier.value),
             max_tokens=bar.max_tokens,
             temperature=bar.temperature,
             prompt_files=files,
@@ -604,7 +605,7 @@ class _CaseLoader:
             path=self.path.resolve(),
             provenance=case.provenance,
             vars=case.vars,
-            tier=str(case.tier.value),
+            tier=Tier(case.tier.value),
             samples=int(case.samples.value),
             required=int(case.required.value),
             expect_refusal=bool(case.expect_refusal.value),
@@ -713,7 +714,7 @@ def _plan(case: EffectiveCase) -> SequentialPlan | None:
         max=int(written["max"]),
         bar=float(written["bar"]),
         margin=float(written["margin"]),
-        contract=case.tier.value == "contract",
+        contract=case.tier.value == Tier.CONTRACT,
     )
 
 

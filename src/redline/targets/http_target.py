@@ -31,9 +31,13 @@ class HttpTarget(HttpProvider):
         self.pinned = model
         settings = ProviderConfig(
             name="target",
-            type="http",
-            timeout_s=spec.timeout_s,
-            max_retries=spec.http.max_retries,
+            type="target",
+            options={
+                "timeout_s": spec.timeout_s,
+                "max_retries": spec.http.max_retries,
+                "backoff_base_s": spec.http.backoff_base_s,
+                "backoff_max_s": spec.http.backoff_max_s,
+            },
         )
         self._resolved = {k: resolve_env(v, env)[0] for k, v in spec.http.headers.items()}
         self._secrets = [

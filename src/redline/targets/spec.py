@@ -1,8 +1,9 @@
 """What a suite's `target:` says: which code answers, where its prompt lives, its limits.
 
-Every key of a target is declared once below (`TARGET_OPTIONS`, `HTTP_OPTIONS`); the
-suite loader reads a written `target:` against these declarations, so `redline validate`
-reports an unknown key or a bad value at its file:line before anything is called. Paths
+Every key of a target is declared once, beside the providers' options
+(`redline.provider_options`: `TARGET_OPTIONS`, `HTTP_TARGET_OPTIONS`); the suite loader
+reads a written `target:` against those declarations, so `redline validate` reports an
+unknown key or a bad value at its file:line before anything is called. Paths
 (`root`, `prompt_files`, `code`) are relative to the suite folder, like every path of a
 suite.yaml; `prompt_files` and `code` are globs under `root`.
 """
@@ -16,14 +17,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from redline.documents.reading import NodeReader
 from redline.documents.yamlsource import Node
+from redline.provider_options import HTTP_TARGET_OPTIONS, TARGET_OPTIONS, Option
 
 #: The three ways a target is called; exactly one is written.
 KINDS = ("python", "http", "command")
 _PYTHON_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ENV_USE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: Folders a default `code:` glob never descends into (environments, caches, history).
 SKIPPED_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".redline"})
@@ -35,40 +37,8 @@ class TargetKind(StrEnum):
     COMMAND = "command"
 
 
-@dataclass(frozen=True)
-class Option:
-    """One key of `target:` (or of `target.http:`): its meaning, for messages and docs."""
-
-    key: str
-    meaning: str
-    example: str
-
-
-TARGET_OPTIONS: tuple[Option, ...] = (
-    Option("python", "a function `package.module:function` called with the case", "app.bot:answer"),
-    Option("http", "your app's endpoint: url, method, headers, body, answer paths", "{url: ...}"),
-    Option("command", "an executable reading the case as JSON on stdin", "[python, app/cli.py]"),
-    Option("root", "the app's folder (sys.path for python, working folder for command)", "../.."),
-    Option("prompt_files", "globs of the app's prompt files, under root", "[app/prompts/**/*.j2]"),
-    Option("code", "globs of the rest of the app's code, hashed as one input", "[app/**/*.py]"),
-    Option("model_env", "the environment variable the app reads its model id from", "APP_MODEL"),
-    Option("timeout_s", "seconds one sample may take before the target is stopped", "60"),
-    Option("workers", "python worker processes (default: the run's concurrency)", "4"),
-    Option("max_memory_mb", "memory one python worker or command may use", "1024"),
-    Option("env", "environment variables set for the target (values may use ${VAR})", "{}"),
-)
-HTTP_OPTIONS: tuple[Option, ...] = (
-    Option("url", "the endpoint (http or https)", "http://127.0.0.1:8000/answer"),
-    Option("method", "POST (default) or PUT", "POST"),
-    Option("headers", "request headers; ${VAR} reads the environment, never written out", "{}"),
-    Option("body", "the JSON body; strings are templates over the case", "{question: '{{q}}'}"),
-    Option("answer", "JSONPath-style path of the answer text in the response", "$.answer"),
-    Option("tool_calls", "path of the tool calls in the response", "$.tool_calls"),
-    Option("usage", "path of {input_tokens, output_tokens} in the response", "$.usage"),
-    Option("model", "path of the model id the app used", "$.model"),
-    Option("max_retries", "retries after a transport error, 5xx or 429", "4"),
-)
-DEFAULT_TIMEOUT_S = 60.0
+#: Seconds a sample may take when `timeout_s` is not written (its declared default).
+DEFAULT_TIMEOUT_S = float(next(o.default for o in TARGET_OPTIONS if o.key == "timeout_s"))
 
 
 @dataclass(frozen=True)
@@ -82,6 +52,8 @@ class HttpSpec:
     usage: str | None = None
     model: str | None = None
     max_retries: int = 4
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -217,12 +189,35 @@ class TargetReader(NodeReader):
         super().__init__(reader.problems, reader.label, reader.assign)
         self.folder = folder
 
+    def declared(
+        self, node: Node, options: tuple[Option, ...], where: str
+    ) -> dict[str, Any] | None:
+        """The values written in `node`, each checked against its declaration, the declared
+        defaults filled in; None when one is unusable (each reported at its line)."""
+        self.unknown_keys(node, [o.key for o in options], where)
+        values = {o.key: o.default for o in options}
+        usable = True
+        for option in options:
+            child = node.get(option.key)
+            if child is None:
+                continue
+            value = child.plain()
+            problem = option.problem(value)
+            if problem:
+                example = option.suggestion
+                hint = f"e.g. {option.key}: {example} ({option.meaning})" if example else ""
+                self.add(child.mark, f"{where}.{problem}", hint or option.meaning)
+                usable = False
+            else:
+                values[option.key] = value
+        return values if usable else None
+
     def read(self, node: Node) -> TargetSpec | None:
         if not node.is_map:
             self.wrong_type(node, "target", "a mapping", "{python: app.bot:answer}")
             return None
         before = len(self.problems)
-        self.unknown_keys(node, [o.key for o in TARGET_OPTIONS], "target")
+        values = self.declared(node, TARGET_OPTIONS, "target")
         kinds = [k for k in KINDS if node.get(k) is not None]
         if len(kinds) != 1:
             named = ", ".join(kinds) if kinds else "none of them"
@@ -232,34 +227,21 @@ class TargetReader(NodeReader):
                 "e.g. target: {python: app.bot:answer}",
             )
             return None
-        kind = TargetKind(kinds[0])
-        root = self.folder
-        root_text = self.text(node.get("root"), "root", example="../..")
-        if root_text is not None:
-            root = Path(os.path.normpath(self.folder / root_text))
-            if not root.is_dir():
-                self.add(
-                    node.get("root").mark,  # type: ignore[union-attr]
-                    f"target root {root_text!r} is not a folder",
-                    "root is relative to the suite folder",
-                )
-        ref, argv, http = self.kind_value(kind, node.get(kind.value), root)  # type: ignore[arg-type]
-        prompt_globs = self.globs(node.get("prompt_files"), "prompt_files")
-        code_globs = self.globs(node.get("code"), "code")
-        model_env = self.env_name(node.get("model_env"), "model_env")
-        timeout = self.number(
-            node.get("timeout_s"),
-            "timeout_s",
-            DEFAULT_TIMEOUT_S,
-            minimum=0,
-            exclusive_minimum=True,
-            example="60",
-        )
-        workers = self.whole(node.get("workers"), "workers", None, minimum=1, example="4")
-        memory = self.whole(node.get("max_memory_mb"), "max_memory_mb", None, minimum=16)
-        env = self.strings(node.get("env"), "env")
-        if len(self.problems) > before or ref is None or timeout is None:
+        if values is None:
             return None
+        kind = TargetKind(kinds[0])
+        root = Path(os.path.normpath(self.folder / str(values["root"])))
+        if not root.is_dir():
+            self.add(
+                node.get("root").mark if node.get("root") else node.where,  # type: ignore[union-attr]
+                f"target root {values['root']!r} is not a folder",
+                "root is relative to the suite folder",
+            )
+        ref, argv, http = self.kind_value(kind, node.get(kind.value), root)  # type: ignore[arg-type]
+        env = self.strings(node.get("env"), "env")
+        if len(self.problems) > before or ref is None:
+            return None
+        prompt_globs = _texts(values["prompt_files"])
         spec = TargetSpec(
             kind=kind,
             ref=ref,
@@ -267,11 +249,11 @@ class TargetReader(NodeReader):
             argv=argv,
             http=http,
             prompt_globs=prompt_globs,
-            code_globs=code_globs,
-            model_env=model_env,
-            timeout_s=timeout,
-            workers=workers,
-            max_memory_mb=memory,
+            code_globs=_texts(values["code"]),
+            model_env=values["model_env"] or None,
+            timeout_s=float(values["timeout_s"]),
+            workers=values["workers"],
+            max_memory_mb=values["max_memory_mb"],
             env=env,
         )
         glob_node = node.get("prompt_files")
@@ -304,76 +286,48 @@ class TargetReader(NodeReader):
         return (http.url if http else None), (), http
 
     def argv(self, node: Node) -> tuple[str, ...]:
-        if node.is_scalar and isinstance(node.value, str) and node.value.strip():
+        if node.is_scalar:
             try:
-                return tuple(shlex.split(node.value))
+                return tuple(shlex.split(str(node.value)))
             except ValueError as exc:
                 self.add(node.mark, f"`command` cannot be split into words: {exc}")
                 return ()
-        if (
-            node.is_seq
-            and node.children()
-            and all(c.is_scalar and isinstance(c.value, str) and c.value for c in node.children())
-        ):
-            return tuple(str(c.value) for c in node.children())
-        self.wrong_type(node, "command", "a command line or a list of words", "[python, cli.py]")
-        return ()
+        return tuple(str(c.value) for c in node.children())
 
     def http(self, node: Node) -> HttpSpec | None:
-        if self.mapping(node, "http", "{url: http://127.0.0.1:8000/answer}") is None:
-            return None
-        self.unknown_keys(node, [o.key for o in HTTP_OPTIONS], "target.http")
-        url = self.text(node.get("url"), "url", example="http://127.0.0.1:8000/answer")
+        values = self.declared(node, HTTP_TARGET_OPTIONS, "target.http")
         if node.get("url") is None:
             self.add(node.where, "`target.http` needs `url:`", "e.g. url: http://127.0.0.1:8000/a")
-        elif url is not None and not re.match(r"^https?://[^/\s]+", url):
-            self.add(node.get("url").mark, f"`url` must be an http(s) URL, got {url!r}")  # type: ignore[union-attr]
-            url = None
-        method = self.choice(node.get("method"), "method", ("POST", "PUT"), "POST", "POST or PUT")
+            return None
+        if values is None:
+            return None
+        method = str(values["method"]).upper()
+        if method not in ("POST", "PUT"):
+            self.add(node.get("method").mark, f"`method` must be POST or PUT, got {method!r}")  # type: ignore[union-attr]
         headers = self.strings(node.get("headers"), "headers")
-        paths = {}
         for key in ("answer", "tool_calls", "usage", "model"):
-            value = self.text(node.get(key), key, example="$.answer")
-            if value is not None and not _is_path(value):
+            value = values[key]
+            if value is not None and not _is_path(str(value)):
                 self.add(
                     node.get(key).mark,  # type: ignore[union-attr]
                     f"`{key}` must be a path like $.answer or $.choices[0].text, got {value!r}",
                 )
-                value = None
-            paths[key] = value
-        retries = self.whole(node.get("max_retries"), "max_retries", 4, minimum=0, maximum=10)
-        body_node = node.get("body")
-        if url is None or method is None or retries is None:
+                return None
+        if method not in ("POST", "PUT"):
             return None
         return HttpSpec(
-            url=url,
+            url=str(values["url"]),
             method=method,
             headers=headers,
-            body=None if body_node is None else body_node.plain(),
-            answer=paths["answer"] or "$",
-            tool_calls=paths["tool_calls"],
-            usage=paths["usage"],
-            model=paths["model"],
-            max_retries=retries,
+            body=values["body"],
+            answer=str(values["answer"]),
+            tool_calls=values["tool_calls"],
+            usage=values["usage"],
+            model=values["model"],
+            max_retries=int(values["max_retries"]),
+            backoff_base_s=float(values["backoff_base_s"]),
+            backoff_max_s=float(values["backoff_max_s"]),
         )
-
-    def globs(self, node: Node | None, key: str) -> tuple[str, ...]:
-        if node is None:
-            return ()
-        items = [node] if node.is_scalar else node.children() if node.is_seq else None
-        if items is None or not all(
-            c.is_scalar and isinstance(c.value, str) and c.value.strip() for c in items
-        ):
-            self.wrong_type(node, key, "a glob or a list of globs", "[app/prompts/**/*.j2]")
-            return ()
-        return tuple(str(c.value) for c in items)
-
-    def env_name(self, node: Node | None, key: str) -> str | None:
-        name = self.text(node, key, example="APP_MODEL")
-        if name is not None and not _ENV_NAME.match(name):
-            self.add(node.mark, f"`{key}` must name an environment variable, got {name!r}")  # type: ignore[union-attr]
-            return None
-        return name
 
     def strings(self, node: Node | None, key: str) -> dict[str, str]:
         if node is None:
@@ -390,6 +344,12 @@ class TargetReader(NodeReader):
 
 
 _PATH = re.compile(r"^\$(\.[A-Za-z_][\w-]*|\[-?\d+\]|\[['\"][^'\"]+['\"]\])*$")
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _is_path(text: str) -> bool:
