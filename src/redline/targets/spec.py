@@ -189,14 +189,11 @@ class TargetReader(NodeReader):
         super().__init__(reader.problems, reader.label, reader.assign)
         self.folder = folder
 
-    def declared(
-        self, node: Node, options: tuple[Option, ...], where: str
-    ) -> dict[str, Any] | None:
-        """The values written in `node`, each checked against its declaration, the declared
-        defaults filled in; None when one is unusable (each reported at its line)."""
+    def declared(self, node: Node, options: tuple[Option, ...], where: str) -> dict[str, Any]:
+        """The values written in `node`, each checked against its declaration (an unusable
+        one is reported at its line and read as its default), the defaults filled in."""
         self.unknown_keys(node, [o.key for o in options], where)
         values = {o.key: o.default for o in options}
-        usable = True
         for option in options:
             child = node.get(option.key)
             if child is None:
@@ -207,10 +204,9 @@ class TargetReader(NodeReader):
                 example = option.suggestion
                 hint = f"e.g. {option.key}: {example} ({option.meaning})" if example else ""
                 self.add(child.mark, f"{where}.{problem}", hint or option.meaning)
-                usable = False
             else:
                 values[option.key] = value
-        return values if usable else None
+        return values
 
     def read(self, node: Node) -> TargetSpec | None:
         if not node.is_map:
@@ -226,8 +222,6 @@ class TargetReader(NodeReader):
                 f"`target` names exactly one of python, http, command (found {named})",
                 "e.g. target: {python: app.bot:answer}",
             )
-            return None
-        if values is None:
             return None
         kind = TargetKind(kinds[0])
         root = Path(os.path.normpath(self.folder / str(values["root"])))
@@ -269,16 +263,20 @@ class TargetReader(NodeReader):
     def kind_value(
         self, kind: TargetKind, node: Node, root: Path
     ) -> tuple[str | None, tuple[str, ...], HttpSpec | None]:
+        """What names the code; nothing when its declaration refused the value already."""
+        option = next(o for o in TARGET_OPTIONS if o.key == kind.value)
+        if option.problem(node.plain()):
+            return None, (), None
         if kind is TargetKind.PYTHON:
-            ref = self.text(node, "python", example="app.bot:answer")
-            if ref is not None and not _PYTHON_REF.match(ref.strip()):
+            ref = str(node.value)
+            if not _PYTHON_REF.match(ref.strip()):
                 self.add(
                     node.mark,
                     f"`python` must be `package.module:function`, got {ref!r}",
                     "e.g. python: app.bot:answer",
                 )
                 return None, (), None
-            return (ref.strip() if ref else None), (), None
+            return ref.strip(), (), None
         if kind is TargetKind.COMMAND:
             argv = self.argv(node)
             return (shlex.join(argv) if argv else None), argv, None
@@ -298,8 +296,6 @@ class TargetReader(NodeReader):
         values = self.declared(node, HTTP_TARGET_OPTIONS, "target.http")
         if node.get("url") is None:
             self.add(node.where, "`target.http` needs `url:`", "e.g. url: http://127.0.0.1:8000/a")
-            return None
-        if values is None:
             return None
         method = str(values["method"]).upper()
         if method not in ("POST", "PUT"):
