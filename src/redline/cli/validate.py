@@ -7,7 +7,13 @@ from pathlib import Path
 
 from redline.cli import ExitCode
 from redline.config import load_config
-from redline.provider_options import PROVIDER_KINDS, Option, toml_value
+from redline.provider_options import (
+    HTTP_TARGET_OPTIONS,
+    PROVIDER_KINDS,
+    TARGET_OPTIONS,
+    Option,
+    toml_value,
+)
 from redline.running.options import RunOptions
 from redline.running.planning import samples_for
 from redline.suite.cases import Suite, load_suites, summary
@@ -32,17 +38,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _provider_options() -> str:
-    """Every option of each provider type, as the config reader checks it."""
+    """Every option of each provider type and of a suite's target, as they are checked."""
     lines = ["provider options, by type (a [providers.NAME] table; checked like the rest):"]
     for kind in PROVIDER_KINDS.values():
         lines.append(f'  type = "{kind.name}"')
         lines += [f"    {o.key:<18} {o.meaning}; {o.expected}; {_default(o)}" for o in kind.options]
+    lines.append("target options (suite.yaml `target:`, your own code; see docs/targets.md):")
+    for where, options in (("target", TARGET_OPTIONS), ("target.http", HTTP_TARGET_OPTIONS)):
+        lines.append(f"  {where}:")
+        lines += [f"    {o.key:<18} {o.meaning}; {o.expected}; {_default(o)}" for o in options]
     return "\n".join(lines)
 
 
 def _default(option: Option) -> str:
     if option.default is None:
-        return "unset by default"
+        return f"default: {option.default_words}" if option.default_words else "unset by default"
     words = f" ({option.default_words})" if option.default_words else ""
     return f"default {toml_value(option.default)}{words}"
 
