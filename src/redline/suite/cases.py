@@ -48,7 +48,7 @@ from redline.documents.yamlsource import (
 )
 from redline.documents.yamlsource import type_name as yaml_type
 from redline.errors import Problem, ProblemsError, relpath
-from redline.targets.spec import TargetReader, TargetSpec
+from redline.targets.spec import TargetSpec, expand_globs
 from redline.text.templates import TemplateProblem, is_jinja, render, template_names
 from redline.transcript import answer_text
 from redline.vocabulary.messages import (
@@ -339,8 +339,9 @@ class _SuiteLoader(NodeReader):
         name = bar.name or self.folder.name
         model = self.model(root, bar.model)
         target_node = root.get(TARGET_KEY)
-        if target_node is not None:
-            self.target = TargetReader(self, self.folder).read(target_node)
+        self.target = bar.extras.get(TARGET_KEY)
+        if self.target is not None:
+            self.target_files(root, self.target)
         prompt = None
         if bar.templates is not None:
             prompt_paths = [Path(p) for p in bar.prompt_files]
@@ -383,6 +384,24 @@ class _SuiteLoader(NodeReader):
                 self.template_names.get("user", ""),
             ),
         )
+
+    def target_files(self, root: Node, target: TargetSpec) -> None:
+        """What the target's reader cannot see without the files: its root is a folder,
+        each of its prompt_files globs matches a file there."""
+        if not target.root.is_dir():
+            self.add(
+                root.mark_at((TARGET_KEY, "root")),
+                f"target root {self.show(target.root)} is not a folder",
+                "root is relative to the suite folder",
+            )
+            return
+        for pattern in target.prompt_globs:
+            if not expand_globs(target.root, (pattern,)):
+                self.add(
+                    root.mark_at((TARGET_KEY, "prompt_files")),
+                    f"prompt_files {pattern!r} matches no file under {self.show(target.root)}",
+                    "globs are relative to the target's root (`**` matches any folders)",
+                )
 
     def jinja_templates(
         self,

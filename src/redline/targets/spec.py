@@ -19,8 +19,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from redline.documents.reading import NodeReader
-from redline.documents.yamlsource import Node
+from redline.casemodel import TARGET_KEY
+from redline.casemodel.effective import KeyReport, declare_suite_key
+from redline.casemodel.values import did_you_mean, kind_name
 from redline.provider_options import HTTP_TARGET_OPTIONS, TARGET_OPTIONS, Option
 
 #: The three ways a target is called; exactly one is written.
@@ -93,13 +94,13 @@ class TargetSpec:
         return None
 
     def prompt_files(self) -> tuple[Path, ...]:
-        return _expand(self.root, self.prompt_globs)
+        return expand_globs(self.root, self.prompt_globs)
 
     def code_files(self) -> tuple[Path, ...]:
         """The app's code besides its prompt files: `code:` globs, else what the target
         runs (a python target's top-level package, a command's files under root)."""
         prompts = set(self.prompt_files())
-        found = _expand(self.root, self.code_globs or self._default_code())
+        found = expand_globs(self.root, self.code_globs or self._default_code())
         return tuple(p for p in found if p not in prompts)
 
     def _default_code(self) -> tuple[str, ...]:
@@ -149,7 +150,8 @@ def _reads_model(body: object) -> bool:
     return False
 
 
-def _expand(root: Path, globs: tuple[str, ...]) -> tuple[Path, ...]:
+def expand_globs(root: Path, globs: tuple[str, ...]) -> tuple[Path, ...]:
+    """The files under `root` that `globs` match, in folder order."""
     if not globs:
         return ()
     matches = glob_matcher(globs)
@@ -182,67 +184,78 @@ def env_names(value: str) -> list[str]:
     return _ENV_USE.findall(value)
 
 
-class TargetReader(NodeReader):
-    """Reads `target:` of a suite.yaml into a `TargetSpec`, one problem per bad value."""
+KeyPath = tuple[str | int, ...]
+_KINDS_HINT = "e.g. target: {python: app.bot:answer}"
 
-    def __init__(self, reader: NodeReader, folder: Path) -> None:
-        super().__init__(reader.problems, reader.label, reader.assign)
+
+def read_target(value: Any, folder: str, report: KeyReport) -> TargetSpec | None:
+    """A suite's `target:` (its plain value) as a spec, each problem reported at its key
+    path; the suite loader and the guard read it alike (see `declare_suite_key`). Whether
+    `root` and `prompt_files` exist is for the loader, which has the files."""
+    return _TargetReader(Path(folder), report).read(value)
+
+
+class _TargetReader:
+    def __init__(self, folder: Path, report: KeyReport) -> None:
         self.folder = folder
+        self.report = report
+        self.problems = 0
 
-    def declared(self, node: Node, options: tuple[Option, ...], where: str) -> dict[str, Any]:
-        """The values written in `node`, each checked against its declaration (an unusable
-        one is reported at its line and read as its default), the defaults filled in."""
-        self.unknown_keys(node, [o.key for o in options], where)
+    def add(self, at: KeyPath, message: str, hint: str = "") -> None:
+        self.problems += 1
+        self.report(at, message, hint)
+
+    def declared(
+        self, data: Mapping[str, Any], at: KeyPath, options: tuple[Option, ...], where: str
+    ) -> dict[str, Any]:
+        """The values written in `data`, each checked against its declaration (an unusable
+        one is reported and read as its default), the defaults filled in."""
+        keys = [o.key for o in options]
+        for key in data:
+            if key not in keys:
+                self.add(
+                    (*at, str(key)),
+                    f"unknown key {key!r}{did_you_mean(str(key), keys)}",
+                    f"allowed in {where}: {', '.join(sorted(keys))}",
+                )
         values = {o.key: o.default for o in options}
         for option in options:
-            child = node.get(option.key)
-            if child is None:
+            if option.key not in data:
                 continue
-            value = child.plain()
+            value = data[option.key]
             problem = option.problem(value)
             if problem:
                 example = option.suggestion
                 hint = f"e.g. {option.key}: {example} ({option.meaning})" if example else ""
-                self.add(child.mark, f"{where}.{problem}", hint or option.meaning)
+                self.add((*at, option.key), f"{where}.{problem}", hint or option.meaning)
             else:
                 values[option.key] = value
         return values
 
-    def read(self, node: Node) -> TargetSpec | None:
-        if not node.is_map:
-            self.wrong_type(node, "target", "a mapping", "{python: app.bot:answer}")
+    def read(self, data: Any) -> TargetSpec | None:
+        at: KeyPath = ("target",)
+        if not isinstance(data, dict):
+            self.add(at, f"`target` must be a mapping, not {kind_name(data)}", _KINDS_HINT)
             return None
-        before = len(self.problems)
-        values = self.declared(node, TARGET_OPTIONS, "target")
-        kinds = [k for k in KINDS if node.get(k) is not None]
+        values = self.declared(data, at, TARGET_OPTIONS, "target")
+        kinds = [k for k in KINDS if data.get(k) is not None]
         if len(kinds) != 1:
             named = ", ".join(kinds) if kinds else "none of them"
-            self.add(
-                node.where,
-                f"`target` names exactly one of python, http, command (found {named})",
-                "e.g. target: {python: app.bot:answer}",
-            )
+            message = f"`target` names exactly one of python, http, command (found {named})"
+            self.add(at, message, _KINDS_HINT)
             return None
         kind = TargetKind(kinds[0])
-        root = Path(os.path.normpath(self.folder / str(values["root"])))
-        if not root.is_dir():
-            self.add(
-                node.get("root").mark if node.get("root") else node.where,  # type: ignore[union-attr]
-                f"target root {values['root']!r} is not a folder",
-                "root is relative to the suite folder",
-            )
-        ref, argv, http = self.kind_value(kind, node.get(kind.value), root)  # type: ignore[arg-type]
-        env = self.strings(node.get("env"), "env")
-        if len(self.problems) > before or ref is None:
+        ref, argv, http = self.kind_value(kind, data[kind.value])
+        env = self.strings(data.get("env"), (*at, "env"))
+        if self.problems or ref is None:
             return None
-        prompt_globs = _texts(values["prompt_files"])
-        spec = TargetSpec(
+        return TargetSpec(
             kind=kind,
             ref=ref,
-            root=root,
+            root=Path(os.path.normpath(self.folder / str(values["root"]))),
             argv=argv,
             http=http,
-            prompt_globs=prompt_globs,
+            prompt_globs=_texts(values["prompt_files"]),
             code_globs=_texts(values["code"]),
             model_env=values["model_env"] or None,
             timeout_s=float(values["timeout_s"]),
@@ -250,66 +263,55 @@ class TargetReader(NodeReader):
             max_memory_mb=values["max_memory_mb"],
             env=env,
         )
-        glob_node = node.get("prompt_files")
-        for pattern in prompt_globs:
-            if glob_node is not None and not _expand(root, (pattern,)):
-                self.add(
-                    glob_node.mark,
-                    f"prompt_files {pattern!r} matches no file under {root}",
-                    "globs are relative to the target's root (`**` matches any folders)",
-                )
-        return spec
 
     def kind_value(
-        self, kind: TargetKind, node: Node, root: Path
+        self, kind: TargetKind, value: Any
     ) -> tuple[str | None, tuple[str, ...], HttpSpec | None]:
         """What names the code; nothing when its declaration refused the value already."""
         option = next(o for o in TARGET_OPTIONS if o.key == kind.value)
-        if option.problem(node.plain()):
+        if option.problem(value):
             return None, (), None
+        at: KeyPath = ("target", kind.value)
         if kind is TargetKind.PYTHON:
-            ref = str(node.value)
-            if not _PYTHON_REF.match(ref.strip()):
+            ref = str(value).strip()
+            if not _PYTHON_REF.match(ref):
                 self.add(
-                    node.mark,
+                    at,
                     f"`python` must be `package.module:function`, got {ref!r}",
                     "e.g. python: app.bot:answer",
                 )
                 return None, (), None
-            return ref.strip(), (), None
+            return ref, (), None
         if kind is TargetKind.COMMAND:
-            argv = self.argv(node)
-            return (shlex.join(argv) if argv else None), argv, None
-        http = self.http(node)
+            if isinstance(value, list):
+                argv = tuple(str(v) for v in value)
+            else:
+                try:
+                    argv = tuple(shlex.split(str(value)))
+                except ValueError as exc:
+                    self.add(at, f"`command` cannot be split into words: {exc}")
+                    return None, (), None
+            return shlex.join(argv), argv, None
+        http = self.http(value, at)
         return (http.url if http else None), (), http
 
-    def argv(self, node: Node) -> tuple[str, ...]:
-        if node.is_scalar:
-            try:
-                return tuple(shlex.split(str(node.value)))
-            except ValueError as exc:
-                self.add(node.mark, f"`command` cannot be split into words: {exc}")
-                return ()
-        return tuple(str(c.value) for c in node.children())
-
-    def http(self, node: Node) -> HttpSpec | None:
-        values = self.declared(node, HTTP_TARGET_OPTIONS, "target.http")
-        if node.get("url") is None:
-            self.add(node.where, "`target.http` needs `url:`", "e.g. url: http://127.0.0.1:8000/a")
+    def http(self, data: Mapping[str, Any], at: KeyPath) -> HttpSpec | None:
+        values = self.declared(data, at, HTTP_TARGET_OPTIONS, "target.http")
+        if "url" not in data:
+            self.add(at, "`target.http` needs `url:`", "e.g. url: http://127.0.0.1:8000/answer")
             return None
         method = str(values["method"]).upper()
         if method not in ("POST", "PUT"):
-            self.add(node.get("method").mark, f"`method` must be POST or PUT, got {method!r}")  # type: ignore[union-attr]
-        headers = self.strings(node.get("headers"), "headers")
+            self.add((*at, "method"), f"`method` must be POST or PUT, got {method!r}")
+        headers = self.strings(data.get("headers"), (*at, "headers"))
         for key in ("answer", "tool_calls", "usage", "model"):
-            value = values[key]
-            if value is not None and not _is_path(str(value)):
+            path = values[key]
+            if path is not None and not _is_path(str(path)):
                 self.add(
-                    node.get(key).mark,  # type: ignore[union-attr]
-                    f"`{key}` must be a path like $.answer or $.choices[0].text, got {value!r}",
+                    (*at, key),
+                    f"`{key}` must be a path like $.answer or $.choices[0].text, got {path!r}",
                 )
-                return None
-        if method not in ("POST", "PUT"):
+        if self.problems:
             return None
         return HttpSpec(
             url=str(values["url"]),
@@ -325,18 +327,21 @@ class TargetReader(NodeReader):
             backoff_max_s=float(values["backoff_max_s"]),
         )
 
-    def strings(self, node: Node | None, key: str) -> dict[str, str]:
-        if node is None:
-            return {}
-        if self.mapping(node, key, "{X-App: value}") is None:
+    def strings(self, data: Any, at: KeyPath) -> dict[str, str]:
+        """A mapping of texts (headers, environment variables); its declaration has checked
+        that it is a mapping."""
+        if not isinstance(data, dict):
             return {}
         out: dict[str, str] = {}
-        for name, child in node.items():
-            if not child.is_scalar or isinstance(child.value, (dict, list)) or child.value is None:
-                self.wrong_type(child, f"{key}.{name}", "text", "value")
+        for name, value in data.items():
+            if value is None or isinstance(value, dict | list):
+                self.add((*at, str(name)), f"`{name}` must be text, not {kind_name(value)}")
                 continue
-            out[name] = str(child.value)
+            out[str(name)] = str(value)
         return out
+
+
+declare_suite_key(TARGET_KEY, read_target)
 
 
 _PATH = re.compile(r"^\$(\.[A-Za-z_][\w-]*|\[-?\d+\]|\[['\"][^'\"]+['\"]\])*$")

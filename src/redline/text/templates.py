@@ -89,10 +89,11 @@ def template_names(text: str, folders: tuple[str, ...] = ()) -> tuple[list[str],
     return names, included
 
 
-def template_vars(text: str) -> list[str]:
-    """The vars a prompt text reads: its `{{var}}`s, or a Jinja template's free names (none
-    for a template that does not parse: its syntax error is reported where it is read)."""
-    if not is_jinja(text):
+def template_vars(text: str, name: str = "") -> list[str]:
+    """The vars a prompt text (from file `name`) reads: its `{{var}}`s, or a Jinja
+    template's free names (none for a template that does not parse: its syntax error is
+    reported where it is read)."""
+    if not is_jinja(text, name):
         return placeholders(text)
     try:
         return template_names(text)[0]
