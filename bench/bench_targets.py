@@ -43,32 +43,32 @@ def _request(i: int) -> ChatRequest:
 
 
 def overhead(root: Path, name: str, samples: int) -> tuple[float, float]:
-    """(direct µs per sample, pool µs per sample), one sample at a time."""
+    """(direct µs per sample, pool µs per sample), medians, one sample at a time, the two
+    calls alternating so that a busy machine slows both alike."""
     sys.path.insert(0, str(root))
     import benchapp  # type: ignore[import-not-found]
 
     function = getattr(benchapp, name)
     from redline.targets.answer import case_payload, read_answer
 
-    started = time.perf_counter()
-    for i in range(samples):
-        read_answer(function(case_payload(_request(i), None)), latency_ms=0.0, model="")
-    direct = (time.perf_counter() - started) / samples * 1e6
     spec = TargetSpec(kind=TargetKind.PYTHON, ref=f"benchapp:{name}", root=root)
     target = PythonTarget(spec, None, workers=1)
 
-    async def pool() -> float:
+    async def both() -> tuple[float, float]:
         await target.complete(_request(-1))  # the worker starts and imports the app once
-        times = []
+        direct, pooled = [], []
         for i in range(samples):
             t = time.perf_counter()
+            read_answer(function(case_payload(_request(i), None)), latency_ms=0.0, model="")
+            direct.append(time.perf_counter() - t)
+            t = time.perf_counter()
             answer = await target.complete(_request(i))
-            times.append(time.perf_counter() - t)
+            pooled.append(time.perf_counter() - t)
             assert answer.ok, answer.error
         await target.aclose()
-        return statistics.fmean(times) * 1e6
+        return statistics.median(direct) * 1e6, statistics.median(pooled) * 1e6
 
-    return direct, asyncio.run(pool())
+    return asyncio.run(both())
 
 
 def import_rows(root: Path, rows: int) -> float:
@@ -100,7 +100,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "benchapp.py").write_text(APP, encoding="utf-8")
-        print(f"python target, {args.samples} samples one at a time (1 worker):")
+        print(f"python target, {args.samples} samples one at a time (1 worker), medians:")
         for name, what in (("instant", "returns at once"), ("works", "works 5 ms")):
             direct, pooled = overhead(root, name, args.samples)
             print(
