@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("presentation", "gitio", "transcript"),
     ("casemodel",),
     ("documents",),
-    ("config", "provider_options", "redaction"),
+    ("config", "provider_options", "redaction", "proxies", "httpio"),
     ("providers", "targets"),
     ("judge",),
     ("semantic",),
@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("suite", "intake"),
     ("running",),
     ("deciding", "ci"),
-    ("report", "guard", "pytest_plugin"),
+    ("report", "guard", "pytest_plugin", "reference"),
     ("cli", "apps"),
     ("__init__",),
 )
