@@ -377,7 +377,12 @@ HTTP_TARGET_OPTIONS: tuple[Option, ...] = (
     Option("tool_calls", OptionKind.TEXT, None, "path of the tool calls", example="$.calls"),
     Option("usage", OptionKind.TEXT, None, "path of the token usage", example="$.usage"),
     Option("model", OptionKind.TEXT, None, "path of the model id the app used", example="$.model"),
-    *(o for o in _http("", "") if o.key in ("max_retries", "backoff_base_s", "backoff_max_s")),
+    *(o for o in _http("", "") if o.key not in ("base_url", "api_key_env", "timeout_s")),
+)
+#: The keys of `HTTP_TARGET_OPTIONS` every provider reached over HTTP reads (retries,
+#: limits, trust), handed to the HTTP client as its provider options.
+HTTP_CLIENT_KEYS = tuple(
+    o.key for o in _http("", "") if o.key not in ("base_url", "api_key_env", "timeout_s")
 )
 
 

@@ -32,12 +32,7 @@ class HttpTarget(HttpProvider):
         settings = ProviderConfig(
             name="target",
             type="target",
-            options={
-                "timeout_s": spec.timeout_s,
-                "max_retries": spec.http.max_retries,
-                "backoff_base_s": spec.http.backoff_base_s,
-                "backoff_max_s": spec.http.backoff_max_s,
-            },
+            options={**spec.http.client, "timeout_s": spec.timeout_s},
         )
         self._resolved = {k: resolve_env(v, env)[0] for k, v in spec.http.headers.items()}
         self._secrets = [
@@ -50,6 +45,9 @@ class HttpTarget(HttpProvider):
             base_url=spec.http.url,
             api_key=self._secrets[0] if self._secrets else None,
             price=None,
+            ca_bundle=spec.root / str(bundle)
+            if (bundle := spec.http.client.get("ca_bundle"))
+            else None,
         )
         self.method = spec.http.method
 

@@ -22,7 +22,12 @@ from typing import Any
 from redline.casemodel import TARGET_KEY
 from redline.casemodel.effective import KeyReport, declare_suite_key
 from redline.casemodel.values import did_you_mean, kind_name
-from redline.provider_options import HTTP_TARGET_OPTIONS, TARGET_OPTIONS, Option
+from redline.provider_options import (
+    HTTP_CLIENT_KEYS,
+    HTTP_TARGET_OPTIONS,
+    TARGET_OPTIONS,
+    Option,
+)
 
 #: The three ways a target is called; exactly one is written.
 KINDS = ("python", "http", "command")
@@ -52,9 +57,8 @@ class HttpSpec:
     tool_calls: str | None = None
     usage: str | None = None
     model: str | None = None
-    max_retries: int = 4
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 30.0
+    #: The HTTP client's options (retries, limits, trust) as the declarations read them.
+    client: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -322,9 +326,7 @@ class _TargetReader:
             tool_calls=values["tool_calls"],
             usage=values["usage"],
             model=values["model"],
-            max_retries=int(values["max_retries"]),
-            backoff_base_s=float(values["backoff_base_s"]),
-            backoff_max_s=float(values["backoff_max_s"]),
+            client={key: values[key] for key in HTTP_CLIENT_KEYS},
         )
 
     def strings(self, data: Any, at: KeyPath) -> dict[str, str]:
