@@ -11,7 +11,7 @@ import pytest
 
 from casefiles import CASE_HEAD, write_suite
 from redline.cli import main
-from redline.deciding.baseline import baseline_case
+from redline.deciding.baseline import baseline_case, golden_reference
 from redline.report import build_run_report
 from redline.report.html import html_report
 from redline.report.junit import junit_xml
@@ -188,4 +188,5 @@ def test_a_golden_assistant_turn_reads_as_the_answer_it_describes(
         files={"golden.json": golden},
     )
     (case,) = load_suite(folder).cases
-    assert case.golden == expected
+    assert case.golden == golden  # the case keeps its golden verbatim
+    assert golden_reference(None, case.id, case.golden).text == expected

@@ -41,8 +41,9 @@ from typing import Any
 
 from redline.errors import BaselineMissing, CaseNotFound, ConfigError, RunNotFinished, UsageError
 from redline.running.store import RunStore
+from redline.suite.behavior import answer_of
 from redline.text.words import words
-from redline.transcript import sample_answer
+from redline.transcript import answer_text, sample_answer
 from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
@@ -552,6 +553,26 @@ class GoldenReference:
         return self.text is not None
 
 
+def golden_answer(golden: str) -> str:
+    """A case's `golden:` as an answer reads and is compared: a golden written as the
+    assistant's turn(s) in JSON (the call the model should have made) becomes its text and
+    calls (`redline.transcript`, call ids left out); any other golden stays verbatim."""
+    if not golden.lstrip().startswith(("{", "[")):
+        return golden
+    try:
+        data = json.loads(golden)
+    except (json.JSONDecodeError, RecursionError):
+        return golden
+    turns = data if isinstance(data, list) else [data]
+    if not turns or not all(isinstance(m, dict) and m.get("role") for m in turns):
+        return golden
+    try:
+        answer = answer_of(data)
+    except ValueError:
+        return golden
+    return answer_text(answer.text, answer.tool_calls, with_ids=False)
+
+
 def golden_reference(
     baseline: Baseline | None, case_id: str, case_golden: str | None
 ) -> GoldenReference:
@@ -575,7 +596,7 @@ def golden_reference(
             f"{accepted.samples} passed) has no passing sample to keep"
         )
     if case_golden is not None:
-        return GoldenReference(case_golden, f"{own}: {why}")
+        return GoldenReference(golden_answer(case_golden), f"{own}: {why}")
     return GoldenReference(
         None,
         f"No golden output: {why}, and the case has no `golden:` reference answer. "

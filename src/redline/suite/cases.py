@@ -29,7 +29,6 @@ from redline.casemodel import (
     TARGET_KEY,
     prompt_file,
 )
-from redline.casemodel.conversation import assistant_turn
 from redline.casemodel.effective import (
     EffectiveAssertion,
     EffectiveCase,
@@ -50,7 +49,6 @@ from redline.documents.yamlsource import type_name as yaml_type
 from redline.errors import Problem, ProblemsError, relpath
 from redline.targets.spec import TargetSpec, expand_globs
 from redline.text.templates import TemplateProblem, is_jinja, render, template_names
-from redline.transcript import answer_text
 from redline.vocabulary.messages import (
     Message,
     ResponseFormat,
@@ -631,22 +629,13 @@ class _CaseLoader:
             assertions=assertions,
             files=tuple(dict.fromkeys(self.files)),
             sampling=_plan(case),
-            golden=self.golden_answer(case),
+            golden=None if case.golden is None else str(case.golden.value),
             quarantine=_quarantine(case),
             settings={key: setting.value for key, setting in case.settings.items()},
             messages=case.conversation.messages,
             tool_results=case.conversation.tool_results,
             response_format=case.conversation.response_format,
         )
-
-    def golden_answer(self, case: EffectiveCase) -> str | None:
-        """A golden given as an assistant turn, read as an answer is shown and compared: its
-        text, then each tool call (`redline.transcript`); any other golden stays verbatim."""
-        if case.golden is None:
-            return None
-        golden = str(case.golden.value)
-        turn = assistant_turn(golden, self.path.parent.as_posix())
-        return golden if turn is None else answer_text(turn.text, turn.tool_calls, with_ids=False)
 
     def check_message_templates(
         self, root: Node, messages: tuple[Message, ...], variables: Mapping[str, str]
