@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from exampleapp import write_app
 from redline.casemodel import CASE_KEYS, SUITE_KEYS, case_keys, declared_types
 from redline.cli import build_parser
 from redline.config import CONFIG_KEYS, load_config
@@ -94,7 +95,14 @@ def load_page_examples(root: Path, page: str) -> dict[str, Case]:
     """Every case-file example of one page, loaded by redline's own loader in a suite (the
     page's own suite example, else the README's), by case id."""
     kinds = yaml_examples(page)
-    suite_yaml = (kinds["suites"] or yaml_examples("README.md")["suites"])[0]
+    # A suite whose target is an app (docs/targets.md) loads beside the example app.
+    targets = [s for s in kinds["suites"] if "\ntarget:" in s]
+    for i, text in enumerate(targets):
+        app = write_app(root / f"app-{i}")
+        (app / "suite.yaml").write_text(text, encoding="utf-8")
+        assert load_suite(app).target is not None
+    suites = [s for s in kinds["suites"] if s not in targets]
+    suite_yaml = (suites or yaml_examples("README.md")["suites"])[0]
     written = {f"case-{i}.yaml": case for i, case in enumerate(dict.fromkeys(kinds["cases"]))}
     whole = CASE_HEAD + "assert: [{type: is-json}]\n"
     written |= {f"fragment-{i}.yaml": whole + f for i, f in enumerate(kinds["fragments"])}
@@ -110,7 +118,7 @@ def load_page_examples(root: Path, page: str) -> dict[str, Case]:
     root.mkdir(parents=True, exist_ok=True)
     (root / "pyproject.toml").write_text(CHECKER_CONFIG, encoding="utf-8")
     suite = load_suite(example_suite(root, suite_yaml, written), load_config(root))
-    for i, other in enumerate(kinds["suites"][1:]):
+    for i, other in enumerate(suites[1:]):
         assert load_suite(example_suite(root / str(i), other, {"c.yaml": kinds["cases"][0]})).cases
     return {case.id: case for case in suite.cases}
 

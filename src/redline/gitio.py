@@ -608,3 +608,15 @@ def _parse_raw(out: str) -> list[FileChange]:
             i += 2
         changes.append(FileChange(kind, old_path, new_path, submodule))
     return changes
+
+
+def add_worktree(repo: Repo, rev: str, dest: Path) -> None:
+    """A detached checkout of `rev` at `dest` (a temporary git worktree): the code of a
+    revision, runnable as it was, without touching the user's checkout."""
+    repo.run("worktree", "add", "--detach", "--quiet", str(dest), rev)
+
+
+def remove_worktree(top: Path, dest: Path) -> None:
+    """Remove a worktree made by `add_worktree` and git's record of it."""
+    _git(("worktree", "remove", "--force", str(dest)), top)
+    _git(("worktree", "prune"), top)

@@ -48,6 +48,9 @@ class OptionKind(StrEnum):
     NUMBER = "number"
     WHOLE = "whole"  # a whole number
     BOOLEAN = "boolean"
+    TEXTS = "texts"  # non-empty text or a list of them (globs, a command's words)
+    MAPPING = "mapping"  # a mapping (headers, environment variables)
+    ANY = "any"  # any value (a JSON body template)
 
 
 _WHAT = {
@@ -57,6 +60,9 @@ _WHAT = {
     OptionKind.NUMBER: "a number",
     OptionKind.WHOLE: "a whole number",
     OptionKind.BOOLEAN: "true or false",
+    OptionKind.TEXTS: "text or a list of texts",
+    OptionKind.MAPPING: "a mapping",
+    OptionKind.ANY: "any value",
 }
 
 
@@ -124,6 +130,13 @@ class Option:
             return is_number(value)
         if self.kind is OptionKind.WHOLE:
             return is_whole(value)
+        if self.kind is OptionKind.TEXTS:
+            items = value if isinstance(value, list) else [value]
+            return bool(items) and all(isinstance(i, str) and i.strip() for i in items)
+        if self.kind is OptionKind.MAPPING:
+            return isinstance(value, dict)
+        if self.kind is OptionKind.ANY:
+            return True
         return isinstance(value, bool)
 
     def _out_of_range(self, value: Any) -> bool:
@@ -251,6 +264,126 @@ PROVIDER_KINDS: Mapping[str, ProviderKind] = {
         ),
     ),
 }
+
+
+#: A suite's `target:` (suite.yaml): the team's own code that answers instead of a model,
+#: read by `redline.targets.spec` against these declarations (one of python, http and
+#: command names it; paths are relative to the suite folder).
+TARGET_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "python", OptionKind.TEXT, None, "a function called with the case", example="app.bot:answer"
+    ),
+    Option(
+        "http",
+        OptionKind.MAPPING,
+        None,
+        "your app's endpoint (see the http options)",
+        example="{url: http://127.0.0.1:8000/answer}",
+    ),
+    Option(
+        "command",
+        OptionKind.TEXTS,
+        None,
+        "an executable reading the case as JSON on stdin",
+        example="[python, -m, app.cli]",
+    ),
+    Option(
+        "root",
+        OptionKind.TEXT,
+        ".",
+        "the app's folder (python's sys.path, the command's working folder)",
+        example="../..",
+    ),
+    Option(
+        "prompt_files",
+        OptionKind.TEXTS,
+        None,
+        "globs of the app's prompt files, under root",
+        example="[app/prompts/**/*.j2]",
+    ),
+    Option(
+        "code",
+        OptionKind.TEXTS,
+        None,
+        "globs of the rest of the app's code (one input)",
+        example="[app/**/*.py]",
+        default_words="the python target's package",
+    ),
+    Option(
+        "model_env",
+        OptionKind.KEY_VARIABLE,
+        None,
+        "the variable the app reads its model id from",
+        example="APP_MODEL",
+    ),
+    Option(
+        "timeout_s",
+        OptionKind.NUMBER,
+        60.0,
+        "seconds one sample may take (then the target is stopped)",
+        minimum=0,
+        above_minimum=True,
+    ),
+    Option(
+        "workers",
+        OptionKind.WHOLE,
+        None,
+        "python worker processes",
+        minimum=1,
+        example=4,
+        default_words="the run's concurrency",
+    ),
+    Option(
+        "max_memory_mb",
+        OptionKind.WHOLE,
+        None,
+        "memory one python worker or command may use",
+        minimum=16,
+        example=1024,
+        default_words="no limit",
+    ),
+    Option(
+        "env",
+        OptionKind.MAPPING,
+        None,
+        "environment variables set for the target (values may read ${VAR})",
+        example="{APP_URL: ${STAGING_URL}}",
+    ),
+)
+#: `target.http`: the endpoint, where the answer is in its response, and the retries every
+#: provider reached over HTTP makes.
+HTTP_TARGET_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "url", OptionKind.URL, None, "your app's endpoint", example="http://127.0.0.1:8000/answer"
+    ),
+    Option("method", OptionKind.TEXT, "POST", "POST or PUT"),
+    Option(
+        "headers",
+        OptionKind.MAPPING,
+        None,
+        "request headers (${VAR} reads the environment, redacted)",
+        example="{x-app-key: ${APP_KEY}}",
+    ),
+    Option(
+        "body",
+        OptionKind.ANY,
+        None,
+        "the JSON body; its strings are templates over the case",
+        default_words="the case itself",
+    ),
+    Option(
+        "answer", OptionKind.TEXT, "$", "path of the answer in the response", example="$.data.reply"
+    ),
+    Option("tool_calls", OptionKind.TEXT, None, "path of the tool calls", example="$.calls"),
+    Option("usage", OptionKind.TEXT, None, "path of the token usage", example="$.usage"),
+    Option("model", OptionKind.TEXT, None, "path of the model id the app used", example="$.model"),
+    *(o for o in _http("", "") if o.key not in ("base_url", "api_key_env", "timeout_s")),
+)
+#: The keys of `HTTP_TARGET_OPTIONS` every provider reached over HTTP reads (retries,
+#: limits, trust), handed to the HTTP client as its provider options.
+HTTP_CLIENT_KEYS = tuple(
+    o.key for o in _http("", "") if o.key not in ("base_url", "api_key_env", "timeout_s")
+)
 
 
 def _named(value: Any) -> str:

@@ -484,10 +484,19 @@ class _CaseRunner:
         if suite.name not in self.pipelines:
             from redline.redaction import KeyRedactor
             from redline.running.pipeline import SamplePipeline
+            from redline.targets.factory import make_target, unpinned
 
-            model = self.config.model(suite.model)
+            if suite.target is not None:
+                model = self.config.model(suite.model) if suite.model else unpinned(suite.target)
+                key = f"target:{suite.name}"
+                if key not in self.providers:
+                    self.providers[key] = make_target(suite.target, model, self.config.concurrency)
+                provider = self.providers[key]
+            else:
+                model = self.config.model(suite.model)
+                provider = self.provider(model.alias)
             self.pipelines[suite.name] = SamplePipeline(
-                self.provider(model.alias),
+                provider,
                 run_id=f"pytest-{self.session_id}",
                 model_name=model.name,
                 judges=self.judge_session(suite),

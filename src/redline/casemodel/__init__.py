@@ -44,8 +44,19 @@ FROZEN_SEED = "frozen"
 #: Suite keys that say what every case's request sends besides the prompt text (a prompt
 #: change when edited).
 CONVERSATION_KEYS = ("messages", "tools", "tool_choice", "response_format")
+#: `target:` names the team's own code that answers instead of a model (redline.targets).
+TARGET_KEY = "target"
 SUITE_KEYS = frozenset(
-    {"name", "prompt", "samples", "tier", "description", *GENERATION_KEYS, *CONVERSATION_KEYS}
+    {
+        "name",
+        "prompt",
+        "samples",
+        "tier",
+        "description",
+        TARGET_KEY,
+        *GENERATION_KEYS,
+        *CONVERSATION_KEYS,
+    }
 )
 PROMPT_KEYS = frozenset({"system", "user"})
 CASE_KEYS = frozenset(

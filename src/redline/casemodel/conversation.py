@@ -565,6 +565,21 @@ class ConversationReader:
         self.report(at, f"{where + ': ' if where else ''}{message}, not {kind_name(value)}", "")
 
 
+def assistant_turn(text: str, folder: str) -> Message | None:
+    """A golden answer written as an assistant turn (JSON in either wire format, e.g. the
+    call the model should have made), else None: the golden is plain text."""
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("role") != Role.ASSISTANT.value:
+        return None
+    problems: list[str] = []
+    reader = ConversationReader(lambda _at, message, _hint: problems.append(message), folder, None)
+    turns = reader._message(data, (), "", folder)
+    return turns[0] if len(turns) == 1 and not problems else None
+
+
 def image_type(data: bytes) -> str | None:
     """The media type of an image's bytes (PNG, JPEG, GIF, WebP), None when it is none."""
     import puremagic

@@ -37,6 +37,7 @@ from redline.casemodel import (
     SAMPLES_KEYS,
     SUITE_FILE,
     SUITE_KEYS,
+    TARGET_KEY,
     TIERS,
     AssertionModel,
     Compare,
@@ -59,7 +60,7 @@ from redline.casemodel.values import (
     show,
     utf8_problem,
 )
-from redline.text.templates import fill, placeholders
+from redline.text.templates import fill, template_vars
 from redline.vocabulary.messages import (
     Message,
     ResponseFormat,
@@ -186,6 +187,8 @@ class SuiteBar:
     prompt_files: tuple[str, ...] = field(default=(), compare=False)
     #: What every case's request sends besides the prompt text, as read (files included).
     conversation: SuiteConversation = field(default_factory=SuiteConversation, compare=False)
+    #: What the readers declared for suite keys beyond the case-file model gave (`target`).
+    extras: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -238,6 +241,18 @@ class EffectiveCase:
         return int(self.required.value) / max(1, int(self.samples.value))
 
 
+#: (where, message, hint): how a reader of a suite key reports a problem.
+KeyReport = Callable[[KeyPath, str, str], None]
+_SUITE_KEY_READERS: dict[str, Callable[[Any, str, KeyReport], Any]] = {}
+
+
+def declare_suite_key(key: str, reader: Callable[[Any, str, KeyReport], Any]) -> None:
+    """Have `reader(value, suite folder, report)` read suite key `key` wherever a suite is
+    read (the loader and the guard alike); what it returns is in `SuiteBar.extras[key]`.
+    A module whose concept owns the key (a suite's `target:`) declares it once."""
+    _SUITE_KEY_READERS[key] = reader
+
+
 def suite_bar(
     data: Any,
     folder: str = "",
@@ -260,8 +275,16 @@ def suite_bar(
     if prompt is not None and read is not None:
         templates = _templates(checks, prompt, folder, read, show_path or _same, files)
     conversation = _suite_conversation(checks, data, folder, read, show_path or _same)
-    used = placeholders(templates[0] + "\n" + templates[1]) if templates else []
-    system_used = placeholders(templates[0]) if templates else []
+    names = [posixpath.basename(prompt_file(k, v) or "") for k, v in (prompt or {}).items()]
+    named = dict(zip((prompt or {}).keys(), names, strict=True))
+    system_used = template_vars(templates[0], named.get("system", "")) if templates else []
+    used = [*system_used, *template_vars(templates[1], named.get("user", ""))] if templates else []
+    used = list(dict.fromkeys(used))
+    extras = {
+        key: read_key(data[key], folder, checks.add)
+        for key, read_key in _SUITE_KEY_READERS.items()
+        if key in data
+    }
     return SuiteBar(
         Setting(samples, "samples" not in data, at=("samples",)),
         Setting(tier or DEFAULT_TIER, "tier" not in data, at=("tier",)),
@@ -278,6 +301,7 @@ def suite_bar(
         system_placeholders=tuple(system_used),
         conversation=conversation,
         issues=tuple(checks.issues),
+        extras=extras,
     )
 
 
@@ -573,6 +597,8 @@ def _rate(
 
 def _model(checks: _Checks, data: Mapping[str, Any]) -> str | None:
     value = data.get("model", _ABSENT)
+    if value is _ABSENT and TARGET_KEY in data:
+        return None  # the target chooses its model and reports it with each answer
     if value is _ABSENT:
         checks.add((), f"{SUITE_FILE} needs `model:`", "name a model alias from the config")
         return None
@@ -596,6 +622,8 @@ def _seed(checks: _Checks, data: Mapping[str, Any]) -> int | None:
 
 def _prompt(checks: _Checks, data: Mapping[str, Any]) -> dict[str, str] | None:
     node = data.get("prompt", _ABSENT)
+    if node is _ABSENT and TARGET_KEY in data:
+        return None  # the target's own prompt files are its prompt
     if node is _ABSENT:
         hint = "prompt: {system: prompts/system.txt, user: '{{document}}'}"
         checks.add((), f"{SUITE_FILE} needs `prompt:`", hint)

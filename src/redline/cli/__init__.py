@@ -143,6 +143,8 @@ COMMANDS: dict[str, _Command] = {
         "label", "label a run's outputs pass/fail against a rubric, blind to the judge"
     ),
     "calibrate": _Command("calibrate", "measure a rubric judge against the labels (Cohen's kappa)"),
+    "case": _Command("case_new", "write a case from a logged exchange (case new --from FILE)"),
+    "cases": _Command("cases_import", "write cases from a CSV or JSONL table (cases import)"),
 }
 
 

@@ -8,7 +8,13 @@ from pathlib import Path
 from redline.cli import ExitCode
 from redline.config import load_config
 from redline.errors import Problem, ProblemsError
-from redline.provider_options import PROVIDER_KINDS, Option, toml_value
+from redline.provider_options import (
+    HTTP_TARGET_OPTIONS,
+    PROVIDER_KINDS,
+    TARGET_OPTIONS,
+    Option,
+    toml_value,
+)
 from redline.providers.factory import request_problems
 from redline.running.options import RunOptions
 from redline.running.planning import mixed_models, samples_for
@@ -34,17 +40,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _provider_options() -> str:
-    """Every option of each provider type, as the config reader checks it."""
+    """Every option of each provider type and of a suite's target, as they are checked."""
     lines = ["provider options, by type (a [providers.NAME] table; checked like the rest):"]
     for kind in PROVIDER_KINDS.values():
         lines.append(f'  type = "{kind.name}"')
         lines += [f"    {o.key:<18} {o.meaning}; {o.expected}; {_default(o)}" for o in kind.options]
+    lines.append("target options (suite.yaml `target:`, your own code; see docs/targets.md):")
+    for where, options in (("target", TARGET_OPTIONS), ("target.http", HTTP_TARGET_OPTIONS)):
+        lines.append(f"  {where}:")
+        lines += [f"    {o.key:<18} {o.meaning}; {o.expected}; {_default(o)}" for o in options]
     return "\n".join(lines)
 
 
 def _default(option: Option) -> str:
     if option.default is None:
-        return "unset by default"
+        return f"default: {option.default_words}" if option.default_words else "unset by default"
     words = f" ({option.default_words})" if option.default_words else ""
     return f"default {toml_value(option.default)}{words}"
 
@@ -63,10 +73,14 @@ def run(args: argparse.Namespace) -> int:
     for suite in suites:
         alias = suite.model
         pinned = config.models[alias].id if alias in config.models else alias
+        answered = f"model {alias} = {pinned}"
+        if suite.target is not None:
+            model = f"model {alias} = {pinned}" if alias else "its model reported per answer"
+            answered = f"target {suite.target.label}, {model}"
         print(
             f"{suite.name}: {len(suite.cases)} cases, "
             f"{sum(len(c.assertions) for c in suite.cases)} assertions, "
-            f"model {alias} = {pinned}, {_samples_text(suite)}, tier {suite.tier}"
+            f"{answered}, {_samples_text(suite)}, tier {suite.tier}"
         )
     plans = [samples_for(RunOptions(), c) for s in suites for c in s.cases]
     most = sum(n for n, _ in plans)

@@ -20,12 +20,14 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from redline.config import PROVIDER_TYPES, Config, ModelRef
+from redline.deciding.cause_target import model_arm_skipped, reference_arm_skipped
 from redline.deciding.changes import Change, ChangeItem, SuiteAt, pinned, with_model
 from redline.deciding.stats import wilson_interval
 from redline.errors import UsageError
 from redline.running.manifest import sample_configuration
 from redline.running.store import RunStore
 from redline.suite.cases import Suite
+from redline.targets.factory import UNPINNED
 from redline.vocabulary.records import RunKind, RunRecord
 from redline.vocabulary.verdicts import Verdict
 
@@ -289,7 +291,22 @@ def plan_arms(
     plan = ArmPlan([], [], [])
     if Change.CASE in kinds or Change.VARS in kinds or ref is None:
         return plan
-    if Change.PROMPT in kinds or any(c.generation for c in changes):
+    target = red.suite.target
+    no_reference = reference_arm_skipped(target) if target is not None else None
+    prompt_changed = Change.PROMPT in kinds or any(c.generation for c in changes)
+    if prompt_changed and no_reference is not None:
+        label = f"reference prompt ({reference_revision[:12]}) through {red.suite.target.label}"  # type: ignore[union-attr]
+        plan.notes.append(no_reference)
+        plan.skipped.append(
+            ArmCounts(
+                ArmKind.REFERENCE_PROMPT,
+                label,
+                run.model_id,
+                reference_revision,
+                skipped=no_reference,
+            )
+        )
+    elif prompt_changed:
         suite = dataclasses.replace(
             red.suite,
             system_template=ref.suite.system_template,
@@ -301,6 +318,8 @@ def plan_arms(
             response_format=ref.suite.response_format,
             max_tokens=ref.suite.max_tokens,
             temperature=ref.suite.temperature,
+            target=ref.suite.target,
+            template_names=ref.suite.template_names,
         )
         label = f"reference prompt ({reference_revision[:12]}) on {pinned(run.model_id)}"
         plan.arms.append(
@@ -314,10 +333,16 @@ def plan_arms(
                 reference_revision,
             )
         )
+    no_model = model_arm_skipped(target) if target is not None else None
     if Change.MODEL in kinds and ref.model_id is not None:
         label = f"your prompt on the reference model {pinned(ref.model_id)}"
         model = _callable(config, ref.model_id)
-        if model is not None:
+        if no_model is not None:
+            plan.notes.append(no_model)
+            plan.skipped.append(
+                ArmCounts(ArmKind.REFERENCE_MODEL, label, ref.model_id, red_rev, skipped=no_model)
+            )
+        elif model is not None:
             plan.arms.append(
                 _arm(
                     config,
@@ -362,6 +387,8 @@ def _callable(config: Config, model_id: str) -> ModelRef | None:
     if ":" not in model:
         return None
     provider, name = model.split(":", 1)
+    if provider == UNPINNED:
+        return ModelRef(alias="", provider=provider, name=name)
     if provider not in config.providers and provider not in PROVIDER_TYPES:
         return None
     return ModelRef(alias="", provider=provider, name=name)

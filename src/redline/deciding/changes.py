@@ -16,6 +16,7 @@ from typing import Any
 
 from redline.casemodel import SUITE_FILE, prompt_file, suite_name
 from redline.config import Config, ModelRef, pinned_models
+from redline.deciding.cause_target import Worktrees, is_target_suite, target_changes
 from redline.documents.yamlsource import plain_data
 from redline.errors import GitError, ProblemsError, RedlineError, UsageError
 from redline.gitio import Repo, export_tree, file_at, list_files, repo_path, work_tree
@@ -69,6 +70,7 @@ def find_changes(red: SuiteAt, ref: SuiteAt | None, case_id: str) -> list[Change
     for name in ("messages", "tools", "tool_choice", "response_format"):
         if getattr(rs, name) != getattr(fs, name):
             found.append(ChangeItem(Change.PROMPT, f"suite {name}"))
+    found += [ChangeItem(Change.PROMPT, detail) for detail in target_changes(rs, fs)]
     if red.model_id and ref.model_id and pinned(red.model_id) != pinned(ref.model_id):
         found.append(ChangeItem(Change.MODEL, f"{ref.model_id} → {red.model_id}"))
     for name in ("max_tokens", "temperature", "samples", "tier"):
@@ -139,8 +141,11 @@ class SuiteExport:
         self.suite = suite
         self.notes: list[str] = []
         self._tmp = tempfile.TemporaryDirectory(prefix="redline-cause-")
+        #: A target suite's sides, checked out whole: its code runs as it was.
+        self._worktrees = Worktrees(Path(self._tmp.name))
 
     def close(self) -> None:
+        self._worktrees.close()
         self._tmp.cleanup()
 
     def suite_dir(self, repo: Repo, red_commit: str) -> str:
@@ -186,12 +191,15 @@ class SuiteExport:
         spec_bytes = file_at(repo, rev, f"{suite_dir}/{SUITE_FILE}".lstrip("/"))
         if spec_bytes is None:
             return None
-        dest = Path(self._tmp.name) / side
-        export_tree(repo, rev, suite_dir, dest / suite_dir)
         try:
             spec = plain_data(spec_bytes)
         except ValueError:
             spec = None
+        if is_target_suite(spec):
+            dest = self._worktrees.checkout(repo, rev, side)
+        else:
+            dest = Path(self._tmp.name) / side
+            export_tree(repo, rev, suite_dir, dest / suite_dir)
         for ref in _prompt_refs(spec):
             normal = PurePosixPath(*_normalise((PurePosixPath(suite_dir) / ref).as_posix()))
             data = file_at(repo, rev, str(normal))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from redline.casemodel import CONVERSATION_KEYS, RETIRED_DIR, SUITE_FILE
+from redline.casemodel import CONVERSATION_KEYS, RETIRED_DIR, SUITE_FILE, TARGET_KEY
 from redline.casemodel.diff import BarChange, diff_cases
 from redline.casemodel.effective import EffectiveCase, case_id
 from redline.config import pinned_in, redline_table, suite_folders
@@ -39,6 +39,7 @@ from redline.guard._documents import (
     without_bars,
 )
 from redline.guard._findings import Finding, GuardReport, Kind, unique
+from redline.targets.spec import glob_matcher
 
 CONFIG_NAMES = ("redline.toml", "pyproject.toml")
 
@@ -262,7 +263,23 @@ def _prompt_files(side: Side, folder: str, suite: Any) -> list[tuple[str, str]]:
     for key in CONVERSATION_KEYS:
         value = suite.get(key) if isinstance(suite, dict) else None
         found += [(key, join_path(folder, ref)) for ref in _nested_refs(value)]
-    return found
+    return found + _target_prompt_files(side, folder, suite)
+
+
+def _target_prompt_files(side: Side, folder: str, suite: Any) -> list[tuple[str, str]]:
+    """(`target`, repository path) of each file a suite's target declares as its prompt."""
+    target = suite.get(TARGET_KEY) if isinstance(suite, dict) else None
+    globs = target.get("prompt_files") if isinstance(target, dict) else None
+    if isinstance(globs, str):
+        globs = [globs]
+    if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
+        return []
+    assert isinstance(target, dict)
+    root = target.get("root")
+    base = join_path(folder, root if isinstance(root, str) else ".")
+    matches = glob_matcher(globs)
+    under = side.snap.files([base] if base else [])
+    return [(TARGET_KEY, f) for f in under if matches(f[len(base) + 1 :] if base else f)]
 
 
 def _nested_refs(value: Any) -> list[str]:

@@ -65,6 +65,8 @@ class HttpProvider(ABC):
     """Base of the HTTP providers; subclasses implement the vendor wire format."""
 
     max_parallel: int | None = None
+    #: The HTTP method requests are sent with.
+    method = "POST"
 
     def __init__(
         self,
@@ -142,7 +144,9 @@ class HttpProvider(ABC):
             attempt_started = time.perf_counter()
             wait: float | None = None
             try:
-                response = await self._client.request("POST", url, body=content, headers=headers)
+                response = await self._client.request(
+                    self.method, url, body=content, headers=headers
+                )
             except HttpFailure as exc:
                 error = f"transport error: {exc}"
                 if exc.unreachable and not self._answered:

@@ -87,10 +87,34 @@ def suite_manifest(suite: Suite, model_id: str) -> dict[str, str]:
     conversation = conversation_digest(suite)
     if conversation is not None:
         manifest[prompt_key(suite, CONVERSATION_PART)] = conversation
+    if suite.target is not None:
+        manifest[f"{suite.path.name}/{TARGET_KEY}"] = suite.target.label
+        manifest[code_key(suite)] = code_digest(suite.target.root, suite.target.code_files())
     manifest[MODEL_KEY] = model_id
     manifest[VERSION_KEY] = __version__
     manifest[WORD_COUNTING_KEY] = COUNTING_RULE
     return dict(sorted(manifest.items()))
+
+
+#: Manifest keys of a target: what it is, and its code besides its prompt files (one input).
+TARGET_KEY = "@target"
+CODE_KEY = "@code"
+
+
+def code_key(suite: Suite) -> str:
+    """Manifest key of the hash of a target's code (shown as "code changed" when it moves)."""
+    return f"{suite.path.name}/{CODE_KEY}"
+
+
+def code_digest(root: Path, files: tuple[Path, ...]) -> str:
+    """SHA-256 over the target's code files, each by its path under `root` and its bytes."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        name = Path(os.path.relpath(path, root)).as_posix().encode("utf-8")
+        content = path.read_bytes()
+        digest.update(len(name).to_bytes(8, "big") + name)
+        digest.update(len(content).to_bytes(8, "big") + content)
+    return digest.hexdigest()
 
 
 def case_hash(case: Case, folders: dict[Path, str] | None = None) -> str:
@@ -167,6 +191,9 @@ def sample_configuration(suite: Suite, case: Case, model_id: str) -> str:
         _add(digest, part.encode("utf-8"))
     for path in suite.prompt_files:
         _add(digest, path.read_bytes())
+    if suite.target is not None:  # the app's code shapes its answers as its prompt does
+        _add(digest, suite.target.label.encode("utf-8"))
+        _add(digest, code_digest(suite.target.root, suite.target.code_files()).encode("ascii"))
     base = case.path.parent
     for path in sorted(case.files, key=lambda p: os.path.relpath(p, base)):
         _add(digest, os.path.relpath(path, base).encode("utf-8"))

@@ -221,6 +221,7 @@ def case_request(
         seed=seed,
         sample=sample,
         settled=settled,
+        vars=case.vars,
     )
 
 

@@ -16,6 +16,7 @@ from redline.errors import CaseNotFound, UsageError, relpath
 from redline.running.options import RunOptions
 from redline.running.pipeline import SampleJob, costly
 from redline.running.seeds import sample_seed
+from redline.targets.factory import suites_target, unpinned
 from redline.vocabulary.sequential import SequentialDraw, SequentialPlan, adaptive_plan
 from redline.vocabulary.verdicts import Verdict
 
@@ -134,9 +135,13 @@ def planned_samples(
 
 
 def run_model(suites: Sequence[Suite], config: Config, options: RunOptions) -> ModelRef:
-    """The one pinned model a run uses: `--model`, else the suites' common alias."""
+    """The one pinned model a run uses: `--model`, else the suites' common alias (a
+    target that chooses its own model: a model named after the target)."""
     if options.model_alias is not None:
         return config.model(options.model_alias)
+    target = suites_target(suites)
+    if target is not None and not any(s.model for s in suites):
+        return unpinned(target)
     mixed = mixed_models(suites)
     if mixed is not None:
         raise UsageError(mixed)
@@ -146,7 +151,7 @@ def run_model(suites: Sequence[Suite], config: Config, options: RunOptions) -> M
 def mixed_models(suites: Sequence[Suite]) -> str | None:
     """Why these suites cannot be one run (a run records one pinned model), naming each
     suite's `model:` line and the commands that run them; None when they share a model."""
-    aliases = sorted({s.model for s in suites})
+    aliases = sorted({s.model for s in suites if s.model})
     if len(aliases) < 2:
         return None
     where = "; ".join(f"{_model_line(s)}: model {s.model} (suite {s.name})" for s in suites)

@@ -54,6 +54,7 @@ from redline.running.run_record import (
 from redline.running.schedule import Schedule
 from redline.running.seeds import sample_seed
 from redline.running.store import HEARTBEAT_S, RunStore, new_run_id
+from redline.targets.factory import make_target, suites_target
 from redline.vocabulary.records import RunKind, RunRecord
 
 if TYPE_CHECKING:
@@ -96,6 +97,9 @@ async def execute_run(
         provider = provider or replay
     else:
         model = run_model(suites, config, options)
+        target = suites_target(suites)
+        if provider is None and target is not None:
+            provider = make_target(target, model, options.concurrency or config.concurrency)
         provider = provider or make_provider(model, config, os.environ)
     try:
         return await _execute(suites, config, store, options, progress, provider, model)

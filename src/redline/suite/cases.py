@@ -26,6 +26,8 @@ from redline.casemodel import (
     DEFAULT_MAX_STEPS,
     RETIRED_DIR,
     SUITE_FILE,
+    TARGET_KEY,
+    prompt_file,
 )
 from redline.casemodel.effective import (
     EffectiveAssertion,
@@ -45,7 +47,8 @@ from redline.documents.yamlsource import (
 )
 from redline.documents.yamlsource import type_name as yaml_type
 from redline.errors import Problem, ProblemsError, relpath
-from redline.text.templates import fill
+from redline.targets.spec import TargetSpec, expand_globs
+from redline.text.templates import TemplateProblem, is_jinja, render, template_names
 from redline.vocabulary.messages import (
     Message,
     ResponseFormat,
@@ -153,10 +156,21 @@ class Suite:
     tools: tuple[ToolDefinition, ...] = ()
     tool_choice: ToolChoice | None = None
     response_format: ResponseFormat | None = None
+    #: The team's own code that answers instead of a model (`target:`).
+    target: TargetSpec | None = None
+    #: The file names of the system and user templates ("" when written inline): a `.j2`
+    #: file is always rendered by Jinja.
+    template_names: tuple[str, str] = ("", "")
 
     def render(self, case: Case) -> tuple[str, str]:
-        """(system text, user text) with the case's `{{var}}` values filled in verbatim."""
-        return fill(self.system_template, case.vars)[0], fill(self.user_template, case.vars)[0]
+        """(system text, user text) rendered with the case's vars: Jinja templates as the
+        app renders them, plain `{{var}}` placeholders filled in verbatim."""
+        system, user = self.template_names
+        folders = (str(self.path),)
+        return (
+            render(self.system_template, case.vars, name=system, folders=folders),
+            render(self.user_template, case.vars, name=user, folders=folders),
+        )
 
     def turns(self, case: Case) -> tuple[Message, ...]:
         """The conversation after the system prompt, `{{var}}` values filled in: the suite's
@@ -167,7 +181,7 @@ class Suite:
         own = case.messages
         if not own and self.user_template:
             own = (Message(Role.USER, self.user_template),)
-        return tuple(_filled(m, case.vars) for m in self.messages + own)
+        return tuple(_filled(m, case.vars, str(self.path)) for m in self.messages + own)
 
     def conversation(self, case: Case) -> tuple[Message, ...]:
         """Every message a request of this case sends, the system prompt first."""
@@ -186,12 +200,14 @@ class Suite:
         raise KeyError(case_id)
 
 
-def _filled(message: Message, vars: Mapping[str, str]) -> Message:
-    """`message` with the `{{var}}` placeholders of its text filled in verbatim."""
+def _filled(message: Message, vars: Mapping[str, str], folder: str) -> Message:
+    """`message` with its text rendered from the case's vars (Jinja or `{{var}}`)."""
+    folders = (folder,)
     if isinstance(message.content, str):
-        return dataclasses.replace(message, content=fill(message.content, vars)[0])
+        return dataclasses.replace(message, content=render(message.content, vars, folders=folders))
     parts = tuple(
-        TextPart(fill(p.text, vars)[0]) if isinstance(p, TextPart) else p for p in message.content
+        TextPart(render(p.text, vars, folders=folders)) if isinstance(p, TextPart) else p
+        for p in message.content
     )
     return dataclasses.replace(message, content=parts)
 
@@ -285,6 +301,10 @@ class _SuiteLoader(NodeReader):
         self.config = config
         #: Case files read from these texts instead of the disk (None: left out).
         self.overrides = {p.resolve(): t for p, t in (overrides or {}).items()}
+        self.target: TargetSpec | None = None
+        #: The suite's Jinja prompt templates: (text, file shown, first line, name).
+        self.templates: list[tuple[str, str, int, str]] = []
+        self.template_names: dict[str, str] = {}
 
     def show(self, path: Path) -> str:
         """`path` as the user typed it (relative to the working directory when under it)."""
@@ -316,9 +336,17 @@ class _SuiteLoader(NodeReader):
         self.report(root, bar.issues)
         name = bar.name or self.folder.name
         model = self.model(root, bar.model)
+        target_node = root.get(TARGET_KEY)
+        self.target = bar.extras.get(TARGET_KEY)
+        if self.target is not None:
+            self.target_files(root, self.target)
         prompt = None
         if bar.templates is not None:
-            prompt = (*bar.templates, tuple(Path(p) for p in bar.prompt_files))
+            prompt_paths = [Path(p) for p in bar.prompt_files]
+            self.jinja_templates(root, bar.prompt or {}, bar.templates, prompt_paths)
+            prompt = (*bar.templates, tuple(prompt_paths))
+        elif target_node is not None and bar.prompt is None and root.get("prompt") is None:
+            prompt = ("", "", ())  # the target's own prompt files are its prompt
         retired = self.retired_files()
         cases = self.cases(name, bar)
         if len(self.problems) > before or prompt is None:
@@ -326,6 +354,8 @@ class _SuiteLoader(NodeReader):
         system, user, files = prompt
         shared = bar.conversation
         files += tuple(dict.fromkeys(Path(p).resolve() for p in shared.files))
+        if self.target is not None:
+            files += tuple(p for p in self.target.prompt_files() if p not in files)
         samples = bar.samples.value
         return Suite(
             name=name,
@@ -346,7 +376,97 @@ class _SuiteLoader(NodeReader):
             tools=shared.tools,
             tool_choice=shared.tool_choice,
             response_format=shared.response_format,
+            target=self.target,
+            template_names=(
+                self.template_names.get("system", ""),
+                self.template_names.get("user", ""),
+            ),
         )
+
+    def target_files(self, root: Node, target: TargetSpec) -> None:
+        """What the target's reader cannot see without the files: its root is a folder,
+        each of its prompt_files globs matches a file there."""
+        if not target.root.is_dir():
+            self.add(
+                root.mark_at((TARGET_KEY, "root")),
+                f"target root {self.show(target.root)} is not a folder",
+                "root is relative to the suite folder",
+            )
+            return
+        for pattern in target.prompt_globs:
+            if not expand_globs(target.root, (pattern,)):
+                self.add(
+                    root.mark_at((TARGET_KEY, "prompt_files")),
+                    f"prompt_files {pattern!r} matches no file under {self.show(target.root)}",
+                    "globs are relative to the target's root (`**` matches any folders)",
+                )
+
+    def jinja_templates(
+        self,
+        root: Node,
+        prompt: Mapping[str, str],
+        texts: tuple[str, str],
+        files: list[Path],
+    ) -> None:
+        """Parse each prompt part that is a Jinja template: a syntax error or a missing
+        include is reported at the template's file:line; included files join the prompt's."""
+        for key, text in zip(("system", "user"), texts, strict=True):
+            value = prompt.get(key)
+            if value is None:
+                continue
+            relative = prompt_file(key, value)
+            if relative is None:
+                node = root.get("prompt")
+                entry = node.get(key) if node is not None else None
+                mark = entry.mark if entry is not None else root.mark
+                shown, first, name = mark.path, mark.line, ""
+            else:
+                path = self.folder / relative
+                shown, first, name = self.show(path), 1, path.name
+                self.template_names[key] = name
+            if not is_jinja(text, name):
+                continue
+            self.templates.append((text, shown, first, name))
+            try:
+                _names, included = template_names(text, (str(self.folder),))
+            except TemplateProblem as exc:
+                self.problems.append(
+                    Problem(shown, first + exc.line - 1, 1, str(exc), "see docs/targets.md")
+                )
+                continue
+            for include in included:
+                path = self.folder / include
+                if not path.is_file():
+                    self.problems.append(
+                        Problem(
+                            shown,
+                            first,
+                            1,
+                            f"the template includes {include!r}, which does not exist",
+                            "include paths are relative to the suite folder",
+                        )
+                    )
+                elif path not in files:
+                    files.append(path)
+
+    def check_templates(self, root: Node, variables: Mapping[str, str]) -> None:
+        """Render each Jinja prompt template with the case's vars: an undefined name or an
+        error inside the template is reported at the template's file:line."""
+        for text, shown, first, name in self.templates:
+            try:
+                render(text, variables, name=name or ".j2", folders=(str(self.folder),))
+            except TemplateProblem as exc:
+                case = self.show(Path(root.mark.path)) if root.mark.path else "this case"
+                self.problems.append(
+                    Problem(
+                        shown,
+                        first + exc.line - 1,
+                        1,
+                        f"{exc} (rendering for {case})",
+                        "give the case the var under `vars:`, or guard it in the template "
+                        "with {% if name is defined %}",
+                    )
+                )
 
     def report(self, root: Node, issues: Sequence[Issue]) -> None:
         """The reader's issues at the line and column where each was written."""
@@ -491,6 +611,9 @@ class _CaseLoader:
             self.bar.conversation.response_format
         )
         assertions = self.assertions(root, case, types)
+        if len(suite.problems) == before:
+            suite.check_templates(root, case.vars)
+            self.check_message_templates(root, case.conversation.messages, case.vars)
         if len(suite.problems) > before:
             return None
         return Case(
@@ -513,6 +636,24 @@ class _CaseLoader:
             tool_results=case.conversation.tool_results,
             response_format=case.conversation.response_format,
         )
+
+    def check_message_templates(
+        self, root: Node, messages: tuple[Message, ...], variables: Mapping[str, str]
+    ) -> None:
+        """Render each Jinja message of the conversation with the case's vars, as a request
+        will: a problem names the message and the template's line."""
+        folders = (str(self.suite.folder),)
+        for number, message in enumerate((*self.bar.conversation.messages, *messages), 1):
+            if not is_jinja(message.text):
+                continue
+            try:
+                render(message.text, variables, folders=folders)
+            except TemplateProblem as exc:
+                self.suite.add(
+                    root.mark,
+                    f"message {number} of the conversation, template line {exc.line}: {exc}",
+                    "give the case the var under `vars:`, or fix the template",
+                )
 
     def assertions(
         self, root: Node, case: EffectiveCase, types: Mapping[int, type[Assertion] | None]

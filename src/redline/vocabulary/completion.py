@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from redline.vocabulary.messages import (
@@ -40,6 +40,8 @@ class ChatRequest:
     sample: tuple[str, str, int] | None = None
     #: The request's place in its sample's tool loop (0: the first request).
     step: int = 0
+    #: The case's vars (what a target, the team's own code, is called with).
+    vars: Mapping[str, str] = field(default_factory=dict)
     #: Asked during generation with the output so far (cut off, finish reason `length`):
     #: why the sample's verdict can no longer change, or None while it still can. A
     #: provider that streams stops generating once it answers; others ignore it.

@@ -1,0 +1,1 @@
+"""Cases from production: logged exchanges and tables turned into case files."""
