@@ -328,3 +328,14 @@ def test_a_target_may_take_the_case_by_name_and_answer_with_a_dataclass(tmp_path
     _record, [sample] = run(suite)
     assert sample.verdict is Verdict.OK, sample.error
     assert sample.output == "fine calm" and sample.model == "kw-model-2026-01-01"
+
+
+@pytest.mark.parametrize("reported", ["gpt-4o-latest", "openai:chatgpt-4o-LATEST"])
+def test_a_target_reporting_a_moving_alias_is_refused_on_that_sample(reported: str) -> None:
+    """An answer from a model alias that moves under you is no evidence of one model."""
+    from redline.targets.answer import BadAnswer, read_answer
+
+    with pytest.raises(BadAnswer, match="aliases like 'latest' move under you"):
+        read_answer({"text": "ok", "model": reported}, latency_ms=1.0, model="app")
+    pinned = read_answer({"text": "ok", "model": "gpt-4o-2024-08-06"}, latency_ms=1.0, model="app")
+    assert pinned.model == "gpt-4o-2024-08-06"

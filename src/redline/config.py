@@ -274,6 +274,11 @@ def suite_folders(table: Node | None) -> list[str]:
     return [str(item.value) for item in (node.children() if node.is_seq else [node])]
 
 
+def moves_under_you(model_id: str) -> bool:
+    """An alias like `latest` that a provider repoints: never a pinned model."""
+    return re.search(r"latest$", model_id.strip(), re.IGNORECASE) is not None
+
+
 def check_pinned(alias: str, value: object) -> str:
     """What is wrong with one `alias = "provider:name"` entry (a pinned model id), or ""."""
     if not isinstance(value, str) or not value.strip():
@@ -288,7 +293,7 @@ def check_pinned(alias: str, value: object) -> str:
     provider, name = value.split(":", 1)
     if not name:
         return f"{alias} = {value!r}: the model id after '{provider}:' is empty"
-    if re.search(r"latest$", name.strip(), re.IGNORECASE):
+    if moves_under_you(name):
         return (
             f"{alias} = {value!r}: aliases like 'latest' move under you; "
             "pin a dated or versioned model id instead"

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from redline.config import moves_under_you
 from redline.vocabulary.completion import ChatRequest, Completion
 from redline.vocabulary.messages import FinishReason, ToolCall
 
@@ -78,10 +79,17 @@ def read_answer(value: Any, *, latency_ms: float, model: str) -> Completion:
     extra = {str(k): v for k, v in value.items() if k not in known}
     reported = value.get("latency_ms")
     cost = value.get("cost")
+    used = str(value.get("model") or model)
+    if moves_under_you(used):
+        raise BadAnswer(
+            f"the target reports model {used!r}: aliases like 'latest' move under you, so "
+            "its answers are no evidence of one model; have the app use and report a dated "
+            "or versioned model id"
+        )
     return Completion(
         text=text,
         finish_reason=finish,
-        model=str(value.get("model") or model),
+        model=used,
         input_tokens=token_count(usage, "input_tokens", "prompt_tokens"),
         output_tokens=token_count(usage, "output_tokens", "completion_tokens"),
         latency_ms=float(reported) if isinstance(reported, (int, float)) else latency_ms,
