@@ -86,7 +86,7 @@ def test_merge_round_trip(tmp_path: Path) -> None:
     folders = _shard_exports(tmp_path)
     merged = merge_exports(folders)
     assert [c.case_id for c in merged.cases] == ["c1", "c2", "c3", "c4"]
-    assert len(merged.samples) == 20
+    assert sum(1 for _ in merged.iter_samples()) == 20
     assert merged.run.result is RunResult.RED
     assert merged.run.started_at.startswith("2026-01-01")
     assert merge_exports(list(reversed(folders))).run.id == merged.run.id

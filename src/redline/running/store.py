@@ -180,6 +180,8 @@ _ASSERTIONS = Table(AssertionResult, "assertion_results")
 _TRIAGE = Table(TriageRecord, "triage")
 _ORIGINS = Table(CiOrigin, "ci_origins")
 _INSERT_SAMPLE = _SAMPLES.insert()
+#: Rows read or written per statement when a whole run streams through (import, export).
+_BATCH = 5000
 _INSERT_ASSERTION = (
     f"INSERT INTO assertion_results (sample_id, {_ASSERTIONS.select()}) "
     f"VALUES (?, {', '.join('?' * len(_ASSERTIONS.names))})"
@@ -461,12 +463,17 @@ class RunStore:
 
     @staticmethod
     def _insert_samples(db: sqlite3.Connection, samples: Iterable[SampleRecord]) -> None:
+        """Samples as they come (an import streams them from its file), assertion rows
+        written a batch at a time so a long stream never piles up in memory."""
         assertions: list[Any] = []
         for s in samples:
             if not s.created_at:
                 s = replace(s, created_at=now_iso())
             sample_id = db.execute(_INSERT_SAMPLE, _SAMPLES.row(s)).lastrowid
             assertions.extend((sample_id, *_ASSERTIONS.row(a)) for a in s.assertions)
+            if len(assertions) >= _BATCH:
+                db.executemany(_INSERT_ASSERTION, assertions)
+                assertions.clear()
         if assertions:
             db.executemany(_INSERT_ASSERTION, assertions)
 
@@ -622,6 +629,24 @@ class RunStore:
             rows = self._db.execute(sql, params).fetchall()
             assertions = self._assertions_for([r[0] for r in rows], run_id, case_id is None)
         return [_SAMPLES.read(r[1:], assertions=assertions.get(r[0], ())) for r in rows]
+
+    def iter_samples(self, run_id: str) -> Iterator[SampleRecord]:
+        """A run's samples in the order of `samples`, read a batch at a time: an export of
+        a run of any size holds one batch in memory, not the run."""
+        with self._lock:
+            cursor = self._db.execute(
+                f"SELECT id, {_SAMPLES.select()} FROM samples WHERE run_id = ? "
+                "ORDER BY suite, case_id, idx",
+                (run_id,),
+            )
+        while True:
+            with self._lock:
+                rows = cursor.fetchmany(_BATCH)
+                assertions = self._assertions_for([r[0] for r in rows], run_id, False)
+            if not rows:
+                return
+            for r in rows:
+                yield _SAMPLES.read(r[1:], assertions=assertions.get(r[0], ()))
 
     def sample_keys(self, run_id: str) -> set[tuple[str, str, int]]:
         """(suite, case id, index) of every sample stored for a run: what `--resume` skips."""
