@@ -303,19 +303,22 @@ def record_from_json(cls: type[R], data: Mapping[str, Any], **others: Any) -> R:
     """The record a `record_json` object holds; a missing optional key reads as its default.
 
     `others` are the fields an export keeps outside the object (a sample's run id)."""
-    values: dict[str, Any] = {}
-    for key, name, decode, required in _readers(cls):
-        if key in data:
-            values[name] = decode(data[key])
-        elif required:
+    readers, required = _readers(cls)
+    for key in required:
+        if key not in data:
             raise KeyError(key)
+    values = {
+        name: data[key] if decode is None else decode(data[key])
+        for key, name, decode in readers
+        if key in data
+    }
     return cls(**values, **others)
 
 
 _Writer = tuple[str, str, Callable[[Any], Any] | None]
-_Reader = tuple[str, str, Callable[[Any], Any], bool]
+_Reader = tuple[str, str, Callable[[Any], Any] | None]
 _WRITERS: dict[type, tuple[_Writer, ...]] = {}
-_READERS: dict[type, tuple[_Reader, ...]] = {}
+_READERS: dict[type, tuple[tuple[_Reader, ...], tuple[str, ...]]] = {}
 _SPARSE: dict[type, tuple[tuple[str, Any], ...]] = {}
 
 
@@ -342,28 +345,32 @@ def _sparse(cls: type) -> tuple[tuple[str, Any], ...]:
     return found
 
 
-def _readers(cls: type) -> tuple[_Reader, ...]:
-    """(key, field name, decoder, required) per exported field."""
+def _readers(cls: type) -> tuple[tuple[_Reader, ...], tuple[str, ...]]:
+    """(key, field name, decoder or None when the JSON value is the value) per exported
+    field, and the keys an object must have."""
     found = _READERS.get(cls)
     if found is None:
-        found = _READERS[cls] = tuple(
-            (f.key, f.name, _decoder(f), f.required)
-            for f in record_fields(cls)
-            if f.key is not None
+        exported = [f for f in record_fields(cls) if f.key is not None]
+        found = _READERS[cls] = (
+            tuple((str(f.key), f.name, _decoder(f)) for f in exported),
+            tuple(str(f.key) for f in exported if f.required),
         )
     return found
 
 
-def _decoder(f: RecordField) -> Callable[[Any], Any]:
+def _decoder(f: RecordField) -> Callable[[Any], Any] | None:
     if f.kind is FieldKind.RECORDS:
         nested = f.type
         return lambda v: tuple(record_from_json(nested, item) for item in v)
     if f.exact:
         return functools.partial(_exact_text, str(f.key))
     if f.kind is FieldKind.PLAIN and f.optional:
-        return _as_is
+        return None
     typed = _FROM_JSON[f.kind]
     kind = f.type
+    if f.kind in _CONSTRUCTED:
+        # The type itself reads the value: one call per field of every sample imported.
+        return kind if not f.optional else lambda v: None if v is None else kind(v)
     if f.optional:
         return lambda v: None if v is None else typed(kind, v)
     return lambda v: typed(kind, v)
@@ -372,10 +379,6 @@ def _decoder(f: RecordField) -> Callable[[Any], Any]:
 def _exact_text(key: str, value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{key} must be a string")
-    return value
-
-
-def _as_is(value: Any) -> Any:
     return value
 
 
@@ -388,6 +391,8 @@ _TO_JSON: dict[FieldKind, Callable[[Any], Any]] = {
     FieldKind.COUNTS: lambda v: {str(k): v.get(k, 0) for k in VERDICT_ORDER},
     FieldKind.RECORDS: lambda v: [record_json(item) for item in v],
 }
+#: Kinds whose value is read by calling the field's type on the JSON value.
+_CONSTRUCTED = (FieldKind.PLAIN, FieldKind.BOOL, FieldKind.ENUM)
 _FROM_JSON: dict[FieldKind, Callable[[type, Any], Any]] = {
     FieldKind.PLAIN: lambda t, v: t(v),
     FieldKind.BOOL: lambda t, v: bool(v),

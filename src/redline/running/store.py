@@ -179,7 +179,10 @@ _SAMPLES = Table(SampleRecord, "samples")
 _ASSERTIONS = Table(AssertionResult, "assertion_results")
 _TRIAGE = Table(TriageRecord, "triage")
 _ORIGINS = Table(CiOrigin, "ci_origins")
-_INSERT_SAMPLE = _SAMPLES.insert()
+_INSERT_SAMPLE = (
+    f"INSERT INTO samples (id, {_SAMPLES.select()}) "
+    f"VALUES (?, {', '.join('?' * len(_SAMPLES.names))})"
+)
 #: Rows read or written per statement when a whole run streams through (import, export).
 _BATCH = 5000
 _INSERT_ASSERTION = (
@@ -463,19 +466,23 @@ class RunStore:
 
     @staticmethod
     def _insert_samples(db: sqlite3.Connection, samples: Iterable[SampleRecord]) -> None:
-        """Samples as they come (an import streams them from its file), assertion rows
-        written a batch at a time so a long stream never piles up in memory."""
+        """Samples as they come (an import streams them from its file), written a batch
+        at a time so a long stream never piles up in memory.
+
+        Inside the write transaction no one else adds a sample, so ids are given here and
+        each batch is one statement per table."""
+        next_id = int(db.execute("SELECT coalesce(max(id), 0) FROM samples").fetchone()[0]) + 1
+        rows: list[Any] = []
         assertions: list[Any] = []
         for s in samples:
             if not s.created_at:
                 s = replace(s, created_at=now_iso())
-            sample_id = db.execute(_INSERT_SAMPLE, _SAMPLES.row(s)).lastrowid
-            assertions.extend((sample_id, *_ASSERTIONS.row(a)) for a in s.assertions)
-            if len(assertions) >= _BATCH:
-                db.executemany(_INSERT_ASSERTION, assertions)
-                assertions.clear()
-        if assertions:
-            db.executemany(_INSERT_ASSERTION, assertions)
+            rows.append((next_id, *_SAMPLES.row(s)))
+            assertions.extend((next_id, *_ASSERTIONS.row(a)) for a in s.assertions)
+            next_id += 1
+            if len(rows) >= _BATCH:
+                _write_batch(db, rows, assertions)
+        _write_batch(db, rows, assertions)
 
     def put_triage(self, record: TriageRecord) -> None:
         """Record where the triage of one case stands (replacing the previous state)."""
@@ -808,6 +815,14 @@ class RunStore:
         for row in rows:
             found.setdefault(row[0], []).append(_ASSERTIONS.read(row[1:]))
         return {k: tuple(v) for k, v in found.items()}
+
+
+def _write_batch(db: sqlite3.Connection, samples: list[Any], assertions: list[Any]) -> None:
+    """Write and empty both lists of rows."""
+    db.executemany(_INSERT_SAMPLE, samples)
+    db.executemany(_INSERT_ASSERTION, assertions)
+    samples.clear()
+    assertions.clear()
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
