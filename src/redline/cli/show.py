@@ -34,7 +34,7 @@ from redline.running.budget import budget_note
 from redline.running.exchange import case_json, run_json, sample_json
 from redline.running.store import RunStore
 from redline.textsafe import escape_output
-from redline.vocabulary.records import CaseRecord, CiOrigin, RunRecord, SampleRecord
+from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, SampleRecord
 from redline.vocabulary.verdicts import AssertionStatus
 
 RESULT_STYLES = OUTCOME_STYLES
@@ -62,8 +62,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="with CASE: show each sample as a unified diff against the baseline's golden output",
     )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help=f"list every case; a run of more than {LIST_EVERY_CASE_UP_TO:,} cases lists only "
+        f"the ones that did not pass (at most {LIST_EVERY_CASE_UP_TO:,}) and counts the rest",
+    )
     add_format_option(parser)
     parser.set_defaults(handler=_show)
+
+
+#: Above this many cases a table of every one is too long to read (and to print quickly).
+LIST_EVERY_CASE_UP_TO = 500
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -86,7 +96,10 @@ def _show(args: argparse.Namespace) -> int:
                 )
                 return 0
             console.print(run_header(run, origin))
-            console.print(case_table(cases))
+            listed = cases if args.all else _worth_listing(cases)
+            console.print(case_table(listed))
+            if len(listed) < len(cases):
+                console.print(_not_listed(cases, listed, run.id))
             return 0
         samples = store.samples(run.id, args.case, args.suite)
         if not samples and args.suite is None and "/" in args.case:
@@ -120,6 +133,26 @@ def _show(args: argparse.Namespace) -> int:
         for sample in samples:
             print_sample(console, sample, baselines, case_golden)
     return 0
+
+
+def _worth_listing(cases: Sequence[CaseRecord]) -> Sequence[CaseRecord]:
+    """Every case of a small run; of a large one the first cases that did not pass."""
+    if len(cases) <= LIST_EVERY_CASE_UP_TO:
+        return cases
+    return [c for c in cases if c.result is not CaseOutcome.PASS][:LIST_EVERY_CASE_UP_TO]
+
+
+def _not_listed(cases: Sequence[CaseRecord], listed: Sequence[CaseRecord], run_id: str) -> Text:
+    passed = sum(c.result is CaseOutcome.PASS for c in cases)
+    others = len(cases) - passed - len(listed)
+    text = f"{passed:,} of {len(cases):,} cases passed and are not listed"
+    if others:
+        text += f"; {others:,} more that did not pass are not listed either"
+    return Text(
+        f"{text}: `redline show {run_id} --all` lists every case, "
+        f"`redline show {run_id} CASE` shows one case's samples",
+        style="dim",
+    )
 
 
 def _case_golden(config: Config, suite: str, case_id: str) -> str | None:

@@ -48,6 +48,9 @@ class Answer:
     output_tokens: int | None
     #: What the server says about the build that answered (OpenAI's `system_fingerprint`).
     system_fingerprint: str | None = None
+    #: Of `input_tokens`, those read from and written to the prompt cache.
+    cached_input_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 #: Response headers naming the server software and its version, first found wins.
@@ -185,7 +188,12 @@ class HttpProvider(ABC):
     ) -> Completion:
         cost = None
         if self._price is not None:
-            cost = self._price.cost(answer.input_tokens, answer.output_tokens)
+            cost = self._price.cost(
+                answer.input_tokens,
+                answer.output_tokens,
+                answer.cached_input_tokens,
+                answer.cache_write_tokens,
+            )
         extra: dict[str, object] = {}
         if attempts > 1:
             extra["elapsed_ms"] = (time.perf_counter() - started) * 1000
@@ -200,6 +208,8 @@ class HttpProvider(ABC):
             attempts=attempts,
             extra=extra,
             system_fingerprint=answer.system_fingerprint,
+            cached_input_tokens=answer.cached_input_tokens,
+            cache_write_tokens=answer.cache_write_tokens,
         )
 
     def _failure(self, error: str, attempts: int, started: float) -> Completion:

@@ -76,6 +76,7 @@ def parse_chat_completion(body: Any) -> Answer:
     usage = body.get("usage")
     model = body.get("model")
     fingerprint = body.get("system_fingerprint")
+    details = usage.get("prompt_tokens_details") if isinstance(usage, Mapping) else None
     return Answer(
         text=text,
         finish_reason=reason,
@@ -83,6 +84,8 @@ def parse_chat_completion(body: Any) -> Answer:
         input_tokens=optional_int(usage, "prompt_tokens"),
         output_tokens=optional_int(usage, "completion_tokens"),
         system_fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
+        # `prompt_tokens` counts the cached ones too; OpenAI bills no cache writes.
+        cached_input_tokens=optional_int(details, "cached_tokens"),
     )
 
 

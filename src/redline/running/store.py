@@ -692,23 +692,23 @@ class RunStore:
         """(suite, case id) → each sample's latency, tokens and cost, without the outputs."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT suite, case_id, verdict, latency_ms, input_tokens, output_tokens, cost "
+                "SELECT suite, case_id, verdict, latency_ms, input_tokens, output_tokens, cost, "
+                "cached_input_tokens, cache_write_tokens "
                 "FROM samples WHERE run_id = ? ORDER BY suite, case_id, idx",
                 (run_id,),
             ).fetchall()
         usage: dict[tuple[str, str], list[SampleUsage]] = {}
-        for suite, case_id, verdict, latency, tokens_in, tokens_out, cost in rows:
-            usage.setdefault((suite, case_id), []).append(
-                SampleUsage(Verdict(verdict), latency, tokens_in, tokens_out, cost)
-            )
+        for suite, case_id, verdict, *measured in rows:
+            usage.setdefault((suite, case_id), []).append(SampleUsage(Verdict(verdict), *measured))
         return usage
 
     def token_history(
         self, model_id: str | None, runs: int
-    ) -> dict[tuple[str, str], tuple[int, float, float]]:
-        """(suite, case id) → (samples, mean input tokens, mean output tokens) over the
-        answered samples of the last `runs` runs (of `model_id`, or of any model), replays
-        excluded: what a cost estimate is built from."""
+    ) -> dict[tuple[str, str], tuple[int, float, float, float, float]]:
+        """(suite, case id) → (samples, mean input tokens, mean output tokens, mean cached
+        and mean cache-written input tokens) over the answered samples of the last `runs`
+        runs (of `model_id`, or of any model), replays excluded: what a cost estimate is
+        built from."""
         sql = "SELECT id FROM runs WHERE kind != 'replay'"
         params: list[Any] = []
         if model_id is not None:
@@ -722,13 +722,16 @@ class RunStore:
             if not run_ids:
                 return {}
             rows = self._db.execute(
-                "SELECT suite, case_id, COUNT(*), AVG(input_tokens), AVG(output_tokens) "
+                "SELECT suite, case_id, COUNT(*), AVG(input_tokens), AVG(output_tokens), "
+                "AVG(coalesce(cached_input_tokens, 0)), AVG(coalesce(cache_write_tokens, 0)) "
                 f"FROM samples WHERE run_id IN ({', '.join('?' * len(run_ids))}) "
                 "AND input_tokens IS NOT NULL AND output_tokens IS NOT NULL "
                 "AND verdict != 'transport' GROUP BY suite, case_id",
                 run_ids,
             ).fetchall()
-        return {(s, c): (int(n), float(i), float(o)) for s, c, n, i, o in rows}
+        return {
+            (s, c): (int(n), float(i), float(o), float(r), float(w)) for s, c, n, i, o, r, w in rows
+        }
 
     def case_history(
         self, case_id: str, suite: str | None = None

@@ -68,6 +68,10 @@ class Completion:
     #: and the server's version header. A change in them (or in `model`) is drift evidence.
     system_fingerprint: str | None = None
     server_version: str | None = None
+    #: Of `input_tokens`, how many the provider read from its prompt cache and how many
+    #: it wrote to it (each priced apart); None when the provider did not say.
+    cached_input_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
     @property
     def ok(self) -> bool:
