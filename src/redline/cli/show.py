@@ -7,7 +7,7 @@ characters and escape sequences are shown visibly, rich markup is never interpre
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -73,7 +73,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 #: Above this many cases a table of every one is too long to read (and to print quickly).
-LIST_EVERY_CASE_UP_TO = 500
+LIST_EVERY_CASE_UP_TO = 200
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -84,8 +84,19 @@ def _show(args: argparse.Namespace) -> int:
         if args.case is None:
             if args.diff:
                 raise UsageError("--diff needs a CASE")
-            cases = store.cases(run.id)
             origin = store.ci_origins([run.id]).get(run.id)
+            counts = store.outcome_counts(run.id)
+            if (
+                args.format == "table"
+                and not args.all
+                and sum(counts.values()) > LIST_EVERY_CASE_UP_TO
+            ):
+                console.print(run_header(run, origin))
+                listed = store.cases_not_passed(run.id, LIST_EVERY_CASE_UP_TO)
+                console.print(case_table(listed))
+                console.print(_not_listed(counts, len(listed), run.id))
+                return 0
+            cases = store.cases(run.id)
             if args.format == "json":
                 print_json(
                     {
@@ -96,10 +107,7 @@ def _show(args: argparse.Namespace) -> int:
                 )
                 return 0
             console.print(run_header(run, origin))
-            listed = cases if args.all else _worth_listing(cases)
-            console.print(case_table(listed))
-            if len(listed) < len(cases):
-                console.print(_not_listed(cases, listed, run.id))
+            console.print(case_table(cases))
             return 0
         samples = store.samples(run.id, args.case, args.suite)
         if not samples and args.suite is None and "/" in args.case:
@@ -135,17 +143,11 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _worth_listing(cases: Sequence[CaseRecord]) -> Sequence[CaseRecord]:
-    """Every case of a small run; of a large one the first cases that did not pass."""
-    if len(cases) <= LIST_EVERY_CASE_UP_TO:
-        return cases
-    return [c for c in cases if c.result is not CaseOutcome.PASS][:LIST_EVERY_CASE_UP_TO]
-
-
-def _not_listed(cases: Sequence[CaseRecord], listed: Sequence[CaseRecord], run_id: str) -> Text:
-    passed = sum(c.result is CaseOutcome.PASS for c in cases)
-    others = len(cases) - passed - len(listed)
-    text = f"{passed:,} of {len(cases):,} cases passed and are not listed"
+def _not_listed(counts: Mapping[CaseOutcome, int], listed: int, run_id: str) -> Text:
+    passed = counts.get(CaseOutcome.PASS, 0)
+    total = sum(counts.values())
+    others = total - passed - listed
+    text = f"{passed:,} of {total:,} cases passed and are not listed"
     if others:
         text += f"; {others:,} more that did not pass are not listed either"
     return Text(

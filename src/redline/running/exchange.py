@@ -73,15 +73,37 @@ def write_export(
         partial.unlink(missing_ok=True)
         raise
     partial.replace(out / SAMPLES_FILE)
-    (out / RESULTS_FILE).write_text(
-        json.dumps(results_json(run, cases, written), indent=2, ensure_ascii=False) + "\n",
-        encoding="utf-8",
-    )
+    _write_results(out / RESULTS_FILE, run, cases, written)
     return out
 
 
-def results_json(run: RunRecord, cases: Sequence[CaseRecord], samples: int) -> dict[str, Any]:
-    """The `results.json` of a run: the run, a summary, every case result, the manifest."""
+def _write_results(path: Path, run: RunRecord, cases: Sequence[CaseRecord], samples: int) -> None:
+    """`results.json` as `json.dumps(indent=2)` writes it, one case result at a time (a
+    merged night has 100,000 of them: never all as JSON objects and text at once)."""
+    head, _, tail = json.dumps(
+        _results_head(run, cases, samples), indent=2, ensure_ascii=False
+    ).partition(_NO_CASES)
+    with path.open("w", encoding="utf-8", newline="\n") as fh:
+        fh.write(head)
+        if not cases:
+            fh.write(_NO_CASES)
+        else:
+            fh.write('"cases": [')
+            for i, c in enumerate(cases):
+                fh.write(",\n    " if i else "\n    ")
+                fh.write(
+                    json.dumps(case_json(c), indent=2, ensure_ascii=False).replace("\n", "\n    ")
+                )
+            fh.write("\n  ]")
+        fh.write(tail)
+        fh.write("\n")
+
+
+_NO_CASES = '"cases": []'
+
+
+def _results_head(run: RunRecord, cases: Sequence[CaseRecord], samples: int) -> dict[str, Any]:
+    """The `results.json` of a run but its case results: the run, a summary, the manifest."""
     totals = dict.fromkeys(VERDICT_ORDER, 0)
     for c in cases:
         for v, n in c.verdicts.items():
@@ -100,7 +122,7 @@ def results_json(run: RunRecord, cases: Sequence[CaseRecord], samples: int) -> d
             "samples": samples,
             "verdicts": {str(v): n for v, n in totals.items()},
         },
-        "cases": [case_json(c) for c in cases],
+        "cases": [],
         "manifest": dict(sorted(run.manifest.items())),
     }
 

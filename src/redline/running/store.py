@@ -22,6 +22,7 @@ from typing import Any
 from redline.errors import AmbiguousRunId, RunAlreadyStored, RunNotFound, UsageError
 from redline.running.rows import Table, decode_text
 from redline.vocabulary.records import (
+    CaseOutcome,
     CaseRecord,
     CiOrigin,
     RunKind,
@@ -608,6 +609,25 @@ class RunStore:
                 (run_id,),
             ).fetchall()
         return [_CASES.read(r) for r in rows]
+
+    def cases_not_passed(self, run_id: str, limit: int) -> list[CaseRecord]:
+        """The first `limit` case results of a run that are not a pass, in `cases` order:
+        what a large run's summary lists without reading every case."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_CASES.select()} FROM cases WHERE run_id = ? AND result != ? "
+                "ORDER BY suite, case_id LIMIT ?",
+                (run_id, str(CaseOutcome.PASS), limit),
+            ).fetchall()
+        return [_CASES.read(r) for r in rows]
+
+    def outcome_counts(self, run_id: str) -> dict[CaseOutcome, int]:
+        """How many of a run's cases had each outcome (outcomes no case had are left out)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT result, COUNT(*) FROM cases WHERE run_id = ? GROUP BY result", (run_id,)
+            ).fetchall()
+        return {CaseOutcome(r): int(n) for r, n in rows}
 
     def case(self, run_id: str, suite: str, case_id: str) -> CaseRecord | None:
         """This case's result in that run; None when the run did not run it."""
