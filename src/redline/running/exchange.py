@@ -80,30 +80,23 @@ def write_export(
 def _write_results(path: Path, run: RunRecord, cases: Sequence[CaseRecord], samples: int) -> None:
     """`results.json` as `json.dumps(indent=2)` writes it, one case result at a time (a
     merged night has 100,000 of them: never all as JSON objects and text at once)."""
-    head, _, tail = json.dumps(
-        _results_head(run, cases, samples), indent=2, ensure_ascii=False
-    ).partition(_NO_CASES)
+    head = json.dumps(_results_head(run, cases, samples), indent=2, ensure_ascii=False)
+    manifest = json.dumps(
+        {"manifest": dict(sorted(run.manifest.items()))}, indent=2, ensure_ascii=False
+    )
     with path.open("w", encoding="utf-8", newline="\n") as fh:
-        fh.write(head)
-        if not cases:
-            fh.write(_NO_CASES)
-        else:
-            fh.write('"cases": [')
-            for i, c in enumerate(cases):
-                fh.write(",\n    " if i else "\n    ")
-                fh.write(
-                    json.dumps(case_json(c), indent=2, ensure_ascii=False).replace("\n", "\n    ")
-                )
-            fh.write("\n  ]")
-        fh.write(tail)
+        fh.write(head.removesuffix("\n}"))
+        fh.write(',\n  "cases": [')
+        for i, c in enumerate(cases):
+            fh.write(",\n    " if i else "\n    ")
+            fh.write(json.dumps(case_json(c), indent=2, ensure_ascii=False).replace("\n", "\n    "))
+        fh.write("\n  ]," if cases else "],")
+        fh.write(manifest.removeprefix("{"))
         fh.write("\n")
 
 
-_NO_CASES = '"cases": []'
-
-
 def _results_head(run: RunRecord, cases: Sequence[CaseRecord], samples: int) -> dict[str, Any]:
-    """The `results.json` of a run but its case results: the run, a summary, the manifest."""
+    """What `results.json` says before its case results: the run and a summary."""
     totals = dict.fromkeys(VERDICT_ORDER, 0)
     for c in cases:
         for v, n in c.verdicts.items():
@@ -122,8 +115,6 @@ def _results_head(run: RunRecord, cases: Sequence[CaseRecord], samples: int) -> 
             "samples": samples,
             "verdicts": {str(v): n for v, n in totals.items()},
         },
-        "cases": [],
-        "manifest": dict(sorted(run.manifest.items())),
     }
 
 
