@@ -47,6 +47,7 @@ from redline.vocabulary.causes import Cause
 from redline.vocabulary.outcome import scale_required
 from redline.vocabulary.records import CaseOutcome
 from redline.vocabulary.sequential import SequentialPlan
+from redline.vocabulary.tiers import Tier
 from redline.vocabulary.verdicts import Verdict
 
 BAR = 0.8
@@ -96,7 +97,7 @@ class Tally:
 
 def night_cases(policy: Policy, cases: int) -> list[tuple[Suite, Case]]:
     """The night's cases as `redline run` loads them: quality tier, the policy's samples."""
-    suite = Suite("sim", Path("sim"), "m", policy.samples, "quality", None, None, (), ())
+    suite = Suite("sim", Path("sim"), "m", policy.samples, Tier.QUALITY, None, None, (), ())
     required = scale_required(4, 5, policy.samples)
     return [
         (
@@ -107,7 +108,7 @@ def night_cases(policy: Policy, cases: int) -> list[tuple[Suite, Case]]:
                 Path(f"c{i}.yaml"),
                 {},
                 {},
-                "quality",
+                Tier.QUALITY,
                 policy.samples,
                 required,
                 False,

@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("presentation", "gitio"),
     ("casemodel",),
     ("documents",),
-    ("config", "redaction"),
+    ("config", "provider_options", "redaction"),
     ("providers",),
     ("judge",),
     ("semantic",),

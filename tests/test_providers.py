@@ -378,6 +378,8 @@ def test_env_mapping_overrides_the_process_environment(
 def test_every_provider_config_problem_is_reported_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The config's problems all at load, at their lines; the environment's (a missing
+    key) when the provider is built, before any request."""
     monkeypatch.delenv("VLLM_KEY", raising=False)
     path = tmp_path / "redline.toml"
     path.write_text(
@@ -385,16 +387,22 @@ def test_every_provider_config_problem_is_reported_at_once(
         '[providers.vllm]\ntype = "openai"\napi_key_env = "VLLM_KEY"\nheaders = "x"\n',
         encoding="utf-8",
     )
-    config = parse_config(path)
 
     with pytest.raises(ConfigError) as caught:
-        make_provider(config.model("qwen"), config)
+        parse_config(path)
 
     lines = str(caught.value).splitlines()
-    assert len(lines) == 3
-    assert any("unknown option 'headers'" in line for line in lines)
-    assert any("base_url is required" in line for line in lines)
-    assert any("VLLM_KEY" in line for line in lines)
+    assert len(lines) == 2
+    assert any("redline.toml:7:1:" in line and "unknown option 'headers'" in line for line in lines)
+    assert any("redline.toml:4:1:" in line and "base_url is required" in line for line in lines)
+
+    path.write_text(
+        path.read_text(encoding="utf-8").replace('headers = "x"', 'base_url = "http://h:1/v1"'),
+        encoding="utf-8",
+    )
+    config = parse_config(path)
+    with pytest.raises(ConfigError, match="VLLM_KEY"):
+        make_provider(config.model("qwen"), config)
 
 
 def test_an_empty_key_variable_means_no_key_is_sent(

@@ -14,13 +14,13 @@ import pytest
 
 from redline.config import Config, ModelRef, parse_config
 from redline.errors import ConfigError
+from redline.provider_options import default_slots
 from redline.providers.base import Provider
 from redline.providers.factory import make_provider
 from redline.providers.local import (
     COPY_LIMIT_BYTES,
     LocalProvider,
     copies_for,
-    default_slots,
     locate_model,
 )
 from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
@@ -147,10 +147,8 @@ def test_samples_in_flight_default_to_four_per_core_and_follow_the_config(
 
 @pytest.mark.parametrize("value", ["0", "'four'", "true"])
 def test_a_bad_parallel_setting_is_a_config_error(tmp_path: Path, value: str) -> None:
-    config = _local_config(tmp_path, extra=f"parallel = {value}\n")
-
     with pytest.raises(ConfigError, match="parallel must be a positive integer"):
-        make_provider(config.model("local"), config)
+        _local_config(tmp_path, extra=f"parallel = {value}\n")
 
 
 @pytest.mark.slow

@@ -17,17 +17,17 @@ from redline.running.seeds import seed_warning
 from redline.running.store import RunStore
 from redline.suite.cases import load_suite
 from redline.vocabulary.records import CaseOutcome, RunResult
-from redline.vocabulary.sequential import Decision, SamplingSpec, SequentialPlan
+from redline.vocabulary.sequential import SamplingSpec, SequentialPlan
 from servers import LoopbackLLMServer
 
 KEY_ENV = "REDLINE_LOOPBACK_KEY"
 JSON_ASSERTS = "  - type: is-json\n"
 
 
-def exact_outcomes(plan: SequentialPlan, p: float) -> tuple[dict[Decision, float], float]:
+def exact_outcomes(plan: SequentialPlan, p: float) -> tuple[dict[CaseOutcome, float], float]:
     """Every path of the rule at true pass rate p: the chance of each result, mean samples."""
     paths = {(0, 0): 1.0}
-    result = dict.fromkeys(Decision, 0.0)
+    result = dict.fromkeys(CaseOutcome, 0.0)
     mean = 0.0
     while paths:
         following: dict[tuple[int, int], float] = {}
@@ -46,13 +46,13 @@ def exact_outcomes(plan: SequentialPlan, p: float) -> tuple[dict[Decision, float
 
 def test_contract_fails_on_the_first_broken_sample_and_passes_at_min() -> None:
     plan = SequentialPlan(min=3, max=10, bar=1.0, contract=True)
-    assert plan.decide(0, 1) is Decision.FAIL
-    assert plan.decide(5, 1) is Decision.FAIL
+    assert plan.decide(0, 1) is CaseOutcome.FAIL
+    assert plan.decide(5, 1) is CaseOutcome.FAIL
     assert plan.decide(2, 0) is None
-    assert plan.decide(3, 0) is Decision.PASS
+    assert plan.decide(3, 0) is CaseOutcome.PASS
     # Transport samples say nothing: draw again, and give up undecided at max.
     assert plan.decide(2, 0, other=1) is None
-    assert plan.decide(2, 0, other=8) is Decision.INCONCLUSIVE
+    assert plan.decide(2, 0, other=8) is CaseOutcome.INCONCLUSIVE
 
 
 @pytest.mark.parametrize(
@@ -64,8 +64,8 @@ def test_stated_error_rates_hold_at_the_edges_of_the_band(plan: SequentialPlan) 
     low, high = plan.band
     at_high, _ = exact_outcomes(plan, high)
     at_low, _ = exact_outcomes(plan, low)
-    assert at_high[Decision.FAIL] <= plan.false_fail
-    assert at_low[Decision.PASS] <= plan.false_pass
+    assert at_high[CaseOutcome.FAIL] <= plan.false_fail
+    assert at_low[CaseOutcome.PASS] <= plan.false_pass
 
 
 def test_a_case_far_from_its_bar_stops_early_and_one_near_it_draws_more() -> None:
@@ -73,20 +73,20 @@ def test_a_case_far_from_its_bar_stops_early_and_one_near_it_draws_more() -> Non
     perfect, perfect_mean = exact_outcomes(plan, 1.0)
     broken, broken_mean = exact_outcomes(plan, 0.0)
     near, near_mean = exact_outcomes(plan, plan.bar)
-    assert perfect[Decision.PASS] == pytest.approx(1.0)
+    assert perfect[CaseOutcome.PASS] == pytest.approx(1.0)
     assert perfect_mean <= 4
-    assert broken[Decision.FAIL] == pytest.approx(1.0)
+    assert broken[CaseOutcome.FAIL] == pytest.approx(1.0)
     assert broken_mean == 3
     assert near_mean > perfect_mean + 2
-    assert near[Decision.MARGINAL] > 0.25
+    assert near[CaseOutcome.MARGINAL] > 0.25
     # A rate inside the band that reaches max undecided is marginal, never red.
-    assert plan.decide(7, 3) is Decision.MARGINAL
+    assert plan.decide(7, 3) is CaseOutcome.MARGINAL
 
 
 def test_quality_cases_are_marginal_but_not_inconclusive_without_transport() -> None:
     plan = SequentialPlan(min=3, max=6)
-    assert plan.decide(4, 2) is Decision.MARGINAL
-    assert plan.decide(4, 1, other=1) is Decision.INCONCLUSIVE
+    assert plan.decide(4, 2) is CaseOutcome.MARGINAL
+    assert plan.decide(4, 1, other=1) is CaseOutcome.INCONCLUSIVE
 
 
 def _suite(root: Path, suite_extra: str, case_extra: str = "") -> Path:

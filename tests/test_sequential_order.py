@@ -23,7 +23,7 @@ from redline.running.seeds import sample_seed
 from redline.running.store import RunStore
 from redline.suite.cases import Case, Suite, load_suite
 from redline.vocabulary.records import CaseOutcome, RunStatus
-from redline.vocabulary.sequential import Decision, SequentialDraw, SequentialPlan
+from redline.vocabulary.sequential import SequentialDraw, SequentialPlan
 from redline.vocabulary.verdicts import Verdict
 from servers import LoopbackLLMServer, rate_answers_json
 
@@ -89,7 +89,7 @@ def test_the_decision_is_taken_at_the_first_crossing_in_sample_order(tmp_path: P
     # Whatever order the batch finishes in, the same samples are drawn and decide the same.
     assert all(o == outcomes[0] for o in outcomes)
     # Decided on the totals of the batch, the same samples would have read "marginal".
-    assert SequentialPlan().decide(7, 3) is Decision.MARGINAL
+    assert SequentialPlan().decide(7, 3) is CaseOutcome.MARGINAL
 
 
 @pytest.mark.parametrize(
@@ -101,7 +101,7 @@ def test_required_is_the_count_that_passes_at_the_sample_count(plan: SequentialP
     for n in range(1, plan.max + 1):
         required = plan.passes_to_pass(n)
         for passes in range(n + 1):
-            assert (plan.decide(passes, n - passes) is Decision.PASS) == (passes >= required)
+            assert (plan.decide(passes, n - passes) is CaseOutcome.PASS) == (passes >= required)
 
 
 def _crossing_case(rate: float) -> tuple[str, int]:
@@ -119,7 +119,7 @@ def _crossing_case(rate: float) -> tuple[str, int]:
                 draw.add(i, Verdict.OK if verdicts[i] else Verdict.MALFORMED)
             if draw.decision() is not None:
                 break
-        if draw.decision() is Decision.FAIL and draw.uncounted:
+        if draw.decision() is CaseOutcome.FAIL and draw.uncounted:
             return case_id, draw.counted
     raise AssertionError("no such case id")
 

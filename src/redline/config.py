@@ -8,23 +8,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from redline.casemodel.values import is_number, show
 from redline.documents.reading import NodeReader
 from redline.documents.tomlsource import load_toml, toml_node, toml_text
-from redline.documents.yamlsource import Node
+from redline.documents.yamlsource import Node, did_you_mean
 from redline.errors import ConfigError, Problem
+from redline.provider_options import PROVIDER_KINDS, OptionKind, ProviderKind
 
-PROVIDER_TYPES = ("openai", "anthropic", "local")
+PROVIDER_TYPES = tuple(PROVIDER_KINDS)
 CONFIG_FILES = ("redline.toml", "pyproject.toml")
 DEFAULT_SUITES = ("cases",)
 
 _ENV_REFERENCE = re.compile(r"^\s*(\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|env:.*|%[A-Za-z_]+%)\s*$")
 _ENV_INSIDE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Samples in flight at once when neither the config nor `--concurrency` says.
+DEFAULT_CONCURRENCY = 4
 
 
 def table_name(source: str, *parts: str) -> str:
@@ -50,18 +52,52 @@ class ModelRef:
 
 @dataclass(frozen=True)
 class ProviderConfig:
-    """How to reach one provider. `api_key_env` is the NAME of the variable, never the key."""
+    """How to reach one provider. `api_key_env` is the NAME of the variable, never the key.
+
+    `options` holds every option its kind declares (`redline.provider_options`): the
+    checked value written in the config file, else the declared default.
+    """
 
     name: str
     type: str
-    base_url: str | None = None
-    api_key_env: str | None = None
-    timeout_s: float = 60.0
-    max_retries: int = 4
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 30.0
-    threads: int | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        kind = PROVIDER_KINDS.get(self.type)
+        if kind is not None:
+            object.__setattr__(self, "options", {**kind.defaults(), **self.options})
+
+    @property
+    def base_url(self) -> str | None:
+        return self._text("base_url")
+
+    @property
+    def api_key_env(self) -> str | None:
+        return self._text("api_key_env")
+
+    @property
+    def timeout_s(self) -> float:
+        return float(self.options["timeout_s"])
+
+    @property
+    def max_retries(self) -> int:
+        return int(self.options["max_retries"])
+
+    @property
+    def backoff_base_s(self) -> float:
+        return float(self.options["backoff_base_s"])
+
+    @property
+    def backoff_max_s(self) -> float:
+        return float(self.options["backoff_max_s"])
+
+    @property
+    def threads(self) -> int:
+        return int(self.options["threads"])
+
+    def _text(self, key: str) -> str | None:
+        value = self.options.get(key)
+        return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True)
@@ -155,8 +191,8 @@ class Config:
     def provider(self, name: str) -> ProviderConfig:
         if name in self.providers:
             return self.providers[name]
-        if name in PROVIDER_TYPES:
-            return ProviderConfig(name=name, type=name, **_PROVIDER_DEFAULTS.get(name, {}))
+        if name in PROVIDER_KINDS:
+            return ProviderConfig(name=name, type=name)
         raise ConfigError(f"provider {name!r} is not configured in {self.source.name}")
 
     def price(self, model_id: str) -> Price | None:
@@ -169,19 +205,12 @@ class Config:
 
     def key_variables(self) -> list[str]:
         """Every environment variable this config reads an API key from."""
-        names = {d["api_key_env"] for d in _PROVIDER_DEFAULTS.values() if d.get("api_key_env")}
-        names |= {p.api_key_env for p in self.providers.values() if p.api_key_env}
+        built_in = [ProviderConfig(name, name) for name in PROVIDER_KINDS]
+        names = {p.api_key_env for p in (*built_in, *self.providers.values()) if p.api_key_env}
         semantic = self.raw.get("semantic")
         if isinstance(semantic, Mapping) and isinstance(semantic.get("api_key_env"), str):
             names.add(semantic["api_key_env"])
         return sorted(n for n in names if n)
-
-
-_PROVIDER_DEFAULTS: dict[str, dict[str, Any]] = {
-    "openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY"},
-    "anthropic": {"base_url": "https://api.anthropic.com", "api_key_env": "ANTHROPIC_API_KEY"},
-    "local": {},
-}
 
 
 def find_config_file(start: Path | None = None) -> tuple[Path, Node] | None:
@@ -306,20 +335,6 @@ _TOP_KEYS = frozenset(
         "stop_when_settled",
     }
 )
-#: Keys of a provider table redline reads itself; any other key is passed to the provider.
-_PROVIDER_KEYS = frozenset(
-    {
-        "type",
-        "base_url",
-        "api_key_env",
-        "timeout_s",
-        "max_retries",
-        "backoff_base_s",
-        "backoff_max_s",
-        "threads",
-        "api_key",
-    }
-)
 _PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
 #: Prices of prompt-cache tokens; without them those tokens cost what fresh input does.
 _CACHE_PRICE_KEYS = ("cached_input_per_mtok", "cache_write_per_mtok")
@@ -335,7 +350,9 @@ def _build(root: Path, source: Path, table: Node) -> Config:
     prices = read.prices(table.get("prices"), models)
     max_run_cost = read.usd(table.get("max_run_cost"), "max_run_cost")
     confirm_cost_above = read.usd(table.get("confirm_cost_above"), "confirm_cost_above")
-    concurrency = read.whole(table.get("concurrency"), "concurrency", 4, minimum=1)
+    concurrency = read.whole(
+        table.get("concurrency"), "concurrency", DEFAULT_CONCURRENCY, minimum=1
+    )
     score_drop = read.score_drop(table.get("score_drop"))
     stop_when_settled = read.boolean(table.get("stop_when_settled"), "stop_when_settled", True)
     suites = read.paths(table.get("suites"), "suites", list(DEFAULT_SUITES))
@@ -400,43 +417,56 @@ class ConfigReader(NodeReader):
         return found
 
     def provider(self, name: str, spec: Node) -> ProviderConfig:
+        """One provider table: its `type` (the table's name by default) and every option
+        checked against what that kind declares."""
         where = self.table("providers", name)
-        ptype = self.choice(
-            spec.get("type"), "type", PROVIDER_TYPES, name, f"in {where}: the provider's API"
-        )
         self.no_pasted_key(spec, where)
-        key_env = spec.get("api_key_env")
-        if key_env is not None and not (
-            isinstance(key_env.value, str)
-            and (key_env.value == "" or _ENV_NAME.match(key_env.value))
-        ):
-            # Never echo the value: a key pasted here must not reach a CI log as well.
+        written = spec.get("type")
+        ptype = self.choice(
+            written, "type", PROVIDER_TYPES, name, f"in {where}: the provider's API"
+        )
+        kind = PROVIDER_KINDS.get(ptype or "")
+        if kind is None:
+            if written is None:
+                self.add(
+                    spec.where,
+                    f"{where} needs a type: {name!r} is not a built-in provider",
+                    f'write type = "openai" (any OpenAI-compatible server) or one of '
+                    f"{', '.join(PROVIDER_TYPES)}",
+                )
+            return ProviderConfig(name=name, type=ptype or name)
+        options = self.options(kind, spec, where)
+        if kind.own_url_when_renamed and name != kind.name and spec.get("base_url") is None:
             self.add(
-                key_env.mark,
-                f"{where} api_key_env must be the NAME of an environment variable "
-                f"(letters, digits, _), not a key: {_NEVER_A_KEY}",
-                'e.g. api_key_env = "OPENAI_API_KEY"',
+                spec.where,
+                f"{where} base_url is required for an {kind.label}-compatible provider other "
+                f"than {kind.name!r}",
+                'e.g. base_url = "http://localhost:8000/v1"',
             )
-        defaults = _PROVIDER_DEFAULTS.get(ptype or "", {})
-        plain = spec.plain()
-        base = ProviderConfig(name=name, type=ptype or name)
-        timeout = self.number(
-            spec.get("timeout_s"), "timeout_s", minimum=0, exclusive_minimum=True, example="60"
-        )
-        retries = self.whole(spec.get("max_retries"), "max_retries", minimum=0, example="4")
-        backoff_base = self.number(spec.get("backoff_base_s"), "backoff_base_s", minimum=0)
-        backoff_max = self.number(spec.get("backoff_max_s"), "backoff_max_s", minimum=0)
-        return replace(
-            base,
-            base_url=plain.get("base_url", defaults.get("base_url")),
-            api_key_env=plain.get("api_key_env", defaults.get("api_key_env")),
-            timeout_s=base.timeout_s if timeout is None else timeout,
-            max_retries=base.max_retries if retries is None else retries,
-            backoff_base_s=base.backoff_base_s if backoff_base is None else backoff_base,
-            backoff_max_s=base.backoff_max_s if backoff_max is None else backoff_max,
-            threads=self.whole(spec.get("threads"), "threads", minimum=1),
-            options={k: v for k, v in plain.items() if k not in _PROVIDER_KEYS},
-        )
+        return ProviderConfig(name=name, type=kind.name, options=options)
+
+    def options(self, kind: ProviderKind, spec: Node, where: str) -> dict[str, Any]:
+        """The options written in a provider table, each checked against its declaration."""
+        found: dict[str, Any] = {}
+        for key, node in spec.items():
+            if key in ("type", "api_key"):
+                continue
+            option = kind.option(key)
+            if option is None:
+                self.add(
+                    node.where,
+                    f"{where} unknown option {key!r} for a provider of type {kind.name!r}"
+                    f"{did_you_mean(key, kind.keys)}",
+                    f"known: {', '.join(kind.keys)}",
+                )
+                continue
+            value = node.value if node.is_scalar else node.plain()
+            wrong = option.problem(value)
+            if wrong:
+                self.add(node.mark, f"{where} {wrong}", option.hint())
+            else:
+                found[key] = float(value) if option.kind is OptionKind.NUMBER else value
+        return found
 
     def models(
         self, node: Node | None, providers: Mapping[str, ProviderConfig]

@@ -37,6 +37,7 @@ from redline.errors import ProblemsError, RedlineError, UsageError
 from redline.gitio import stage_file
 from redline.guard import index_has_prompt_change, loosenings_between
 from redline.textsafe import preview
+from redline.vocabulary.causes import TriageState
 from redline.vocabulary.records import CaseRecord, RunRecord, RunStatus, TriageRecord
 from redline_tui.context import TriageContext
 from redline_tui.messages import FilesStaged, TriageMarked
@@ -212,7 +213,7 @@ async def _retire(
         ),
     )
     if staged:
-        _mark_triage(screen, ctx, run, case, "retired")
+        _mark_triage(screen, ctx, run, case, TriageState.RETIRED)
 
 
 async def _loosen(
@@ -344,7 +345,7 @@ async def _accept_baseline(
         lambda: plan_accept_baseline(ctx.baseline_dir, source, record, samples, reason),
     )
     if staged:
-        _mark_triage(screen, ctx, run, case, "accepted")
+        _mark_triage(screen, ctx, run, case, TriageState.ACCEPTED)
 
 
 def _pinned_model(ctx: TriageContext, case: CaseRecord) -> str | None:
@@ -382,7 +383,11 @@ async def _plan_and_stage(
 
 
 def _mark_triage(
-    screen: Screen[None], ctx: TriageContext, run: RunRecord, case: CaseRecord, state: str
+    screen: Screen[None],
+    ctx: TriageContext,
+    run: RunRecord,
+    case: CaseRecord,
+    state: TriageState,
 ) -> None:
     """The case's triage ends in an action: stored, so the home table says so next time too."""
     previous = ctx.store.triage(run.id).get((case.suite, case.case_id))
@@ -443,7 +448,7 @@ async def _quarantine(
         ),
     )
     if staged:
-        _mark_triage(screen, ctx, run, case, "quarantined")
+        _mark_triage(screen, ctx, run, case, TriageState.QUARANTINED)
 
 
 _FLOWS: dict[str, Flow] = {

@@ -9,6 +9,7 @@ from enum import IntEnum
 from textual.message import Message
 
 from redline.deciding.cause import CauseProgress, Diagnosis
+from redline.vocabulary.causes import TriageState
 from redline.vocabulary.records import CaseRecord, RunRecord
 
 #: (run id, suite, case id): one case of one run, as triage tracks it.
@@ -85,7 +86,7 @@ class CauseProgressed(Message):
 class TriageMarked(Message):
     """A case's triage state changed by an action (retired, accepted)."""
 
-    def __init__(self, key: CaseKey, state: str) -> None:
+    def __init__(self, key: CaseKey, state: TriageState) -> None:
         super().__init__()
         self.key = key
         self.state = state

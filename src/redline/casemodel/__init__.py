@@ -18,15 +18,18 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
+from redline.vocabulary.tiers import Tier
+
 SUITE_FILE = "suite.yaml"
 RETIRED_DIR = "retired"
 CASE_SUFFIXES = (".yaml", ".yml")
 #: A value starting with this names a file relative to the file that holds the value.
 FILE_REF = "file://"
 
-TIERS = ("contract", "quality")
+
+TIERS = tuple(t.value for t in Tier)
 DEFAULT_SAMPLES = 5
-DEFAULT_TIER = "contract"
+DEFAULT_TIER = Tier.CONTRACT
 
 #: Suite keys that change what the model is asked or how it samples (a prompt change when
 #: edited: a new seed draws new outputs as surely as a new prompt does).

@@ -33,6 +33,7 @@ from redline.casemodel.values import (
     source_change,
 )
 from redline.vocabulary.sequential import pass_rate_bar, passes_needed
+from redline.vocabulary.tiers import Tier
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def diff_suite_bars(old: SuiteBar, new: SuiteBar) -> list[BarChange]:
 
 
 def _bare(suite: SuiteBar) -> EffectiveCase:
-    tier, samples = str(suite.tier.value), int(suite.samples.value)
+    tier, samples = Tier(suite.tier.value), int(suite.samples.value)
     required = Setting(default_required(tier, samples))  # the suite's bar is the rule itself
     written = Setting(False, True)
     sampling = suite.samples.value if isinstance(suite.samples.value, dict) else None
@@ -141,7 +142,7 @@ def _tier(old: EffectiveCase, new: EffectiveCase) -> list[BarChange]:
     a, b = old.tier, new.tier
     if a.value == b.value:
         return []
-    kind = Change.LOOSER if (a.value, b.value) == ("contract", "quality") else Change.TIGHTER
+    kind = Change.LOOSER if (a.value, b.value) == (Tier.CONTRACT, Tier.QUALITY) else Change.TIGHTER
     detail = f"{show(a.value)} → {show(b.value)}" + _from_suite(a, b)
     return [BarChange(kind, "tier", detail, b.at)]
 

@@ -67,6 +67,7 @@ from redline.vocabulary.sequential import (
     pass_rate_bar,
     passes_needed,
 )
+from redline.vocabulary.tiers import Tier
 
 #: repository (or folder) path, POSIX style → the file's bytes, or None when absent.
 Reader = Callable[[str], bytes | None]
@@ -88,9 +89,9 @@ _NEEDS = {
 _BLANK_IS_TEXT = (Compare.REQUIRED_TEXT, Compare.FORBIDDEN_TEXT)
 
 
-def default_required(tier: str, samples: int) -> int:
+def default_required(tier: Tier, samples: int) -> int:
     """Contract: every sample must pass. Quality: one may miss."""
-    if tier == "contract":
+    if tier == Tier.CONTRACT:
         return samples
     return max(1, samples - 1)
 
@@ -646,14 +647,15 @@ class _CaseReader:
         self, data: Mapping[str, Any], suite: SuiteBar
     ) -> tuple[Setting, Setting, Setting, dict[str, Any] | None]:
         """Tier, samples, required passes and sequential plan: how much this case asks."""
-        tier_value = self.checks.choice(data, "tier", TIERS, str(suite.tier.value), _TIER_HINT)
-        tier = Setting(tier_value or str(suite.tier.value), "tier" not in data, at=("tier",))
+        written_tier = self.checks.choice(data, "tier", TIERS, str(suite.tier.value), _TIER_HINT)
+        tier_value = Tier(written_tier or suite.tier.value)
+        tier = Setting(tier_value, "tier" not in data, at=("tier",))
         written = _samples(self.checks, data, suite.samples.value)
         default = "samples" not in data
         if not isinstance(written, dict):
             samples = Setting(written, default, at=("samples",))
-            return tier, samples, self.required(data, str(tier.value), written), None
-        bar = pass_rate_bar(str(tier.value), written["bar"])
+            return tier, samples, self.required(data, tier_value, written), None
+        bar = pass_rate_bar(tier_value, written["bar"])
         if "required" in data:
             self.add(
                 ("required",),
@@ -664,7 +666,7 @@ class _CaseReader:
         required = Setting(passes_needed(bar, written["max"]), True, at=("samples",))
         return tier, samples, required, {**written, "bar": bar}
 
-    def required(self, data: Mapping[str, Any], tier: str, samples: int) -> Setting:
+    def required(self, data: Mapping[str, Any], tier: Tier, samples: int) -> Setting:
         value = data.get("required", _ABSENT)
         fallback = Setting(default_required(tier, samples), True, at=("required",))
         if value is _ABSENT:

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from redline.cli import ExitCode
 from redline.cli.output import make_console, make_table
-from redline.config import Config, ModelRef, load_config
+from redline.config import DEFAULT_CONCURRENCY, Config, ModelRef, load_config
 from redline.errors import UsageError, relpath
 from redline.judge.agreement import FAIL, LABELS, PASS
 from redline.judge.answer import JudgeStatus
@@ -58,7 +58,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="print the embeddings backend's mentions calibration (per language and kind)",
     )
     parser.add_argument("--labels", type=Path, help="labels file (default: labels/<rubric>.yaml)")
-    parser.add_argument("--concurrency", type=int, metavar="N", help="parallel judge calls")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help=f"parallel judge calls (default: the config's concurrency, {DEFAULT_CONCURRENCY})",
+    )
     parser.set_defaults(handler=_calibrate)
 
 

@@ -16,11 +16,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
+from redline.casemodel import TIERS
 from redline.cli import ExitCode
 from redline.cli.output import make_console
 from redline.cli.progress import LiveProgress, PlainProgress
-from redline.config import Config, load_config
+from redline.config import DEFAULT_CONCURRENCY, Config, load_config
 from redline.errors import StoreMissing, UsageError, relpath
+from redline.provider_options import IN_FLIGHT_PER_SLOT, default_slots
 from redline.running.exchange import check_out_dir, export_run
 from redline.running.options import RunOptions, resume_options
 from redline.running.planning import run_model
@@ -30,6 +32,7 @@ from redline.running.store import RunStore, new_run_id
 from redline.running.usage import usd
 from redline.suite.cases import Suite, load_suites
 from redline.vocabulary.records import RunKind, RunRecord, RunResult
+from redline.vocabulary.tiers import Tier
 from redline.vocabulary.verdicts import Verdict
 
 _EXIT = {
@@ -74,13 +77,16 @@ def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
         help="sequential sampling for every case: start with 3 samples and draw more, up to "
         "10, only while the case is undecided against its own bar",
     )
-    parser.add_argument("--tier", choices=("contract", "quality"), help="only this tier")
+    parser.add_argument("--tier", choices=TIERS, help="only this tier")
     parser.add_argument("--model", metavar="ALIAS", help="run on another pinned alias")
     parser.add_argument(
         "--concurrency",
         type=_positive,
         metavar="N",
-        help="samples in flight at once (default: config concurrency; the local model runs one)",
+        help=f"samples in flight at once (default: the config's concurrency, "
+        f"{DEFAULT_CONCURRENCY}); the local model takes at most {IN_FLIGHT_PER_SLOT} per "
+        f"parallel slot ({IN_FLIGHT_PER_SLOT * default_slots()} with this machine's default "
+        f"of {default_slots()} slots)",
     )
     parser.add_argument("--shard", metavar="K/N", help="run only shard K of N (CI matrices)")
     parser.add_argument(
@@ -308,7 +314,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         suites=tuple(relpath(p, config.root) for p in paths),
         samples=args.samples,
         case_ids=tuple(args.cases),
-        tier=args.tier,
+        tier=None if args.tier is None else Tier(args.tier),
         model_alias=args.model,
         concurrency=args.concurrency,
         kind=RunKind.REPLAY if args.replay else RunKind.RUN,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from redline.cli import ExitCode
 from redline.config import load_config
+from redline.provider_options import PROVIDER_KINDS, Option, toml_value
 from redline.running.options import RunOptions
 from redline.running.planning import samples_for
 from redline.suite.cases import Suite, load_suites, summary
@@ -17,6 +18,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "validate",
         description="Load every suite and case, report every problem with file:line:column "
         "(exit 2), or print a summary (exit 0).",
+        epilog=_provider_options(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "paths",
@@ -26,6 +29,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="suite folders or folders of suites (default: the config's suites, e.g. cases/)",
     )
     parser.set_defaults(handler=run)
+
+
+def _provider_options() -> str:
+    """Every option of each provider type, as the config reader checks it."""
+    lines = ["provider options, by type (a [providers.NAME] table; checked like the rest):"]
+    for kind in PROVIDER_KINDS.values():
+        lines.append(f'  type = "{kind.name}"')
+        lines += [f"    {o.key:<18} {o.meaning}; {o.expected}; {_default(o)}" for o in kind.options]
+    return "\n".join(lines)
+
+
+def _default(option: Option) -> str:
+    if option.default is None:
+        return "unset by default"
+    words = f" ({option.default_words})" if option.default_words else ""
+    return f"default {toml_value(option.default)}{words}"
 
 
 def run(args: argparse.Namespace) -> int:

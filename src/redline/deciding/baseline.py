@@ -50,6 +50,7 @@ from redline.vocabulary.records import (
     RunStatus,
     SampleRecord,
 )
+from redline.vocabulary.tiers import Tier
 from redline.vocabulary.verdicts import CONTENT_VERDICTS, AssertionStatus, Verdict
 
 BASELINE_FORMAT = 1
@@ -77,7 +78,7 @@ class BaselineCase:
 
     case_id: str
     run_id: str
-    tier: str
+    tier: Tier
     samples: int
     passes: int
     required: int
@@ -94,7 +95,7 @@ class BaselineCase:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "run_id": self.run_id,
-            "tier": self.tier,
+            "tier": str(self.tier),
             "samples": self.samples,
             "passes": self.passes,
             "required": self.required,
@@ -154,7 +155,7 @@ def parse_baseline(text: str, source: str) -> Baseline:
             cases[cid] = BaselineCase(
                 case_id=cid,
                 run_id=str(c["run_id"]),
-                tier=str(c["tier"]),
+                tier=Tier(c["tier"]),
                 samples=int(c["samples"]),
                 passes=int(c["passes"]),
                 required=int(c["required"]),

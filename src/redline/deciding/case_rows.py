@@ -15,7 +15,7 @@ from redline.deciding.history import case_history, find_marginal
 from redline.presentation import CAUSE_STYLES, OUTCOME_ORDER, VERDICT_SHORT_NAMES
 from redline.running.quarantine import quarantined_cases
 from redline.running.store import RunStore
-from redline.vocabulary.causes import Cause
+from redline.vocabulary.causes import Cause, TriageState
 from redline.vocabulary.records import CaseRecord, RunRecord, TriageRecord
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
@@ -112,9 +112,9 @@ TRIAGE_WORDS = {Cause.CASE_CHANGED.value: "changed"}
 #: A concluded cause in its own style; the states an action left, in theirs.
 TRIAGE_STYLES = {
     **{TRIAGE_WORDS.get(cause.value, cause.value): style for cause, style in CAUSE_STYLES.items()},
-    "retired": "dim",
-    "accepted": "green",
-    "quarantined": "magenta",
+    TriageState.RETIRED.value: "dim",
+    TriageState.ACCEPTED.value: "green",
+    TriageState.QUARANTINED.value: "magenta",
 }
 TRIAGE_WIDTH = len("quarantined")
 
@@ -130,7 +130,7 @@ def triage_text(state: TriageRecord | None, live: CauseProgress | None, running:
         return Text(f"running {fraction:.0%}", style="bold blue")
     if state is None:
         return Text("")
-    if state.state in ("running", "stopped"):
+    if state.state in (TriageState.RUNNING, TriageState.STOPPED):
         return Text(f"stopped {state.progress:.0%}", style="dim")
     word = TRIAGE_WORDS.get(state.state, state.state)
     return Text(word, style=TRIAGE_STYLES.get(word, ""))

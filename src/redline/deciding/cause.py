@@ -46,7 +46,7 @@ from redline.errors import CaseNotFound, UsageError
 from redline.gitio import open_repo
 from redline.running.store import RunStore, now_iso
 from redline.running.usage import usd
-from redline.vocabulary.causes import Cause
+from redline.vocabulary.causes import Cause, TriageState
 from redline.vocabulary.records import CaseRecord, RunKind, RunRecord, SampleRecord, TriageRecord
 from redline.vocabulary.verdicts import Verdict
 
@@ -265,17 +265,17 @@ class CauseAnalysis:
         When `cancelled()` turns true, sampling stops: the samples finished so far are kept
         (in the arms' stored runs and in the returned diagnosis, marked `stopped`).
         """
-        self._store_state("running", 0.0, None)
+        self._store_state(TriageState.RUNNING, 0.0, None)
         if not self.arms:
             diagnosis = self._diagnose(Decision(Cause.CASE_CHANGED, {}), final=True)
-            self._store_state(diagnosis.cause.value, 1.0, diagnosis)
+            self._store_state(TriageState.found(diagnosis.cause), 1.0, diagnosis)
             return diagnosis
         total = len(self.arms) * self.settings.budget
         try:
             return self._sample(total, progress, cancelled)
         except BaseException:
             self._store_state(
-                "stopped",
+                TriageState.STOPPED,
                 self._drawn() / total,
                 self._diagnose(Decision(Cause.UNDECIDED, {}), final=False, stopped=True),
             )
@@ -297,7 +297,7 @@ class CauseAnalysis:
 
         def after_look(decision: Decision) -> None:
             partial = self._diagnose(decision, final=False)
-            self._store_state("running", self._drawn() / total, partial)
+            self._store_state(TriageState.RUNNING, self._drawn() / total, partial)
 
         looked = look_by_look(
             self.settings,
@@ -310,9 +310,9 @@ class CauseAnalysis:
         diagnosis = self._diagnose(looked.decision, final=looked.final, stopped=looked.stopped)
         done = self._drawn()
         if looked.stopped and diagnosis.cause is Cause.UNDECIDED:
-            self._store_state("stopped", done / total, diagnosis)
+            self._store_state(TriageState.STOPPED, done / total, diagnosis)
         else:
-            self._store_state(diagnosis.cause.value, 1.0, diagnosis)
+            self._store_state(TriageState.found(diagnosis.cause), 1.0, diagnosis)
         if progress is not None:
             progress(CauseProgress(self.current(), done, total, diagnosis.sentence))
         return diagnosis
@@ -368,7 +368,9 @@ class CauseAnalysis:
         )
         return dataclasses.replace(diagnosis, sentence=explain(diagnosis, decision.why))
 
-    def _store_state(self, state: str, fraction: float, diagnosis: Diagnosis | None) -> None:
+    def _store_state(
+        self, state: TriageState, fraction: float, diagnosis: Diagnosis | None
+    ) -> None:
         detail: dict[str, Any] = {}
         if diagnosis is not None:
             detail = diagnosis.to_json()

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from redline.config import ModelRef
+from redline.config import DEFAULT_CONCURRENCY, ModelRef
 from redline.errors import ConfigError, relpath
 from redline.judge.agreement import FAIL, LABELS, PASS, Agreement, cohens_kappa
 from redline.judge.answer import Judgement, JudgeStatus, judge_prompt_template
 from redline.judge.call import judge_output
 from redline.judge.labels import Label
 from redline.judge.rubric import Rubric
-from redline.providers.base import Provider
+from redline.providers.base import Provider, in_flight
 
 MIN_LABELS = 20
 CALIBRATION_SUFFIX = ".calibration.json"
@@ -241,7 +241,7 @@ async def calibrate(
     provider: Provider,
     model: ModelRef,
     *,
-    concurrency: int = 4,
+    concurrency: int = DEFAULT_CONCURRENCY,
     today: datetime.date | None = None,
 ) -> CalibrationResult:
     """Judge every labelled output and measure agreement with the labels.
@@ -249,8 +249,7 @@ async def calibrate(
     A malformed or failed judge answer counts as the judge saying `fail`
     (it is never a pass) and is counted separately.
     """
-    limit = max(1, min(concurrency, provider.max_parallel or concurrency))
-    gate = asyncio.Semaphore(limit)
+    gate = asyncio.Semaphore(in_flight(provider, concurrency))
 
     async def one(label: Label) -> Judgement:
         async with gate:

@@ -8,7 +8,6 @@ from typing import Any
 from redline.providers.http_provider import Answer, HttpProvider, MalformedResponse, optional_int
 from redline.vocabulary.completion import ChatRequest, FinishReason
 
-ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
 """The Messages API requires max_tokens; used when the suite sets none."""
 
@@ -30,7 +29,7 @@ class AnthropicProvider(HttpProvider):
         return f"{self.base_url}/v1/messages"
 
     def headers(self) -> dict[str, str]:
-        version = str(self.config.options.get("anthropic_version", ANTHROPIC_VERSION))
+        version = str(self.config.options["anthropic_version"])
         headers = {"anthropic-version": version}
         if self._api_key:
             headers["x-api-key"] = self._api_key

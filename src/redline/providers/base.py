@@ -26,3 +26,9 @@ class Provider(Protocol):
     def identity(self) -> str:
         """The pinned model identity recorded with the run."""
         ...
+
+
+def in_flight(provider: Provider, wanted: int) -> int:
+    """Calls to keep in flight at once: `wanted`, capped by the provider's own limit."""
+    limit = provider.max_parallel
+    return max(1, wanted if limit is None else min(wanted, limit))

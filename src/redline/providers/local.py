@@ -28,7 +28,6 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import importlib.util
-import os
 import random
 import threading
 import time
@@ -41,13 +40,12 @@ from typing import Any
 from redline.config import ModelRef, Price, ProviderConfig
 from redline.errors import ConfigError
 from redline.openmp import prefer_passive_wait
+from redline.provider_options import IN_FLIGHT_PER_SLOT
 from redline.providers.http_provider import Answer, MalformedResponse
 from redline.providers.local_slots import Copies
 from redline.providers.local_stream import ChunkStream
 from redline.vocabulary.completion import ChatRequest, Completion
 
-DEFAULT_THREADS = os.cpu_count() or 1
-DEFAULT_CONTEXT = 4096
 DEFAULT_MAX_TOKENS = 512
 """Used when a suite sets no max_tokens, so a degenerate loop cannot fill the context."""
 COPY_LIMIT_BYTES = 1 << 30
@@ -68,14 +66,6 @@ PACKAGED_MODELS: Mapping[str, _PackagedModel] = {
         file="SmolLM2-135M-Instruct.Q4_1.gguf",
     ),
 }
-
-LOCAL_OPTIONS = frozenset({"n_ctx", "verbose", "parallel"})
-
-
-def default_slots() -> int:
-    """Samples decoded at once when the config does not say: four per core (four slots
-    batch a fifth more tokens per second than two on one copy; eight, no more)."""
-    return 4 * (os.cpu_count() or 1)
 
 
 def locate_model(name: str, root: Path | None = None) -> Path:
@@ -150,7 +140,7 @@ class _LoadedModel:
         # One waiting thread per sample in flight: a blocked call occupies its thread
         # until its sample is decoded.
         self.callers = ThreadPoolExecutor(
-            4 * slots_each * len(servers), thread_name_prefix="redline-local"
+            IN_FLIGHT_PER_SLOT * slots_each * len(servers), thread_name_prefix="redline-local"
         )
 
 
@@ -211,13 +201,13 @@ class LocalProvider:
         self.config = config
         self.path = path
         self._price = price
-        self._threads = config.threads or DEFAULT_THREADS
-        self._n_ctx = int(config.options.get("n_ctx", DEFAULT_CONTEXT))
-        self._verbose = bool(config.options.get("verbose", False))
-        self._slots = int(config.options.get("parallel", default_slots()))
-        #: Four samples in flight per slot: samples of one prompt wait for its slot (see
+        self._threads = config.threads
+        self._n_ctx = int(config.options["n_ctx"])
+        self._verbose = bool(config.options["verbose"])
+        self._slots = int(config.options["parallel"])
+        #: Several samples in flight per slot: samples of one prompt wait for its slot (see
         #: local_slots), so the others need enough different prompts to stay busy.
-        self.max_parallel: int | None = 4 * self._slots
+        self.max_parallel: int | None = IN_FLIGHT_PER_SLOT * self._slots
         self._rng = random.Random()
 
     def __repr__(self) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from redline.providers.base import in_flight
 from redline.running.budget import Budget
 from redline.running.options import RunOptions
 from redline.running.pipeline import SampleJob, SamplePipeline
@@ -183,9 +184,7 @@ class Commits:
 def concurrency(options: RunOptions, config: Config, provider: Provider, plan: Plan) -> int:
     """Workers for this run: `--concurrency` or the configured one, capped by the
     provider's own limit and by the samples there are to draw."""
-    limit = options.concurrency or config.concurrency
-    if provider.max_parallel is not None:
-        limit = min(limit, provider.max_parallel)
+    limit = in_flight(provider, options.concurrency or config.concurrency)
     return max(1, min(limit, max(len(plan.todo), len(plan.sequential)) or 1))
 
 

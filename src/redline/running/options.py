@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from redline.vocabulary.records import RunKind, RunRecord
+from redline.vocabulary.tiers import Tier
 from redline.vocabulary.verdicts import Verdict
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class RunOptions:
 
     samples: int | None = None
     case_ids: tuple[str, ...] = ()
-    tier: str | None = None
+    tier: Tier | None = None
     model_alias: str | None = None
     concurrency: int | None = None
     kind: RunKind = RunKind.RUN
@@ -104,7 +105,7 @@ class RunOptions:
             suites=tuple(str(p) for p in args.get("suites") or ()),
             case_ids=tuple(str(c) for c in args.get("cases") or ()),
             samples=args.get("samples"),
-            tier=args.get("tier"),
+            tier=None if args.get("tier") is None else Tier(args["tier"]),
             model_alias=args.get("model"),
             shard=None if not shard else (int(shard[0]), int(shard[1])),
             replay=args.get("replay"),

@@ -32,7 +32,7 @@ from redline.vocabulary.records import (
     RunResult,
     RunStatus,
 )
-from redline.vocabulary.sequential import Decision, SequentialDraw
+from redline.vocabulary.sequential import SequentialDraw
 from redline.vocabulary.verdicts import NON_CONTENT_VERDICTS, VERDICT_ORDER, Verdict
 
 if TYPE_CHECKING:
@@ -189,14 +189,6 @@ class CaseResult:
         return self.verdicts.get(Verdict.OK, 0)
 
 
-_SEQUENTIAL_OUTCOME = {
-    Decision.PASS: CaseOutcome.PASS,
-    Decision.FAIL: CaseOutcome.FAIL,
-    Decision.MARGINAL: CaseOutcome.MARGINAL,
-    Decision.INCONCLUSIVE: CaseOutcome.INCONCLUSIVE,
-}
-
-
 def case_result(
     case: Case,
     samples: int,
@@ -215,7 +207,7 @@ def case_result(
         )
         content = sum(n for v, n in counted.items() if v not in NON_CONTENT_VERDICTS)
         return CaseResult(
-            _SEQUENTIAL_OUTCOME[decision or Decision.INCONCLUSIVE],
+            decision or CaseOutcome.INCONCLUSIVE,
             draw.plan.passes_to_pass(content),
             counted,
             uncounted=max(0, sum(verdicts.values()) - sum(counted.values())),

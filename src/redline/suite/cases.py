@@ -48,6 +48,7 @@ from redline.vocabulary.outcome import scale_required
 from redline.vocabulary.sequential import (
     SequentialPlan,
 )
+from redline.vocabulary.tiers import Tier
 
 if TYPE_CHECKING:
     from redline.config import Config
@@ -78,7 +79,7 @@ class Case:
     path: Path
     provenance: Mapping[str, str]
     vars: Mapping[str, str]
-    tier: str
+    tier: Tier
     samples: int
     required: int
     expect_refusal: bool
@@ -108,7 +109,7 @@ class Suite:
     path: Path
     model: str
     samples: int
-    tier: str
+    tier: Tier
     max_tokens: int | None
     temperature: float | None
     prompt_files: tuple[Path, ...]
@@ -265,7 +266,7 @@ class _SuiteLoader(NodeReader):
             path=self.folder,
             model=model or "",
             samples=int(samples["max"] if isinstance(samples, dict) else samples),
-            tier=str(bar.tier.value),
+            tier=Tier(bar.tier.value),
             max_tokens=bar.max_tokens,
             temperature=bar.temperature,
             prompt_files=files,
@@ -423,7 +424,7 @@ class _CaseLoader:
             path=self.path.resolve(),
             provenance=case.provenance,
             vars=case.vars,
-            tier=str(case.tier.value),
+            tier=Tier(case.tier.value),
             samples=int(case.samples.value),
             required=int(case.required.value),
             expect_refusal=bool(case.expect_refusal.value),
@@ -500,7 +501,7 @@ def _plan(case: EffectiveCase) -> SequentialPlan | None:
         max=int(written["max"]),
         bar=float(written["bar"]),
         margin=float(written["margin"]),
-        contract=case.tier.value == "contract",
+        contract=case.tier.value == Tier.CONTRACT,
     )
 
 

@@ -22,6 +22,30 @@ class Cause(StrEnum):
     UNDECIDED = "undecided"
 
 
+class TriageState(StrEnum):
+    """Where the triage of one case stands, as the store keeps it: the cause found (its
+    value is the cause's), the reruns under way or cut off, or the action that settled it."""
+
+    PROMPT = Cause.PROMPT.value
+    MODEL = Cause.MODEL.value
+    CASE = Cause.CASE.value
+    NOISE = Cause.NOISE.value
+    DRIFT = Cause.DRIFT.value
+    SETTINGS = Cause.SETTINGS.value
+    CASE_CHANGED = Cause.CASE_CHANGED.value
+    UNDECIDED = Cause.UNDECIDED.value
+    RUNNING = "running"
+    STOPPED = "stopped"
+    RETIRED = "retired"
+    ACCEPTED = "accepted"
+    QUARANTINED = "quarantined"
+
+    @classmethod
+    def found(cls, cause: Cause) -> TriageState:
+        """The state of a case whose analysis concluded `cause`."""
+        return cls(cause.value)
+
+
 _CONCLUSIONS = frozenset(c.value for c in Cause if c is not Cause.UNDECIDED)
 
 

@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
 
+from redline.vocabulary.causes import TriageState
 from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.tiers import Tier
 from redline.vocabulary.verdicts import AssertionResult, Verdict
 
 
@@ -206,7 +208,7 @@ class CaseRecord:
     run_id: str = field(metadata=stored(key=None))
     suite: str
     case_id: str = field(metadata=stored(key="id"))
-    tier: str
+    tier: Tier
     model_id: str = field(metadata=stored(key="model"))
     samples: int
     required: int
@@ -280,14 +282,13 @@ class SampleRecord:
 class TriageRecord:
     """Where the triage of one case of one run stands: its cause, or how far the reruns got.
 
-    `state` is a cause word (prompt, model, case, noise, case-changed, undecided), `running`,
-    `stopped`, or an action taken (retired, accepted); `detail` holds the last diagnosis.
+    `detail` holds the last diagnosis.
     """
 
     run_id: str
     suite: str
     case_id: str
-    state: str
+    state: TriageState
     progress: float = 0.0
     detail: Mapping[str, Any] = field(default_factory=dict)
     updated_at: str = ""

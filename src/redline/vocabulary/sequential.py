@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import StrEnum
 
+from redline.vocabulary.records import CaseOutcome
+from redline.vocabulary.tiers import Tier
 from redline.vocabulary.verdicts import NON_CONTENT_VERDICTS, Verdict
 
 #: What `redline run --adaptive` and `samples: {}` fill in.
@@ -36,13 +37,6 @@ DEFAULT_QUALITY_BAR = 0.8
 MAX_MARGIN = 0.49
 FALSE_FAIL = 0.01
 FALSE_PASS = 0.30
-
-
-class Decision(StrEnum):
-    PASS = "pass"
-    FAIL = "fail"
-    MARGINAL = "marginal"
-    INCONCLUSIVE = "inconclusive"
 
 
 @dataclass(frozen=True)
@@ -74,7 +68,7 @@ class SequentialPlan:
             high = min(low + 0.02, 0.995)
         return low, high
 
-    def decide(self, passes: int, failures: int, other: int = 0) -> Decision | None:
+    def decide(self, passes: int, failures: int, other: int = 0) -> CaseOutcome | None:
         """The case's result after these samples, or None while more samples are needed.
 
         `failures` are content failures (wrong, malformed, refused); `other` are samples that
@@ -83,16 +77,16 @@ class SequentialPlan:
         drawn = passes + failures + other
         if self.contract:
             if failures:
-                return Decision.FAIL
+                return CaseOutcome.FAIL
             if passes >= self.min:
-                return Decision.PASS
+                return CaseOutcome.PASS
             return _exhausted(drawn, self.max, other)
         if passes + failures >= self.min:
             llr = self._llr(passes, failures)
             if llr >= self._pass_bound:
-                return Decision.PASS
+                return CaseOutcome.PASS
             if llr <= self._fail_bound:
-                return Decision.FAIL
+                return CaseOutcome.FAIL
         return _exhausted(drawn, self.max, other)
 
     def _llr(self, passes: int, failures: int) -> float:
@@ -138,20 +132,20 @@ class SamplingSpec:
     margin: float = DEFAULT_MARGIN
     bar: float | None = None
 
-    def plan(self, tier: str) -> SequentialPlan:
+    def plan(self, tier: Tier) -> SequentialPlan:
         return SequentialPlan(
             min=self.min,
             max=self.max,
             bar=pass_rate_bar(tier, self.bar),
             margin=self.margin,
-            contract=tier == "contract",
+            contract=tier == Tier.CONTRACT,
         )
 
 
-def pass_rate_bar(tier: str, bar: float | None) -> float:
+def pass_rate_bar(tier: Tier, bar: float | None) -> float:
     """The pass rate a sequential case must show: every sample for a contract case, else the
     written `bar` (DEFAULT_QUALITY_BAR when none is)."""
-    if tier == "contract":
+    if tier == Tier.CONTRACT:
         return 1.0
     return bar if bar is not None else DEFAULT_QUALITY_BAR
 
@@ -161,7 +155,7 @@ def passes_needed(bar: float, samples: int) -> int:
     return math.ceil(bar * samples - 1e-9)
 
 
-def adaptive_plan(tier: str, samples: int, required: int) -> SequentialPlan:
+def adaptive_plan(tier: Tier, samples: int, required: int) -> SequentialPlan:
     """`redline run --adaptive` for a case written with a fixed N: its own bar, as a rate."""
     bar = required / samples
     return SamplingSpec(bar=max(0.05, min(bar, 0.95))).plan(tier)
@@ -185,7 +179,7 @@ class SequentialDraw:
     other: int = 0
     counts: dict[Verdict, int] = field(default_factory=dict)
     _verdicts: dict[int, Verdict] = field(default_factory=dict, repr=False)
-    _decision: Decision | None = None
+    _decision: CaseOutcome | None = None
 
     @property
     def counted(self) -> int:
@@ -213,7 +207,7 @@ class SequentialDraw:
         else:
             self.failures += 1
 
-    def decision(self) -> Decision | None:
+    def decision(self) -> CaseOutcome | None:
         return self._decision
 
     def more(self) -> range:
@@ -232,10 +226,10 @@ class SequentialDraw:
         return range(start, self.drawn)
 
 
-def _exhausted(drawn: int, maximum: int, other: int) -> Decision | None:
+def _exhausted(drawn: int, maximum: int, other: int) -> CaseOutcome | None:
     if drawn < maximum:
         return None
-    return Decision.INCONCLUSIVE if other else Decision.MARGINAL
+    return CaseOutcome.INCONCLUSIVE if other else CaseOutcome.MARGINAL
 
 
-__all__ = ["Decision", "SamplingSpec", "SequentialDraw", "SequentialPlan", "adaptive_plan"]
+__all__ = ["SamplingSpec", "SequentialDraw", "SequentialPlan", "adaptive_plan"]

@@ -21,6 +21,7 @@ from redline.config import Config
 from redline.deciding.cause import ArmCounts, CauseAnalysis, Diagnosis, Settings, StepEstimate
 from redline.errors import RedlineError
 from redline.running.usage import usd
+from redline.vocabulary.causes import TriageState
 from redline.vocabulary.records import CaseRecord, RunRecord
 from redline_tui.cause_jobs import case_key
 from redline_tui.context import TriageContext
@@ -34,7 +35,7 @@ from redline_tui.widgets.key_bar import KeyBar
 class DiagnosisRead(Message):
     """The store holds a conclusion (or a stopped analysis) for this case."""
 
-    def __init__(self, diagnosis: Diagnosis, state: str) -> None:
+    def __init__(self, diagnosis: Diagnosis, state: TriageState) -> None:
         super().__init__()
         self.diagnosis = diagnosis
         self.state = state
@@ -127,7 +128,7 @@ class RerunScreen(CaseStepScreen):
             self.panel.show_where(where, diagnosis.red)
             return
         self._show_diagnosis(diagnosis)
-        if event.state == "stopped" or diagnosis.stopped:
+        if event.state == TriageState.STOPPED or diagnosis.stopped:
             self.panel.status(stopped_note(diagnosis))
         else:
             self.panel.status("Stored result; r runs the analysis again.")

@@ -21,7 +21,7 @@ from redline.deciding.case_rows import CaseFilter, CaseMarks, CaseView, case_key
 from redline.deciding.failure_groups import GroupRow, describer, failure_groups
 from redline.deciding.groups import CaseTrend
 from redline.running.quarantine import QuarantinedCase, quarantined_cases
-from redline.vocabulary.causes import is_conclusion
+from redline.vocabulary.causes import TriageState, is_conclusion
 from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
 from redline_tui.actions import start_case_action
 from redline_tui.batch import CauseBatch
@@ -381,9 +381,9 @@ class RunScreen(Screen[None]):
             return
         run_id, suite, case_id = event.key
         if event.diagnosis is not None:
-            state = event.diagnosis.cause.value
-            if event.diagnosis.stopped and state == "undecided":
-                state = "stopped"
+            state = TriageState.found(event.diagnosis.cause)
+            if event.diagnosis.stopped and state == TriageState.UNDECIDED:
+                state = TriageState.STOPPED
             progress = event.diagnosis.progress
             record = TriageRecord(run_id, suite, case_id, state, progress)
             self.table.set_triage(suite, case_id, record)
@@ -392,7 +392,7 @@ class RunScreen(Screen[None]):
         else:
             self.table.redraw_triage(f"{suite}/{case_id}")
 
-    def show_triage_state(self, key: CaseKey, state: str) -> None:
+    def show_triage_state(self, key: CaseKey, state: TriageState) -> None:
         """An action settled a case (retired, accepted): its cell says so."""
         if self._is_open(key[0]):
             self.table.set_triage(key[1], key[2], TriageRecord(*key, state))
