@@ -191,3 +191,27 @@ def test_compare_without_any_cached_tokens_shows_no_cache_lines(
     _runs(repo, cached_b=None)
     assert main(["compare", "runa", "runb"]) == 0
     assert "cached" not in capsys.readouterr().out
+
+
+def test_token_history_carries_the_cached_share_the_estimate_prices(tmp_path: Path) -> None:
+    spec = RunSpec(
+        "hist1",
+        [
+            CaseSpec(
+                "shared-prompt",
+                [OK] * 4,
+                input_tokens=1000,
+                output_tokens=100,
+                cached_input_tokens=800,
+            )
+        ],
+    )
+    with RunStore.open(tmp_path / "h.db") as store:
+        write_run(store, spec)
+        history = store.token_history("local:model-a", 5)
+    samples, tokens_in, tokens_out, cached, written = history[("suite-a", "shared-prompt")]
+    assert (samples, tokens_in, tokens_out, cached, written) == (4, 1000.0, 100.0, 800.0, 0.0)
+    price = Price(3.0, 15.0, 0.3)
+    assert price.cost_of(tokens_in, tokens_out, cached, written) == pytest.approx(
+        (200 * 3.0 + 800 * 0.3 + 100 * 15.0) / 1e6
+    )
