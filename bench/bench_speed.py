@@ -529,7 +529,7 @@ def _compile_bytecode() -> None:
     import sysconfig
 
     site = Path(sysconfig.get_paths()["purelib"])
-    if not (site / "httpx" / "__pycache__").is_dir():
+    if not (site / "aiohttp" / "__pycache__").is_dir():
         print("  (site-packages had no bytecode: compiled as `uv sync --compile-bytecode` does)")
         compileall.compile_dir(site, quiet=1, workers=0)
     for folder in ("src", "tui"):
@@ -587,10 +587,7 @@ def main() -> None:
     print(f"load average at end {os.getloadavg()[0]:.1f}")
     print("missed: " + (", ".join(missed) if missed else "none"))
     if missed:
-        print(
-            "why, with the profiles: README.md, section "
-            "'Speed: what bench_speed.py meets and why it misses the rest'"
-        )
+        print("why, with the profiles: docs/speed.md (the documentation's Speed figures page)")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import pytest
 
 from redline.cli import main
 from redline.deciding.compare import compare_runs
+from redline.report import build_run_report
+from redline.report.markdown import markdown_summary
 from redline.vocabulary.records import RunKind
 from redline.vocabulary.verdicts import Verdict
 from runfactory import (
@@ -204,3 +206,21 @@ def test_a_rerun_is_compared_with_its_parent_only_on_the_cases_it_ran(
     out = capsys.readouterr().out
     assert "removed" not in out and "only in A" not in out
     assert "covering only the cases run rerun1 ran" in out
+
+
+def test_runs_that_share_no_suites_say_so_not_that_too_few_cases_were_evaluated(
+    tmp_path: Path,
+) -> None:
+    write_config(tmp_path)
+    cases = [CaseSpec(f"c{i}", [OK] * 3) for i in range(10)]
+    with open_store(tmp_path) as store:
+        write_run(store, RunSpec("night1", cases, started_at="2026-01-01T03:00:00.000+00:00"))
+        other = [CaseSpec(f"c{i}", [OK] * 3, suite="suite-b") for i in range(10)]
+        write_run(store, RunSpec("night2", other, started_at="2026-01-02T03:00:00.000+00:00"))
+        comparison = compare_runs(store, "night1", "night2")
+        report = build_run_report(store, "night2")
+    assert comparison.withheld == [
+        "runs night1 and night2 share no suites (suite-a against suite-b): nothing to compare"
+    ]
+    summary = markdown_summary(report)
+    assert "share no suites" in summary and "case(s) evaluated" not in summary

@@ -8,6 +8,8 @@ import pytest
 
 from redline.assertions.evaluate import evaluate_sample
 from redline.config import load_config
+from redline.deciding.baseline import load_baseline
+from redline.running.manifest import case_hash
 from redline.suite.cases import load_suites
 from redline.vocabulary.completion import Completion, FinishReason
 from redline.vocabulary.verdicts import AssertionStatus, Verdict
@@ -104,3 +106,21 @@ def test_golden_reference_prefers_the_accepted_baseline_and_says_which() -> None
     assert "(run run1, 0/3 passed) has no passing sample" in fallback.source
     none = golden_reference(None, "c", None)
     assert none.text is None and "golden: file://" in none.source
+
+
+def test_the_committed_baselines_are_of_the_cases_as_they_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Quickstart's first run compares with `baselines/`: a baseline saved before a case
+    file changed would mark that case "case changed" on every new user's first run. Each
+    suite's baseline holds every case of the suite, at the hash of its files today."""
+    monkeypatch.chdir(ROOT)
+    for suite in load_suites([ROOT / "cases"], load_config()):
+        baseline = load_baseline(ROOT / "baselines", suite.name)
+        assert baseline is not None, f"no baselines/{suite.name}.json"
+        assert sorted(baseline.cases) == sorted(c.id for c in suite.cases), suite.name
+        for case in suite.cases:
+            assert baseline.cases[case.id].case_hash == case_hash(case), (
+                f"baselines/{suite.name}.json predates {case.path.name}: run the suite and "
+                "`redline baseline save RUN_ID`"
+            )

@@ -12,12 +12,14 @@ import git
 import pytest
 import yaml
 
+from redline.cli import main
 from redline.guard import (
     Finding,
     GuardReport,
     Kind,
     check_commit,
     check_range,
+    check_range_as_one,
     check_staged,
     index_has_prompt_change,
     loosenings_between,
@@ -588,6 +590,60 @@ def test_two_commit_pr_passes_range_but_not_squashed(tmp_path: Path) -> None:
     repo.repo.git.reset("--soft", base)
     squashed = repo.commit("both at once")
     assert check_range(tmp_path, f"{base}..{squashed}")[0].blocked
+
+
+def test_a_pull_request_splitting_prompt_and_loosening_is_refused_as_one_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each commit passes alone, but the range as one change (a squash merge) holds both:
+    refused, naming which commit changed the prompt and which loosened the bar."""
+    repo = base_repo(tmp_path)
+    base = repo.repo.head.commit.hexsha
+    repo.change_prompt()
+    prompt = repo.commit("reword the system prompt")
+    repo.write("notes.txt", "unrelated\n")
+    repo.commit("notes")
+    case = copy.deepcopy(BASE_CASE)
+    case["assert"][2]["value"] = 800
+    repo.write(CASE, case)
+    loosening = repo.commit("loosen max-chars on its own")
+
+    report = check_range_as_one(tmp_path, f"{base}..{loosening}")
+    assert [r.blocked for r in report.commits] == [False, False, False]
+    assert report.whole is not None and report.whole.blocked
+    assert report.blocked and report.split
+    [loosened] = report.whole.loosenings
+    assert str(loosened) == "case 0042-amount-suffix: assert[2] max-chars 400 → 800"
+    assert report.commits_of(loosened) == (f"{loosening[:12]} loosen max-chars on its own",)
+    [changed] = report.whole.prompt_changes
+    assert report.commits_of(changed) == (f"{prompt[:12]} reword the system prompt",)
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["guard", "--range", f"{base}..{loosening}"]) == 1
+    out = capsys.readouterr().out
+    assert f"[in {loosening[:12]} loosen max-chars on its own]" in out
+    assert f"[in {prompt[:12]} reword the system prompt]" in out
+    assert "refused the range as one change" in out and "different commits" in out
+
+
+def test_a_loosening_undone_later_in_the_pull_request_passes_as_one_change(
+    tmp_path: Path,
+) -> None:
+    """A commit that loosens beside a commit that changes the prompt, then a commit putting
+    the bar back: the range as one change loosens nothing. Only the commits are judged."""
+    repo = base_repo(tmp_path)
+    base = repo.repo.head.commit.hexsha
+    repo.change_prompt()
+    repo.commit("reword")
+    case = copy.deepcopy(BASE_CASE)
+    case["assert"][2]["value"] = 800
+    repo.write(CASE, case)
+    repo.commit("loosen")
+    repo.write(CASE, BASE_CASE)
+    head = repo.commit("put the bar back")
+    report = check_range_as_one(tmp_path, f"{base}..{head}")
+    assert report.whole is not None and report.whole.loosenings == []
+    assert not report.blocked
 
 
 def test_rename_plus_loosening_is_followed(tmp_path: Path) -> None:

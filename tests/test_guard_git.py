@@ -83,9 +83,13 @@ def test_cli_range_and_staged(
     loosen(repo)
     repo.commit("loosen")
     monkeypatch.chdir(tmp_path)
-    assert main(["guard", "--range", f"{base}..HEAD"]) == 0
+    # Each commit passes on its own; the pull request they make is refused as one change.
+    assert main(["guard", "--range", f"{base}..HEAD"]) == 1
     out = capsys.readouterr().out
     assert out.count(": ok") == 2
+    assert "as one change (2 commits, as a squash merge lands them): REFUSED" in out
+    assert main(["guard", "--range", "HEAD~1..HEAD"]) == 0
+    assert capsys.readouterr().out.count(": ok") == 1
     assert main(["guard", "--range", "HEAD..HEAD"]) == 0
     assert "no commits in HEAD..HEAD" in capsys.readouterr().out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,20 @@ def test_history_cli_keeps_run_ids_whole_at_80_columns(
     assert all(len(line) <= 80 for line in out.splitlines())
     for run_id in ("1aca46244914", "ddb1fe0e8a2c", "92688b27b9f8"):
         assert run_id in out
+
+
+def test_a_case_named_suite_slash_case_as_reports_print_it(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`history suite-a/edge` is `history edge --suite suite-a`: the form run summaries,
+    reports and `show` print when suites share case ids."""
+    with open_store(repo) as store:
+        named = case_history(store, "suite-a/edge")
+        assert named == case_history(store, "edge", "suite-a")
+        assert case_history(store, "suite-b/edge").suite == "suite-b"
+        with pytest.raises(UsageError, match="SUITE/edge"):
+            case_history(store, "edge")
+    assert main(["history", "suite-a/edge", "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["suite"], shown["case_id"]) == ("suite-a", "edge")
+    assert [p["run_id"] for p in shown["scheduled"]] == ["n1", "n2", "n3", "n4"]

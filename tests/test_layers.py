@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("presentation", "gitio"),
     ("casemodel",),
     ("documents",),
-    ("config", "provider_options", "redaction"),
+    ("config", "provider_options", "redaction", "proxies", "httpio"),
     ("providers",),
     ("judge",),
     ("semantic",),
@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("suite",),
     ("running",),
     ("deciding", "ci"),
-    ("report", "guard", "pytest_plugin"),
+    ("report", "guard", "pytest_plugin", "reference"),
     ("cli", "apps"),
     ("__init__",),
 )

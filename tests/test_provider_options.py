@@ -218,4 +218,5 @@ def test_validate_help_lists_every_declared_option_with_its_default(
         under = lines[lines.index(f'  type = "{kind}"') + 1 :]
         line = next(line for line in under if line.split()[0] == option.key)
         assert option.meaning in line and option.expected in line
-        assert f"default {toml_value(option.default)}" in line
+        unset = option.default is None
+        assert ("unset by default" if unset else f"default {toml_value(option.default)}") in line

@@ -453,14 +453,26 @@ def test_the_generated_nightly_report_includes_earlier_nights(
     night(real_export, 6, project / "shards")
 
     for step in (pull_step, merge_step):
-        words = shlex.split(step["run"])[1:]
+        words = shlex.split(step["run"].splitlines()[0])[1:]
         argv = [m for w in words for m in (sorted(glob.glob(w)) if "*" in w else [w])]
         assert main(argv) == 0
+    # The rest of the merge step hands the merged run's id to the report step.
+    outputs = tmp_path / "github-output"
+    rest = "\n".join(merge_step["run"].splitlines()[1:])
+    subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", rest],
+        env=os.environ | {"GITHUB_OUTPUT": str(outputs)},
+        check=True,
+    )
+    [(name, run_id)] = [line.split("=", 1) for line in outputs.read_text().splitlines()]
+    assert name == "run_id"
     capsys.readouterr()
     report_step = next(s for s in steps if str(s.get("run", "")).startswith("redline report"))
+    assert report_step["env"]["RUN_ID"] == "${{ steps.merge.outputs.run_id }}"
     words = shlex.split(report_step["run"].replace("\\\n", " "))
     assert words[-2:] == [">>", "$GITHUB_STEP_SUMMARY"]
-    assert main(words[1:-2]) == 0
+    assert words[2] == "$RUN_ID"
+    assert main([*words[1:2], run_id, *words[3:-2]]) == 0
     summary = capsys.readouterr().out
     page = (project / "out/quality/report.html").read_text(encoding="utf-8")
     assert "Against the previous run <code>a00000000005</code>" in page

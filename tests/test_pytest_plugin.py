@@ -405,3 +405,31 @@ def test_a_failing_quarantined_yaml_case_is_an_expected_failure(
     result.assert_outcomes(passed=1, xfailed=1)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([f"*0/2 samples ok*quarantined until {until} (SUP-9): flaps*"])
+
+
+def test_a_failing_check_s_traceback_ends_at_the_test_not_in_redline(
+    pytester: pytest.Pytester,
+) -> None:
+    """The traceback of a failing `assert_behavior` or `check_behavior` shows the test's
+    line and the message; redline's own frames are hidden (`__tracebackhide__`)."""
+    pytester.makepyfile(
+        test_reply="""
+from redline import assert_behavior, check_behavior
+
+def test_fail_fast():
+    assert_behavior("a b c d e f g h").max_words(3)
+
+def test_collected():
+    check_behavior("a b c d e f g h").max_words(3).not_degenerate().verify()
+
+def test_in_a_block():
+    with check_behavior("a b c d e f g h") as reply:
+        reply.max_words(3)
+"""
+    )
+    result = _run(pytester, "--tb=long")
+    result.assert_outcomes(failed=3)
+    text = result.stdout.str()
+    assert 'assert_behavior("a b c d e f g h").max_words(3)' in text
+    assert "max-words '3' failed" in text and "behaviour checks failed" in text
+    assert "redline/suite/behavior.py" not in text and "def _record" not in text

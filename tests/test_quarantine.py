@@ -51,6 +51,26 @@ def test_a_quarantined_failure_is_reported_but_the_run_stays_green(
     assert "| s/bad" not in summary  # not in the table of problems
 
 
+def test_a_quarantined_case_is_counted_apart_never_as_a_failure(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The summary, Markdown and HTML count a held case as quarantined, not as a fail, and
+    the HTML table's badge says so (JUnit already calls it skipped)."""
+    folder = write_suite(root, "s", {"good": "MODE:json", "bad": "MODE:preamble"})
+    _quarantine(folder, "bad", FUTURE)
+    assert main(["run", "s", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "2 case(s): 1 pass, 0 fail, 0 inconclusive, 1 quarantined" in out
+    with RunStore.open(root / ".redline" / "redline.db") as store:
+        report = build_run_report(store, latest_run_id(root))
+    counts = "1 pass, 0 fail, 0 inconclusive, 0 marginal, 1 quarantined"
+    assert f"Cases: {counts}." in markdown_summary(report)
+    page = html_report(report)
+    assert f"cases: {counts})" in page
+    assert '<span class="badge r-fail">' not in page
+    assert page.count('<span class="badge r-quarantined">quarantined</span>') == 2  # row, detail
+
+
 def test_a_quarantine_past_its_date_counts_again_and_a_passing_one_asks_for_release(
     root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from redline.cli import main
 from redline.presentation import VERDICT_COLOURS, WEB_COLOURS
 from redline.report import build_run_report
 from redline.report.html import html_report
-from redline.report.junit import xml_safe
+from redline.report.junit import junit_xml, xml_safe
 from redline.report.markdown import markdown_summary
 from runfactory import (
     OK,
@@ -175,3 +176,43 @@ def test_html_draws_each_verdict_in_its_terminal_colour(tmp_path: Path) -> None:
         assert palette[verdict.value] == WEB_COLOURS[colour]
     assert 'class="badge v-wrong"' in page and ".v-wrong { background: var(--wrong); }" in page
     assert len(set(palette[v.value] for v in VERDICT_COLOURS)) == len(VERDICT_COLOURS)
+
+
+def test_junit_testsuites_carry_skipped_and_time_and_no_finish_none(tmp_path: Path) -> None:
+    """JUnit readers sum `tests`, `failures`, `errors`, `skipped` and `time` per
+    <testsuite>; a sample with no finish reason (a transport failure) prints none."""
+    write_config(tmp_path)
+    with open_store(tmp_path) as store:
+        write_run(
+            store,
+            RunSpec(
+                "night",
+                [
+                    CaseSpec("lost", [TRANSPORT, TRANSPORT, OK], latency_ms=[1000.0, 500.0, 250.0]),
+                    CaseSpec("fine", [OK, OK], latency_ms=[100.0, 150.0]),
+                ],
+            ),
+        )
+        report = build_run_report(store, "night")
+    # A sample lost to transport has no finish reason at all.
+    cases = tuple(
+        replace(c, samples=tuple(replace(s, finish_reason=None) for s in c.samples))
+        for c in report.cases
+    )
+    text = junit_xml(replace(report, cases=cases))
+    assert "----- sample 0 [transport] -----" in text
+    root = ET.fromstring(text.encode("utf-8"))
+    [suite] = root.iter("testsuite")
+    assert (suite.get("skipped"), suite.get("time")) == ("0", "2.000")
+    assert (root.get("skipped"), root.get("time")) == ("0", "2.000")
+    assert "None" not in text
+
+
+def test_html_says_a_sample_without_output_had_none(tmp_path: Path) -> None:
+    """A transport sample has no output: the page says why instead of an empty box."""
+    write_config(tmp_path)
+    with open_store(tmp_path) as store:
+        write_run(store, RunSpec("night", [CaseSpec("lost", [TRANSPORT, OK], outputs=["", "ok"])]))
+        page = html_report(build_run_report(store, "night"))
+    assert '<p class="no-output">no output (transport: connection reset)</p>' in page
+    assert "<pre></pre>" not in page

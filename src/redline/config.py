@@ -18,6 +18,7 @@ from redline.documents.tomlsource import load_toml, toml_node, toml_text
 from redline.documents.yamlsource import Node, did_you_mean
 from redline.errors import ConfigError, Problem
 from redline.provider_options import PROVIDER_KINDS, OptionKind, ProviderKind
+from redline.text.lines import breaks_line
 
 PROVIDER_TYPES = tuple(PROVIDER_KINDS)
 CONFIG_FILES = ("redline.toml", "pyproject.toml")
@@ -90,6 +91,16 @@ class ProviderConfig:
     @property
     def backoff_max_s(self) -> float:
         return float(self.options["backoff_max_s"])
+
+    @property
+    def max_response_bytes(self) -> int:
+        return int(self.options["max_response_bytes"])
+
+    @property
+    def ca_bundle(self) -> Path | None:
+        """The CA file as written (relative to the config file's folder), None when unset."""
+        value = self._text("ca_bundle")
+        return Path(value) if value else None
 
     @property
     def threads(self) -> int:
@@ -436,6 +447,7 @@ class ConfigReader(NodeReader):
                 )
             return ProviderConfig(name=name, type=ptype or name)
         options = self.options(kind, spec, where)
+        self.one_line_values(spec, where)
         if kind.own_url_when_renamed and name != kind.name and spec.get("base_url") is None:
             self.add(
                 spec.where,
@@ -444,6 +456,18 @@ class ConfigReader(NodeReader):
                 'e.g. base_url = "http://localhost:8000/v1"',
             )
         return ProviderConfig(name=name, type=kind.name, options=options)
+
+    def one_line_values(self, spec: Node, where: str) -> None:
+        """A CR or LF in a provider's text setting is refused: sent in a header, it would
+        start a header line (or a whole request) of its own."""
+        for key, node in spec.items():
+            if node.is_scalar and isinstance(node.value, str) and breaks_line(node.value):
+                self.add(
+                    node.mark,
+                    f"{where} {key} contains a line break (CR or LF): it would reach the "
+                    "server as a header line of its own",
+                    f"write {key} on one line, without \\r or \\n",
+                )
 
     def options(self, kind: ProviderKind, spec: Node, where: str) -> dict[str, Any]:
         """The options written in a provider table, each checked against its declaration."""
@@ -596,3 +620,9 @@ def _is_amount(value: object) -> bool:
 
 def _toml_key(key: str) -> str:
     return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else f'"{key}"'
+
+
+#: The declarations the documentation's reference page is written from (redline.reference).
+CONFIG_KEYS = _TOP_KEYS
+PRICE_KEYS = _PRICE_KEYS
+CACHE_PRICE_KEYS = _CACHE_PRICE_KEYS

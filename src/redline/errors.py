@@ -36,6 +36,10 @@ class ConfigError(RedlineError):
     """The configuration (pyproject.toml / redline.toml) is wrong or incomplete."""
 
 
+class ProxyUnsupported(ConfigError):
+    """A proxy variable redline cannot use (an unknown scheme, no host, a bad port)."""
+
+
 class UsageError(RedlineError):
     """The command line asks for something that cannot be done."""
 
@@ -48,8 +52,48 @@ class ProblemsError(RedlineError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
-class CredentialsRejected(RedlineError):
+class RunStopped(RedlineError):
+    """The run stopped itself at its first requests: every later one would fail the same way.
+
+    `kept_in` words it once the run's finished samples are stored (how many, which run,
+    how to go on); `fix` says what to check first.
+    """
+
+    fix = "Fix the cause"
+
+    def __init__(self, reason: str, *, kept: int | None = None, run_id: str | None = None):
+        self.reason = reason
+        self.kept = kept
+        self.run_id = run_id
+        message = f"{reason}. The run stopped at its first request(s) instead of sending the rest"
+        if run_id is None:
+            message += f". {self.fix}, then run again"
+        else:
+            message += (
+                f"; {kept} finished sample(s) are kept in run {run_id}. "
+                f"{self.fix}, then: redline run --resume {run_id}"
+            )
+        super().__init__(message)
+
+    def kept_in(self, kept: int, run_id: str) -> RunStopped:
+        return type(self)(self.reason, kept=kept, run_id=run_id)
+
+
+class CredentialsRejected(RunStopped):
     """The provider refused the API key on the first requests: the run stopped early."""
+
+    fix = "Fix the key (see `api_key_env` in the configuration)"
+
+
+class EndpointUnreachable(RunStopped):
+    """Nothing answered at the model endpoint (refused, DNS, TLS, HTTP 404/405) before any
+    sample did: the base_url is wrong or the server is down."""
+
+    fix = (
+        "Check the provider's base_url (host, port, and the path the API is served under, "
+        "e.g. /v1 for OpenAI-compatible servers), that the server is running and reachable "
+        "from here (proxies: HTTPS_PROXY, NO_PROXY; a company CA: ca_bundle or SSL_CERT_FILE)"
+    )
 
 
 class StoreMissing(UsageError):
@@ -58,6 +102,41 @@ class StoreMissing(UsageError):
     def __init__(self, path: Path, hint: str = "run `redline run` first") -> None:
         self.path = path
         super().__init__(f"no run store at {path}; {hint}")
+
+
+class StoreFull(RedlineError):
+    """The disk (or the store's size limit) ran out while the run was writing."""
+
+    def __init__(self, path: Path, *, kept: int | None = None, run_id: str | None = None):
+        self.path = path
+        self.kept = kept
+        self.run_id = run_id
+        message = f"the disk holding {path} is full"
+        if run_id is not None:
+            message += (
+                f"; {kept} sample(s) are kept in run {run_id}, marked interrupted. "
+                f"Free space and run `redline run --resume {run_id}`"
+            )
+        else:
+            message += "; free space and run the command again"
+        super().__init__(message)
+
+
+class StoreCorrupt(UsageError):
+    """The store file is damaged, or is not a redline store (not SQLite) at all."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} is not a readable redline store ({reason}): restore it from a backup, "
+            "or move it aside and bring back the runs you need with `redline import` of "
+            "their exports (results.json + samples.jsonl, e.g. CI artifacts); "
+            "a new store is created where the old one was"
+        )
+
+
+class RunLocked(UsageError):
+    """Another live process is running (or resuming) this run."""
 
 
 class RunNotFound(UsageError):

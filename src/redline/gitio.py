@@ -474,13 +474,16 @@ def changed_files(repo: Repo, old: str | None, new: str) -> list[FileChange]:
     return _parse_raw(out)
 
 
-def commits_in_range(repo: Repo, spec: str) -> tuple[list[str], list[str]]:
-    """(non-merge commits, merge commits) of `A..B`, oldest first."""
+def _range_shas(repo: Repo, spec: str) -> tuple[str, str]:
     if spec.count("..") != 1 or "..." in spec:
         raise GitError(f"{spec!r} is not a range; write it as BASE..HEAD")
     base, _, head = spec.partition("..")
-    base_sha = resolve_commit(repo, base or "HEAD")
-    head_sha = resolve_commit(repo, head or "HEAD")
+    return resolve_commit(repo, base or "HEAD"), resolve_commit(repo, head or "HEAD")
+
+
+def commits_in_range(repo: Repo, spec: str) -> tuple[list[str], list[str]]:
+    """(non-merge commits, merge commits) of `A..B`, oldest first."""
+    base_sha, head_sha = _range_shas(repo, spec)
     out = repo.text("rev-list", "--reverse", "--parents", f"{base_sha}..{head_sha}")
     plain: list[str] = []
     merges: list[str] = []
@@ -490,6 +493,14 @@ def commits_in_range(repo: Repo, spec: str) -> tuple[list[str], list[str]]:
             continue
         (merges if len(shas) > 2 else plain).append(shas[0])
     return plain, merges
+
+
+def range_ends(repo: Repo, spec: str) -> tuple[str | None, str]:
+    """(merge base, head) of `A..B`: the two sides of the range taken as one change, as a
+    pull request shows it and a squash merge lands it (None: no common ancestor)."""
+    base_sha, head_sha = _range_shas(repo, spec)
+    out = repo.run("merge-base", base_sha, head_sha, check=False).strip()
+    return (out.decode() if out else None), head_sha
 
 
 def commit_subject(repo: Repo, sha: str) -> str:

@@ -30,6 +30,10 @@ from redline.casemodel.values import is_number, is_whole, kind_name, show
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+#: Default ceiling of one HTTP answer's body: far above any model answer, far below a
+#: memory risk (`max_response_bytes` of a provider table changes it).
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
 #: Samples the runner keeps in flight per parallel slot of the local model, so that a
 #: freed slot always has a next sample waiting (see providers/local_slots).
 IN_FLIGHT_PER_SLOT = 4
@@ -182,6 +186,20 @@ def _http(base_url: str, key_variable: str, *own: Option) -> tuple[Option, ...]:
         ),
         Option("backoff_base_s", OptionKind.NUMBER, 0.5, "first retry's wait ceiling", minimum=0),
         Option("backoff_max_s", OptionKind.NUMBER, 30.0, "longest wait between tries", minimum=0),
+        Option(
+            "max_response_bytes",
+            OptionKind.WHOLE,
+            DEFAULT_MAX_RESPONSE_BYTES,
+            "the largest answer read, in bytes (a larger one is a transport failure)",
+            minimum=1024,
+        ),
+        Option(
+            "ca_bundle",
+            OptionKind.TEXT,
+            None,
+            "a PEM file of CAs trusted besides the system's, from the config file's folder",
+            example="certs/company-ca.pem",
+        ),
         *own,
     )
 

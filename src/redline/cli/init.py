@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from redline.ci.install_spec import InstallSpec, running_install_spec
+from redline.ci.install_spec import given_install_spec, running_install_spec
 from redline.ci.scaffold import GITIGNORE_FILE, describe, scaffold, starter_files
 from redline.cli.output import make_console
 from redline.errors import UsageError
@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--install-spec",
         metavar="SPEC",
         help="what the workflow's jobs install, as `uv tool install` takes it, e.g. "
-        "'redline @ git+https://example.org/you/redline@<commit>' or 'redline==0.1.0' "
+        "'redline[local] @ git+https://example.org/you/redline@<commit>' or "
+        "'redline[local]==0.1.0' "
         "(default: where this redline came from)",
     )
     parser.set_defaults(handler=_init)
@@ -40,7 +41,7 @@ def _init(args: argparse.Namespace) -> int:
         spec = args.install_spec.strip()
         if not spec:
             raise UsageError("--install-spec is empty: give a requirement, e.g. redline==0.1.0")
-        install = InstallSpec(spec, "--install-spec", pinned=True, given=True)
+        install = given_install_spec(spec)
     else:
         install = running_install_spec()
     written = scaffold(args.dir, force=args.force, files=starter_files(install))
@@ -49,11 +50,22 @@ def _init(args: argparse.Namespace) -> int:
         note = " (entries added)" if path.name == GITIGNORE_FILE else ""
         print(f"wrote {path}{note}")
     console.print(Text(f"CI installs redline from {describe(install)}: {install.spec}"))
-    if install.local or not install.pinned:
+    if install.local:
         console.print(
             Text(
-                "warning: CI cannot install that; rerun with --force --install-spec SPEC "
-                "naming a git URL at a commit or a released version",
+                "warning: CI cannot install that: it names a path on this machine, which a "
+                "CI runner does not have. Rerun with --force --install-spec SPEC naming a git "
+                "URL the runners can reach at a commit (push your clone first), or a released "
+                "version",
+                style="yellow",
+            )
+        )
+    elif not install.pinned:
+        console.print(
+            Text(
+                "warning: that is not pinned to a version or commit, so CI may install "
+                "another redline than this one; rerun with --force --install-spec SPEC naming "
+                "a git URL at a commit or a released version",
                 style="yellow",
             )
         )

@@ -1,6 +1,6 @@
 """`redline pull`: import the runs that CI stored as artifacts into the local store.
 
-Heavy modules (httpx, the CI provider) load only when the command runs.
+Heavy modules (the HTTP client, the CI provider) load only when the command runs.
 """
 
 from __future__ import annotations

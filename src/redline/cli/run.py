@@ -167,6 +167,10 @@ def _run(args: argparse.Namespace) -> int:
         check_out_dir(args.out)  # before any request, not after the run
     suites = load_suites(paths, config)
     console = make_console()
+    if _nothing_of_the_tier(suites, options):
+        # A required CI check on a project whose suites are all of the other tier: green.
+        console.print(Text(f"no {options.tier} cases in {_names(suites)}: nothing to run"))
+        return 0
     if options.replay is None:
         warning = seed_warning(suites, config, run_model(suites, config, options))
         if warning:
@@ -198,6 +202,18 @@ def _run(args: argparse.Namespace) -> int:
             return run_summary.against_report(console, config, store, reference, record)
     assert record.result is not None
     return int(_EXIT[record.result])
+
+
+def _nothing_of_the_tier(suites: Sequence[Suite], options: RunOptions) -> bool:
+    """`--tier T` over suites that hold no case of tier T (and no --case asked for one)."""
+    if options.tier is None or options.case_ids or options.resume or options.replay:
+        return False
+    return not any(case.tier == options.tier for suite in suites for case in suite.cases)
+
+
+def _names(suites: Sequence[Suite]) -> str:
+    names = [suite.name for suite in suites]
+    return ("suite " if len(names) == 1 else "suites ") + ", ".join(names)
 
 
 def _check_flags(args: argparse.Namespace) -> None:

@@ -21,7 +21,13 @@ from redline.deciding.compare import compare_runs
 from redline.presentation import result_headline_style
 from redline.running.budget import budget_note
 from redline.running.options import RunOptions
-from redline.running.quarantine import quarantined_cases
+from redline.running.quarantine import (
+    QUARANTINED,
+    case_counts,
+    describe_counts,
+    quarantined_cases,
+)
+from redline.running.run_record import PROVIDER_DOWN_ARG
 from redline.running.runner import select_cases
 from redline.running.store import RunStore
 from redline.running.usage import usage_of, usage_summary
@@ -103,6 +109,7 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[CaseReco
             )
         )
     _print_budget_stop(console, record)
+    _print_provider_down(console, record)
     _print_judges(console, record)
     held = quarantined_cases(record, cases)
     if held:
@@ -117,20 +124,32 @@ def _result_line(
     record: RunRecord, cases: Sequence[CaseRecord], totals: Mapping[Verdict, int]
 ) -> Text:
     """`run ID: red  5 case(s): 3 pass, 2 fail, 0 inconclusive  samples: ...`."""
-    failed = sum(c.result is CaseOutcome.FAIL for c in cases)
-    undecided = sum(c.result is CaseOutcome.INCONCLUSIVE for c in cases)
-    marginal = sum(c.result is CaseOutcome.MARGINAL for c in cases)
+    counts = [
+        (name, n)
+        for name, n in case_counts(record, cases)
+        if n or name not in (str(CaseOutcome.MARGINAL), QUARANTINED)
+    ]
     line = Text()
     line.append(f"run {record.id}: ", style="bold")
     line.append(str(record.result), style=result_headline_style(record.result))
-    line.append(
-        f"  {len(cases)} case(s): {len(cases) - failed - undecided - marginal} pass, "
-        f"{failed} fail, {undecided} inconclusive"
-        + (f", {marginal} marginal" if marginal else "")
-        + "  samples: "
-    )
+    line.append(f"  {len(cases)} case(s): {describe_counts(counts)}  samples: ")
     line.append_text(verdict_breakdown(totals))
     return line
+
+
+def _print_provider_down(console: Console, record: RunRecord) -> None:
+    """When the circuit breaker stopped the run: why, and how to finish it."""
+    down = record.args.get(PROVIDER_DOWN_ARG)
+    if not isinstance(down, str):
+        return
+    console.print(Text(f"stopped early: {down}", style="bold yellow"))
+    console.print(
+        Text(
+            "the samples not drawn count as transport failures, so the run is inconclusive; "
+            f"once the provider answers again: redline run --resume {record.id}",
+            style="dim",
+        )
+    )
 
 
 def _print_budget_stop(console: Console, record: RunRecord) -> None:

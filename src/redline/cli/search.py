@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from rich.text import Text
 
-from redline.cli.output import make_console
+from redline.cli.output import make_console, print_json
 from redline.cli.show import require_store
 from redline.config import load_config
 from redline.presentation import VERDICT_STYLES
@@ -26,7 +25,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("text", metavar="TEXT", help="the word or phrase to find")
     parser.add_argument("--limit", type=int, default=500, metavar="N", help="default 500")
     parser.add_argument(
-        "--format", choices=("text", "json"), default="text", help="json: one object per hit"
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="json: one document, the hits under `hits`",
     )
     parser.set_defaults(handler=_search)
 
@@ -36,20 +38,18 @@ def _search(args: argparse.Namespace) -> int:
     with RunStore.open(require_store(config.store_path)) as store:
         hits = search_run(store, args.run_id, args.text, limit=max(1, args.limit))
     if args.format == "json":
-        for h in hits:
-            print(
-                json.dumps(
-                    {
-                        "suite": h.suite,
-                        "case_id": h.case_id,
-                        "sample": h.index,
-                        "verdict": str(h.verdict),
-                        "found_in": h.found_in,
-                        "snippet": h.snippet,
-                    },
-                    ensure_ascii=False,
-                )
-            )
+        hits_json = [
+            {
+                "suite": h.suite,
+                "case_id": h.case_id,
+                "sample": h.index,
+                "verdict": str(h.verdict),
+                "found_in": h.found_in,
+                "snippet": h.snippet,
+            }
+            for h in hits
+        ]
+        print_json({"run": args.run_id, "text": args.text, "hits": hits_json})
         return 0
     console = make_console()
     for h in hits:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from redline.cli import ExitCode
 from redline.config import load_config
+from redline.errors import Problem, ProblemsError
 from redline.provider_options import PROVIDER_KINDS, Option, toml_value
+from redline.providers.factory import request_problems
 from redline.running.options import RunOptions
 from redline.running.planning import samples_for
 from redline.suite.cases import Suite, load_suites, summary
@@ -50,7 +52,13 @@ def _default(option: Option) -> str:
 def run(args: argparse.Namespace) -> int:
     config = load_config()
     paths: list[Path] = list(args.paths) or list(config.suites)
-    suites = load_suites(paths, config)
+    environment = [Problem("before any request", 0, 0, p) for p in request_problems(config)]
+    try:
+        suites = load_suites(paths, config)
+    except ProblemsError as exc:
+        raise ProblemsError([*exc.problems, *environment]) from None
+    if environment:
+        raise ProblemsError(environment)
     counts = summary(suites)
     for suite in suites:
         alias = suite.model

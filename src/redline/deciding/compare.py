@@ -216,12 +216,29 @@ class Comparison:
 
     @property
     def withheld(self) -> list[str]:
-        """Rule-8 reasons, each naming its run; empty when content can be compared."""
+        """Why content cannot be compared, each naming its run (too little evidence), or
+        that the runs have nothing in common; empty when content can be compared."""
+        nothing = self.nothing_in_common
+        if nothing is not None:
+            return [nothing]
         return [
             f"run {side.run.id}: {side.withheld}"
             for side in (self.a, self.b)
             if side.withheld is not None
         ]
+
+    @property
+    def nothing_in_common(self) -> str | None:
+        """None when the runs share a case; else that they share none, in words."""
+        if self.rows or self.changed:
+            return None
+        a, b = sorted(self.a.run.suites), sorted(self.b.run.suites)
+        if not set(a) & set(b):
+            return (
+                f"runs {self.a.run.id} and {self.b.run.id} share no suites "
+                f"({', '.join(a) or 'none'} against {', '.join(b) or 'none'}): nothing to compare"
+            )
+        return f"runs {self.a.run.id} and {self.b.run.id} share no cases: nothing to compare"
 
     @property
     def significant_drops(self) -> list[CaseDelta]:

@@ -79,8 +79,12 @@ class CaseHistory:
 
 
 def case_history(store: RunStore, case_id: str, suite: str | None = None) -> CaseHistory:
-    """The case's series, oldest first; UsageError when unknown or in several suites."""
+    """The case's series, oldest first; UsageError when unknown or in several suites.
+    `case_id` may be `suite/case`, as run summaries, reports and `show` name a case."""
     rows = store.case_history(case_id, suite)
+    if not rows and suite is None and "/" in case_id:
+        suite, case_id = case_id.split("/", 1)
+        rows = store.case_history(case_id, suite)
     if not rows:
         where = f" in suite {suite!r}" if suite else ""
         raise CaseNotFound(
@@ -88,7 +92,9 @@ def case_history(store: RunStore, case_id: str, suite: str | None = None) -> Cas
         )
     suites = sorted({c.suite for _, c in rows})
     if len(suites) > 1:
-        raise CaseInSeveralSuites(case_id, suites, "choose one with --suite")
+        raise CaseInSeveralSuites(
+            case_id, suites, f"choose one with --suite, or write it as SUITE/{case_id}"
+        )
     points = [
         HistoryPoint(
             run_id=run.id,

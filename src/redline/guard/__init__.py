@@ -21,20 +21,23 @@ from redline.gitio import (
     commits_in_range,
     head_commit,
     open_repo,
+    range_ends,
     require_commits,
     resolve_commit,
 )
 from redline.guard._commits import check_one_commit, commit_label, compare_revisions, project_prefix
 from redline.guard._documents import bar_finding, compare_suite, name_of, parse_yaml
-from redline.guard._findings import Finding, GuardReport, Kind
+from redline.guard._findings import Finding, GuardReport, Kind, RangeReport, attribute
 from redline.guard._hook import install_hook
 
 __all__ = [
     "Finding",
     "GuardReport",
     "Kind",
+    "RangeReport",
     "check_commit",
     "check_range",
+    "check_range_as_one",
     "check_staged",
     "index_has_prompt_change",
     "install_hook",
@@ -72,6 +75,25 @@ def check_range(root: Path, spec: str, *, allow_rewrite: bool = False) -> list[G
             )
             reports.append(GuardReport(commit_label(repo, sha), (note,), allow_rewrite))
         return reports
+
+
+def check_range_as_one(root: Path, spec: str, *, allow_rewrite: bool = False) -> RangeReport:
+    """`A..B` commit by commit and as one change from the merge base of A and B to B: a
+    pull request is merged as one, so a prompt change in one commit and a loosening in
+    another are as unreviewable as in one commit. Each finding of the whole names the
+    commits that made it."""
+    commits = check_range(root, spec, allow_rewrite=allow_rewrite)
+    if not commits:
+        return RangeReport((), None)
+    with open_repo(root) as repo:
+        base, head = range_ends(repo, spec)
+        findings = compare_revisions(repo, base, head, project_prefix(repo, root))
+        label = (
+            f"{base[:12] if base else 'the empty tree'}..{head[:12]} as one change "
+            f"({len(commits)} commits, as a squash merge lands them)"
+        )
+    whole = GuardReport(label, tuple(findings), allow_rewrite)
+    return RangeReport(tuple(commits), whole, tuple(attribute(findings, commits)))
 
 
 def index_has_prompt_change(root: Path) -> list[str]:

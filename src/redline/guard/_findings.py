@@ -70,3 +70,55 @@ def unique(findings: Iterable[Finding]) -> list[Finding]:
             seen.add(f)
             out.append(f)
     return out
+
+
+@dataclass(frozen=True)
+class RangeReport:
+    """A range of commits judged commit by commit and as one change (from the commits'
+    merge base to the last one: what a pull request shows and a squash merge lands), so a
+    prompt change and a loosening split over two commits are refused together."""
+
+    commits: tuple[GuardReport, ...]
+    whole: GuardReport | None
+    #: Each finding of `whole` → the labels of the commits that made it ("" for none alone).
+    made_in: tuple[tuple[Finding, tuple[str, ...]], ...] = ()
+
+    @property
+    def blocked(self) -> bool:
+        return any(r.blocked for r in self.commits) or bool(self.whole and self.whole.blocked)
+
+    @property
+    def split(self) -> bool:
+        """Refused as one change although no commit is refused alone."""
+        return bool(self.whole and self.whole.blocked) and not any(r.blocked for r in self.commits)
+
+    def commits_of(self, finding: Finding) -> tuple[str, ...]:
+        return dict(self.made_in).get(finding, ())
+
+
+def attribute(
+    whole: Iterable[Finding], commits: Iterable[GuardReport]
+) -> list[tuple[Finding, tuple[str, ...]]]:
+    """Which commits made each finding of the whole range: those holding the same finding,
+    else the same kind of change to the same subject and setting (`assert[2]`, a file),
+    else to the same subject."""
+    reports = list(commits)
+    out = []
+    for finding in whole:
+        for level in range(3):
+            found = tuple(
+                r.label for r in reports if any(_alike(f, finding, level) for f in r.findings)
+            )
+            if found:
+                break
+        out.append((finding, found))
+    return out
+
+
+def _alike(one: Finding, other: Finding, level: int) -> bool:
+    """0: the same finding; 1: the same setting of the same subject; 2: the same subject."""
+    if level == 0:
+        return one == other
+    if (one.kind, one.subject) != (other.kind, other.subject):
+        return False
+    return level == 2 or one.detail.split(" ", 1)[0] == other.detail.split(" ", 1)[0]

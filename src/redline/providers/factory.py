@@ -8,14 +8,59 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from redline.config import Config, ModelRef, ProviderConfig
 from redline.errors import ConfigError
 from redline.providers.base import Provider
+from redline.proxies import proxy_problems
+from redline.text.lines import breaks_line
 
 if TYPE_CHECKING:
     from redline.providers.http_provider import HttpProvider
+
+
+def line_break_in(variable: str) -> str:
+    """What is wrong with a key variable holding a CR or LF (never its value)."""
+    return (
+        f"the environment variable {variable} contains a line break (CR or LF): sent as a "
+        f"header it would start a header line of its own; set {variable} to the key alone, "
+        "on one line"
+    )
+
+
+def request_problems(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """What stops every HTTP call of this config before the first one is sent: a key
+    variable holding a line break, a proxy variable redline cannot use, a ca_bundle file
+    that is not there."""
+    environ = os.environ if env is None else env
+    problems = [
+        line_break_in(name)
+        for name in config.key_variables()
+        if breaks_line(environ.get(name, "").strip())
+    ]
+    for settings in config.providers.values():
+        try:
+            _ca_bundle(settings, config)
+        except ConfigError as exc:
+            problems.append(str(exc))
+    return problems + proxy_problems(environ)
+
+
+def _ca_bundle(settings: ProviderConfig, config: Config) -> Path | None:
+    """The provider's CA file, from the config file's folder; ConfigError when missing."""
+    written = settings.ca_bundle
+    if written is None:
+        return None
+    path = config.root / written
+    if not path.is_file():
+        raise ConfigError(
+            f"{config.source.name}: {config.table('providers', settings.name)} ca_bundle: "
+            f"no file {str(written)!r} (from {config.root}); give the path of a PEM file of "
+            "the CA certificates to trust"
+        )
+    return path
 
 
 def make_provider(
@@ -37,7 +82,12 @@ def make_provider(
         path = locate_model(model.name, config.root)
         return LocalProvider(model, settings, path=path, price=price)
 
-    api_key = _api_key(settings, os.environ if env is None else env, model)
+    environ = os.environ if env is None else env
+    problems = proxy_problems(environ)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    api_key = _api_key(settings, environ, model)
+    ca_bundle = _ca_bundle(settings, config)
     base_url = settings.base_url
     assert base_url is not None, "the config reader fills in every HTTP provider's base_url"
     kind: type[HttpProvider]
@@ -49,7 +99,9 @@ def make_provider(
         from redline.providers.openai import OpenAIProvider
 
         kind = OpenAIProvider
-    return kind(model, settings, base_url=base_url, api_key=api_key, price=price)
+    return kind(
+        model, settings, base_url=base_url, api_key=api_key, price=price, ca_bundle=ca_bundle
+    )
 
 
 def _api_key(settings: ProviderConfig, env: Mapping[str, str], model: ModelRef) -> str | None:
@@ -57,6 +109,8 @@ def _api_key(settings: ProviderConfig, env: Mapping[str, str], model: ModelRef) 
     if not variable:
         return None
     key = env.get(variable, "").strip()
+    if breaks_line(key):
+        raise ConfigError(line_break_in(variable))
     if not key:
         raise ConfigError(
             f"model {model.alias!r} ({model.id}) needs an API key: "

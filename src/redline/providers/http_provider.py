@@ -5,8 +5,11 @@ answer; the retry loop here decides what is worth trying again:
 transport errors (connect/read/write errors, resets, protocol errors,
 timeouts), 5xx and malformed 2xx bodies with exponential backoff and full
 jitter; 429 after the server's Retry-After. Other 4xx are not retried.
-Errors never contain the API key. `latency_ms` is the answering attempt's own
-time; when retries happened, `extra["elapsed_ms"]` includes them and the waits.
+Errors never contain the API key nor the userinfo of any URL. An endpoint that is
+not there (refused, DNS, TLS, HTTP 404/405) while this provider has never answered is
+not retried and is marked `endpoint_unreachable`: the run stops instead of draining its
+queue. `latency_ms` is the answering attempt's own time; when retries happened,
+`extra["elapsed_ms"]` includes them and the waits.
 """
 
 from __future__ import annotations
@@ -19,18 +22,20 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import httpx
-
 from redline.config import ModelRef, Price, ProviderConfig
+from redline.httpio import HttpClient, HttpFailure, HttpPolicy
 from redline.providers.retries import RetryPolicy
-from redline.providers.transport import PooledTransport
+from redline.redaction import redact_url
 from redline.version import __version__
 from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
 
 USER_AGENT = f"redline/{__version__}"
 _BODY_SNIPPET = 300
+#: HTTP statuses that say the URL is wrong (no such path, or not one that takes a POST).
+_NOT_THE_ENDPOINT = (404, 405)
 
 
 class MalformedResponse(ValueError):
@@ -72,6 +77,7 @@ class HttpProvider(ABC):
         price: Price | None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
+        ca_bundle: Path | None = None,
     ) -> None:
         self.model = model
         self.config = config
@@ -81,19 +87,30 @@ class HttpProvider(ABC):
         self._price = price
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._transport = PooledTransport(connect_timeout_s=min(config.timeout_s, 10.0))
-        #: Built at the first request: the same for every request of this provider.
-        self._url: httpx.URL | None = None
-        self._headers: httpx.Headers | None = None
+        self._client = HttpClient(
+            HttpPolicy(
+                timeout_s=config.timeout_s,
+                max_response_bytes=config.max_response_bytes,
+                ca_bundle=ca_bundle,
+            ),
+            headers={"user-agent": USER_AGENT, "content-type": "application/json"},
+            secrets=[api_key] if api_key else [],
+        )
+        #: The endpoint has answered once: a later unreachable spell is retried like any
+        #: transport error (the circuit breaker of the run decides when to give up).
+        self._answered = False
+        #: The endpoint and headers, built at the first request: the same for every one.
+        self._fixed: tuple[str, dict[str, str]] | None = None
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model.id!r}, base_url={self.base_url!r})"
+        base_url = redact_url(self.base_url)
+        return f"{type(self).__name__}(model={self.model.id!r}, base_url={base_url!r})"
 
     def identity(self) -> str:
         return self.model.id
 
     async def aclose(self) -> None:
-        await self._transport.aclose()
+        await self._client.aclose()
 
     @property
     @abstractmethod
@@ -116,12 +133,9 @@ class HttpProvider(ABC):
         content = json.dumps(
             self.payload(request), ensure_ascii=False, separators=(",", ":")
         ).encode()
-        if self._url is None or self._headers is None:
-            self._url = httpx.URL(self.endpoint)
-            self._headers = httpx.Headers(
-                {"user-agent": USER_AGENT, "content-type": "application/json", **self.headers()}
-            )
-        url, headers = self._url, self._headers
+        if self._fixed is None:
+            self._fixed = (self.endpoint, self.headers())
+        url, headers = self._fixed
         started = time.perf_counter()
         attempt = 0
         while True:
@@ -129,31 +143,25 @@ class HttpProvider(ABC):
             attempt_started = time.perf_counter()
             wait: float | None = None
             try:
-                async with asyncio.timeout(self.config.timeout_s):
-                    response = await self._transport.handle_async_request(
-                        httpx.Request("POST", url, headers=headers, content=content)
-                    )
-                raw = response.content
-            except TimeoutError:
-                error = f"timeout: no complete response within {self.config.timeout_s:g} s"
-            except httpx.TimeoutException as exc:
-                error = f"timeout ({type(exc).__name__}) after {self.config.timeout_s:g} s"
-            except httpx.RequestError as exc:
-                error = _describe(exc)
+                response = await self._client.request("POST", url, body=content, headers=headers)
+            except HttpFailure as exc:
+                error = f"transport error: {exc}"
+                if exc.unreachable and not self._answered:
+                    return self._unreachable(error, attempt, started)
             else:
                 latency_ms = (time.perf_counter() - attempt_started) * 1000
-                status = response.status_code
+                status, raw = response.status, response.body
                 if 200 <= status < 300:
                     try:
                         answer = self.parse(_json(raw, self._api_key))
                     except MalformedResponse as exc:
                         error = f"malformed response body (HTTP {status}): {exc}"
                     else:
-                        completion = self._completion(answer, latency_ms, attempt, started)
+                        self._answered = True
                         server = next(
                             (v for h in _SERVER_HEADERS if (v := response.headers.get(h))), None
                         )
-                        return dataclasses.replace(completion, server_version=server)
+                        return self._completion(answer, latency_ms, attempt, started, server)
                 elif status == 429:
                     error = "HTTP 429 Too Many Requests"
                     wait = self.policy.retry_after_s(response.headers.get("retry-after"))
@@ -163,12 +171,24 @@ class HttpProvider(ABC):
                     failure = self._failure(self._client_error(status, raw), attempt, started)
                     if status in (401, 403):
                         return dataclasses.replace(failure, credentials_rejected=True)
+                    if status in _NOT_THE_ENDPOINT and not self._answered:
+                        return self._unreachable(
+                            f"HTTP {status} from {redact_url(url)}", attempt, started
+                        )
                     return failure
             if attempt > self.policy.max_retries:
                 return self._failure(error, attempt, started)
             if wait is None:
                 wait = self.policy.backoff_s(attempt, self._rng)
             await self._sleep(wait)
+
+    def _unreachable(self, error: str, attempts: int, started: float) -> Completion:
+        failure = self._failure(
+            f"provider {self.config.name!r} (base_url {redact_url(self.base_url)}): {error}",
+            attempts,
+            started,
+        )
+        return dataclasses.replace(failure, endpoint_unreachable=True)
 
     def _client_error(self, status: int, raw: bytes) -> str:
         if status in (401, 403):
@@ -185,6 +205,7 @@ class HttpProvider(ABC):
         latency_ms: float,
         attempts: int,
         started: float,
+        server_version: str | None,
     ) -> Completion:
         cost = None
         if self._price is not None:
@@ -208,6 +229,7 @@ class HttpProvider(ABC):
             attempts=attempts,
             extra=extra,
             system_fingerprint=answer.system_fingerprint,
+            server_version=server_version,
             cached_input_tokens=answer.cached_input_tokens,
             cache_write_tokens=answer.cache_write_tokens,
         )
@@ -224,14 +246,7 @@ class HttpProvider(ABC):
         )
 
     def _redact(self, text: str) -> str:
-        if self._api_key:
-            text = text.replace(self._api_key, "[redacted]")
-        return text
-
-
-def _describe(exc: httpx.RequestError) -> str:
-    detail = str(exc).strip() or "the connection was closed or reset"
-    return f"transport error ({type(exc).__name__}): {detail}"
+        return self._client.redact(text)
 
 
 def _json(raw: bytes, secret: str | None = None) -> Any:

@@ -68,16 +68,26 @@ PACKAGED_MODELS: Mapping[str, _PackagedModel] = {
 }
 
 
+#: What to install when the embedded model or its runtime is missing.
+_INSTALL_LOCAL = (
+    'install redline with its `local` extra: `uv tool install "redline[local] @ …" '
+    '--overrides …` for the command, `uv add "redline[local] @ …"` in a project (the '
+    'overrides and the whole line: the Getting started page, "Use redline in your project")'
+)
+
+
 def locate_model(name: str, root: Path | None = None) -> Path:
-    """The GGUF file for a local model name or path; ConfigError when it is not there."""
+    """The GGUF file for a local model name or path; ConfigError when it is not there or
+    the runtime that runs it (redline's `local` extra) is not installed."""
     packaged = PACKAGED_MODELS.get(name)
     if packaged is not None:
         path = _packaged_file(packaged)
         if path is None:
             raise ConfigError(
                 f"local model {name!r} ships in the Python package {packaged.distribution!r}, "
-                f"which is not installed; run `uv add {packaged.distribution}`"
+                f"which is not installed; {_INSTALL_LOCAL}"
             )
+        _require_runtime(name)
         return path
     if not (name.endswith(".gguf") or "/" in name or "\\" in name):
         known = ", ".join(sorted(PACKAGED_MODELS))
@@ -90,7 +100,16 @@ def locate_model(name: str, root: Path | None = None) -> Path:
         path = root / path
     if not path.is_file():
         raise ConfigError(f"local model file {str(path)!r} does not exist")
+    _require_runtime(name)
     return path.resolve()
+
+
+def _require_runtime(name: str) -> None:
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise ConfigError(
+            f"local model {name!r} runs in-process on xllamacpp, which is not installed; "
+            + _INSTALL_LOCAL
+        )
 
 
 def _packaged_file(packaged: _PackagedModel) -> Path | None:

@@ -15,12 +15,17 @@ from redline.deciding.baseline import Baseline, load_baseline
 from redline.deciding.compare import Comparison, compare_cases
 from redline.deciding.drift import drifted_cases
 from redline.deciding.history import Marginal, case_history, find_marginal
-from redline.running.quarantine import QuarantinedCase, quarantined_cases
+from redline.running.quarantine import (
+    QuarantinedCase,
+    case_counts,
+    describe_counts,
+    quarantined_cases,
+    shown_result,
+)
 from redline.running.store import RunStore
 from redline.running.usage import Usage, usage_of_samples
 from redline.vocabulary.outcome import add_counts, content_comparison_withheld
 from redline.vocabulary.records import (
-    CaseOutcome,
     CaseRecord,
     CiOrigin,
     RunKind,
@@ -84,8 +89,12 @@ class RunReport:
     def marginal(self) -> list[tuple[CaseRecord, Marginal]]:
         return [(c.case, c.marginal) for c in self.cases if c.marginal is not None]
 
-    def count(self, outcome: CaseOutcome) -> int:
-        return sum(1 for c in self.cases if c.case.result is outcome)
+    def case_counts(self) -> str:
+        """`3 pass, 1 fail, …, 2 quarantined`: held cases apart, never counted as failures."""
+        return describe_counts(case_counts(self.run, [c.case for c in self.cases]))
+
+    def shown_result(self, case: CaseRecord) -> str:
+        return shown_result(self.run, case)
 
     @property
     def usage(self) -> Usage:

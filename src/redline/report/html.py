@@ -27,7 +27,7 @@ from redline.report import (
 from redline.running.budget import budget_note
 from redline.running.usage import usage_summary
 from redline.textsafe import escape_output
-from redline.vocabulary.records import CaseOutcome, RunResult
+from redline.vocabulary.records import CaseOutcome, RunResult, SampleRecord
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 _OUTCOME_ORDER = OUTCOME_ORDER
@@ -57,7 +57,9 @@ dt { color: var(--muted); } dd { margin: 0; }
 .v-malformed { background: var(--malformed); } .v-refused { background: var(--refused); }
 .v-truncated { background: var(--truncated); } .v-transport { background: var(--transport); }
 .r-pass, .r-green { background: var(--ok); } .r-fail, .r-red { background: var(--wrong); }
-.r-inconclusive, .r-running, .r-interrupted { background: var(--inconclusive); }
+.r-inconclusive, .r-running, .r-interrupted, .r-marginal { background: var(--inconclusive); }
+.r-quarantined { background: var(--muted); }
+.no-output { color: var(--muted); font-style: italic; }
 .bar { display: flex; height: .9rem; width: 100%; border-radius: .2rem; overflow: hidden;
   background: #eee; }
 .bar span { display: block; height: 100%; }
@@ -170,7 +172,7 @@ def _verdicts(report: RunReport) -> str:
             '<p class="banner">Content comparison withheld (not enough evidence): '
             f"{_e(report.withheld)}</p>"
         )
-    outcomes = ", ".join(f"{report.count(o)} {o}" for o in CaseOutcome)
+    outcomes = report.case_counts()
     stopped = budget_note(report.run.args)
     if stopped is not None:
         banner += f'<p class="banner">{_e(stopped.capitalize())}.</p>'
@@ -195,7 +197,7 @@ def _verdicts(report: RunReport) -> str:
     )
 
 
-def _case_row(case: CaseReport) -> str:
+def _case_row(case: CaseReport, result: str) -> str:
     c = case.case
     parts = [(str(v), c.verdicts.get(v, 0)) for v in VERDICT_ORDER]
     breakdown = " ".join(f"{n} {name}" for name, n in parts if n)
@@ -211,12 +213,12 @@ def _case_row(case: CaseReport) -> str:
         f'<tr><td><a href="#{anchor}">{_e(c.case_id)}</a>{marks}</td><td>{_e(c.suite)}</td>'
         f"<td>{_e(c.tier)}</td>"
         f"<td>{_bar(parts, c.samples, 'bar passbar')}{c.passes}/{c.samples}</td>"
-        f"<td>{c.required}</td><td>{_e(breakdown)}</td><td>{_badge('r', str(c.result))}</td>"
+        f"<td>{c.required}</td><td>{_e(breakdown)}</td><td>{_badge('r', result)}</td>"
         f"<td>{sparkline_svg(case.history)}</td></tr>"
     )
 
 
-def _case_detail(case: CaseReport) -> str:
+def _case_detail(case: CaseReport, result: str) -> str:
     c = case.case
     is_open = " open" if c.result is not CaseOutcome.PASS else ""
     samples = []
@@ -239,7 +241,7 @@ def _case_detail(case: CaseReport) -> str:
         samples.append(
             f'<div class="sample">sample {s.index} {_badge("v", str(s.verdict))} '
             f"finish: {_e(s.finish_reason or 'none')}"
-            f"{f'<ul>{reasons}</ul>' if reasons else ''}<pre>{_e(s.output)}</pre>{diff}</div>"
+            f"{f'<ul>{reasons}</ul>' if reasons else ''}{_output(s)}{diff}</div>"
         )
     golden = (
         f"<details><summary>golden output</summary><pre>{_e(case.golden)}</pre></details>"
@@ -248,10 +250,19 @@ def _case_detail(case: CaseReport) -> str:
     )
     return (
         f'<details id="{_e(f"{c.suite}/{c.case_id}")}"{is_open}><summary>'
-        f"{_badge('r', str(c.result))} <code>{_e(c.suite)}/{_e(c.case_id)}</code> "
+        f"{_badge('r', result)} <code>{_e(c.suite)}/{_e(c.case_id)}</code> "
         f"{c.passes}/{c.samples} (required {c.required})</summary>"
         f"{golden}{''.join(samples)}</details>"
     )
+
+
+def _output(sample: SampleRecord) -> str:
+    """The raw output; a sample that produced none (a transport failure) says so instead of
+    showing an empty box."""
+    if sample.output:
+        return f"<pre>{_e(sample.output)}</pre>"
+    why = f"{sample.verdict}: {sample.error}" if sample.error else str(sample.verdict)
+    return f'<p class="no-output">no output ({_e(why)})</p>'
 
 
 def html_report(report: RunReport) -> str:
@@ -260,8 +271,8 @@ def html_report(report: RunReport) -> str:
         report.cases,
         key=lambda c: (_OUTCOME_ORDER[c.case.result], c.case.suite, c.case.case_id),
     )
-    rows = "".join(_case_row(c) for c in cases)
-    details = "".join(_case_detail(c) for c in cases)
+    rows = "".join(_case_row(c, report.shown_result(c.case)) for c in cases)
+    details = "".join(_case_detail(c, report.shown_result(c.case)) for c in cases)
     title = f"redline run {report.run.id}: {report.run.result or report.run.status}"
     held = "".join(
         f"<li><code>{_e(q.case.suite)}/{_e(q.case.case_id)}</code>: {_e(q.label)}</li>"

@@ -56,7 +56,8 @@ def _details(case: CaseReport) -> str:
 def _system_out(case: CaseReport) -> str:
     blocks = []
     for s in case.failing_samples:
-        blocks.append(f"----- sample {s.index} [{s.verdict}] finish={s.finish_reason} -----")
+        finish = f" finish={s.finish_reason}" if s.finish_reason else ""
+        blocks.append(f"----- sample {s.index} [{s.verdict}]{finish} -----")
         blocks.append(s.output)
     return "\n".join(blocks)
 
@@ -65,13 +66,14 @@ def junit_xml(report: RunReport) -> str:
     """The run as a JUnit XML document (UTF-8 text)."""
     run = report.run
     root = ET.Element("testsuites", name=f"redline run {run.id}")
-    totals = {"tests": 0, "failures": 0, "errors": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    seconds = 0.0
     held = {(q.case.suite, q.case.case_id): q for q in report.quarantined}
     for suite in sorted({c.case.suite for c in report.cases}):
         cases = [c for c in report.cases if c.case.suite == suite]
         element = ET.SubElement(root, "testsuite", name=suite, timestamp=run.started_at)
         _run_properties(element, run)
-        counts = {"tests": len(cases), "failures": 0, "errors": 0}
+        counts = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
         for case in cases:
             outcome = _testcase(element, suite, case, held.get((suite, case.case.case_id)))
             if outcome is not None:
@@ -79,8 +81,12 @@ def junit_xml(report: RunReport) -> str:
         for key, count in counts.items():
             element.set(key, str(count))
             totals[key] += count
+        suite_seconds = sum(_seconds(c) for c in cases)
+        element.set("time", f"{suite_seconds:.3f}")
+        seconds += suite_seconds
     for key, total in totals.items():
         root.set(key, str(total))
+    root.set("time", f"{seconds:.3f}")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -97,26 +103,31 @@ def _run_properties(element: ET.Element, run: RunRecord) -> None:
         ET.SubElement(props, "property", name=name, value=xml_safe(value))
 
 
+def _seconds(case: CaseReport) -> float:
+    """The case's time: its samples' latencies added up (they may have run side by side)."""
+    return sum((s.latency_ms or 0.0) for s in case.samples) / 1000.0
+
+
 def _testcase(
     element: ET.Element, suite: str, case: CaseReport, quarantine: QuarantinedCase | None
 ) -> str | None:
-    """Add the case's <testcase>; "failures" or "errors" when it counts as one, else None.
+    """Add the case's <testcase>; "failures", "errors" or "skipped" when it counts as one.
 
     A fail is a content failure; an inconclusive case (or one short of passes because of
     transport errors) is an infrastructure error; a quarantined case is skipped.
     """
     c = case.case
-    seconds = sum((s.latency_ms or 0.0) for s in case.samples) / 1000.0
     tc = ET.SubElement(
         element,
         "testcase",
         classname=xml_safe(f"{suite}.{c.tier}"),
         name=xml_safe(c.case_id),
-        time=f"{seconds:.3f}",
+        time=f"{_seconds(case):.3f}",
     )
     counted: str | None = None
     transport = c.verdicts.get(Verdict.TRANSPORT, 0)
     if quarantine is not None and c.result is not CaseOutcome.PASS:
+        counted = "skipped"
         ET.SubElement(tc, "skipped", message=xml_safe(quarantine.label))
     elif c.result is CaseOutcome.FAIL:
         counted = "failures"

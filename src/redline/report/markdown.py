@@ -51,7 +51,7 @@ def markdown_summary(report: RunReport) -> str:
         "|" + "---:|" * len(VERDICT_ORDER),
         "| " + " | ".join(str(report.verdicts.get(v, 0)) for v in VERDICT_ORDER) + " |",
         "",
-        "Cases: " + ", ".join(f"{report.count(o)} {o}" for o in CaseOutcome) + ".",
+        f"Cases: {report.case_counts()}.",
         "",
         md_escape(usage_summary(report.usage).capitalize(), 300) + ".",
     ]

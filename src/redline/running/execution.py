@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from redline.providers.base import in_flight
 from redline.running.budget import Budget
 from redline.running.options import RunOptions
-from redline.running.pipeline import SampleJob, SamplePipeline
+from redline.running.pipeline import ProviderDown, SampleJob, SamplePipeline
 from redline.running.planning import Plan
 from redline.running.schedule import Schedule
 from redline.vocabulary.records import SampleRecord
@@ -101,14 +101,6 @@ class Tally:
         self.done += 1
         self.counts[sample.verdict] += 1
         self.report(sample)
-
-    def rejected(self, error: str) -> str:
-        """What a run says when the provider refused the key before it ever answered."""
-        return (
-            f"{error}. The run stopped at its first request(s) instead of "
-            f"sending the rest; {self.done} finished sample(s) are kept in run "
-            f"{self.run_id}. Fix the key, then: redline run --resume {self.run_id}"
-        )
 
     def report(self, last: SampleRecord | None = None, *, stopping: bool = False) -> None:
         if self.progress is not None:
@@ -216,6 +208,9 @@ async def _worker(pipeline: SamplePipeline, commits: Commits, budget: Budget | N
     jobs = commits.jobs
     try:
         while (job := await jobs.next()) is not None:
+            if pipeline.down is not None:
+                jobs.dropped()
+                return
             reserved = 0.0
             if budget is not None:
                 admitted = budget.admit(job.case.suite, job.case.id)
@@ -226,6 +221,9 @@ async def _worker(pipeline: SamplePipeline, commits: Commits, budget: Budget | N
             try:
                 commits.tally.start(job)
                 sample = await pipeline.draw(job)
+            except ProviderDown:
+                jobs.dropped()
+                return
             except BaseException:
                 jobs.in_flight -= 1
                 raise

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from redline.assertions import LAYER_1, SampleEvaluation, evaluate_sample, settled_failure
-from redline.errors import CredentialsRejected
+from redline.errors import CredentialsRejected, EndpointUnreachable
 from redline.redaction import KeyRedactor
 from redline.running.store import now_iso
 from redline.vocabulary.completion import ChatRequest, Completion
@@ -44,16 +44,25 @@ class SampleJob:
     costly: bool = False
 
 
-def _rejected_hint(error: str) -> str:
-    return f"{error}. Fix the key (see `api_key_env` in the configuration), then run again"
+#: The circuit breaker: this many samples in a row failing in transport pause the run
+#: for one probe request; when the probe fails too, drawing stops (`ProviderDown`).
+BREAKER_FAILURES = 12
+PROBE_PAUSE_S = 2.0
+
+
+class ProviderDown(Exception):
+    """The provider stopped answering mid-run: the circuit breaker's probe failed too."""
 
 
 class SamplePipeline:
     """Draws samples for one run (or one pytest session) from one provider.
 
     `judges` fills in the `judge` assertions (`--judge`); without it they stay skipped.
-    `rejected` words the error raised when the provider refuses the key before it ever
-    answered: every later request would be refused too, so drawing stops there.
+    When the provider refuses the key, or nothing answers at its endpoint, before it ever
+    answered, every later request would fail too: drawing stops there
+    (`CredentialsRejected`, `EndpointUnreachable`). When it dies mid-run (every sample of
+    the last `BREAKER_FAILURES` failed in transport), one probe follows a pause; if it
+    fails too, `down` says why and every worker stops (`ProviderDown`).
     `stop_when_settled` lets a provider that streams stop a sample once a failure no
     further text could undo has settled its verdict (the configuration's key of that name).
     """
@@ -66,16 +75,21 @@ class SamplePipeline:
         model_name: str,
         judges: JudgeSession | None = None,
         redactor: KeyRedactor | None = None,
-        rejected: Callable[[str], str] = _rejected_hint,
         stop_when_settled: bool = True,
+        probe_pause_s: float = PROBE_PAUSE_S,
     ) -> None:
         self.provider = provider
         self.run_id = run_id
         self.model_name = model_name
         self.judges = judges
         self.redactor = redactor or KeyRedactor()
-        self.rejected = rejected
         self.stop_when_settled = stop_when_settled
+        self.probe_pause_s = probe_pause_s
+        #: Samples in a row that failed in transport (the circuit breaker's count).
+        self.failing = 0
+        #: Why the circuit breaker stopped the run; None while the provider answers.
+        self.down: str | None = None
+        self._probing = asyncio.Lock()
         #: Each case's settled check, built once (not for every sample it draws).
         self._settled: dict[tuple[str, str], Callable[[Completion], str | None] | None] = {}
         #: The provider has answered at least once (so its key works).
@@ -110,11 +124,38 @@ class SamplePipeline:
 
     async def ask(self, job: SampleJob) -> Completion:
         completion = await self.provider.complete(self.request(job))
-        if completion.credentials_rejected and not self.answered:
-            raise CredentialsRejected(self.rejected(completion.error or "credentials refused"))
+        if not self.answered:
+            if completion.credentials_rejected:
+                raise CredentialsRejected(completion.error or "credentials refused")
+            if completion.endpoint_unreachable:
+                raise EndpointUnreachable(completion.error or "the endpoint did not answer")
         if completion.ok:
             self.answered = True
-        return completion
+            self.failing = 0
+            return completion
+        self.failing += 1
+        if self.failing < BREAKER_FAILURES and self.down is None:
+            return completion
+        return await self._probe(job, completion)
+
+    async def _probe(self, job: SampleJob, failed: Completion) -> Completion:
+        """One request after a pause, by one worker while the others wait for its outcome."""
+        async with self._probing:
+            if self.down is not None:
+                raise ProviderDown(self.down)
+            if self.failing < BREAKER_FAILURES:
+                return failed  # a probe or a sample answered meanwhile
+            await asyncio.sleep(self.probe_pause_s)
+            probe = await self.provider.complete(self.request(job))
+            if probe.ok:
+                self.failing = 0
+                return probe
+            self.down = (
+                f"the provider stopped answering: the last {self.failing} samples all failed "
+                f"in transport and a probe {self.probe_pause_s:g} s later failed too "
+                f"({probe.error or failed.error})"
+            )
+            raise ProviderDown(self.down)
 
     async def check(self, job: SampleJob, completion: Completion) -> SampleEvaluation:
         """Every assertion of the case on the completion, judges last (docs/rules.md:
@@ -146,4 +187,4 @@ class SamplePipeline:
         )
 
 
-__all__ = ["SampleJob", "SamplePipeline", "costly"]
+__all__ = ["BREAKER_FAILURES", "ProviderDown", "SampleJob", "SamplePipeline", "costly"]

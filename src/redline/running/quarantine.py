@@ -53,6 +53,33 @@ class QuarantinedCase:
         return f"{self.case.passes}/{self.case.samples} {state} · {self.why}"
 
 
+#: How a case held in quarantine is counted and labelled in summaries and reports.
+QUARANTINED = "quarantined"
+
+
+def case_counts(run: RunRecord, cases: Sequence[CaseRecord]) -> list[tuple[str, int]]:
+    """(outcome, cases) for every outcome, quarantined cases apart: a held case is never
+    counted as a failure (or a pass) of the run, the run summary, Markdown and HTML alike."""
+    held = quarantined(run)
+    counted = [c for c in cases if f"{c.suite}/{c.case_id}" not in held]
+    counts = [(str(o), sum(c.result is o for c in counted)) for o in CaseOutcome]
+    return counts + (
+        [(QUARANTINED, len(cases) - len(counted))] if len(counted) < len(cases) else []
+    )
+
+
+def shown_result(run: RunRecord, case: CaseRecord) -> str:
+    """A case's result as reports label it: `quarantined` for a held case that did not pass
+    (it cannot turn the run red), else its outcome."""
+    held = f"{case.suite}/{case.case_id}" in quarantined(run)
+    return QUARANTINED if held and case.result is not CaseOutcome.PASS else str(case.result)
+
+
+def describe_counts(counts: Sequence[tuple[str, int]]) -> str:
+    """`3 pass, 1 fail, 0 inconclusive, 0 marginal, 2 quarantined`."""
+    return ", ".join(f"{n} {name}" for name, n in counts)
+
+
 def quarantined_cases(run: RunRecord, cases: Sequence[CaseRecord]) -> list[QuarantinedCase]:
     """The run's cases that were held in quarantine, in the run's case order."""
     held = quarantined(run)
@@ -64,9 +91,13 @@ def quarantined_cases(run: RunRecord, cases: Sequence[CaseRecord]) -> list[Quara
 
 
 __all__ = [
+    "QUARANTINED",
     "QUARANTINED_ARG",
     "QuarantinedCase",
     "active_quarantines",
+    "case_counts",
+    "describe_counts",
     "quarantined",
     "quarantined_cases",
+    "shown_result",
 ]

@@ -126,6 +126,7 @@ def _reopen(
 ) -> RunRecord:
     record = store.run(run_id)
     stopped = bool((record.args.get("budget") or {}).get("stopped"))
+    stopped = stopped or PROVIDER_DOWN_ARG in record.args
     if record.status is RunStatus.FINISHED and not retry and not stopped and not extend:
         raise UsageError(f"run {record.id} finished already; nothing to resume")
     if record.kind is RunKind.REPLAY:
@@ -229,8 +230,10 @@ def finish_run(
     *,
     interrupted: bool,
     budget: Budget | None = None,
+    down: str | None = None,
 ) -> RunRecord:
-    """Store each case's result and the run's, and close the run."""
+    """Store each case's result and the run's, and close the run; `down` is why the
+    circuit breaker stopped it (the run is then inconclusive and can be resumed)."""
     counts = store.verdict_counts(run_id)
     records: list[CaseRecord] = []
     not_run: dict[str, int] = {}
@@ -275,9 +278,26 @@ def finish_run(
     if budget is not None and budget.stopped and not interrupted:
         # Money ran out, not evidence: the samples not run could have gone either way.
         result_of_run = RunResult.INCONCLUSIVE
+    _record_down(store, run_id, down)
+    if down is not None and not interrupted:
+        result_of_run = RunResult.INCONCLUSIVE  # the provider failed, not the prompt
     status = RunStatus.INTERRUPTED if interrupted else RunStatus.FINISHED
     store.finish_run(run_id, status, result_of_run, now_iso())
     return store.run(run_id)
+
+
+#: The run argument saying why the circuit breaker stopped the run (the provider died).
+PROVIDER_DOWN_ARG = "provider_down"
+
+
+def _record_down(store: RunStore, run_id: str, down: str | None) -> None:
+    recorded = store.run(run_id).args
+    if down is None and PROVIDER_DOWN_ARG not in recorded:
+        return
+    args = {k: v for k, v in recorded.items() if k != PROVIDER_DOWN_ARG}
+    if down is not None:
+        args[PROVIDER_DOWN_ARG] = down
+    store.update_args(run_id, args)
 
 
 def _record_budget(
@@ -293,4 +313,12 @@ def _record_budget(
     store.update_args(run_id, args)
 
 
-__all__ = ["RETRIES_ARG", "CaseResult", "case_result", "finish_run", "open_record", "run_manifest"]
+__all__ = [
+    "PROVIDER_DOWN_ARG",
+    "RETRIES_ARG",
+    "CaseResult",
+    "case_result",
+    "finish_run",
+    "open_record",
+    "run_manifest",
+]

@@ -13,13 +13,15 @@ missing (case, index) samples into the same run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from redline.config import Config, ModelRef
+from redline.errors import RedlineError, RunStopped, StoreFull
 from redline.providers.factory import make_provider
 from redline.redaction import KeyRedactor
 from redline.running.budget import Budget, Estimate, estimate_cost
@@ -51,7 +53,7 @@ from redline.running.run_record import (
 )
 from redline.running.schedule import Schedule
 from redline.running.seeds import sample_seed
-from redline.running.store import RunStore, new_run_id
+from redline.running.store import HEARTBEAT_S, RunStore, new_run_id
 from redline.vocabulary.records import RunKind, RunRecord
 
 if TYPE_CHECKING:
@@ -148,23 +150,63 @@ async def _execute(
         model_name=model.name if model is not None else "",
         judges=judges,
         redactor=KeyRedactor.from_config(config, os.environ),
-        rejected=tally.rejected,
         stop_when_settled=config.stop_when_settled,
     )
-    if options.resume is None:
-        store.begin_run(record)
-    else:
-        store.reopen_run(record.id)
     limit = concurrency(options, config, provider, plan)
     try:
-        await draw_samples(limit, pipeline, Commits(store, tally, budget), budget)
-    except BaseException:
-        finish_run(store, record.id, identity, plan, interrupted=True, budget=budget)
-        raise
+        async with _holding(store, record, resume=options.resume is not None):
+            try:
+                await draw_samples(limit, pipeline, Commits(store, tally, budget), budget)
+            except RunStopped as stopped:
+                finish_run(store, record.id, identity, plan, interrupted=True, budget=budget)
+                raise stopped.kept_in(len(store.sample_keys(record.id)), record.id) from None
+            except StoreFull:
+                raise
+            except BaseException:
+                finish_run(store, record.id, identity, plan, interrupted=True, budget=budget)
+                raise
+            return finish_run(
+                store,
+                record.id,
+                identity,
+                plan,
+                interrupted=False,
+                budget=budget,
+                down=pipeline.down,
+            )
+    except StoreFull:
+        store.mark_interrupted(record.id)
+        kept = len(store.sample_keys(record.id))
+        raise StoreFull(store.path, kept=kept, run_id=record.id) from None
     finally:
         if judges is not None:
             await judges.aclose()
-    return finish_run(store, record.id, identity, plan, interrupted=False, budget=budget)
+
+
+@contextlib.asynccontextmanager
+async def _holding(store: RunStore, record: RunRecord, *, resume: bool) -> AsyncIterator[None]:
+    """The run stored (or reopened) and held by this process: claimed before any request,
+    so a second `--resume` is refused, and its heartbeat beaten until the run ends (so
+    `redline runs` tells a live run from one whose process is gone)."""
+    store.claim_run(record.id)
+    if resume:
+        store.reopen_run(record.id)
+    else:
+        store.begin_run(record)
+    beating = asyncio.ensure_future(_heartbeat(store, record.id))
+    try:
+        yield
+    finally:
+        beating.cancel()
+        with contextlib.suppress(RedlineError):
+            store.release_run(record.id)
+
+
+async def _heartbeat(store: RunStore, run_id: str) -> None:
+    while True:
+        await asyncio.sleep(HEARTBEAT_S)
+        with contextlib.suppress(RedlineError):
+            store.heartbeat(run_id)
 
 
 def _replayed_seeds(store: RunStore, run_id: str) -> dict[tuple[str, str], dict[int, int | None]]:

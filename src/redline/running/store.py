@@ -8,9 +8,12 @@ run-to-run comparison over hundreds of runs.
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import socket
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -19,7 +22,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from redline.errors import AmbiguousRunId, RunAlreadyStored, RunNotFound, UsageError
+from redline.errors import (
+    AmbiguousRunId,
+    RunAlreadyStored,
+    RunLocked,
+    RunNotFound,
+    StoreCorrupt,
+    StoreFull,
+    UsageError,
+)
 from redline.running.rows import Table, decode_text
 from redline.vocabulary.records import (
     CaseOutcome,
@@ -36,6 +47,16 @@ from redline.vocabulary.records import (
 from redline.vocabulary.verdicts import VERDICT_ORDER, AssertionResult, Verdict
 
 SCHEMA_VERSION = 1
+#: Characters of each output the search index holds: a huge output is searched in its
+#: beginning, never copied whole a second time.
+SEARCH_PREFIX_CHARS = 65_536
+#: Characters of an output too large for the store that are kept as its evidence.
+KEPT_PREFIX_CHARS = 1_048_576
+#: A run's process writes its heartbeat this often; one silent for STALE_S is gone.
+HEARTBEAT_S = 10.0
+STALE_S = 60.0
+_FULL = (sqlite3.SQLITE_FULL,)
+_CORRUPT = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -63,6 +84,13 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at, seq);
 CREATE INDEX IF NOT EXISTS runs_by_kind ON runs (kind, started_at, seq);
 CREATE INDEX IF NOT EXISTS runs_by_parent ON runs (parent_id);
+CREATE TABLE IF NOT EXISTS run_holders (
+    run_id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    since TEXT NOT NULL,
+    heartbeat REAL NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS manifest (
     run_id TEXT NOT NULL,
     path TEXT NOT NULL,
@@ -210,7 +238,7 @@ class RunStore:
 
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._db = connection
-        self._lock = threading.RLock()
+        self._lock = _Guard(path)
         self._finished: dict[str, RunRecord] = {}
         self.path = path
 
@@ -220,15 +248,19 @@ class RunStore:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=OFF")
-        db.executescript(_SCHEMA)
-        _add_missing_columns(db)
-        db.execute(
-            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=OFF")
+            db.executescript(_SCHEMA)
+            _add_missing_columns(db)
+            db.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise _store_error(exc, path) from None
         return cls(db, path)
 
     def close(self) -> None:
@@ -248,14 +280,73 @@ class RunStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; a full disk is StoreFull and a damaged file StoreCorrupt
+        (SQLite may have rolled back on its own already: rolling back twice is no error)."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise _store_error(exc, self.path) from None
+
+    # -- who runs a run ----------------------------------------------------------------------
+
+    def claim_run(self, run_id: str) -> None:
+        """Make this process the one running `run_id`; RunLocked naming the live holder
+        when another process has it (a dead holder's claim is taken over)."""
+        host, pid = socket.gethostname(), os.getpid()
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT host, pid, since, heartbeat FROM run_holders WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if (
+                row is not None
+                and (row[0], row[1]) != (host, pid)
+                and _alive(row[0], row[1], row[3])
+            ):
+                raise RunLocked(
+                    f"run {run_id} is being run by process {row[1]} on {row[0]} (since "
+                    f"{row[2]}); wait for it to end, or stop it, then resume again"
+                )
+            db.execute(
+                "INSERT OR REPLACE INTO run_holders (run_id, host, pid, since, heartbeat) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (run_id, host, pid, now_iso(), time.time()),
+            )
+
+    def heartbeat(self, run_id: str) -> None:
+        """This process still runs `run_id`."""
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE run_holders SET heartbeat = ? WHERE run_id = ? AND host = ? AND pid = ?",
+                (time.time(), run_id, socket.gethostname(), os.getpid()),
+            )
+
+    def release_run(self, run_id: str) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "DELETE FROM run_holders WHERE run_id = ? AND host = ? AND pid = ?",
+                (run_id, socket.gethostname(), os.getpid()),
+            )
+
+    def mark_interrupted(self, run_id: str) -> None:
+        """Best effort after a failed write (a full disk): the run shows as interrupted."""
+        try:
+            with self._transaction() as db:
+                db.execute(
+                    "UPDATE runs SET status = ?, finished_at = ? WHERE id = ? AND status = ?",
+                    (str(RunStatus.INTERRUPTED), now_iso(), run_id, str(RunStatus.RUNNING)),
+                )
+        except (StoreFull, StoreCorrupt):
+            pass  # `redline runs` still shows it interrupted: its holder is gone
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -307,9 +398,20 @@ class RunStore:
         self.add_samples((sample,))
 
     def add_samples(self, samples: Iterable[SampleRecord]) -> None:
-        """Store several samples in one transaction."""
-        with self._transaction() as db:
-            self._insert_samples(db, samples)
+        """Store several samples in one transaction. A sample whose output is too large
+        for SQLite is stored as a transport failure keeping the output's beginning."""
+        batch = list(samples)
+        try:
+            with self._transaction() as db:
+                self._insert_samples(db, batch)
+        except sqlite3.DataError:
+            for sample in batch:
+                try:
+                    with self._transaction() as db:
+                        self._insert_samples(db, (sample,))
+                except sqlite3.DataError:
+                    with self._transaction() as db:
+                        self._insert_samples(db, (_too_large_to_store(sample),))
 
     def put_case(self, record: CaseRecord) -> None:
         """Write (or replace, on resume) one case's result in its run."""
@@ -433,7 +535,8 @@ class RunStore:
             return
         db.execute(
             "INSERT INTO sample_search (rowid, case_id, output, reasons) "
-            "SELECT s.id, s.case_id, s.output, (SELECT group_concat(reason, char(10)) "
+            f"SELECT s.id, s.case_id, substr(s.output, 1, {SEARCH_PREFIX_CHARS}), "
+            "(SELECT group_concat(reason, char(10)) "
             "FROM assertion_results a WHERE a.sample_id = s.id AND a.status = 'failed') "
             "FROM samples s WHERE s.run_id = ? AND s.id > ?",
             (run_id, last),
@@ -808,8 +911,20 @@ class RunStore:
             record = _RUNS.read(row, manifest=manifest)
             if record.status is RunStatus.FINISHED:
                 self._finished[run_id] = record
+            elif record.status is RunStatus.RUNNING and self._holder_gone(run_id):
+                record = replace(record, status=RunStatus.INTERRUPTED)
             out.append(record)
         return out
+
+    def _holder_gone(self, run_id: str) -> bool:
+        """Whether the process that was running `run_id` is gone (killed, crashed, its
+        machine off, or it could not even record its end on a full disk): a run only it
+        could finish shows as interrupted. Every run is claimed before it starts, so a
+        running run nobody holds is one whose holder left."""
+        row = self._db.execute(
+            "SELECT host, pid, heartbeat FROM run_holders WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return row is None or not _alive(row[0], row[1], row[2])
 
     def _assertions_for(
         self, sample_ids: Sequence[int], run_id: str, whole_run: bool
@@ -864,6 +979,66 @@ class SupersededSample:
     error: str | None
     output: str
     superseded_at: str
+
+
+class _Guard:
+    """The store's lock (one connection shared between threads). A damaged file or a full
+    disk met while it is held is said as StoreCorrupt / StoreFull, naming the file."""
+
+    def __init__(self, path: Path) -> None:
+        self._lock = threading.RLock()
+        self._path = path
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._lock.release()
+        code = getattr(exc, "sqlite_errorcode", None)
+        if isinstance(exc, sqlite3.DatabaseError) and code in (*_CORRUPT, *_FULL):
+            raise _store_error(exc, self._path) from None
+
+
+def _alive(host: str, pid: int, heartbeat: float) -> bool:
+    """A holder is alive while its heartbeat is fresh and, on this host, its pid exists."""
+    if time.time() - heartbeat > STALE_S:
+        return False
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _store_error(exc: sqlite3.DatabaseError, path: Path) -> Exception:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code in _FULL:
+        return StoreFull(path)
+    if code in _CORRUPT or type(exc) is sqlite3.DatabaseError:
+        return StoreCorrupt(path, str(exc))
+    return exc
+
+
+def _too_large_to_store(sample: SampleRecord) -> SampleRecord:
+    size = len(sample.output)
+    return replace(
+        sample,
+        output=sample.output[:KEPT_PREFIX_CHARS],
+        verdict=Verdict.TRANSPORT,
+        error=(
+            f"output too large for the store ({size:,} characters): its first "
+            f"{KEPT_PREFIX_CHARS:,} are kept"
+        ),
+    )
 
 
 def _add_missing_columns(db: sqlite3.Connection) -> None:

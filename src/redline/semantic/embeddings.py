@@ -10,18 +10,20 @@ endpoint over HTTP. A backend that cannot be loaded raises
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
-import httpx
 import numpy as np
 from numpy.typing import NDArray
 
 from redline.openmp import prefer_passive_wait
+from redline.redaction import redact_url
 from redline.semantic.settings import SemanticSettings
+from redline.text.lines import breaks_line
 
 #: e5 models are trained with "query: " for what is looked for and "passage: " for
 #: what is searched; symmetric comparisons (tone) use "query: " on both sides.
@@ -145,7 +147,7 @@ class SentenceTransformersBackend:
 
 
 class OpenAIEmbeddingsBackend:
-    """An OpenAI-compatible `/embeddings` endpoint, batched, over httpx."""
+    """An OpenAI-compatible `/embeddings` endpoint, batched, over redline's HTTP client."""
 
     def __init__(
         self,
@@ -159,24 +161,34 @@ class OpenAIEmbeddingsBackend:
         batch_size: int = 64,
         timeout_s: float = 30.0,
     ) -> None:
+        from redline.httpio import BlockingHttpClient, HttpClient, HttpPolicy
+
         environ = os.environ if env is None else env
         headers = {"Content-Type": "application/json"}
+        key = ""
         if api_key_env:
-            key = environ.get(api_key_env)
+            key = environ.get(api_key_env, "").strip()
             if not key:
                 raise BackendUnavailable(
                     f"environment variable {api_key_env} (the embeddings API key) is not set"
+                )
+            if breaks_line(key):
+                raise BackendUnavailable(
+                    f"environment variable {api_key_env} (the embeddings API key) contains a "
+                    "line break (CR or LF): set it to the key alone, on one line"
                 )
             headers["Authorization"] = f"Bearer {key}"
         self._url = base_url.rstrip("/") + "/embeddings"
         self._model = model
         self._prefixes: Mapping[Role, str] = {"query": query_prefix, "passage": passage_prefix}
         self._batch = batch_size
-        self._client = httpx.Client(headers=headers, timeout=timeout_s)
+        self._client = BlockingHttpClient(
+            HttpClient(HttpPolicy(timeout_s=timeout_s), headers=headers, secrets=[key])
+        )
 
     @property
     def name(self) -> str:
-        return f"openai:{self._model}@{self._url}"
+        return f"openai:{self._model}@{redact_url(self._url)}"
 
     def embed(self, texts: Sequence[str], role: Role) -> Vectors:
         prefix = self._prefixes[role]
@@ -187,25 +199,29 @@ class OpenAIEmbeddingsBackend:
         return _normalise(np.concatenate(batches))
 
     def _post(self, inputs: list[str]) -> Vectors:
+        from redline.httpio import HttpFailure
+
+        url = redact_url(self._url)
+        body = json.dumps({"model": self._model, "input": inputs}).encode()
         try:
-            response = self._client.post(self._url, json={"model": self._model, "input": inputs})
-        except httpx.HTTPError as exc:
-            raise BackendUnavailable(f"embeddings endpoint {self._url}: {exc!r}") from None
-        if response.status_code != 200:
+            response = self._client.request("POST", self._url, body=body)
+        except HttpFailure as exc:
+            raise BackendUnavailable(f"embeddings endpoint {url}: {exc}") from None
+        if response.status != 200:
             raise BackendUnavailable(
-                f"embeddings endpoint {self._url} answered HTTP {response.status_code}: "
-                f"{response.text[:200]}"
+                f"embeddings endpoint {url} answered HTTP {response.status}: "
+                f"{self._client.client.redact(response.text()[:200])}"
             )
         try:
             data = sorted(response.json()["data"], key=lambda item: int(item["index"]))
             rows = np.asarray([item["embedding"] for item in data], dtype=np.float32)
         except (ValueError, KeyError, TypeError) as exc:
             raise BackendUnavailable(
-                f"embeddings endpoint {self._url} gave an unexpected answer: {exc!r}"
+                f"embeddings endpoint {url} gave an unexpected answer: {exc!r}"
             ) from None
         if rows.ndim != 2 or rows.shape[0] != len(inputs):
             raise BackendUnavailable(
-                f"embeddings endpoint {self._url} returned {rows.shape[0]} vectors "
+                f"embeddings endpoint {url} returned {rows.shape[0]} vectors "
                 f"for {len(inputs)} inputs"
             )
         return rows

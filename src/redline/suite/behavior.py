@@ -89,7 +89,11 @@ def observe_results(observer: Observer) -> Iterator[None]:
 
 
 class BehaviorAssertion:
-    """A chain of checks on one output; build it with assert_behavior or check_behavior."""
+    """A chain of checks on one output; build it with assert_behavior or check_behavior.
+
+    Its methods set `__tracebackhide__`: a failing check's pytest traceback ends at the
+    test's own line, not in redline's frames.
+    """
 
     def __init__(
         self,
@@ -109,19 +113,23 @@ class BehaviorAssertion:
 
     def mentions(self, concept: str, *, threshold: float = DEFAULT_MENTION_THRESHOLD) -> Self:
         """Some sentence is about `concept` (calibrated score ≥ threshold, 0-1)."""
+        __tracebackhide__ = True
         return self._run("mentions", concept, {"value": concept, "threshold": threshold})
 
     def not_mentions(self, concept: str, *, threshold: float = DEFAULT_MENTION_THRESHOLD) -> Self:
         """No sentence is about `concept`."""
+        __tracebackhide__ = True
         return self._run("not-mentions", concept, {"value": concept, "threshold": threshold})
 
     def tone(self, tone: str, *, margin: float = DEFAULT_TONE_MARGIN) -> Self:
         """The tone is `tone`, leading the runner-up by `margin` (backend-scaled)."""
+        __tracebackhide__ = True
         return self._run("tone", tone, {"value": tone, "margin": margin})
 
     def grounded_in(self, source: str, *, backend: str | None = None) -> Self:
         """Every claim is entailed by `source`, by the NLI model or (`backend="model"`) the
         configured checker model; unavailable (never a pass) when neither can answer."""
+        __tracebackhide__ = True
         params: dict[str, Any] = {"value": source}
         if backend is not None:
             params["backend"] = backend
@@ -129,10 +137,12 @@ class BehaviorAssertion:
 
     def numbers_from(self, source: str) -> Self:
         """Every number, amount, digit date and quote of the output appears in `source`."""
+        __tracebackhide__ = True
         return self._run("numbers-from", one_line(source), {"value": source})
 
     def is_json(self, schema: Mapping[str, Any] | str | Path | None = None) -> Self:
         """The whole output is JSON, valid against `schema` (a dict or a JSON file) if given."""
+        __tracebackhide__ = True
         if schema is None:
             return self._run("is-json", "", {})
         if isinstance(schema, Mapping):
@@ -148,15 +158,18 @@ class BehaviorAssertion:
         n: int = 3,
     ) -> Self:
         """No token loops or padding: zlib compression ratio and distinct-n above their bars."""
+        __tracebackhide__ = True
         self._run("compression-ratio", "", {"value": min_compression})
         return self._run("distinct-n", f"n={n}", {"value": min_distinct, "n": n})
 
     def max_words(self, n: int) -> Self:
         """At most `n` words (CJK/Thai characters count one each: `redline.text.words`)."""
+        __tracebackhide__ = True
         return self._run("max-words", str(n), {"value": n})
 
     def verify(self) -> Self:
         """Raise once for everything collected (check_behavior); no-op when all passed."""
+        __tracebackhide__ = True
         self.raised = True
         failed = [r for r in self.results if r.status is AssertionStatus.FAILED]
         unavailable = [r for r in self.results if r.status is AssertionStatus.UNAVAILABLE]
@@ -179,6 +192,7 @@ class BehaviorAssertion:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        __tracebackhide__ = True
         if exc is None:
             self.verify()
 
@@ -188,6 +202,7 @@ class BehaviorAssertion:
         return "\n".join(lines)
 
     def _run(self, type_name: str, target: str, params: Mapping[str, Any]) -> Self:
+        __tracebackhide__ = True
         assertion = _build(type_name, params, self._config)
         try:
             check = assertion.check(self._sample)
@@ -198,6 +213,7 @@ class BehaviorAssertion:
     def _record(
         self, type_name: str, target: str, check: Check, threshold: float | None = None
     ) -> Self:
+        __tracebackhide__ = True
         result = BehaviorResult(
             assertion=type_name,
             target=target,
