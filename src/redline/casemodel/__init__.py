@@ -124,6 +124,8 @@ class Value(StrEnum):
     JSON_FILE = "json-file"  # a file:// reference to a JSON document
     PATH = "path"  # a file relative to the case file (file:// optional)
     ANY = "any"  # a string is TEXT; any other YAML value is compared as data
+    #: A concept: a STRING, a list of its renderings, or a mapping language code → rendering.
+    RENDERINGS = "renderings"
 
 
 _REQUIRED: Any = object()
@@ -241,11 +243,13 @@ def _semantic(
     summary: str,
     *,
     empty: tuple[str, str] | None = None,
+    kind: Value = Value.STRING,
 ) -> AssertionModel:
-    """A concept or tone (`value`) and the bar a score must clear to count; `backend`
-    (embeddings / model) names who answers, an edit of it needs a reviewer."""
+    """A concept (`kind` RENDERINGS: in one or several languages) or a tone (`value`) and
+    the bar a score must clear to count; `backend` (embeddings / model) names who answers,
+    an edit of it needs a reviewer."""
     bar = Param(key, Value.NUMBER, compare, default=default, minimum=0, maximum=maximum)
-    value = Param("value", Value.STRING, Compare.IDENTITY, empty=empty)
+    value = Param("value", kind, Compare.IDENTITY, empty=empty)
     backend = Param("backend", Value.RAW, Compare.IDENTITY, default=None, choices=CONCEPT_BACKENDS)
     return AssertionModel(name, (value, bar, backend), summary=summary)
 
@@ -376,6 +380,7 @@ for _model in (
         1,
         "a sentence of the output is about the concept (a negation still is)",
         empty=_CONCEPT_EMPTY,
+        kind=Value.RENDERINGS,
     ),
     _semantic(
         "not-mentions",
@@ -385,6 +390,7 @@ for _model in (
         1,
         "no sentence of the output is about the concept, not even to deny it",
         empty=_CONCEPT_EMPTY,
+        kind=Value.RENDERINGS,
     ),
     _semantic(
         "tone",

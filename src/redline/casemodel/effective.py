@@ -85,6 +85,8 @@ _NEEDS = {
     Value.BOOLEAN: "true or false",
     Value.ANY: "the exact expected output",
 }
+#: A language code a concept's rendering is keyed by: `en`, `zh`, `pt-BR`.
+_LANGUAGE_CODE = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})?$")
 #: Text where a blank value still says something (only the empty string says nothing).
 _BLANK_IS_TEXT = (Compare.REQUIRED_TEXT, Compare.FORBIDDEN_TEXT)
 
@@ -949,6 +951,8 @@ class _ParamReader:
             return Setting(value, at=self.at)
         if kind in (Value.LIST, Value.MAPPING):
             return self.data(value)
+        if kind is Value.RENDERINGS and isinstance(value, dict | list):
+            return self.renderings(value, variables)
         if kind in (Value.NUMBER, Value.INTEGER, Value.BOOLEAN):
             return self.scalar(value)
         if isinstance(value, bool | dict | list):
@@ -974,6 +978,39 @@ class _ParamReader:
             self.case.checks.wrong_type(self.at, value, key, expected, example, self.label)
             return None
         return Setting(value, at=self.at)
+
+    def renderings(
+        self, value: dict[Any, Any] | list[Any], variables: Mapping[str, str]
+    ) -> Setting | None:
+        """A concept in several languages: `[text, ...]` or `{language code: text, ...}`,
+        each rendering non-empty text with its `{{var}}` placeholders filled."""
+        entries = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+        if not entries:
+            self.add("the concept has no rendering", "write what the output should talk about")
+            return None
+        filled: dict[Any, str] = {}
+        for key, text in entries:
+            at = (*self.at, key)
+            if isinstance(value, dict) and not _LANGUAGE_CODE.match(str(key)):
+                self.case.add(
+                    at,
+                    f"{self.label}{key!r} is not a language code",
+                    "key each rendering by its language code: en, zh, id, vi, ...",
+                    on_key=True,
+                )
+                return None
+            if not isinstance(text, str) or not text.strip():
+                self.case.add(
+                    at,
+                    f"{self.label}rendering {key!r} of the concept must be non-empty text",
+                    "e.g. value: {en: refund, zh: 退款}",
+                )
+                return None
+            setting = self.text(text, variables)
+            if setting is None:
+                return None
+            filled[key] = setting.value
+        return Setting(filled if isinstance(value, dict) else list(filled.values()), at=self.at)
 
     def scalar(self, value: Any) -> Setting | None:
         """A number, a whole number or a boolean, within the parameter's range."""

@@ -1,7 +1,8 @@
 """`redline calibrate --rubric R`: measure a judge against people's labels (Cohen's kappa).
 
 `redline calibrate --semantic` instead prints the embeddings backend's mentions calibration
-on the shipped pairs: threshold and accuracy overall, per language and per kind of pair.
+on the shipped pairs: per (concept language, reply language) pair its threshold, accuracy
+and accuracy per kind of pair; then accuracy per reply language and per kind.
 
 Runs the rubric's judge on every labelled output, prints agreement (observed,
 chance, kappa, confusion matrix, n) and writes `<rubric>.calibration.json` with
@@ -55,7 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     which.add_argument(
         "--semantic",
         action="store_true",
-        help="print the embeddings backend's mentions calibration (per language and kind)",
+        help="print the embeddings backend's mentions calibration (per language pair and kind)",
     )
     parser.add_argument("--labels", type=Path, help="labels file (default: labels/<rubric>.yaml)")
     parser.add_argument(

@@ -1,9 +1,10 @@
 """Concept and tone scores for model outputs, on one embeddings backend.
 
-A concept is compared with every sentence of the output ("query: " concept vs
-"passage: " sentence) and the best sentence counts (one- and two-word fragments
-only when there is nothing longer); its contrast over the
-concept's background floor is calibrated per backend (see calibration.py).
+A concept is compared with every sentence of the output ("query: " on both sides, so
+mentions and tone share the output's vectors) and the best sentence counts (one- and
+two-word fragments only when there is nothing longer); its hubness-corrected score is
+calibrated per backend and per (concept language, reply language) pair, the reply's
+language detected cheaply (see calibration.py, languages.py).
 Tone compares sentences with the templates of every tone ("query: " on both
 sides, the e5 recipe for symmetric similarity) and needs the requested tone to
 lead the runner-up by a margin measured in the backend's calibrated scale.
@@ -15,13 +16,21 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
 
 from redline.casemodel import DEFAULT_TONE_MARGIN
-from redline.semantic.calibration import Calibration, concept_floors, load_calibration, shipped_set
+from redline.semantic import languages
+from redline.semantic.calibration import (
+    Calibration,
+    Hubness,
+    PairCalibration,
+    load_calibration,
+    shipped_set,
+)
+from redline.semantic.concept import Concept, Rendering
 from redline.semantic.embeddings import Embeddings, Role, Vectors, load_embeddings
 from redline.semantic.settings import SemanticSettings
 from redline.semantic.tones import (
@@ -41,25 +50,57 @@ _SENTENCE_CACHE = 4096
 
 @dataclass(frozen=True)
 class ConceptMatch:
-    """How strongly the best sentence of an output expresses a concept."""
+    """How strongly the best sentence of an output expresses a concept, and on which
+    calibration (language pair) that was decided."""
 
     concept: str
     sentence: str
+    #: Cosine of concept and sentence, and the hubness-corrected score the pair is fitted on.
     raw: float
-    floor: float
+    score: float
     calibrated: float
     backend: str
     #: The output names the concept in its own words (in this sentence): a mention whatever
     #: the embeddings say, including a negation such as "we cannot offer a refund".
     literal: bool = False
+    concept_lang: str | None = None
+    reply_lang: str | None = None
+    #: The calibration that decided it; None when no pair of these languages is calibrated.
+    pair: PairCalibration | None = None
+    #: False when the reply's language could not be told (then the concept's is assumed).
+    reply_detected: bool = True
+    #: Languages the backend is calibrated for (named when this pair is not).
+    calibrated_languages: tuple[str, ...] = ()
+
+    @property
+    def decided(self) -> bool:
+        """Whether a calibrated threshold (or a literal mention) can decide this match."""
+        return self.literal or self.pair is not None
+
+    def languages(self) -> str:
+        """`English (en) concept, Chinese (zh) reply`."""
+        reply = languages.name(self.reply_lang)
+        if not self.reply_detected:
+            reply = f"reply language not detected, taken as {reply}"
+        else:
+            reply = f"{reply} reply"
+        return f"{languages.name(self.concept_lang)} concept, {reply}"
 
     def describe(self) -> str:
         shown = _clip(self.sentence) if self.sentence else "(empty output)"
         if self.literal:
             return f"the output names {self.concept!r} in {shown!r} (a literal mention)"
+        if self.pair is None:
+            known = ", ".join(languages.name(lang) for lang in self.calibrated_languages)
+            return (
+                f"{self.languages()}: {self.backend} has no mentions calibration for this "
+                f"pair of languages (calibrated for concepts and replies in {known})"
+            )
         return (
             f"best sentence {shown!r}: calibrated {self.calibrated:.2f} "
-            f"(raw cosine {self.raw:.3f}, concept floor {self.floor:.3f}, {self.backend})"
+            f"({self.languages()}, pair {self.pair.key} calibrated at score "
+            f"{self.pair.threshold:+.3f}, this sentence {self.score:+.3f}; raw cosine "
+            f"{self.raw:.3f}, {self.backend})"
         )
 
 
@@ -71,18 +112,29 @@ class ToneMatch:
     scores: Mapping[str, float]
     winner: str
     runner_up: str
-    #: (requested - best other) / backend spread: positive when the requested tone wins.
+    #: (score of `tone` - score of `other`) / `scale`: positive when the requested tone wins.
+    #: Computed from the values as shown (4 decimals), so the printed figures add up.
     margin: float
     #: The sentence that pulls most toward `winner` (or toward `tone` when it wins).
     sentence: str
     backend: str
+    #: The best tone other than the requested one, and the backend's scale for margins.
+    other: str = ""
+    scale: float = 1.0
 
     def describe(self) -> str:
         ranked = sorted(self.scores.items(), key=lambda item: -item[1])[:3]
-        table = ", ".join(f"{name} {score:.3f}" for name, score in ranked)
+        table = ", ".join(f"{name} {score:.4f}" for name, score in ranked)
+        lead = (
+            f"lead {self.margin:+.2f} = ({self.tone} {self.scores[self.tone]:.4f} − "
+            f"{self.other} {self.scores[self.other]:.4f}) / {self.scale:.4f}, the backend's "
+            "scale"
+            if self.other
+            else f"lead {self.margin:+.2f}"
+        )
         return (
-            f"{self.winner} wins (lead {self.margin:+.2f} for {self.tone} over the best other "
-            f"tone); top scores: {table}; sentence {_clip(self.sentence)!r} ({self.backend})"
+            f"{self.winner} wins ({lead}); top scores: {table}; sentence "
+            f"{_clip(self.sentence)!r} ({self.backend})"
         )
 
 
@@ -119,10 +171,11 @@ class SemanticScorer:
         self.embeddings = embeddings
         self.calibration = calibration
         self.tones = tones
-        self._background = shipped_set().background
+        self._hubness = Hubness(embeddings, shipped_set())
+        self._distractor_vectors: dict[tuple[tuple[str, ...], str, str], Vectors] = {}
         #: Recent sentence vectors by (role, sentence), oldest first.
         self._sentences: OrderedDict[tuple[Role, str], Vectors] = OrderedDict()
-        self._floors: dict[str, float] = {}
+        self._floors: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
 
     @property
@@ -156,44 +209,98 @@ class SemanticScorer:
                 self._sentences.popitem(last=False)
         return np.stack([known[s] for s in sentences])
 
-    def concept(self, text: str, concept: str) -> ConceptMatch:
-        """The best-matching sentence of `text` for `concept`, with raw and calibrated scores.
+    def concept(self, text: str, concept: str | Concept) -> ConceptMatch:
+        """The best-matching sentence of `text` for `concept`, decided on the calibration of
+        (the concept's language, the reply's language).
 
-        A sentence that names the concept in its own words (case-insensitive; "refund" also
-        in "refunds") mentions it with score 1.0: embeddings blur negations ("we cannot
-        offer a refund" can score low for "refund"), but saying the word is talking about it.
-        Such an output needs no encoding at all.
+        A sentence that names any rendering in its own words (case-insensitive; "refund"
+        also in "refunds") mentions it with score 1.0: embeddings blur negations ("we
+        cannot offer a refund" can score low for "refund"), but saying the word is talking
+        about it. Such an output needs no encoding at all. Otherwise the rendering in the
+        reply's language is scored when the concept has one, else every rendering, and the
+        best calibrated score counts.
         """
-        floor = self._floor(concept)
+        wanted = concept if isinstance(concept, Concept) else Concept.of(concept)
         found = split_sentences(text)
-        named = _names(concept)
-        for sentence in found:
-            if named.search(sentence):
-                return ConceptMatch(concept, sentence, 1.0, floor, 1.0, self.backend, True)
-        if not found:
-            return ConceptMatch(concept, "", 0.0, floor, 0.0, self.backend)
+        detected = languages.detect(text)
+        for rendering in wanted.renderings:
+            named = _names(rendering.text)
+            for sentence in found:
+                if named.search(sentence):
+                    return ConceptMatch(
+                        rendering.text,
+                        sentence,
+                        1.0,
+                        1.0,
+                        1.0,
+                        self.backend,
+                        literal=True,
+                        concept_lang=rendering.lang,
+                        reply_lang=detected,
+                    )
+        own = wanted.in_language(detected)
+        chosen = [own] if own is not None else list(wanted.renderings)
+        matches = [self._scored(found, r, detected, wanted.texts()) for r in chosen]
+        decided = [m for m in matches if m.pair is not None]
+        return max(decided, key=lambda m: m.calibrated) if decided else matches[0]
+
+    def _scored(
+        self, found: list[str], rendering: Rendering, detected: str | None, all_texts: list[str]
+    ) -> ConceptMatch:
+        reply_lang = detected if detected is not None else rendering.lang
+        pair = self.calibration.pair(rendering.lang, reply_lang)
+        base = ConceptMatch(
+            concept=rendering.text,
+            sentence="",
+            raw=0.0,
+            score=0.0,
+            calibrated=0.0,
+            backend=self.backend,
+            concept_lang=rendering.lang,
+            reply_lang=reply_lang,
+            pair=pair,
+            reply_detected=detected is not None,
+            calibrated_languages=tuple(self.calibration.languages),
+        )
+        if pair is None or not found:
+            return base
         # Fragments count only when nothing longer is there, so they are not even encoded.
         candidates = [s for s in found if _substantial(s)] or found
-        target = self.embeddings.embed_fixed([concept], "query")[0]
-        similarities = self._vectors(candidates, "passage") @ target
-        best = int(np.argmax(similarities))
-        raw = float(similarities[best])
-        return ConceptMatch(
-            concept=concept,
+        target = self.embeddings.embed_fixed([rendering.text], "query")[0]
+        vectors = self._vectors(candidates, "query")
+        cosines = vectors @ target
+        scores = (
+            2 * cosines
+            - self._hubness.hub(vectors, self._distractors(all_texts, rendering.text, pair))
+            - self._floor(rendering.text, pair.reply_lang)
+        )
+        best = int(np.argmax(scores))
+        return replace(
+            base,
             sentence=candidates[best],
-            raw=raw,
-            floor=floor,
-            calibrated=self.calibration.calibrated(raw - floor),
-            backend=self.backend,
+            raw=float(cosines[best]),
+            score=float(scores[best]),
+            calibrated=pair.calibrated(float(scores[best])),
         )
 
-    def _floor(self, concept: str) -> float:
+    def _distractors(self, texts: list[str], text: str, pair: PairCalibration) -> Vectors:
+        key = (tuple(texts), text, pair.concept_lang)
         with self._lock:
-            floor = self._floors.get(concept)
-        if floor is None:
-            floor = float(concept_floors(self.embeddings, [concept], self._background)[0])
+            cached = self._distractor_vectors.get(key)
+        if cached is None:
+            ordered = [text, *(t for t in texts if t != text)]
+            cached = self._hubness.distractors(ordered, pair.concept_lang)
             with self._lock:
-                self._floors[concept] = floor
+                self._distractor_vectors[key] = cached
+        return cached
+
+    def _floor(self, concept: str, reply_lang: str) -> float:
+        with self._lock:
+            floor = self._floors.get((concept, reply_lang))
+        if floor is None:
+            floor = self._hubness.floor(concept, reply_lang)
+            with self._lock:
+                self._floors[(concept, reply_lang)] = floor
         return floor
 
     def tone(self, text: str, tone: str) -> ToneMatch:
@@ -208,11 +315,12 @@ class SemanticScorer:
             runner = next(n for n in names if n != tone)
             return ToneMatch(tone, zeros, runner, tone, 0.0, "", self.backend)
         per_sentence = self._group_scores(vectors, names)
-        scores = {name: float(per_sentence[name].mean()) for name in names}
+        scores = {name: round(float(per_sentence[name].mean()), 4) for name in names}
         ranked = sorted(names, key=lambda name: -scores[name])
         winner = ranked[0]
-        best_other = max(scores[n] for n in names if n != tone)
-        margin = (scores[tone] - best_other) / self.calibration.spread
+        other = max((n for n in names if n != tone), key=lambda n: scores[n])
+        scale = round(self.calibration.spread, 4)
+        margin = (scores[tone] - scores[other]) / scale
         focus = tone if winner == tone else winner
         sentence = found[int(np.argmax(per_sentence[focus]))]
         return ToneMatch(
@@ -223,6 +331,8 @@ class SemanticScorer:
             margin=margin,
             sentence=sentence,
             backend=self.backend,
+            other=other,
+            scale=scale,
         )
 
     def courtesy(self, sentences: Sequence[str]) -> list[bool]:

@@ -43,6 +43,8 @@ DEFAULT_MIN_COMPRESSION = 0.35
 DEFAULT_MIN_DISTINCT = 0.70
 
 _WHERE = "<assert_behavior>"
+#: A concept as `mentions` takes it: text, its renderings, or {language code: rendering}.
+ConceptValue = str | list[str] | dict[str, str]
 
 load_optional_types()
 
@@ -111,15 +113,21 @@ class BehaviorAssertion:
         self._config = config
         self._sample = Sample(Completion(text=output, finish_reason=FinishReason.STOP))
 
-    def mentions(self, concept: str, *, threshold: float = DEFAULT_MENTION_THRESHOLD) -> Self:
-        """Some sentence is about `concept` (calibrated score ≥ threshold, 0-1)."""
+    def mentions(
+        self, concept: ConceptValue, *, threshold: float = DEFAULT_MENTION_THRESHOLD
+    ) -> Self:
+        """Some sentence is about `concept` (calibrated score ≥ threshold, 0-1); a concept in
+        several languages is a list or `{"en": "refund", "zh": "退款"}`."""
         __tracebackhide__ = True
-        return self._run("mentions", concept, {"value": concept, "threshold": threshold})
+        return self._run("mentions", _label(concept), {"value": concept, "threshold": threshold})
 
-    def not_mentions(self, concept: str, *, threshold: float = DEFAULT_MENTION_THRESHOLD) -> Self:
-        """No sentence is about `concept`."""
+    def not_mentions(
+        self, concept: ConceptValue, *, threshold: float = DEFAULT_MENTION_THRESHOLD
+    ) -> Self:
+        """No sentence is about `concept` (in any of its renderings)."""
         __tracebackhide__ = True
-        return self._run("not-mentions", concept, {"value": concept, "threshold": threshold})
+        params = {"value": concept, "threshold": threshold}
+        return self._run("not-mentions", _label(concept), params)
 
     def tone(self, tone: str, *, margin: float = DEFAULT_TONE_MARGIN) -> Self:
         """The tone is `tone`, leading the runner-up by `margin` (backend-scaled)."""
@@ -300,6 +308,13 @@ def _json_with_schema(schema: dict[str, Any], sample: Sample) -> Check:
         raise RuntimeError("; ".join(str(p) for p in problems))
     spec = Spec(type_name="is-json", node=node, index=0, case_dir=Path.cwd())
     return deterministic.IsJson(spec, validator_class(schema), "the schema").check(sample)
+
+
+def _label(concept: ConceptValue) -> str:
+    if isinstance(concept, str):
+        return concept
+    texts = concept.values() if isinstance(concept, dict) else concept
+    return " / ".join(texts)
 
 
 def _read_golden(golden: str | Path | None) -> str | None:

