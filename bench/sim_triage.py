@@ -1,14 +1,15 @@
 """Simulation: triage Step 1 with stored evidence, at the default budget.
 
-Pure Python, seeded, one command (`uv run python bench/sim_triage.py`), a few seconds.
+Pure Python, seeded, one command (`uv run python bench/sim_triage.py`), under a minute.
 
 Each trial is one red case on a branch whose prompt changed. The reference configuration
 has stored nightlies (5 samples each, the red run's bar 4 of 5) inside the window; the
 red configuration has the runs stored for it (none for a branch's first run). Step 1 then
 runs exactly as `redline rerun` does: `look_by_look` at the default looks and error
-spending, `decide_arms` on the arms' counts (stored + drawn) at every look, "noise on
-balance" at the last. A harmless change keeps the rate; a drop takes 20 points off it.
-Reported per row: the conclusion's shares and the samples drawn per arm.
+spending, each look's samples shared between the arms by `look_shares`, `decide_arms` on
+the arms' counts (stored + drawn) at every look, "noise on balance" at the last. A
+harmless change keeps the rate; a drop takes 20 points off it. Reported per row: the
+conclusion's shares and the mean samples drawn by the reference arm and by yours.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from redline.deciding.arms import ArmCounts, ArmKind, StoredRun
+from redline.deciding.arms import ArmCounts, ArmKind, StoredRun, look_shares
 from redline.deciding.decision import (
     Bar,
     Decision,
@@ -48,8 +49,9 @@ def _stored(rng: random.Random, rate: float, runs: int) -> tuple[StoredRun, ...]
 
 def trial(
     rng: random.Random, settings: Settings, p_ref: float, p_red: float, ref_runs: int, red_runs: int
-) -> tuple[Cause, int]:
-    """One Step 1 on simulated draws: the conclusion and the samples drawn per arm."""
+) -> tuple[Cause, tuple[int, int]]:
+    """One Step 1 on simulated draws: the conclusion and the samples drawn by the
+    reference arm and by yours."""
     stored = {
         ArmKind.REFERENCE_PROMPT: _stored(rng, p_ref, ref_runs),
         ArmKind.RED: _stored(rng, p_red, red_runs),
@@ -58,10 +60,13 @@ def trial(
     drawn = {kind: [0, 0] for kind in rates}
 
     def draw(target: int) -> bool:
-        for kind, counts in drawn.items():
-            more = target - counts[1]
+        kinds = list(drawn)
+        have = [("m", sum(r.samples for r in stored[kind])) for kind in kinds]
+        for kind, share in zip(kinds, look_shares(have, target), strict=True):
+            counts = drawn[kind]
+            more = share - counts[1]
             counts[0] += sum(rng.random() < rates[kind] for _ in range(more))
-            counts[1] = target
+            counts[1] = max(share, counts[1])
         return False
 
     def arms() -> list[ArmCounts]:
@@ -80,7 +85,7 @@ def trial(
         return decide_arms(arms(), BAR, alpha, settings, history=History(), final=final)
 
     looked = look_by_look(settings, draw, decide_at)
-    return looked.decision.cause, drawn[ArmKind.RED][1]
+    return looked.decision.cause, (drawn[ArmKind.REFERENCE_PROMPT][1], drawn[ArmKind.RED][1])
 
 
 def table(seed: int, trials: int) -> list[str]:
@@ -88,7 +93,8 @@ def table(seed: int, trials: int) -> list[str]:
     settings = Settings()
     lines = [
         "| stored runs (reference / yours) | case | harmless change: noise | harmless: "
-        "called prompt | 20-point drop: prompt | drop called noise | mean samples / arm |",
+        "called prompt | 20-point drop: prompt | drop called noise | "
+        "mean drawn: reference / yours |",
         "|---|---|---|---|---|---|---|",
     ]
     rows = [
@@ -103,7 +109,7 @@ def table(seed: int, trials: int) -> list[str]:
     for ref_runs, red_runs, name, base_rate in rows:
         same: Counter[Cause] = Counter()
         drop: Counter[Cause] = Counter()
-        used: list[int] = []
+        used: list[tuple[int, int]] = []
         for _ in range(trials):
             base = base_rate()
             cause, n = trial(rng, settings, base, base, ref_runs, red_runs)
@@ -115,7 +121,8 @@ def table(seed: int, trials: int) -> list[str]:
         lines.append(
             f"| {ref_runs} / {red_runs} | {name} | {same[Cause.NOISE] / trials:.1%} | "
             f"{same[Cause.PROMPT] / trials:.1%} | {drop[Cause.PROMPT] / trials:.1%} | "
-            f"{drop[Cause.NOISE] / trials:.1%} | {statistics.fmean(used):.1f} |"
+            f"{drop[Cause.NOISE] / trials:.1%} | {statistics.fmean(u[0] for u in used):.1f} / "
+            f"{statistics.fmean(u[1] for u in used):.1f} |"
         )
     return lines
 

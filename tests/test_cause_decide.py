@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+from redline.deciding.arms import look_shares
 from redline.deciding.cause import (
     ArmCounts,
     ArmKind,
@@ -189,3 +193,67 @@ def test_a_bar_raised_above_the_rate_is_settings_with_both_bars() -> None:
     assert decide(rate, [], Bar(10, 9), ALPHA, 0.15, history=history).cause is Cause.SETTINGS
     # The same rate under the old bar alone: noise, not settings.
     assert decide(rate, [], Bar(4, 3), ALPHA, 0.15, history=history).cause is Cause.NOISE
+
+
+def test_noise_on_balance_needs_the_difference_one_standard_error_below_the_margin() -> None:
+    # 64/80 against 50/70 (8.6 points apart): within the margin at 80%, not at one standard
+    # error (84%) — the counts of a 20-point drop that came out a little high.
+    ref = ArmCounts(ArmKind.REFERENCE_PROMPT, "ref", "m", "r", 64, 80, stored=_stored(56, 70))
+    d = decide(red(50, 70), [ref], QUALITY, ALPHA, 0.15, final=True)
+    assert d.cause is Cause.UNDECIDED
+    # Nearer the same rate (4.3 points apart): noise on balance, said so.
+    d = decide(red(53, 70), [ref], QUALITY, ALPHA, 0.15, final=True)
+    assert d.cause is Cause.NOISE and d.why == "on-balance"
+
+
+def test_a_well_sampled_reference_leaves_its_share_to_your_configuration() -> None:
+    # Two weeks of nightlies (70 samples) of the reference, none of yours: the reference
+    # draws one batch of 10 a look, your configuration the rest of the 2 × 40.
+    two_weeks = [("m", 70), ("m", 0)]
+    assert [look_shares(two_weeks, n) for n in (10, 20, 30, 40)] == [
+        [10, 10],
+        [10, 30],
+        [10, 50],
+        [10, 70],
+    ]
+    # Without stored evidence every arm draws the look's size, as before.
+    assert look_shares([("m", 0), ("old", 0), ("m", 0)], 30) == [30, 30, 30]
+    # The shares go to the arm with the fewest samples in all, and add up to the looks.
+    arms = [("m", 40), ("m", 5), ("m", 0)]
+    shares = look_shares(arms, 40)
+    totals = [stored + drawn for (_, stored), drawn in zip(arms, shares, strict=True)]
+    assert sum(shares) == 120 and min(shares) >= 10 and max(totals) - min(totals) <= 1
+    # Samples never move to another model (its price differs): the old model's arm draws
+    # its own share, however much is stored of it.
+    assert look_shares([("m", 70), ("old", 70), ("m", 0)], 40) == [10, 40, 70]
+    # Each look only adds to what every arm drew at the one before.
+    for stored in ([70, 0], [40, 0], [70, 35], [12, 3, 0]):
+        looks = [look_shares([("m", n) for n in stored], k) for k in range(1, 81)]
+        for before, after in itertools.pairwise(looks):
+            assert all(a <= b for a, b in zip(before, after, strict=True))
+
+
+def _step_one(rate_ref: float, rate_mine: float, nightlies: int, trials: int) -> Counter[Cause]:
+    """Step 1 as `bench/sim_triage.py` runs it (the analysis's shares, looks and decisions)
+    with stored nightlies of 5 samples of the reference and none of yours."""
+    path = Path(__file__).resolve().parents[1] / "bench" / "sim_triage.py"
+    spec = importlib.util.spec_from_file_location("sim_triage", path)
+    assert spec is not None and spec.loader is not None
+    sim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sim)
+    rnd = random.Random(20261201)
+    settings = Settings()
+    found: Counter[Cause] = Counter()
+    for _ in range(trials):
+        cause, _drawn = sim.trial(rnd, settings, rate_ref, rate_mine, nightlies, 0)
+        found[cause] += 1
+    return found
+
+
+def test_with_two_weeks_of_reference_nightlies_a_harmless_change_ends_as_noise() -> None:
+    same = _step_one(0.8, 0.8, 14, 300)
+    assert same[Cause.NOISE] / 300 >= 0.87  # 40% with no stored run, 86% before the shares
+    assert same[Cause.PROMPT] / 300 <= 0.04
+    drop = _step_one(0.8, 0.6, 14, 300)
+    assert drop[Cause.PROMPT] / 300 >= 0.68  # 46% with no stored run, 62% before the shares
+    assert drop[Cause.NOISE] / 300 <= 0.07

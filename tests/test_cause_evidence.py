@@ -14,6 +14,7 @@ import pytest
 
 from cause_repo import CASE, FLAKY, GOOD, REWORDED_PROMPT, SUITE, History, histories
 from redline.cli import ExitCode, main
+from redline.deciding.arms import look_shares
 from redline.deciding.cause import ArmKind, Bar, Settings
 from redline.running import exchange
 from redline.running.runner import RunOptions, run_suites, sample_seed
@@ -279,3 +280,26 @@ def test_a_raised_bar_is_settings_when_the_reference_already_has_the_new_bar(
     assert d.cause is Cause.SETTINGS, d.sentence
     assert d.history.old_bar == Bar(4, 3)
     assert "from 3/4 (75%) to 9/10 (90%)" in d.sentence
+
+
+def test_a_reference_with_stored_nightlies_leaves_its_draws_to_your_configuration(
+    make_history: MakeHistory,
+) -> None:
+    history = make_history(model=FLAKY)
+    _nightlies(history, 8)
+    history.repo.git.checkout("-b", "feature")
+    history.set_prompt(REWORDED_PROMPT)
+    history.commit("friendlier wording")
+    red = history.run(passing=False)
+
+    d = history.analyse(red, Settings(budget=40, batch=40))
+
+    ref = next(a for a in d.arms if a.kind is ArmKind.REFERENCE_PROMPT)
+    mine = next(a for a in d.arms if a.kind is ArmKind.RED)
+    assert ref.stored_counts[1] >= 30 and mine.stored_counts[1] == 0
+    drawn = [ref.drawn_counts[1], mine.drawn_counts[1]]
+    # The 2 × 40 samples of the look, shared so both arms end with about as many in all.
+    assert drawn == look_shares([(ref.model_id, ref.stored_counts[1]), (mine.model_id, 0)], 40)
+    assert sum(drawn) == 80 and drawn[0] >= 10 and drawn[1] > 40
+    assert abs(ref.samples - mine.samples) <= 1
+    assert {r.parent_id for r in history.store.runs() if r.kind is RunKind.RERUN} == {red.id}

@@ -35,6 +35,11 @@ if TYPE_CHECKING:
     from redline.running.runner import RunProgress
 
 
+#: Samples an arm draws at a look at least (or all of the look, if fewer), so that its
+#: stored evidence is checked against samples drawn now.
+LEAST_DRAWN = 10
+
+
 class ArmKind(StrEnum):
     REFERENCE_PROMPT = "reference-prompt"
     REFERENCE_MODEL = "reference-model"
@@ -368,6 +373,28 @@ class DrawTarget:
     budget: float | None
 
 
+def look_shares(arms: Sequence[tuple[str, int]], per_arm: int) -> list[int]:
+    """Samples each arm has drawn at a look of `per_arm` samples per arm, for arms given
+    as (model id, stored samples).
+
+    The arms on one model share their `per_arm` each where it tells most: every arm draws
+    at least LEAST_DRAWN (or `per_arm`, if smaller), enough to check that its stored
+    evidence still holds, and the rest goes to the arm with the fewest samples in all
+    (stored + drawn). The variance of a difference of rates is smallest when both arms
+    hold about as many samples, so a reference with two weeks of stored nightlies leaves
+    most of its share to the rerun of your configuration. Samples never move to another
+    model, whose price differs, so Step 1's cost estimate holds. Without stored evidence
+    every arm draws `per_arm`.
+    """
+    drawn = [min(per_arm, LEAST_DRAWN)] * len(arms)
+    for model in {m for m, _ in arms}:
+        group = [i for i, (m, _) in enumerate(arms) if m == model]
+        for _ in range(len(group) * (per_arm - drawn[group[0]])):
+            fewest = min(group, key=lambda i: (arms[i][1] + drawn[i], -i))
+            drawn[fewest] += 1
+    return drawn
+
+
 def draw_arms(
     arms: Sequence[Arm],
     target: int,
@@ -375,10 +402,12 @@ def draw_arms(
     on_live: Callable[[Mapping[ArmKind, Mapping[Verdict, int]]], None],
     cancelled: Callable[[], bool],
 ) -> bool:
-    """Bring every arm's rerun to `target` drawn samples, side by side; True when cancelled.
+    """Bring the arms' reruns to a look of `target` samples per arm, shared out by
+    `look_shares`, side by side; True when cancelled.
 
     `on_live` gets each arm's verdict counts of the batch in flight.
     """
+    shares = look_shares([(a.model_id, a.counts().stored_counts[1]) for a in arms], target)
     live: dict[ArmKind, Mapping[Verdict, int]] = {}
 
     def report(arm: Arm) -> Callable[[RunProgress], None]:
@@ -390,7 +419,8 @@ def draw_arms(
         return on_progress
 
     async def main() -> bool:
-        task = asyncio.gather(*(_draw_arm(a, target, where, report(a)) for a in arms))
+        draws = (_draw_arm(a, n, where, report(a)) for a, n in zip(arms, shares, strict=True))
+        task = asyncio.gather(*draws)
         while not task.done():
             if cancelled():
                 task.cancel()

@@ -4,8 +4,8 @@ A drop is a one-sided Fisher exact test; "the same rate" is an equivalence test 
 Newcombe interval of the difference inside ±margin). Each look at the data spends part
 of the error rate: the earlier looks share half of it, the last look has the other half,
 so deciding early never inflates the chance of a wrong conclusion. With stored evidence,
-the last look also decides "noise" on balance: when neither test is conclusive but the
-evidence is closer to "the same rate" than to "a drop of the margin" (see `decide`).
+the last look also decides "noise" on balance: the same equivalence test with a one
+standard error bound instead of the analysis's confidence (see `decide`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from redline.deciding.arms import ArmCounts, ArmKind
 from redline.deciding.stats import (
@@ -35,8 +36,10 @@ NOISE_MIN_SAMPLES = 20
 #: "Drift" needs at least this many stored samples of the same configuration before the red run.
 DRIFT_MIN_HISTORY = 10
 #: "Noise on balance" (the last look, stored evidence agreeing): the equivalence test at
-#: this confidence instead of the analysis's own; said so in the conclusion.
-ON_BALANCE_CONFIDENCE = 0.8
+#: this confidence instead of the analysis's own — the difference lies at least one standard
+#: error below the margin (84%) — so a drop of the full margin is called noise in at most
+#: 16% of analyses, and a drop beyond it less often; said so in the conclusion.
+ON_BALANCE_CONFIDENCE = NormalDist().cdf(1.0)
 #: The red run was picked for being red: to call that one run drift, its drop against the
 #: stored history must be this many times less likely than the error rate of a look.
 DRIFT_STRICTNESS = 10
@@ -152,7 +155,7 @@ def decide(
       configuration that clears its bar in at least 1 run of 50 at the bottom of its
       interval (after a raised bar, only at the last look); at the `final` look with
       stored evidence in some arm that agrees with what the arm drew, "on balance" is
-      enough: the same equivalence test at ON_BALANCE_CONFIDENCE (80%) instead.
+      enough: the same equivalence test at ON_BALANCE_CONFIDENCE (84%) instead.
     Without a way to run the reference model after a model change, neither "case" nor
     "noise" can be claimed.
     """
