@@ -14,6 +14,7 @@ from pathlib import Path
 from redline.casemodel.effective import default_required
 from redline.running.store import RunStore
 from redline.vocabulary.completion import FinishReason
+from redline.vocabulary.messages import Step, ToolCall
 from redline.vocabulary.outcome import add_counts, case_outcome, run_result
 from redline.vocabulary.records import (
     CaseRecord,
@@ -52,6 +53,9 @@ class CaseSpec:
     output_tokens: Sequence[int] | int | None = None
     #: Per-sample reason redline stopped generating (None: the model finished).
     stopped_early: Sequence[str | None] | None = None
+    #: Per-sample tool calls of the answer, and steps of a tool loop.
+    tool_calls: Sequence[tuple[ToolCall, ...]] | None = None
+    steps: Sequence[tuple[Step, ...]] | None = None
 
 
 @dataclass
@@ -97,6 +101,8 @@ def _sample(spec: CaseSpec, run: RunSpec, index: int, verdict: Verdict) -> Sampl
         output_tokens=tokens[index] if isinstance(tokens, Sequence) else tokens,
         error="connection reset" if verdict is TRANSPORT else None,
         stopped_early=spec.stopped_early[index] if spec.stopped_early is not None else None,
+        tool_calls=spec.tool_calls[index] if spec.tool_calls is not None else (),
+        steps=spec.steps[index] if spec.steps is not None else (),
         assertions=(
             tuple(spec.assertions[index])
             if spec.assertions is not None

@@ -33,6 +33,18 @@ case var, and every sample of that case behaves the same):
                       (counted per (api, user text), so 5 samples of a case: exactly one bad)
         words         200, a reply of WORDS:<lo>-<hi> words (default 10-30), the count drawn
                       from the request's seed: usage tokens that vary like a real model's
+        tool          an agent: while the conversation holds fewer tool results than STEPS,
+                      it calls the tools CALL:<name>[,<name>...] (several: parallel calls;
+                      default the first declared tool) with ARGS:<compact JSON> (default
+                      {}); then it answers "Done: " + the last tool result. OpenAI
+                      `tool_calls` (finish `tool_calls`) / Anthropic `tool_use` blocks
+                      (stop_reason `tool_use`)
+        tool-bad-args like `tool`, with arguments that are not JSON (Anthropic: an `input`
+                      that is a string, not an object)
+    STEPS:<n>         for the tool modes: requests that call before the answer (default 1;
+                      `inf`: it never stops calling)
+    Anthropic requests forcing one tool (`tool_choice: {type: tool}`, how redline asks for
+    a response format) answer in `json` mode with that tool called, VALID_JSON as its input.
     MODE_FOR:<model>=<mode>  this mode instead of MODE when the request names <model>
                       (so one suite behaves differently on two pinned models)
     RATE:<percent>    in any content mode: answer VALID_JSON for that share of seeds and like
@@ -113,13 +125,16 @@ MODES = (
     "missing",
     "flaky",
     "words",
+    "tool",
+    "tool-bad-args",
 )
 FAULT_MODES = frozenset({"reset", "500", "401", "429", "slow", "invalid", "missing"})
 DEFAULT_SLOW_MS = 2000
 EMBEDDING_DIM = 16
 
 _TOKEN = re.compile(
-    r"\b(MODE|MODE_FOR|FAILS|RETRY_AFTER|DELAY_MS|WORDS|RATE|CACHED|CACHE_WRITE):(\S+)"
+    r"\b(MODE|MODE_FOR|FAILS|RETRY_AFTER|DELAY_MS|WORDS|RATE|CALL|ARGS|STEPS|CACHED|CACHE_WRITE)"
+    r":(\S+)"
 )
 
 
@@ -449,7 +464,12 @@ def _user_text(api: str, body: Any) -> str:
         return ""
     for message in reversed(messages):
         if isinstance(message, dict) and message.get("role") == "user":
-            return _content_text(message.get("content"))
+            content = message.get("content")
+            if isinstance(content, list) and all(
+                isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+            ):
+                continue  # an Anthropic turn answering tool calls, not the user speaking
+            return _content_text(content)
     return ""
 
 
@@ -504,6 +524,13 @@ def _reply(
         return _Reply(status=200, body=b'{"choices": [{"message": {"content": "unterminated')
     if mode == "missing":
         return _Reply(status=200, body=json.dumps({"id": "x", "object": "nothing"}).encode())
+    if mode in ("tool", "tool-bad-args"):
+        return _ok(_tool_reply(api, mode, body, tokens))
+    if mode == "json" and api == "anthropic" and isinstance(body, dict):
+        forced = body.get("tool_choice")
+        if isinstance(forced, dict) and forced.get("type") == "tool":
+            call = {"name": forced.get("name"), "arguments": VALID_JSON}
+            return _ok(_tool_body(api, str(body.get("model", "")), [call], 0))
     if mode == "flaky":
         mode = "preamble" if flaky % 5 == 0 else "json"
     if "RATE" in tokens:
@@ -552,6 +579,98 @@ def _reply(
     if cached:
         payload["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
     return _ok(payload)
+
+
+def _tool_reply(api: str, mode: str, body: Any, tokens: dict[str, str]) -> dict[str, Any]:
+    """The `tool` modes: call tools until STEPS tool results are in, then answer."""
+    body = body if isinstance(body, dict) else {}
+    messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+    results = _tool_results(api, messages)
+    model = str(body.get("model", ""))
+    steps = tokens.get("STEPS", "1")
+    if steps != "inf" and len(results) >= int(steps):
+        answer = f"Done: {results[-1]}"
+        if api == "anthropic":
+            return _anthropic_body(model, answer, "stop", None, 10, len(answer.split()))
+        return _openai_body(model, answer, "stop", None, 10, len(answer.split()))
+    declared = [_tool_name(t) for t in body.get("tools") or []]
+    names = tokens["CALL"].split(",") if "CALL" in tokens else declared[:1]
+    arguments = '{"order_id": "A-1"' if mode == "tool-bad-args" else tokens.get("ARGS", "{}")
+    calls = [{"name": name, "arguments": arguments} for name in names]
+    return _tool_body(api, model, calls, len(results))
+
+
+def _tool_name(tool: Any) -> str:
+    if isinstance(tool, dict) and isinstance(tool.get("function"), dict):
+        return str(tool["function"].get("name"))
+    return str(tool.get("name")) if isinstance(tool, dict) else ""
+
+
+def _tool_results(api: str, messages: list[Any]) -> list[str]:
+    """The tool results a conversation holds so far, in order."""
+    found = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        if api == "openai" and message.get("role") == "tool":
+            found.append(_content_text(message.get("content")))
+        content = message.get("content")
+        if api == "anthropic" and isinstance(content, list):
+            found += [
+                _content_text(b.get("content"))
+                for b in content
+                if isinstance(b, dict) and b.get("type") == "tool_result"
+            ]
+    return found
+
+
+def _tool_body(api: str, model: str, calls: list[dict[str, str]], turn: int) -> dict[str, Any]:
+    """A reply calling `calls` (name, raw arguments text) in the api's wire format."""
+    if api == "anthropic":
+        blocks = []
+        for i, call in enumerate(calls):
+            try:
+                value: Any = json.loads(call["arguments"])
+            except ValueError:
+                value = call["arguments"]
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{turn}_{i}",
+                    "name": call["name"],
+                    "input": value,
+                }
+            )
+        return {
+            "id": "msg_loopback",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": blocks,
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5 * len(calls)},
+        }
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": f"call_{turn}_{i}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": call["arguments"]},
+            }
+            for i, call in enumerate(calls)
+        ],
+    }
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5 * len(calls), "total_tokens": 0},
+    }
 
 
 def _words(spec: str, seed: object) -> str:

@@ -298,7 +298,7 @@ def test_the_repository_suites_validate_clean() -> None:
     config = parse_config(REPO / "pyproject.toml")
     suites = load_suites([REPO / "cases"], config)
     names = {s.name: s for s in suites}
-    assert set(names) == {"invoice-extract", "support-reply", "explainer"}
+    assert set(names) == {"invoice-extract", "support-reply", "explainer", "refund-agent"}
     assert len(names["invoice-extract"].cases) >= 6
     assert len(names["support-reply"].cases) >= 6
     assert len(names["explainer"].cases) >= 4

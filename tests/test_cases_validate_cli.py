@@ -57,4 +57,4 @@ def test_the_repository_cases_validate(
     shutil.copytree(REPO / "cases", tmp_path / "cases")
     monkeypatch.chdir(tmp_path)
     assert main(["validate"]) == 0
-    assert "ok: 3 suite(s)" in capsys.readouterr().out
+    assert "ok: 4 suite(s)" in capsys.readouterr().out

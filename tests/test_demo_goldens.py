@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ from redline.assertions.evaluate import evaluate_sample
 from redline.config import load_config
 from redline.deciding.baseline import load_baseline
 from redline.running.manifest import case_hash
+from redline.suite.behavior import answer_of
 from redline.suite.cases import load_suites
 from redline.vocabulary.completion import Completion, FinishReason
 from redline.vocabulary.verdicts import AssertionStatus, Verdict
@@ -27,12 +30,17 @@ def test_every_demo_case_has_a_golden_answer_that_passes_its_own_assertions(
     monkeypatch.chdir(ROOT)
     suites = load_suites([ROOT / "cases"], load_config())
     cases = [c for s in suites for c in s.cases]
-    assert len(cases) == 17
+    assert len(cases) == 19
     for case in cases:
         assert case.golden, f"{case.id} has no golden answer"
-        evaluation = evaluate_sample(
-            case, Completion(case.golden, FinishReason.STOP, latency_ms=100.0, output_tokens=80)
-        )
+        golden = Completion(case.golden, FinishReason.STOP, latency_ms=100.0, output_tokens=80)
+        if case.golden.lstrip().startswith(("{", "[")) and any(
+            a.type_name.startswith("tool") for a in case.assertions
+        ):
+            # A tool case's reference answer is the assistant's turn(s), calls included.
+            answer = answer_of(json.loads(case.golden))
+            golden = dataclasses.replace(golden, text=answer.text, tool_calls=answer.tool_calls)
+        evaluation = evaluate_sample(case, golden)
         failed = [r for r in evaluation.results if r.status is AssertionStatus.FAILED]
         assert not failed, (case.id, failed)
         assert evaluation.verdict is Verdict.OK, case.id

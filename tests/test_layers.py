@@ -19,7 +19,7 @@ ENGINE = Path(__file__).resolve().parents[1] / "src" / "redline"
 #: (`__main__` modules) stand above every floor.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("vocabulary", "errors", "textsafe", "openmp", "text", "version"),
-    ("presentation", "gitio"),
+    ("presentation", "gitio", "transcript"),
     ("casemodel",),
     ("documents",),
     ("config", "provider_options", "redaction", "proxies", "httpio"),

@@ -16,6 +16,7 @@ from redline.providers.base import Provider
 from redline.providers.factory import make_provider
 from redline.providers.retries import RetryPolicy, parse_retry_after
 from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
+from redline.vocabulary.messages import ResponseFormat
 from servers import REFUSAL_TEXT, TRUNCATED_JSON, VALID_JSON, LoopbackLLMServer
 
 SYSTEM = "You extract invoice fields as JSON."
@@ -249,7 +250,7 @@ def test_openai_request_carries_prompts_sampling_seed_and_schema(
         max_tokens=200,
         temperature=0.7,
         seed=42,
-        response_schema=schema,
+        response_format=ResponseFormat(schema),
     )
 
     (sent,) = llm_server.requests

@@ -236,8 +236,8 @@ def test_the_quickstart_counts_are_this_repositorys_suites(monkeypatch: pytest.M
     [per_case] = samples
     for page in ("README.md", "docs/getting-started.md"):
         text = PAGES[page]
-        assert f"three suites (`cases/`, {len(cases)} cases × {per_case} samples)" in text
-        assert len(suites) == 3
+        assert f"four suites (`cases/`, {len(cases)} cases × {per_case} samples)" in text
+        assert len(suites) == 4
         assert f"of {len(cases) * per_case} in our runs" in text.replace("\n", " ")
         assert f"of {len(cases)})" in text
 

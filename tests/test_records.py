@@ -17,7 +17,8 @@ from redline.running.exchange import add_export, read_zip, record_from_json, rec
 from redline.running.replay import ReplayProvider
 from redline.running.rows import Table
 from redline.running.store import RunStore
-from redline.vocabulary.completion import Completion
+from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.messages import Step, ToolCall, ToolResult
 from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
@@ -34,6 +35,10 @@ from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdic
 from runfactory import write_config
 
 RUN = "feedc0ffee01"
+_CALLS = (
+    ToolCall("c1", "lookup", '{"order": "A-1", "note": "[bold]x[/] ünï"}'),
+    ToolCall("c2", "refund", "{not json"),
+)
 #: Values a store or an export could mangle: a lone surrogate, NUL, markup, newlines.
 AWKWARD = "line 1\n[bold]x[/] \x00 \ud800 ünï"
 
@@ -51,6 +56,13 @@ def _value(f: RecordField, n: int) -> Any:
         return {"nested": {"list": [1, 2]}, "n": n}
     if f.kind is FieldKind.COUNTS:
         return {v: i + 1 for i, v in enumerate(Verdict)}
+    if f.kind is FieldKind.RECORDS and f.type is ToolCall:
+        return _CALLS
+    if f.kind is FieldKind.RECORDS and f.type is Step:
+        return (
+            Step("", FinishReason.TOOL_CALLS, _CALLS, (ToolResult("c1", "lookup", AWKWARD),), 9),
+            Step(AWKWARD, FinishReason.STOP, latency_ms=3.5, cost=0.25),
+        )
     if f.kind is FieldKind.RECORDS:
         return (
             AssertionResult(0, "contains", AssertionStatus.PASSED, "found", 0.75, 0.5, True),

@@ -521,6 +521,18 @@ def stage_file(root: Path, path: Path) -> None:
             raise GitError(f"git add {rel} failed: {exc.stderr}") from None
 
 
+def staged_besides(root: Path, paths: Iterable[Path]) -> list[str]:
+    """Files staged in the index of the repository holding root, other than `paths`
+    (repository paths): what a plain `git commit` would also take."""
+    with open_repo(root) as repo:
+        own = {repo_path(repo, p if p.is_absolute() else root / p) for p in paths}
+        try:
+            names = repo.text("diff", "--cached", "--name-only", "--no-renames", "-z")
+        except GitCommandError as exc:
+            raise GitError(f"git diff --cached failed: {exc.stderr}") from None
+    return [name for name in names.split("\0") if name and name not in own]
+
+
 def hooks_dir(repo: Repo) -> Path:
     """Where git looks for hooks (honours core.hooksPath)."""
     rel = repo.text("rev-parse", "--git-path", "hooks").strip()

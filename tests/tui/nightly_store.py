@@ -10,15 +10,17 @@ between pass and fail (flapping), the rest are new tonight.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import git
 
 from redline.config import parse_config
+from redline.running.manifest import case_hash
 from redline.running.quarantine import QUARANTINED_ARG
 from redline.running.store import RunStore
+from redline.suite.cases import load_suites
 from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict
 from redline_tui.context import TriageContext
 from runfactory import CaseSpec, RunSpec, write_run
@@ -174,7 +176,7 @@ def write_suite(root: Path) -> Path:
     return folder
 
 
-def _case(n: int, bad: bool) -> CaseSpec:
+def _case(n: int, bad: bool, hashes: Mapping[str, str]) -> CaseSpec:
     """Case n on one night: its first three samples fail for its reason when `bad`."""
     reason = reason_of(n) if bad else None
     verdicts = [reason.verdict if reason and i < 3 else Verdict.OK for i in range(SAMPLES)]
@@ -184,7 +186,7 @@ def _case(n: int, bad: bool) -> CaseSpec:
         suite=SUITE,
         tier="contract",
         required=SAMPLES,
-        case_hash=f"h-{n}",
+        case_hash=hashes.get(case_id(n), f"h-{n}"),
         outputs=[(reason.output if reason and i < 3 else GOOD).format(n=n) for i in range(SAMPLES)],
         assertions=[_results(reason if i < 3 else None) for i in range(SAMPLES)],
         latency_ms=[200.0 + i for i in range(SAMPLES)],
@@ -207,13 +209,15 @@ def _results(reason: Reason | None) -> tuple[AssertionResult, ...]:
     )
 
 
-def _store_night(store: RunStore, run_id: str, night: int, args: dict[str, object]) -> None:
+def _store_night(
+    store: RunStore, run_id: str, night: int, args: dict[str, object], hashes: Mapping[str, str]
+) -> None:
     day = 25 + night
     write_run(
         store,
         RunSpec(
             run_id,
-            [_case(n, fails(n, night)) for n in range(CASES)],
+            [_case(n, fails(n, night), hashes) for n in range(CASES)],
             started_at=f"2026-11-{day:02d}T02:00:00.000+00:00",
             finished_at=f"2026-11-{day:02d}T03:00:00.000+00:00",
             model_id=MODEL,
@@ -225,13 +229,16 @@ def _store_night(store: RunStore, run_id: str, night: int, args: dict[str, objec
     )
 
 
-def build_nightly(path: Path) -> RunStore:
-    """Four earlier nights and the red NIGHTLY, one case of it held in quarantine."""
+def build_nightly(path: Path, hashes: Mapping[str, str] | None = None) -> RunStore:
+    """Four earlier nights and the red NIGHTLY, one case of it held in quarantine; `hashes`
+    are the case files' hashes as the runs recorded them (those written by `write_suite`)."""
     store = RunStore.open(path)
+    hashes = hashes or {}
     for night, run_id in enumerate(EARLIER):
-        _store_night(store, run_id, night, {"suites": [f"cases/{SUITE}"]})
+        _store_night(store, run_id, night, {"suites": [f"cases/{SUITE}"]}, hashes)
     held = {f"{SUITE}/{QUARANTINED}": "quarantined until 2026-12-10 (INV-150): upstream flaky"}
-    _store_night(store, NIGHTLY, 4, {"suites": [f"cases/{SUITE}"], QUARANTINED_ARG: held})
+    args = {"suites": [f"cases/{SUITE}"], QUARANTINED_ARG: held}
+    _store_night(store, NIGHTLY, 4, args, hashes)
     return store
 
 
@@ -239,10 +246,12 @@ def nightly_context(root: Path) -> TriageContext:
     """The suite's repository at `root` and its store, as `redline triage` opens them."""
     root.mkdir()
     write_suite(root)
+    config = parse_config(root / "redline.toml")
+    hashes = {c.id: case_hash(c) for s in load_suites(config.suites, config) for c in s.cases}
     return TriageContext(
-        store=build_nightly(root / ".redline" / "redline.db"),
+        store=build_nightly(root / ".redline" / "redline.db", hashes),
         root=root,
-        config=parse_config(root / "redline.toml"),
+        config=config,
         today=lambda: dt.date(2026, 11, 30),
         user="ana",
     )

@@ -27,14 +27,15 @@ from redline.deciding.edits import (
     plan_quarantine,
     plan_raise_samples,
     plan_retire,
+    raised_bar,
     typed_value,
     value_as_text,
     value_kind,
 )
 from redline.deciding.history import case_history, find_marginal
-from redline.deciding.rerun import default_samples, find_case
+from redline.deciding.rerun import find_case, suggested_samples
 from redline.errors import ProblemsError, RedlineError, UsageError
-from redline.gitio import stage_file
+from redline.gitio import stage_file, staged_besides
 from redline.guard import index_has_prompt_change, loosenings_between
 from redline.textsafe import preview
 from redline.vocabulary.causes import TriageState
@@ -132,8 +133,15 @@ async def _confirm_and_stage(screen: Screen[None], ctx: TriageContext, edit: Fil
                 "loosen in a commit of its own.",
             )
             return False
+    try:
+        others = staged_besides(ctx.root, edit.paths)
+    except RedlineError as exc:
+        await _tell(screen, "Refused", f"Cannot read the index: {exc}")
+        return False
     lines, kinds = edit.diff(ctx.root)
     footer = f"Commit message to use: {edit.commit_message}"
+    if others:
+        footer += "\nThe index already holds other staged changes: " + ", ".join(others)
     if loosening:
         footer = "Loosens: " + "; ".join(loosening) + "\n" + footer
     if not await screen.app.push_screen_wait(ConfirmDialog(edit.title, lines, kinds, footer)):
@@ -145,13 +153,27 @@ async def _confirm_and_stage(screen: Screen[None], ctx: TriageContext, edit: Fil
         await _tell(screen, "Written but not staged", str(exc))
         return False
     screen.app.post_message(FilesStaged(staged, edit.commit_message))
-    await _tell(
-        screen,
-        "Staged, not committed",
-        "Staged alone: " + ", ".join(staged) + "\n\nCommit it as its own commit:\n"
-        f"  git commit -m {_shell_quote(edit.commit_message)}",
-    )
+    await _tell(screen, "Staged, not committed", _staged_note(staged, others, edit.commit_message))
     return True
+
+
+def _staged_note(staged: list[str], others: list[str], message: str) -> str:
+    """What was staged and the commit that holds exactly it: with other changes staged
+    already, a plain `git commit` would take them too, so the command names its files."""
+    command = f"git commit -m {_shell_quote(message)}"
+    if not others:
+        return (
+            "Staged alone: " + ", ".join(staged) + f"\n\nCommit it as its own commit:\n  {command}"
+        )
+    files = " ".join(_shell_quote(path) for path in staged)
+    return (
+        "Staged: "
+        + ", ".join(staged)
+        + "\n\nThe index also holds other staged changes ("
+        + ", ".join(others)
+        + "): a plain git commit would take them too. Commit only this change:\n"
+        + f"  {command} -- {files}"
+    )
 
 
 async def _raise_samples(
@@ -161,12 +183,21 @@ async def _raise_samples(
     if found is None:
         return
     path, _ = found
-    suggested = default_samples(case.samples)
     marginal = find_marginal(case_history(ctx.store, case.case_id, case.suite).scheduled)
-    note = f"The case runs {case.samples} samples now."
-    if marginal is not None and marginal.samples_needed is not None:
-        suggested = max(suggested, marginal.samples_needed)
-        note += f" Its history suggests about {marginal.samples_needed} to decide it."
+    needed = marginal.samples_needed if marginal is not None else None
+    suggested, why = suggested_samples(case.samples, needed)
+    note = f"The case runs {case.samples} samples now. {why}".rstrip()
+    minimum = case.samples + 1
+
+    def effect(values: dict[str, str]) -> str:
+        typed = values.get("samples", "")
+        if not typed.isdigit() or int(typed) < minimum:
+            return ""
+        bar = raised_bar(path, int(typed))
+        if bar is None:
+            return f"samples.max becomes {typed}; the sequential plan keeps its min and bar"
+        return f"The {bar.describe()}: the same pass rate"
+
     values = await screen.app.push_screen_wait(
         FormDialog(
             f"Raise samples of {case.case_id}",
@@ -175,10 +206,11 @@ async def _raise_samples(
                     "samples",
                     "New samples (a whole number)",
                     str(suggested),
-                    check=whole_number(case.samples + 1),
+                    check=whole_number(minimum),
                 )
             ],
             note,
+            effect=effect,
         )
     )
     if values is None:

@@ -79,10 +79,18 @@ class TriageApp(App[None]):
     def cause_progressed(self, event: CauseProgressed) -> None:
         """A background analysis moved on: every screen showing that case redraws it."""
         self.jobs.update(event)
+        batched = any(
+            isinstance(s, RunScreen)
+            and s.cause_batch is not None
+            and event.key in s.cause_batch.active
+            for s in self.screen_stack
+        )
         for screen in self.screen_stack:
             if isinstance(screen, (RunScreen, RerunScreen)):
                 screen.cause_update(event)
-        if event.diagnosis is not None:
+        # A batch's conclusions land in the Triage column and its one summary, not a toast
+        # per case over the Verdicts and History columns.
+        if event.diagnosis is not None and not batched:
             case = f"{event.key[1]}/{event.key[2]}"
             self.notify(f"{case}: {event.diagnosis.cause.value}", timeout=4)
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from redline.config import Config
+from redline.deciding.case_rows import TRIAGE_WORDS
 from redline.deciding.cause import ArmKind, Settings
 from redline.vocabulary.causes import Cause
 from redline.vocabulary.records import CaseRecord, RunRecord
@@ -85,8 +86,11 @@ class CauseBatch:
             self.jobs.cancel(key)
 
     def summary(self) -> str:
-        """`7 prompt, 2 case, 3 noise`: the conclusions, most frequent first."""
-        parts = [f"{n} {name}" for name, n in self.conclusions.most_common()]
+        """`7 prompt, 2 case, 3 noise`: the conclusions, most frequent first, in the words
+        of the Triage column (`changed`, not `case-changed`)."""
+        parts = [
+            f"{n} {TRIAGE_WORDS.get(name, name)}" for name, n in self.conclusions.most_common()
+        ]
         return ", ".join(parts) or "no conclusion"
 
     def status(self) -> str:

@@ -14,6 +14,7 @@ from redline.deciding.baseline import Baseline, GoldenReference, golden_referenc
 from redline.deciding.rerun import find_case
 from redline.errors import RedlineError
 from redline.running.store import RunStore
+from redline.vocabulary.messages import Message
 from redline.vocabulary.records import CaseRecord, RunKind, RunRecord, SampleRecord
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ class TriageContext:
     jobs: CauseJobs | None = field(default=None, repr=False)
     _baselines: dict[str, Baseline | None] = field(default_factory=dict, repr=False)
     _case_goldens: dict[tuple[str, str], str | None] = field(default_factory=dict, repr=False)
+    _conversations: dict[tuple[str, str], tuple[Message, ...]] = field(
+        default_factory=dict, repr=False
+    )
 
     @property
     def baseline_dir(self) -> Path:
@@ -62,6 +66,7 @@ class TriageContext:
         """Baselines or case files changed on disk: read them again when next asked."""
         self._baselines.clear()
         self._case_goldens.clear()
+        self._conversations.clear()
 
     def golden(self, suite: str, case_id: str) -> GoldenReference:
         """What Step 2 diffs against: the accepted baseline's golden, else the case's own."""
@@ -79,6 +84,20 @@ class TriageContext:
                     golden = None
             self._case_goldens[key] = golden
         return self._case_goldens[key]
+
+    def conversation(self, suite: str, case_id: str) -> tuple[Message, ...]:
+        """The messages the case sends as its files say now (empty when it cannot be read)."""
+        key = (suite, case_id)
+        if key not in self._conversations:
+            sent: tuple[Message, ...] = ()
+            if self.config is not None:
+                try:
+                    found, case = find_case(self.config, suite, case_id)
+                    sent = found.conversation(case)
+                except RedlineError:
+                    sent = ()
+            self._conversations[key] = sent
+        return self._conversations[key]
 
     def default_run(self) -> RunRecord | None:
         """The latest run (not a rerun): the one a morning's triage starts from."""

@@ -7,7 +7,7 @@ one when a case first names one of its types.
 
 from __future__ import annotations
 
-from redline.assertions import deterministic, heuristic, numbers, python_expr, refusal
+from redline.assertions import deterministic, heuristic, numbers, python_expr, refusal, tools
 from redline.assertions.base import (
     LAYER_1,
     LAYER_2,
@@ -30,7 +30,7 @@ from redline.assertions.evaluate import (
 )
 from redline.assertions.refusal import REFUSAL_PHRASES, detect_refusal
 
-_BUILTIN_MODULES = (deterministic, heuristic, numbers, python_expr, refusal)
+_BUILTIN_MODULES = (deterministic, heuristic, numbers, python_expr, refusal, tools)
 
 
 def load_optional_types() -> None:

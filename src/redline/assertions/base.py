@@ -29,9 +29,11 @@ from redline.documents.yamlsource import Node, file_bytes
 from redline.errors import Problem
 from redline.text.words import words as split_words
 from redline.vocabulary.completion import Completion
+from redline.vocabulary.messages import ResponseFormat, ToolCall, ToolDefinition
 from redline.vocabulary.verdicts import AssertionStatus
 
 if TYPE_CHECKING:
+    from redline.assertions.schemas import JsonSchema
     from redline.config import Config
 
 LAYER_1 = 1
@@ -90,6 +92,18 @@ class Sample:
     def text(self) -> str:
         """The raw output exactly as the provider returned it."""
         return self.completion.text
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """Every function call of the sample, in order: each step's, for a tool loop."""
+        steps = self.completion.steps
+        if not steps:
+            return self.completion.tool_calls
+        return self.cached("tool-calls", lambda s: tuple(c for st in steps for c in st.tool_calls))
+
+    def arguments(self, position: int) -> tuple[Any, str | None]:
+        """`ToolCall.parsed()` of call number `position` (from 1), parsed once per sample."""
+        return self.cached(f"tool-args-{position}", lambda s: s.tool_calls[position - 1].parsed())
 
     @property
     def json(self) -> Any:
@@ -233,6 +247,8 @@ class Spec:
         display: Callable[[Path], str] = str,
         probe_backends: bool = True,
         reading: EffectiveAssertion | None = None,
+        tools: Sequence[ToolDefinition] = (),
+        response_format: ResponseFormat | None = None,
     ) -> None:
         self.type_name = type_name
         self.node = node
@@ -245,6 +261,11 @@ class Spec:
         #: never starts with a check nobody can answer; `assert_behavior`: no, it reports
         #: the check as unavailable when it runs).
         self.probe_backends = probe_backends
+        #: The tools the suite declares (what `tool-args-valid` checks calls against).
+        self.tools: Sequence[ToolDefinition] = tools
+        #: The structured-output schema the case's requests carry (`is-json` without a
+        #: schema of its own checks against it).
+        self.response_format = response_format
         self.problems: list[Problem] = []
         self._reader = NodeReader(self.problems, label=f"{type_name}: ")
         #: Files this assertion reads (schemas, sources): part of the case hash.
@@ -306,6 +327,19 @@ class Spec:
         """The file parameter `key` was read from, when it names one."""
         setting = None if self.reading is None else self.reading.params.get(key)
         return Path(setting.source) if setting is not None and setting.source else None
+
+    def validator(self, schema: Any, key: str) -> JsonSchema | None:
+        """`schema` checked and compiled; None (with a problem) when it is no JSON Schema."""
+        if not isinstance(schema, dict):
+            self.problem("the schema must be a JSON object", "", key)
+            return None
+        # jsonschema loads only for a case that names a schema (it is slow to import).
+        from redline.assertions.schemas import JsonSchema
+
+        checked, why = JsonSchema.checked(schema)
+        if checked is None:
+            self.problem(f"invalid JSON Schema {why}", "fix the schema", key)
+        return checked
 
 
 class Assertion(ABC):

@@ -11,7 +11,7 @@ from abc import abstractmethod
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
+    from redline.assertions.schemas import JsonSchema
 
 from redline.assertions.base import (
     COST_LENGTH,
@@ -45,7 +45,7 @@ class IsJson(Assertion):
     cost = COST_PARSE
     structural = True
 
-    def __init__(self, spec: Spec, validator: Validator | None, schema_name: str) -> None:
+    def __init__(self, spec: Spec, validator: JsonSchema | None, schema_name: str) -> None:
         super().__init__(spec)
         self.validator = validator
         self.schema_name = schema_name
@@ -54,25 +54,16 @@ class IsJson(Assertion):
     def parse(cls, spec: Spec) -> IsJson | None:
         schema = spec.value("schema")
         if schema is None:
-            return cls(spec, None, "")
+            if spec.response_format is None:
+                return cls(spec, None, "")
+            validator = spec.validator(dict(spec.response_format.schema), "type")
+            return None if validator is None else cls(spec, validator, "the response format")
         key = "schema" if spec.has("schema") else "value"
-        # jsonschema loads only for a case that names a schema (it is slow to import).
-        from jsonschema import SchemaError
-        from jsonschema.validators import validator_for
-
-        validator_class = validator_for(schema)
-        try:
-            validator_class.check_schema(schema)
-        except SchemaError as exc:
-            where = "/".join(str(p) for p in exc.path) or "(root)"
-            spec.problem(
-                f"invalid JSON Schema at {where}: {exc.message}",
-                f"fix the schema file (checked as {validator_class.__name__})",
-                key,
-            )
+        validator = spec.validator(schema, key)
+        if validator is None:
             return None
         source = spec.source("schema")
-        return cls(spec, validator_class(schema), source.name if source else "the schema")
+        return cls(spec, validator, source.name if source else "the schema")
 
     def check(self, sample: Sample) -> Check:
         error = sample.json_error
@@ -84,14 +75,9 @@ class IsJson(Assertion):
             )
         if self.validator is None:
             return Check.ok("valid JSON")
-        from jsonschema.exceptions import best_match
-
-        problem = best_match(self.validator.iter_errors(sample.json))
+        problem = self.validator.problem(sample.json)
         if problem is not None:
-            where = "/".join(str(p) for p in problem.absolute_path) or "(root)"
-            return Check.fail(
-                f"JSON does not match {self.schema_name} at {where}: {problem.message}"
-            )
+            return Check.fail(f"JSON does not match {self.schema_name} {problem}")
         return Check.ok(f"valid JSON matching {self.schema_name}")
 
 

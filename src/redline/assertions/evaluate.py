@@ -10,6 +10,7 @@ from typing import Protocol
 from redline.assertions.base import COST_HEURISTIC, LAYER_1, Assertion, Check, Sample
 from redline.assertions.refusal import sample_refusal
 from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.messages import LoopEnd, loop_end
 from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict, decide_verdict
 
 
@@ -102,6 +103,8 @@ def evaluate_sample(case: Checked, completion: Completion) -> SampleEvaluation:
         results.append(_result(assertion, check))
 
     results.sort(key=lambda r: r.index)
+    if completion.tool_calls or completion.steps:
+        results.extend(_call_checks(sample, len(case.assertions)))
     undecided: frozenset[int] = frozenset()
     if settled and completion.finish_reason is FinishReason.LENGTH:
         undecided = frozenset(r.index for r in results if r.failed and r.index not in final)
@@ -114,6 +117,37 @@ def evaluate_sample(case: Checked, completion: Completion) -> SampleEvaluation:
         settled=settled,
     )
     return SampleEvaluation(verdict, tuple(results), refusal is not None, settled, undecided)
+
+
+#: The checks every sample with function calls gets, whatever its case asks.
+MALFORMED_ARGUMENTS = "tool-call-arguments"
+LOOP_LIMIT = "max-steps"
+
+
+def _call_checks(sample: Sample, after: int) -> list[AssertionResult]:
+    """Failures of the calls themselves, numbered after the case's assertions: arguments
+    that are not a JSON object (`malformed`), a tool loop still calling at its last step."""
+    found = []
+    for position, call in enumerate(sample.tool_calls, start=1):
+        _, error = sample.arguments(position)
+        if error is not None:
+            reason = f"call {position} ({call.name}, id {call.id or 'none'}): {error}"
+            found.append(
+                AssertionResult(
+                    after, MALFORMED_ARGUMENTS, AssertionStatus.FAILED, reason, structural=True
+                )
+            )
+            break
+    steps = sample.completion.steps
+    if loop_end(steps) is LoopEnd.MAX_STEPS:
+        reason = (
+            f"still calling tools after {len(steps)} requests (max_steps): no final answer; "
+            f"last calls: {', '.join(c.name for c in steps[-1].tool_calls)}"
+        )
+        found.append(
+            AssertionResult(after + len(found), LOOP_LIMIT, AssertionStatus.FAILED, reason)
+        )
+    return found
 
 
 def settled_failure(case: Checked) -> Callable[[Completion], str | None] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import re
+from collections.abc import Mapping
 from types import CodeType, SimpleNamespace
 from typing import Any
 
@@ -28,6 +29,11 @@ _RE = SimpleNamespace(
     IGNORECASE=re.IGNORECASE,
     I=re.IGNORECASE,
 )
+
+
+def evaluate(code: CodeType, names: Mapping[str, Any]) -> Any:
+    """The expression's value with `names` bound (exceptions propagate to the caller)."""
+    return eval(code, {"__builtins__": _BUILTINS, "re": _RE, **names})
 
 
 @register("python")
@@ -50,15 +56,9 @@ class PythonExpr(Assertion):
         return cls(spec, text, compile(text, f"<python assertion {spec.index}>", "eval"))
 
     def check(self, sample: Sample) -> Check:
-        namespace = {
-            "__builtins__": _BUILTINS,
-            "output": sample.text,
-            "json": sample.json,
-            "vars": dict(sample.vars),
-            "re": _RE,
-        }
+        namespace = {"output": sample.text, "json": sample.json, "vars": dict(sample.vars)}
         try:
-            value = eval(self.code, namespace)
+            value = evaluate(self.code, namespace)
         except Exception as exc:
             return Check.fail(f"{self.source} raised {type(exc).__name__}: {exc}")
         if value:

@@ -18,6 +18,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
+from redline.casemodel.expressions import OUTPUT_NAMES
 from redline.vocabulary.tiers import Tier
 
 SUITE_FILE = "suite.yaml"
@@ -30,6 +31,8 @@ FILE_REF = "file://"
 TIERS = tuple(t.value for t in Tier)
 DEFAULT_SAMPLES = 5
 DEFAULT_TIER = Tier.CONTRACT
+#: Requests a tool loop may make before redline stops it (`max_steps:`).
+DEFAULT_MAX_STEPS = 8
 
 #: Suite keys that change what the model is asked or how it samples (a prompt change when
 #: edited: a new seed draws new outputs as surely as a new prompt does).
@@ -38,7 +41,12 @@ GENERATION_KEYS = ("model", "temperature", "max_tokens", "seed")
 SAMPLES_KEYS = frozenset({"min", "max", "margin", "bar"})
 #: `seed: frozen` sends the same seed for the same case and sample index in every run.
 FROZEN_SEED = "frozen"
-SUITE_KEYS = frozenset({"name", "prompt", "samples", "tier", "description", *GENERATION_KEYS})
+#: Suite keys that say what every case's request sends besides the prompt text (a prompt
+#: change when edited).
+CONVERSATION_KEYS = ("messages", "tools", "tool_choice", "response_format")
+SUITE_KEYS = frozenset(
+    {"name", "prompt", "samples", "tier", "description", *GENERATION_KEYS, *CONVERSATION_KEYS}
+)
 PROMPT_KEYS = frozenset({"system", "user"})
 CASE_KEYS = frozenset(
     {
@@ -53,6 +61,9 @@ CASE_KEYS = frozenset(
         "retired",
         "golden",
         "quarantine",
+        "messages",
+        "tool_results",
+        "response_format",
     }
 )
 #: `quarantine: {reason, ticket, until}`: the case runs but cannot fail a run until then.
@@ -122,6 +133,7 @@ class Value(StrEnum):
     FLAGS = "flags"  # regex flag letters
     BOOLEAN = "boolean"
     JSON_FILE = "json-file"  # a file:// reference to a JSON document
+    SCHEMA = "schema"  # a JSON Schema written inline, or a file:// reference to one
     PATH = "path"  # a file relative to the case file (file:// optional)
     ANY = "any"  # a string is TEXT; any other YAML value is compared as data
     #: A concept: a STRING, a list of its renderings, or a mapping language code → rendering.
@@ -151,6 +163,10 @@ class Param:
     choices: tuple[str, ...] = ()
     #: A parameter that is no longer accepted: (message, hint) saying what to write instead.
     gone: tuple[str, str] | None = None
+    #: For code: the names its expression reads (besides `re` and basic builtins).
+    names: tuple[str, ...] = OUTPUT_NAMES
+    #: The value names a tool, which the suite must declare under `tools:`.
+    tool: bool = False
 
     @property
     def required(self) -> bool:
@@ -175,6 +191,8 @@ class AssertionModel:
     family: str = ""
     ignore_case: bool = False
     summary: str = ""
+    #: It checks calls against the suite's `tools:`, which must declare some.
+    needs_tools: bool = False
     _by_key: dict[str, Param] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -435,16 +453,53 @@ for _model in (
         ),
         summary="a rubric scored by the pinned judge model",
     ),
+    AssertionModel(
+        "tool-called",
+        (
+            Param("value", Value.STRING, Compare.IDENTITY, tool=True),
+            Param("args", Value.SCHEMA, Compare.SCHEMA, default=None),
+            Param("python", Value.RAW, Compare.CODE, default=None, names=("args", "vars")),
+            Param("times", Value.INTEGER, Compare.EXACT, default=None, minimum=1),
+            Param("order", Value.INTEGER, Compare.EXACT, default=None, minimum=1),
+        ),
+        summary="the model called the function (in any step of a tool loop); `args`: a JSON "
+        "Schema its arguments match, `python`: an expression over `args` that is true, "
+        "`times`: exactly this many such calls, `order`: the first is call number N",
+    ),
+    AssertionModel(
+        "tool-not-called",
+        (Param("value", Value.STRING, Compare.IDENTITY),),
+        summary="the model never called the function",
+    ),
+    AssertionModel(
+        "no-tool-call",
+        (Param("value", Value.BOOLEAN, Compare.EXPECT, default=True),),
+        summary="the model called no function at all (value: false — it called at least one)",
+    ),
+    AssertionModel(
+        "tool-args-valid",
+        (Param("value", Value.STRING, Compare.IDENTITY, default=None, tool=True),),
+        needs_tools=True,
+        summary="every call (of the tool `value` names, else every call) names a tool the "
+        "suite declares, with arguments valid against that tool's parameter schema",
+    ),
 ):
     declare(_model)
 
+
+#: A tool loop stops after this many requests: more lets a looping agent go on longer.
+declare_setting(
+    Param("max_steps", Value.INTEGER, Compare.CEILING, default=DEFAULT_MAX_STEPS, minimum=1)
+)
 
 __all__ = [
     "CASE_KEYS",
     "CASE_SUFFIXES",
     "COMMON_KEYS",
     "CONCEPT_BACKENDS",
+    "CONVERSATION_KEYS",
     "DEFAULT_DISTINCT_N",
+    "DEFAULT_MAX_STEPS",
     "DEFAULT_MENTION_THRESHOLD",
     "DEFAULT_SAMPLES",
     "DEFAULT_TIER",

@@ -48,6 +48,7 @@ from redline.casemodel import (
     declared_types,
     prompt_file,
 )
+from redline.casemodel.conversation import ConversationReader
 from redline.casemodel.expressions import expression_problem
 from redline.casemodel.values import (
     bound_crossed,
@@ -59,6 +60,13 @@ from redline.casemodel.values import (
     utf8_problem,
 )
 from redline.text.templates import fill, placeholders
+from redline.vocabulary.messages import (
+    Message,
+    ResponseFormat,
+    ToolChoice,
+    ToolDefinition,
+    ToolFixture,
+)
 from redline.vocabulary.sequential import (
     DEFAULT_MARGIN,
     DEFAULT_MAX,
@@ -130,6 +138,29 @@ class Setting:
 
 
 @dataclass(frozen=True)
+class SuiteConversation:
+    """A suite's `messages:`, `tools:`, `tool_choice:` and `response_format:`."""
+
+    messages: tuple[Message, ...] = ()
+    tools: tuple[ToolDefinition, ...] = ()
+    tool_choice: ToolChoice | None = None
+    response_format: ResponseFormat | None = None
+    #: The files they name (transcripts, the tools file, schemas, images).
+    files: tuple[str, ...] = ()
+    #: Whether `tools` is what the suite declares (False: a tools file left unread).
+    tools_known: bool = True
+
+
+@dataclass(frozen=True)
+class CaseConversation:
+    """A case's `messages:`, `tool_results:` and `response_format:`."""
+
+    messages: tuple[Message, ...] = ()
+    tool_results: tuple[ToolFixture, ...] = ()
+    response_format: ResponseFormat | None = None
+
+
+@dataclass(frozen=True)
 class SuiteBar:
     """A suite's settings for its cases, each with whether the suite wrote it."""
 
@@ -138,6 +169,8 @@ class SuiteBar:
     issues: tuple[Issue, ...] = ()
     #: The `{{var}}` names the prompt uses: every case must give them.
     placeholders: tuple[str, ...] = ()
+    #: Those of the system prompt alone: all a case giving its own `messages:` must give.
+    system_placeholders: tuple[str, ...] = ()
     # The rest of suite.yaml as read (None where unusable or not written): not what its
     # cases are held to, so two bars that differ only here are equal.
     name: str | None = field(default=None, compare=False)
@@ -151,6 +184,8 @@ class SuiteBar:
     #: (system, user) templates, files read verbatim: only when read with a `Reader`.
     templates: tuple[str, str] | None = field(default=None, compare=False)
     prompt_files: tuple[str, ...] = field(default=(), compare=False)
+    #: What every case's request sends besides the prompt text, as read (files included).
+    conversation: SuiteConversation = field(default_factory=SuiteConversation, compare=False)
 
 
 @dataclass(frozen=True)
@@ -191,6 +226,8 @@ class EffectiveCase:
     provenance: Mapping[str, str] = field(default_factory=dict)
     #: The declared case settings (`redline.casemodel.declare_setting`) the case has.
     settings: Mapping[str, Setting] = field(default_factory=dict)
+    #: The case's conversation, tool fixtures and response format, as read.
+    conversation: CaseConversation = field(default_factory=CaseConversation, compare=False)
 
     @property
     def valid(self) -> bool:
@@ -222,7 +259,9 @@ def suite_bar(
     templates = None
     if prompt is not None and read is not None:
         templates = _templates(checks, prompt, folder, read, show_path or _same, files)
+    conversation = _suite_conversation(checks, data, folder, read, show_path or _same)
     used = placeholders(templates[0] + "\n" + templates[1]) if templates else []
+    system_used = placeholders(templates[0]) if templates else []
     return SuiteBar(
         Setting(samples, "samples" not in data, at=("samples",)),
         Setting(tier or DEFAULT_TIER, "tier" not in data, at=("tier",)),
@@ -236,7 +275,29 @@ def suite_bar(
         templates=templates,
         prompt_files=tuple(files),
         placeholders=tuple(used),
+        system_placeholders=tuple(system_used),
+        conversation=conversation,
         issues=tuple(checks.issues),
+    )
+
+
+def _suite_conversation(
+    checks: _Checks,
+    data: Mapping[str, Any],
+    folder: str,
+    read: Reader | None,
+    show_path: Callable[[str], str],
+) -> SuiteConversation:
+    reader = ConversationReader(checks.add, folder, read, show_path)
+    tools = reader.tools(data.get("tools"))
+    known = read is not None or not isinstance(data.get("tools"), str)
+    return SuiteConversation(
+        messages=reader.messages(data.get("messages")),
+        tools=tools,
+        tool_choice=reader.tool_choice(data.get("tool_choice"), tools if known else None),
+        response_format=reader.response_format(data.get("response_format")),
+        files=tuple(dict.fromkeys(reader.files)),
+        tools_known=known,
     )
 
 
@@ -251,6 +312,9 @@ def _templates(
     """The system and user templates, prompt files read verbatim."""
     texts: list[str] = []
     for key in ("system", "user"):
+        if key not in prompt:
+            texts.append("")
+            continue
         relative = prompt_file(key, prompt[key])
         if relative is None:
             texts.append(prompt[key])
@@ -543,6 +607,8 @@ def _prompt(checks: _Checks, data: Mapping[str, Any]) -> dict[str, str] | None:
     found: dict[str, str] = {}
     for key, what in (("system", "the system prompt file"), ("user", "a template or file://")):
         value = node.get(key, _ABSENT)
+        if value is _ABSENT and key == "user":
+            continue  # the conversation (`messages:`) gives the turns
         if value is _ABSENT:
             what += " reference" if key == "user" else ""
             checks.add(("prompt",), f"`prompt` needs `{key}:` ({what})", on_key=True)
@@ -551,7 +617,8 @@ def _prompt(checks: _Checks, data: Mapping[str, Any]) -> dict[str, str] | None:
             checks.wrong_type(("prompt", key), value, f"prompt.{key}", expected, example)
         else:
             found[key] = value
-    return found if len(found) == len(PROMPT_KEYS) else None
+    usable = "system" in found and (len(found) == len(PROMPT_KEYS) or "user" not in node)
+    return found if usable else None
 
 
 @dataclass
@@ -561,6 +628,8 @@ class _CaseReader:
     show_path: Callable[[str], str]
     checks: _Checks = field(default_factory=_Checks)
     files: list[str] = field(default_factory=list)
+    #: The tools the suite declares, when known (the tool checks name only these).
+    tool_names: tuple[str, ...] | None = None
 
     def add(self, at: KeyPath, message: str, hint: str = "", *, on_key: bool = False) -> None:
         self.checks.add(at, message, hint, on_key=on_key)
@@ -593,10 +662,15 @@ class _CaseReader:
         )
         golden = self.golden(data)
         quarantine = self.quarantine(data)
+        shared = suite.conversation
+        self.tool_names = tuple(t.name for t in shared.tools) if shared.tools_known else None
         assertions = self.assertions(data, variables, bool(refusal))
         settings = self.settings(data, variables)
+        conversation = self.conversation(data, suite)
         if isinstance(data.get("vars", {}), dict):
-            self.prompt_vars(suite.placeholders, variables)
+            own_turns = data.get("messages") is not None
+            used = suite.system_placeholders if own_turns else suite.placeholders
+            self.prompt_vars(used, variables)
         return EffectiveCase(
             id=written_id or case_id({}, self.path),
             path=self.path,
@@ -613,7 +687,31 @@ class _CaseReader:
             issues=tuple(checks.issues),
             provenance=provenance,
             settings=settings,
+            conversation=conversation,
         )
+
+    def conversation(self, data: Mapping[str, Any], suite: SuiteBar) -> CaseConversation:
+        """The case's own turns (after the suite's), tool fixtures and response format."""
+        shared = suite.conversation
+        reader = ConversationReader(self.add, self.folder, self.reader, self.show_path)
+        messages = reader.messages(data.get("messages"), earlier=shared.messages)
+        found = CaseConversation(
+            messages=messages,
+            tool_results=reader.tool_results(
+                data.get("tool_results"), shared.tools if shared.tools_known else None
+            ),
+            response_format=reader.response_format(data.get("response_format")),
+        )
+        self.files.extend(reader.files)
+        needs_turns = suite.prompt is not None and "user" not in suite.prompt
+        if needs_turns and not messages and not shared.messages and "messages" not in data:
+            self.add(
+                (),
+                "the suite's prompt has no `user:` template and this case has no `messages:`",
+                "give the conversation (messages: [{role: user, content: ...}]), or a "
+                "`user:` template under the suite's `prompt:`",
+            )
+        return found
 
     def settings(self, data: Mapping[str, Any], variables: Mapping[str, str]) -> dict[str, Setting]:
         """Every declared case setting, read as its declaration says (its default when the
@@ -839,8 +937,34 @@ class _CaseReader:
             if setting is not None:
                 params[canonical] = setting
         self.check_pattern(model, params, at)
+        self.check_tools(model, params, at)
         note = entry.get("note")
         return EffectiveAssertion(index, model, params, "" if note is None else str(note))
+
+    def check_tools(
+        self, model: AssertionModel, params: Mapping[str, Setting], at: KeyPath
+    ) -> None:
+        """A tool check needs the suite's `tools:`, and names only tools declared there."""
+        known = self.tool_names
+        if known is None:
+            return
+        if model.needs_tools and not known:
+            self.add(
+                at,
+                f"{model.name}: the suite declares no tools to check the calls against",
+                "declare them under `tools:` in suite.yaml, or remove this assertion",
+            )
+            return
+        for param in model.params:
+            setting = params.get(param.key)
+            if not param.tool or setting is None or setting.default or setting.value in known:
+                continue
+            self.add(
+                (*at, param.key),
+                f"{model.name}: tool {setting.value!r} is not one the suite declares "
+                f"(declared: {', '.join(known) or 'none'})",
+                "name a tool from the suite's `tools:`",
+            )
 
     def assertion_model(self, index: int, entry: Any) -> AssertionModel | None:
         at: KeyPath = ("assert", index)
@@ -951,6 +1075,8 @@ class _ParamReader:
             return Setting(value, at=self.at)
         if kind in (Value.LIST, Value.MAPPING):
             return self.data(value)
+        if kind is Value.SCHEMA and isinstance(value, dict):
+            return Setting(value, at=self.at)
         if kind is Value.RENDERINGS and isinstance(value, dict | list):
             return self.renderings(value, variables)
         if kind in (Value.NUMBER, Value.INTEGER, Value.BOOLEAN):
@@ -1032,7 +1158,7 @@ class _ParamReader:
 
     def text(self, text: str, variables: Mapping[str, str]) -> Setting | None:
         kind, case = self.param.value, self.case
-        if kind is Value.JSON_FILE:
+        if kind in (Value.JSON_FILE, Value.SCHEMA):
             return self.json_file(text)
         if kind is Value.PATH:
             relative = text.removeprefix(FILE_REF)
@@ -1107,7 +1233,7 @@ class _ParamReader:
                 self.add(f"unknown regex flag {unknown[0]!r}", "use any of i, m, s, x")
             return not unknown
         if param.compare is Compare.CODE:
-            problem = expression_problem(text)
+            problem = expression_problem(text, param.names)
             if problem is not None:
                 self.add(*problem)
             return problem is None
@@ -1141,6 +1267,7 @@ def _join(folder: str, relative: str) -> str:
 
 
 __all__ = [
+    "CaseConversation",
     "EffectiveAssertion",
     "EffectiveCase",
     "Issue",
@@ -1148,6 +1275,7 @@ __all__ = [
     "Reader",
     "Setting",
     "SuiteBar",
+    "SuiteConversation",
     "case_id",
     "default_required",
     "effective_case",

@@ -33,7 +33,9 @@ BUILTIN_NAMES = (
     "tuple",
     "zip",
 )
-NAMES = frozenset({"output", "json", "vars", "re", "True", "False", "None", *BUILTIN_NAMES})
+#: What a `python` assertion's expression reads (a parameter may declare others: `Param.names`).
+OUTPUT_NAMES = ("output", "json", "vars")
+_ALWAYS = frozenset({"re", "True", "False", "None", *BUILTIN_NAMES})
 FORBIDDEN_ATTRIBUTES = frozenset(
     {
         "format",
@@ -52,9 +54,9 @@ FORBIDDEN_ATTRIBUTES = frozenset(
 )
 
 
-def expression_problem(text: str) -> tuple[str, str] | None:
+def expression_problem(text: str, names: tuple[str, ...] = OUTPUT_NAMES) -> tuple[str, str] | None:
     """(message, hint) for an expression that does not parse or reaches outside what it may
-    use; None for a usable one."""
+    use (`names`, `re` and basic builtins); None for a usable one."""
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
@@ -63,18 +65,18 @@ def expression_problem(text: str) -> tuple[str, str] | None:
             f"syntax error{where}: {exc.msg}",
             "write one expression, e.g. json['total_idr'] == 12500000",
         )
-    refused = _refusal_of(tree)
+    refused = _refusal_of(tree, names)
     if refused is None:
         return None
     message, node = refused
     column = getattr(node, "col_offset", 0) + 1
     return (
         f"{message} (column {column} of the expression)",
-        "only output, json, vars, re and basic builtins are available",
+        f"only {', '.join(names)}, re and basic builtins are available",
     )
 
 
-def _refusal_of(tree: ast.Expression) -> tuple[str, ast.AST] | None:
+def _refusal_of(tree: ast.Expression, names: tuple[str, ...]) -> tuple[str, ast.AST] | None:
     """The first construct the restricted namespace does not allow, with its node."""
     bound = {
         n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
@@ -89,8 +91,8 @@ def _refusal_of(tree: ast.Expression) -> tuple[str, ast.AST] | None:
         if isinstance(node, ast.Name):
             if node.id.startswith("_"):
                 return f"name {node.id!r} is not allowed", node
-            if node.id not in NAMES and node.id not in bound:
-                allowed = "output, json, vars, re"
+            if node.id not in names and node.id not in _ALWAYS and node.id not in bound:
+                allowed = ", ".join((*names, "re"))
                 return f"unknown name {node.id!r} (available: {allowed} and basic builtins)", node
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("_") or node.attr in FORBIDDEN_ATTRIBUTES:

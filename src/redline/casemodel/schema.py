@@ -28,6 +28,24 @@ _UPPER_BOUNDS = (
 
 
 Diff = list[tuple[Kind, str]]
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why `schema` is no JSON Schema (where, what, which draft said so), None when it is."""
+    if not isinstance(schema, dict):
+        return "a JSON Schema is an object"
+    from jsonschema import SchemaError
+    from jsonschema.validators import validator_for
+
+    validator = validator_for(schema)
+    try:
+        validator.check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "(root)"
+        return f"at {where}: {exc.message} (checked as {validator.__name__})"
+    return None
+
+
 Schema = dict[str, Any]
 
 

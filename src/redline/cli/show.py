@@ -34,6 +34,7 @@ from redline.running.budget import budget_note
 from redline.running.exchange import case_json, run_json, sample_json
 from redline.running.store import RunStore
 from redline.textsafe import escape_output
+from redline.transcript import transcript_text
 from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, SampleRecord
 from redline.vocabulary.verdicts import AssertionStatus
 
@@ -306,4 +307,4 @@ def print_sample(
                 console.print(Text(escape_output(line_text, keep_layout=False), style=style))
         return
     console.print(Text("output:", style="dim"))
-    console.print(Text(escape_output(sample.output)), soft_wrap=True)
+    console.print(Text(escape_output(transcript_text(sample))), soft_wrap=True)

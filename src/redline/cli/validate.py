@@ -11,7 +11,7 @@ from redline.errors import Problem, ProblemsError
 from redline.provider_options import PROVIDER_KINDS, Option, toml_value
 from redline.providers.factory import request_problems
 from redline.running.options import RunOptions
-from redline.running.planning import samples_for
+from redline.running.planning import mixed_models, samples_for
 from redline.suite.cases import Suite, load_suites, summary
 
 
@@ -75,6 +75,10 @@ def run(args: argparse.Namespace) -> int:
         f"ok: {counts['suites']} suite(s), {counts['cases']} case(s), "
         f"{counts['assertions']} assertion(s), {per_run} samples per run"
     )
+    mixed = mixed_models(suites)
+    if mixed is not None:
+        # Each suite is valid; `redline run` over all of them at once is refused.
+        print(f"note: {mixed}")
     return ExitCode.GREEN
 
 

@@ -295,6 +295,10 @@ def plan_arms(
             system_template=ref.suite.system_template,
             user_template=ref.suite.user_template,
             prompt_files=ref.suite.prompt_files,
+            messages=ref.suite.messages,
+            tools=ref.suite.tools,
+            tool_choice=ref.suite.tool_choice,
+            response_format=ref.suite.response_format,
             max_tokens=ref.suite.max_tokens,
             temperature=ref.suite.temperature,
         )

@@ -41,7 +41,9 @@ from typing import Any
 
 from redline.errors import BaselineMissing, CaseNotFound, ConfigError, RunNotFinished, UsageError
 from redline.running.store import RunStore
+from redline.suite.behavior import answer_of
 from redline.text.words import words
+from redline.transcript import answer_text, sample_answer
 from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
@@ -182,7 +184,7 @@ def choose_golden(samples: Sequence[SampleRecord]) -> SampleRecord | None:
     ok = sorted((s for s in samples if s.verdict is Verdict.OK), key=lambda s: s.index)
     if len(ok) <= 2:
         return ok[0] if ok else None
-    tokens = [words(s.output)[:_GOLDEN_TOKENS] for s in ok]
+    tokens = [words(sample_answer(s))[:_GOLDEN_TOKENS] for s in ok]
     totals = [0.0] * len(ok)
     matcher = difflib.SequenceMatcher(autojunk=False)
     for j in range(len(ok)):
@@ -237,7 +239,7 @@ def baseline_case(case: CaseRecord, samples: Sequence[SampleRecord]) -> Baseline
         model_id=case.model_id,
         case_hash=case.case_hash,
         scores=mean_scores(samples),
-        golden=None if golden is None else Golden(golden.index, golden.output),
+        golden=None if golden is None else Golden(golden.index, sample_answer(golden)),
         thresholds=score_thresholds(samples),
     )
 
@@ -504,7 +506,7 @@ def compare_run_with_baselines(
 
 def diff_line_kind(line: str) -> str:
     """How a unified-diff line is coloured: note, hunk, added, removed or plain."""
-    if line.startswith(("+++", "---")):
+    if line.startswith(("+++", "---", "\\")):
         return "note"
     if line.startswith("@@"):
         return "hunk"
@@ -525,17 +527,29 @@ def golden_diff(
 ) -> str:
     """Unified diff of a raw output against the golden output; empty when identical.
 
-    Lines are split on newline only, so carriage returns and a missing final newline
-    show up as differences. The text is raw model output: escape it before display.
+    Lines are split on newline only, so carriage returns show up as differences; a final
+    newline on one side only is said in one note line (as git does), not shown as a lone
+    removed empty line. The text is raw model output: escape it before display.
     """
-    lines = difflib.unified_diff(
-        golden.split("\n"),
-        output.split("\n"),
-        fromfile=golden_label,
-        tofile=output_label,
-        n=context,
-        lineterm="",
+    note = None
+    if golden.endswith("\n") != output.endswith("\n"):
+        has, lacks = (
+            (golden_label, output_label) if golden.endswith("\n") else (output_label, golden_label)
+        )
+        note = f"\\ {lacks} has no newline at the end ({has} has one)"
+        golden, output = golden.removesuffix("\n"), output.removesuffix("\n")
+    lines = list(
+        difflib.unified_diff(
+            golden.split("\n"),
+            output.split("\n"),
+            fromfile=golden_label,
+            tofile=output_label,
+            n=context,
+            lineterm="",
+        )
     )
+    if note is not None:
+        lines = (lines or [f"--- {golden_label}", f"+++ {output_label}"]) + [note]
     return "\n".join(lines)
 
 
@@ -549,6 +563,26 @@ class GoldenReference:
     @property
     def found(self) -> bool:
         return self.text is not None
+
+
+def golden_answer(golden: str) -> str:
+    """A case's `golden:` as an answer reads and is compared: a golden written as the
+    assistant's turn(s) in JSON (the call the model should have made) becomes its text and
+    calls (`redline.transcript`, call ids left out); any other golden stays verbatim."""
+    if not golden.lstrip().startswith(("{", "[")):
+        return golden
+    try:
+        data = json.loads(golden)
+    except (json.JSONDecodeError, RecursionError):
+        return golden
+    turns = data if isinstance(data, list) else [data]
+    if not turns or not all(isinstance(m, dict) and m.get("role") for m in turns):
+        return golden
+    try:
+        answer = answer_of(data)
+    except ValueError:
+        return golden
+    return answer_text(answer.text, answer.tool_calls, with_ids=False)
 
 
 def golden_reference(
@@ -574,7 +608,7 @@ def golden_reference(
             f"{accepted.samples} passed) has no passing sample to keep"
         )
     if case_golden is not None:
-        return GoldenReference(case_golden, f"{own}: {why}")
+        return GoldenReference(golden_answer(case_golden), f"{own}: {why}")
     return GoldenReference(
         None,
         f"No golden output: {why}, and the case has no `golden:` reference answer. "
@@ -594,7 +628,7 @@ def sample_golden_diff(
         return None, reference
     diff = golden_diff(
         reference.text,
-        sample.output,
+        sample_answer(sample),
         golden_label=f"golden ({sample.suite}/{sample.case_id})",
         output_label=f"run {sample.run_id} sample {sample.index} [{sample.verdict}]",
     )

@@ -19,7 +19,7 @@ from redline.config import Config, ModelRef, pinned_models
 from redline.documents.yamlsource import plain_data
 from redline.errors import GitError, ProblemsError, RedlineError, UsageError
 from redline.gitio import Repo, export_tree, file_at, list_files, repo_path, work_tree
-from redline.running.manifest import prompt_key, suite_manifest
+from redline.running.manifest import CONVERSATION_PART, prompt_key, suite_manifest
 from redline.suite.cases import Case, Suite, find_suite_dirs, load_suite
 from redline.vocabulary.records import RunRecord
 
@@ -66,6 +66,9 @@ def find_changes(red: SuiteAt, ref: SuiteAt | None, case_id: str) -> list[Change
         found.append(ChangeItem(Change.PROMPT, "system prompt text"))
     if rs.user_template != fs.user_template:
         found.append(ChangeItem(Change.PROMPT, "user prompt template"))
+    for name in ("messages", "tools", "tool_choice", "response_format"):
+        if getattr(rs, name) != getattr(fs, name):
+            found.append(ChangeItem(Change.PROMPT, f"suite {name}"))
     if red.model_id and ref.model_id and pinned(red.model_id) != pinned(ref.model_id):
         found.append(ChangeItem(Change.MODEL, f"{ref.model_id} → {red.model_id}"))
     for name in ("max_tokens", "temperature", "samples", "tier"):
@@ -233,7 +236,7 @@ class SuiteExport:
 
 def _matches(run: RunRecord, suite: Suite) -> bool:
     """The suite's prompts are the ones the run's manifest recorded."""
-    keys = [prompt_key(suite, "system"), prompt_key(suite, "user")]
+    keys = [prompt_key(suite, part) for part in ("system", "user", CONVERSATION_PART)]
     mine = suite_manifest(suite, run.model_id)
     return all(run.manifest.get(k) == mine.get(k) for k in keys)
 

@@ -33,7 +33,7 @@ from redline.running.seeds import frozen_together
 from redline.running.store import RunStore
 from redline.running.usage import EMPTY, Usage, usage_of
 from redline.vocabulary.outcome import add_counts, content_comparison_withheld
-from redline.vocabulary.records import CaseOutcome, CaseRecord, RunRecord, SampleUsage
+from redline.vocabulary.records import CaseOutcome, CaseRecord, RunKind, RunRecord, SampleUsage
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 #: Looks up a run's model id in the price table (`Config.price`).
@@ -411,6 +411,26 @@ class PooledSummary(PooledRates):
     significant_rises: int
     #: Cases whose file changed between the runs: listed apart, not compared.
     changed: int
+
+
+def passed_before(store: RunStore, comparison: Comparison) -> list[CaseDelta]:
+    """The cases both runs fail that passed an earlier scheduled run with the same case
+    file: the case is sound, so the cause is something both runs share (the prompt, most
+    often), not the migration and not the case."""
+    start = min(comparison.a.run.started_at, comparison.b.run.started_at)
+    found = []
+    for delta in comparison.likely_case_problems:
+        for run, record in store.case_history(delta.case_id, delta.suite):
+            if (
+                run.kind is RunKind.RUN
+                and run.against is None
+                and run.started_at < start
+                and record.case_hash == delta.b.case_hash
+                and record.result is CaseOutcome.PASS
+            ):
+                found.append(delta)
+                break
+    return found
 
 
 def pooled_summary(comparison: Comparison) -> PooledSummary:

@@ -6,6 +6,7 @@ survive: a reformatted case file would hide the real change in review.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import difflib
 import io
@@ -23,7 +24,13 @@ from ruamel.yaml.scalarstring import ScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from redline.casemodel import CASE_SUFFIXES, SUITE_FILE
-from redline.casemodel.effective import KeyPath, effective_case, suite_bar
+from redline.casemodel.effective import (
+    KeyPath,
+    SuiteBar,
+    default_required,
+    effective_case,
+    suite_bar,
+)
 from redline.casemodel.values import kind_of
 from redline.config import Config
 from redline.deciding.baseline import (
@@ -38,6 +45,7 @@ from redline.errors import RunNotFinished, UsageError
 from redline.suite.cases import check_suite_edit
 from redline.vocabulary.outcome import scale_required
 from redline.vocabulary.records import CaseRecord, RunRecord, RunStatus, SampleRecord
+from redline.vocabulary.tiers import Tier
 
 #: Keys of an assertion that are not its threshold or value.
 _NON_VALUE_KEYS = ("type", "note")
@@ -100,7 +108,9 @@ def check_edit(edit: FileEdit, config: Config | None) -> None:
 
 
 def plan_raise_samples(case_path: Path, case_id: str, new_samples: int) -> FileEdit:
-    """Raise `samples`; an explicit `required` is scaled so the pass-rate bar stays the same.
+    """Raise `samples` and keep the case's pass-rate bar, as `--samples` does: the required
+    count is scaled and written whenever the tier's default would be another bar (a
+    quality case's "one may miss" at 246 samples is a 100% bar, not its 80%).
     A sequential case (`samples: {min, max, bar}`) keeps its plan and its bar: its `max`
     is raised."""
     text = case_path.read_text(encoding="utf-8")
@@ -112,29 +122,71 @@ def plan_raise_samples(case_path: Path, case_id: str, new_samples: int) -> FileE
         return _raise_sequential(case_path, case_id, new_samples, text, yaml, data)
     if isinstance(old_samples, int) and new_samples <= old_samples:
         raise UsageError(f"{case_path}: samples is already {old_samples}; raise it above that")
-    edited: list[KeyPath] = [("samples",)]
-    inherited = _suite_plan(case_path) if old_samples is None else None
-    if inherited is not None:
+    suite = _suite_of(case_path)
+    inherited = suite.samples.value if old_samples is None and suite is not None else None
+    if isinstance(inherited, dict):
         return _raise_sequential(case_path, case_id, new_samples, text, yaml, data, inherited)
+    bar = raised_bar(case_path, new_samples)
+    if bar is None:
+        raise UsageError(f"{case_path}: cannot read the case's samples and required count")
+    edited: list[KeyPath] = [("samples",)]
     if "samples" in data:
         data["samples"] = new_samples
     else:
         data.insert(
             _insert_position(data, ("tier", "vars", "provenance", "id")), "samples", new_samples
         )
-    change = f"samples {old_samples if old_samples is not None else 'default'} → {new_samples}"
-    old_required = data.get("required")
-    if isinstance(old_required, int) and isinstance(old_samples, int):
-        new_required = scale_required(old_required, old_samples, new_samples)
-        data["required"] = new_required
+    change = f"samples {old_samples if old_samples is not None else bar.samples} → {new_samples}"
+    if "required" in data or bar.new_required != default_required(bar.tier, new_samples):
+        if "required" in data:
+            data["required"] = bar.new_required
+        else:
+            data.insert(_insert_position(data, ("samples",)), "required", bar.new_required)
         edited.append(("required",))
-        change += f", required {old_required} → {new_required}"
+    if bar.new_required != bar.required:
+        change += f", required {bar.required} → {bar.new_required}"
     return FileEdit(
         title=f"Raise samples of case {case_id}",
         commit_message=f"redline: raise samples of case {case_id} ({change})",
         writes={case_path: _dump(yaml, data, text, edited)},
         before={case_path: text},
-        summary=change,
+        summary=f"{change}; {bar.describe()}",
+    )
+
+
+@dataclass(frozen=True)
+class RaisedBar:
+    """A fixed-count case's pass bar before and after raising its samples."""
+
+    tier: Tier
+    samples: int
+    required: int
+    new_samples: int
+    new_required: int
+
+    def describe(self) -> str:
+        """`bar 4/5 (80%) → 16/20 (80%)`: what the case will be held to."""
+        return (
+            f"bar {self.required}/{self.samples} ({self.required / self.samples:.0%}) → "
+            f"{self.new_required}/{self.new_samples} "
+            f"({self.new_required / self.new_samples:.0%})"
+        )
+
+
+def raised_bar(case_path: Path, new_samples: int) -> RaisedBar | None:
+    """The case's effective bar (its suite's defaults where it says nothing), and the same
+    rate at `new_samples`; None for a sequential case (its plan keeps its own bar)."""
+    text = case_path.read_text(encoding="utf-8")
+    reading = effective_case(_plain(text), case_path.as_posix(), _suite_of(case_path), None)
+    if reading.sampling is not None or not isinstance(reading.samples.value, int):
+        return None
+    samples, required = int(reading.samples.value), int(reading.required.value)
+    return RaisedBar(
+        Tier(reading.tier.value),
+        samples,
+        required,
+        new_samples,
+        scale_required(required, samples, new_samples),
     )
 
 
@@ -174,13 +226,12 @@ def _raise_sequential(
     )
 
 
-def _suite_plan(case_path: Path) -> Mapping[str, Any] | None:
-    """The sequential plan the case's suite gives its cases, None for a fixed count."""
+def _suite_of(case_path: Path) -> SuiteBar | None:
+    """What the case's suite.yaml gives its cases, None when the case has no suite file."""
     suite_file = case_path.parent / SUITE_FILE
     if not suite_file.is_file():
         return None
-    samples = suite_bar(_plain(suite_file.read_text(encoding="utf-8"))).samples.value
-    return samples if isinstance(samples, dict) else None
+    return suite_bar(_plain(suite_file.read_text(encoding="utf-8")))
 
 
 def plan_retire(
@@ -503,7 +554,34 @@ def _dump(yaml: YAML, data: CommentedMap, before: str, edited: Sequence[KeyPath]
         if j1 + paired not in edited_lines and j1 + paired - 1 not in edited_lines:
             kept.extend(old_lines[i1 + paired : i2])
     spliced = "".join(kept)
-    return spliced if _plain(spliced) == _plain(dumped) else dumped
+    intended = _with_edits(_plain(before), _plain(dumped), edited)
+    if _plain(spliced) == intended:
+        return spliced
+    if _plain(dumped) == intended:
+        return dumped
+    raise UsageError(
+        "cannot write this change without rewriting other lines of the case file; "
+        "make it by hand (the keys: " + ", ".join(".".join(map(str, p)) for p in edited) + ")"
+    )
+
+
+def _with_edits(before: Any, after: Any, edited: Sequence[KeyPath]) -> Any:
+    """What the edit means: the file as it was, with only the `edited` key paths taken from
+    `after` (a round-trip dump may also reword a block scalar; that is not the edit)."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return after
+    meant = copy.deepcopy(before)
+    for path in edited:
+        source: Any = after
+        target: Any = meant
+        for step in path[:-1]:
+            source, target = source[step], target[step]
+        last = path[-1]
+        if isinstance(source, dict) and last not in source:
+            target.pop(last, None)
+        else:
+            target[last] = source[last]
+    return meant
 
 
 def _plain(text: str) -> Any:

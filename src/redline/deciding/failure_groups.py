@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from redline.config import Config
 from redline.deciding.groups import (
@@ -17,6 +18,7 @@ from redline.deciding.groups import (
 )
 from redline.deciding.history import HistoryPoint
 from redline.errors import RedlineError
+from redline.running.manifest import case_hash
 from redline.running.store import RunStore
 from redline.suite.cases import Case, load_suites
 from redline.vocabulary.records import CaseOutcome, CaseRecord, RunRecord
@@ -44,18 +46,27 @@ class GroupRow:
         return f"{len(self.group.cases):>3} × {self.group.signature.label}{tail}"
 
 
-def describer(config: Config | None) -> Describe | None:
-    """Assertion labels as the case files say them now (None when the suites do not load)."""
+def describer(config: Config | None, cases: Sequence[CaseRecord]) -> Describe | None:
+    """Assertion labels from the case files, only where a file is still what the run
+    checked (same hash): a case loosened or retired since is labelled from what the run
+    recorded instead (None when the suites do not load)."""
     if config is None:
         return None
     try:
         suites = load_suites(config.suites, config)
     except RedlineError:
         return None
-    cases: dict[tuple[str, str], Case] = {(c.suite, c.id): c for s in suites for c in s.cases}
+    recorded = {(c.suite, c.case_id): c.case_hash for c in cases}
+    folders: dict[Path, str] = {}
+    unchanged: dict[tuple[str, str], Case] = {}
+    for suite in suites:
+        for case in suite.cases:
+            key = (case.suite, case.id)
+            if key in recorded and case_hash(case, folders) == recorded[key]:
+                unchanged[key] = case
 
     def describe(suite: str, case_id: str, index: int) -> str | None:
-        case = cases.get((suite, case_id))
+        case = unchanged.get((suite, case_id))
         if case is None or not 0 <= index < len(case.assertions):
             return None
         return case.assertions[index].describe()

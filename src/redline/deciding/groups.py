@@ -84,6 +84,7 @@ def failure_signature(
     # The most frequent; ties broken by name so the answer never depends on sample order.
     dominant = min(verdicts, key=lambda v: (-verdicts[v], v.value)) if verdicts else Verdict.WRONG
     firsts: Counter[tuple[int, str]] = Counter()
+    thresholds: dict[tuple[int, str], float] = {}
     for s in bad:
         if s.verdict is not dominant:
             continue
@@ -91,11 +92,18 @@ def failure_signature(
         if failed:
             first = min(failed, key=lambda a: a.index)
             firsts[(first.index, first.type)] += 1
+            if first.threshold is not None:
+                thresholds[(first.index, first.type)] = first.threshold
     if not firsts:
         return FailureSignature("", dominant)
     index, type_name = min(firsts, key=lambda k: (-firsts[k], k))
     shown = describe(case.suite, case.case_id, index) if describe is not None else None
-    return FailureSignature(shown or f"{type_name} (assertion {index + 1})", dominant)
+    if shown is None:
+        # What the run itself recorded: the type, its threshold if it has one, the position.
+        limit = thresholds.get((index, type_name))
+        value = f" {limit:g}" if limit is not None else ""
+        shown = f"{type_name}{value} (assertion {index + 1})"
+    return FailureSignature(shown, dominant)
 
 
 def group_failures(

@@ -46,6 +46,8 @@ class HistoryPoint:
     model_changed: bool = False
     #: The case hash differs from the previous point of the same series.
     case_changed: bool = False
+    #: A comparison run (`run --against`): the reference run it repeats on another model.
+    against: str | None = None
 
     @property
     def rate(self) -> float | None:
@@ -74,7 +76,8 @@ class CaseHistory:
     suite: str
     case_id: str
     scheduled: tuple[HistoryPoint, ...]
-    #: Reruns and replays, oldest first.
+    #: Reruns, replays and comparison runs (`run --against`: another model on the same
+    #: cases, not a night of this case's series), oldest first.
     reruns: tuple[HistoryPoint, ...]
 
 
@@ -108,14 +111,16 @@ def case_history(store: RunStore, case_id: str, suite: str | None = None) -> Cas
             result=case.result,
             case_hash=case.case_hash,
             content_samples=case.content_samples,
+            against=run.against,
         )
         for run, case in rows
     ]
+    scheduled = [p for p in points if p.kind is RunKind.RUN and p.against is None]
     return CaseHistory(
         suite=suites[0],
         case_id=case_id,
-        scheduled=_mark_changes([p for p in points if p.kind is RunKind.RUN]),
-        reruns=_mark_changes([p for p in points if p.kind is not RunKind.RUN]),
+        scheduled=_mark_changes(scheduled),
+        reruns=_mark_changes([p for p in points if p not in scheduled]),
     )
 
 

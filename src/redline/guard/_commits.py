@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from redline.casemodel import RETIRED_DIR, SUITE_FILE
+from redline.casemodel import CONVERSATION_KEYS, RETIRED_DIR, SUITE_FILE
 from redline.casemodel.diff import BarChange, diff_cases
 from redline.casemodel.effective import EffectiveCase, case_id
 from redline.config import pinned_in, redline_table, suite_folders
@@ -259,7 +259,21 @@ def _prompt_files(side: Side, folder: str, suite: Any) -> list[tuple[str, str]]:
                 target = candidate
         if target is not None:
             found.append((str(role), target))
+    for key in CONVERSATION_KEYS:
+        value = suite.get(key) if isinstance(suite, dict) else None
+        found += [(key, join_path(folder, ref)) for ref in _nested_refs(value)]
     return found
+
+
+def _nested_refs(value: Any) -> list[str]:
+    """Every file:// reference inside a YAML value (a tools file, a schema, an image)."""
+    if isinstance(value, str):
+        return [value.removeprefix("file://")] if value.startswith("file://") else []
+    if isinstance(value, dict):
+        return [ref for v in value.values() for ref in _nested_refs(v)]
+    if isinstance(value, list):
+        return [ref for v in value for ref in _nested_refs(v)]
+    return []
 
 
 def _prompt_text(side: Side, folder: str, suite: Any) -> dict[str, tuple[str, bytes | None]]:

@@ -10,7 +10,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from redline.casemodel import GENERATION_KEYS, Compare
+from redline.casemodel import CONVERSATION_KEYS, GENERATION_KEYS, Compare
 from redline.casemodel.diff import BarChange, diff_suite_bars
 from redline.casemodel.effective import (
     EffectiveCase,
@@ -127,12 +127,14 @@ def bar_finding(subject: str, change: BarChange, path: str, raw: bytes | None) -
 def compare_suite(
     name: str, path: str, old: Any, new: Any, new_raw: bytes | None = None
 ) -> list[Finding]:
-    """Generation settings (prompt changes) and the bar a suite gives its cases."""
+    """Generation settings and what every request sends besides the prompt text (shared
+    messages, tools, tool choice, response format): prompt changes; and the bar a suite
+    gives its cases."""
     subject = f"suite {name}"
     if not isinstance(old, dict) or not isinstance(new, dict):
         return _not_a_mapping(subject, old, new)
     findings: list[Finding] = []
-    for key in GENERATION_KEYS:
+    for key in (*GENERATION_KEYS, *CONVERSATION_KEYS):
         if differs(old.get(key), new.get(key)):
             detail = f"{key} {show(old.get(key))} → {show(new.get(key))}"
             findings.append(Finding(Kind.PROMPT, subject, detail, path, line_of(new_raw, (key,))))

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
-from typing import Any
 
 from redline.config import Config, ModelRef
 from redline.judge.answer import (
@@ -20,8 +18,8 @@ from redline.judge.rubric import Rubric
 from redline.providers.anthropic import AnthropicProvider
 from redline.providers.base import Provider
 from redline.providers.factory import make_provider
-from redline.providers.http_provider import Answer
 from redline.vocabulary.completion import ChatRequest, FinishReason
+from redline.vocabulary.messages import ResponseFormat
 
 #: The tool an Anthropic judge is forced to call; its input is the answer object.
 JUDGE_TOOL = "record_judgement"
@@ -42,7 +40,7 @@ def judge_request(
         max_tokens=rubric.max_tokens,
         temperature=rubric.temperature,
         seed=seed,
-        response_schema=answer_schema(rubric),
+        response_format=ResponseFormat(answer_schema(rubric), name=JUDGE_TOOL),
     )
 
 
@@ -93,7 +91,8 @@ def judge_provider(
 
 
 class ToolCallAnthropicProvider(AnthropicProvider):
-    """Anthropic Messages with a forced tool call when a response schema is given."""
+    """An Anthropic judge: the Messages provider, whose response format is a forced tool
+    call (named JUDGE_TOOL by `judge_request`)."""
 
     @classmethod
     def from_provider(cls, base: AnthropicProvider) -> ToolCallAnthropicProvider:
@@ -104,26 +103,3 @@ class ToolCallAnthropicProvider(AnthropicProvider):
             api_key=base._api_key,
             price=base._price,
         )
-
-    def payload(self, request: ChatRequest) -> dict[str, Any]:
-        body = super().payload(request)
-        if request.response_schema is not None:
-            body["tools"] = [
-                {
-                    "name": JUDGE_TOOL,
-                    "description": "Record the judgement of the text against the rubric.",
-                    "input_schema": request.response_schema,
-                }
-            ]
-            body["tool_choice"] = {"type": "tool", "name": JUDGE_TOOL}
-        return body
-
-    def parse(self, body: Any) -> Answer:
-        answer = super().parse(body)
-        content = body.get("content") if isinstance(body, Mapping) else None
-        for block in content if isinstance(content, list) else []:
-            is_tool = isinstance(block, Mapping) and block.get("type") == "tool_use"
-            if is_tool and block.get("name") == JUDGE_TOOL:
-                text = json.dumps(block.get("input"), ensure_ascii=False)
-                return dataclasses.replace(answer, text=text)
-        return answer

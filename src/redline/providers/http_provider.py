@@ -31,6 +31,7 @@ from redline.providers.retries import RetryPolicy
 from redline.redaction import redact_url
 from redline.version import __version__
 from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
+from redline.vocabulary.messages import ToolCall
 
 USER_AGENT = f"redline/{__version__}"
 _BODY_SNIPPET = 300
@@ -51,6 +52,7 @@ class Answer:
     model: str
     input_tokens: int | None
     output_tokens: int | None
+    tool_calls: tuple[ToolCall, ...] = ()
     #: What the server says about the build that answered (OpenAI's `system_fingerprint`).
     system_fingerprint: str | None = None
     #: Of `input_tokens`, those read from and written to the prompt cache.
@@ -228,6 +230,7 @@ class HttpProvider(ABC):
             cost=cost,
             attempts=attempts,
             extra=extra,
+            tool_calls=answer.tool_calls,
             system_fingerprint=answer.system_fingerprint,
             server_version=server_version,
             cached_input_tokens=answer.cached_input_tokens,

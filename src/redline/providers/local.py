@@ -28,6 +28,7 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import random
 import threading
 import time
@@ -41,6 +42,7 @@ from redline.config import ModelRef, Price, ProviderConfig
 from redline.errors import ConfigError
 from redline.openmp import prefer_passive_wait
 from redline.provider_options import IN_FLIGHT_PER_SLOT
+from redline.providers import local_tools
 from redline.providers.http_provider import Answer, MalformedResponse
 from redline.providers.local_slots import Copies
 from redline.providers.local_stream import ChunkStream
@@ -249,12 +251,31 @@ class LocalProvider:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(loaded.callers, self._generate, loaded, request, seed)
 
+    def unsupported(self, request: ChatRequest) -> str | None:
+        """What of `request` the embedded model cannot take (it reads no images)."""
+        if any(m.images for m in request.messages):
+            return (
+                f"provider {self.config.name!r}, model {self.model.id}: the embedded model "
+                "reads text only and this case sends an image"
+            )
+        return None
+
     def _generate(self, loaded: _LoadedModel, request: ChatRequest, seed: int) -> Completion:
+        tools = local_tools.sends_tools(request.tools, request.tool_choice)
+        messages = local_tools.history(request.conversation())
+        schema = request.response_format.schema if request.response_format else None
+        if tools:
+            described = local_tools.tool_system(request.tools)
+            if messages and messages[0]["role"] == "system":
+                messages[0] = {
+                    "role": "system",
+                    "content": f"{messages[0]['content']}\n\n{described}",
+                }
+            else:
+                messages.insert(0, {"role": "system", "content": described})
+            schema = local_tools.answer_schema(request.tools, request.tool_choice, schema)
         body: dict[str, Any] = {
-            "messages": [
-                {"role": "system", "content": request.system},
-                {"role": "user", "content": request.user},
-            ],
+            "messages": messages,
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
             "seed": seed,
             "stream": True,
@@ -262,17 +283,17 @@ class LocalProvider:
         }
         if request.temperature is not None:
             body["temperature"] = request.temperature
-        if request.response_schema is not None:
+        if schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"schema": request.response_schema},
+                "json_schema": {"schema": dict(schema)},
             }
-        prompt = f"{hash((request.system, request.user)):x}"
+        # A tool answer is JSON until it is read: the text checks cannot settle it early.
+        settled = None if tools else request.settled
+        prompt = f"{hash(json.dumps(messages, sort_keys=True)):x}"
         with loaded.copies.turn(prompt, family=f"{hash(request.system):x}") as server:
             started = time.perf_counter()
-            stream = ChunkStream(
-                request.settled, lambda answer: self._completion(answer, seed, started)
-            )
+            stream = ChunkStream(settled, lambda answer: self._completion(answer, seed, started))
             try:
                 server.handle_chat_completions(body, stream)
             except Exception as exc:  # llama.cpp reports bad requests as exceptions
@@ -284,6 +305,8 @@ class LocalProvider:
             answer = stream.answer()
         except MalformedResponse as exc:
             return self._failure(f"local generation returned {exc}", seed, started)
+        if tools:
+            answer = local_tools.read_answer(answer, request.step)
         completion = self._completion(answer, seed, started, latency_ms)
         return dataclasses.replace(completion, stopped_early=stream.stopped)
 
@@ -305,6 +328,7 @@ class LocalProvider:
             latency_ms=latency_ms,
             cost=cost,
             extra={"seed": seed},
+            tool_calls=answer.tool_calls,
         )
 
     def _failure(self, error: str, seed: int, started: float) -> Completion:

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from redline.providers.http_provider import Answer, HttpProvider, MalformedResponse, optional_int
 from redline.vocabulary.completion import ChatRequest, FinishReason
+from redline.vocabulary.messages import (
+    Message,
+    Part,
+    ResponseFormat,
+    TextPart,
+    ToolCall,
+    ToolChoice,
+    ToolChoiceMode,
+    ToolDefinition,
+)
 
 _FINISH_REASONS = {
     "stop": FinishReason.STOP,
@@ -18,7 +29,8 @@ _FINISH_REASONS = {
 
 
 class OpenAIProvider(HttpProvider):
-    """`POST {base_url}/chat/completions` with a system and a user message."""
+    """`POST {base_url}/chat/completions`: the conversation, tools and response format in
+    the Chat Completions wire format."""
 
     @property
     def endpoint(self) -> str:
@@ -28,28 +40,84 @@ class OpenAIProvider(HttpProvider):
         return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.model.name,
-            "messages": [
-                {"role": "system", "content": request.system},
-                {"role": "user", "content": request.user},
-            ],
-        }
+        body: dict[str, Any] = {"model": self.model.name} | chat_body(request)
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
         if request.seed is not None:
             body["seed"] = request.seed
-        if request.response_schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "response", "schema": request.response_schema},
-            }
+        if request.response_format is not None:
+            body["response_format"] = response_format(request.response_format)
         return body
 
     def parse(self, body: Any) -> Answer:
         return parse_chat_completion(body)
+
+
+def chat_body(request: ChatRequest) -> dict[str, Any]:
+    """The messages, tools and tool choice of a Chat Completions body (also what the local
+    model's chat template reads)."""
+    body: dict[str, Any] = {"messages": [_message(m) for m in request.conversation()]}
+    if request.tools:
+        body["tools"] = [_tool(t) for t in request.tools]
+    if request.tool_choice is not None:
+        body["tool_choice"] = _tool_choice(request.tool_choice)
+    return body
+
+
+def response_format(format: ResponseFormat) -> dict[str, Any]:
+    schema: dict[str, Any] = {"name": format.name, "schema": dict(format.schema)}
+    if format.strict:
+        schema["strict"] = True
+    return {"type": "json_schema", "json_schema": schema}
+
+
+def _message(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": str(message.role)}
+    if isinstance(message.content, str):
+        content: Any = message.content
+    else:
+        content = [_part(p) for p in message.content]
+    if message.tool_calls and content == "":
+        content = None
+    out["content"] = content
+    if message.name is not None:
+        out["name"] = message.name
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    return out
+
+
+def _part(part: Part) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    return {"type": "image_url", "image_url": {"url": part.data_url}}
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        function["description"] = tool.description
+    function["parameters"] = dict(tool.parameters)
+    if tool.strict is not None:
+        function["strict"] = tool.strict
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(choice: ToolChoice) -> Any:
+    if choice.mode is ToolChoiceMode.FUNCTION:
+        return {"type": "function", "function": {"name": choice.name}}
+    return str(choice.mode)
 
 
 def parse_chat_completion(body: Any) -> Answer:
@@ -83,10 +151,50 @@ def parse_chat_completion(body: Any) -> Answer:
         model=model if isinstance(model, str) else "",
         input_tokens=optional_int(usage, "prompt_tokens"),
         output_tokens=optional_int(usage, "completion_tokens"),
+        tool_calls=_tool_calls(message),
         system_fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
         # `prompt_tokens` counts the cached ones too; OpenAI bills no cache writes.
         cached_input_tokens=optional_int(details, "cached_tokens"),
     )
+
+
+def _tool_calls(message: Mapping[str, Any]) -> tuple[ToolCall, ...]:
+    """The calls of a response message, exactly as received (the legacy `function_call`
+    too); a call without a function name is a malformed body."""
+    raw = message.get("tool_calls")
+    legacy = message.get("function_call")
+    if raw is None and isinstance(legacy, Mapping):
+        raw = [{"id": "", "function": legacy}]
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise MalformedResponse("choices[0].message.tool_calls is not a list")
+    calls = []
+    for i, entry in enumerate(raw):
+        function = entry.get("function") if isinstance(entry, Mapping) else None
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise MalformedResponse(f"tool_calls[{i}] has no function name")
+        assert isinstance(entry, Mapping) and isinstance(function, Mapping)
+        call_id = entry.get("id")
+        calls.append(
+            ToolCall(
+                id=call_id if isinstance(call_id, str) else "",
+                name=name,
+                arguments=arguments_text(function.get("arguments")),
+            )
+        )
+    return tuple(calls)
+
+
+def arguments_text(raw: object) -> str:
+    """A call's arguments as text: the string as sent; an object (some servers send one)
+    serialised once, compactly, in the order received."""
+    if isinstance(raw, str):
+        return raw
+    if raw is None:
+        return ""
+    return json.dumps(raw, ensure_ascii=False, separators=(",", ":"))
 
 
 def _finish_reason(raw: object) -> FinishReason | None:

@@ -27,6 +27,7 @@ from redline.report import (
 from redline.running.budget import budget_note
 from redline.running.usage import usage_summary
 from redline.textsafe import escape_output
+from redline.transcript import sample_answer, transcript_text
 from redline.vocabulary.records import CaseOutcome, RunResult, SampleRecord
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
@@ -235,7 +236,9 @@ def _case_detail(case: CaseReport, result: str) -> str:
         if case.golden is not None and s.verdict is not Verdict.OK:
             diff = (
                 "<details><summary>diff to golden output</summary>"
-                + _diff_html(golden_diff(case.golden, s.output, output_label=f"sample {s.index}"))
+                + _diff_html(
+                    golden_diff(case.golden, sample_answer(s), output_label=f"sample {s.index}")
+                )
                 + "</details>"
             )
         samples.append(
@@ -259,8 +262,9 @@ def _case_detail(case: CaseReport, result: str) -> str:
 def _output(sample: SampleRecord) -> str:
     """The raw output; a sample that produced none (a transport failure) says so instead of
     showing an empty box."""
-    if sample.output:
-        return f"<pre>{_e(sample.output)}</pre>"
+    text = transcript_text(sample)
+    if text:
+        return f"<pre>{_e(text)}</pre>"
     why = f"{sample.verdict}: {sample.error}" if sample.error else str(sample.verdict)
     return f'<p class="no-output">no output ({_e(why)})</p>'
 

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 
 from redline.report import CaseReport, RunReport, failed_assertions
 from redline.running.quarantine import QuarantinedCase
+from redline.transcript import transcript_text
 from redline.vocabulary.records import CaseOutcome, RunRecord
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
@@ -58,7 +59,7 @@ def _system_out(case: CaseReport) -> str:
     for s in case.failing_samples:
         finish = f" finish={s.finish_reason}" if s.finish_reason else ""
         blocks.append(f"----- sample {s.index} [{s.verdict}]{finish} -----")
-        blocks.append(s.output)
+        blocks.append(transcript_text(s))
     return "\n".join(blocks)
 
 

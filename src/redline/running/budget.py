@@ -15,6 +15,7 @@ recorded as not run and the run is inconclusive, never red.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections.abc import Mapping, Sequence
@@ -144,8 +145,13 @@ def estimate_cost(
             basis = Basis.OTHER_MODEL
         else:
             system, user = suite.render(case)
-            tokens_in = _prompt_tokens(system) + _prompt_tokens(user)
+            turns = suite.turns(case)
+            sent = [system, *(m.text for m in turns)] if turns else [system, user]
+            sent += [json.dumps(dict(t.parameters)) + t.description for t in suite.tools]
+            tokens_in = sum(_prompt_tokens(text) for text in sent)
             tokens_out = float(suite.max_tokens or UNSET_MAX_TOKENS)
+            if case.plays_loop:  # at most max_steps requests, each reading the prompt again
+                tokens_in, tokens_out = tokens_in * case.max_steps, tokens_out * case.max_steps
             basis = Basis.PROMPT
         per_sample = ceiling = None
         if price is not None:

@@ -6,30 +6,25 @@ results), so importing it back gives the same records, raw outputs byte for byte
 
 from __future__ import annotations
 
-import functools
 import json
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
 from redline.errors import ExportUnreadable, NoExport, RunAlreadyStored, UsageError
+from redline.running.recordjson import record_from_json, record_json
 from redline.running.store import RunStore
 from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
     CiOrigin,
-    FieldKind,
-    RecordField,
     RunRecord,
     SampleRecord,
-    record_fields,
 )
-from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
-
-R = TypeVar("R")
+from redline.vocabulary.verdicts import VERDICT_ORDER
 
 FORMAT = "redline-run-export"
 FORMAT_VERSION = 1
@@ -298,119 +293,3 @@ def sample_json(s: SampleRecord) -> dict[str, Any]:
 
 def _sample_from_json(data: Mapping[str, Any], run_id: str) -> SampleRecord:
     return record_from_json(SampleRecord, data, run_id=run_id)
-
-
-def record_json(record: Any) -> dict[str, Any]:
-    """A record as JSON: each field under its export key (fields without one are left out)."""
-    data = {
-        key: getattr(record, name) if encode is None else encode(getattr(record, name))
-        for key, name, encode in _writers(type(record))
-    }
-    for key, default in _sparse(type(record)):
-        if data[key] == default:
-            del data[key]
-    return data
-
-
-def record_from_json(cls: type[R], data: Mapping[str, Any], **others: Any) -> R:
-    """The record a `record_json` object holds; a missing optional key reads as its default.
-
-    `others` are the fields an export keeps outside the object (a sample's run id)."""
-    readers, required = _readers(cls)
-    for key in required:
-        if key not in data:
-            raise KeyError(key)
-    values = {
-        name: data[key] if decode is None else decode(data[key])
-        for key, name, decode in readers
-        if key in data
-    }
-    return cls(**values, **others)
-
-
-_Writer = tuple[str, str, Callable[[Any], Any] | None]
-_Reader = tuple[str, str, Callable[[Any], Any] | None]
-_WRITERS: dict[type, tuple[_Writer, ...]] = {}
-_READERS: dict[type, tuple[tuple[_Reader, ...], tuple[str, ...]]] = {}
-_SPARSE: dict[type, tuple[tuple[str, Any], ...]] = {}
-
-
-def _writers(cls: type) -> tuple[_Writer, ...]:
-    """(key, field name, encoder or None when the value is JSON as it is) per exported field."""
-    found = _WRITERS.get(cls)
-    if found is None:
-        plain = (FieldKind.PLAIN, FieldKind.BOOL)
-        found = _WRITERS[cls] = tuple(
-            (f.key, f.name, None if f.kind in plain else _TO_JSON[f.kind])
-            for f in record_fields(cls)
-            if f.key is not None
-        )
-    return found
-
-
-def _sparse(cls: type) -> tuple[tuple[str, Any], ...]:
-    """(key, default) of each field exported only when it differs from its default."""
-    found = _SPARSE.get(cls)
-    if found is None:
-        found = _SPARSE[cls] = tuple(
-            (str(f.key), f.default) for f in record_fields(cls) if f.sparse and f.key
-        )
-    return found
-
-
-def _readers(cls: type) -> tuple[tuple[_Reader, ...], tuple[str, ...]]:
-    """(key, field name, decoder or None when the JSON value is the value) per exported
-    field, and the keys an object must have."""
-    found = _READERS.get(cls)
-    if found is None:
-        exported = [f for f in record_fields(cls) if f.key is not None]
-        found = _READERS[cls] = (
-            tuple((str(f.key), f.name, _decoder(f)) for f in exported),
-            tuple(str(f.key) for f in exported if f.required),
-        )
-    return found
-
-
-def _decoder(f: RecordField) -> Callable[[Any], Any] | None:
-    if f.kind is FieldKind.RECORDS:
-        nested = f.type
-        return lambda v: tuple(record_from_json(nested, item) for item in v)
-    if f.exact:
-        return functools.partial(_exact_text, str(f.key))
-    if f.kind is FieldKind.PLAIN and f.optional:
-        return None
-    typed = _FROM_JSON[f.kind]
-    kind = f.type
-    if f.kind in _CONSTRUCTED:
-        # The type itself reads the value: one call per field of every sample imported.
-        return kind if not f.optional else lambda v: None if v is None else kind(v)
-    if f.optional:
-        return lambda v: None if v is None else typed(kind, v)
-    return lambda v: typed(kind, v)
-
-
-def _exact_text(key: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{key} must be a string")
-    return value
-
-
-_TO_JSON: dict[FieldKind, Callable[[Any], Any]] = {
-    FieldKind.PLAIN: lambda v: v,
-    FieldKind.BOOL: lambda v: v,
-    FieldKind.ENUM: lambda v: None if v is None else str(v),
-    FieldKind.STRINGS: list,
-    FieldKind.MAPPING: dict,
-    FieldKind.COUNTS: lambda v: {str(k): v.get(k, 0) for k in VERDICT_ORDER},
-    FieldKind.RECORDS: lambda v: [record_json(item) for item in v],
-}
-#: Kinds whose value is read by calling the field's type on the JSON value.
-_CONSTRUCTED = (FieldKind.PLAIN, FieldKind.BOOL, FieldKind.ENUM)
-_FROM_JSON: dict[FieldKind, Callable[[type, Any], Any]] = {
-    FieldKind.PLAIN: lambda t, v: t(v),
-    FieldKind.BOOL: lambda t, v: bool(v),
-    FieldKind.ENUM: lambda t, v: t(v),
-    FieldKind.STRINGS: lambda t, v: tuple(str(item) for item in v),
-    FieldKind.MAPPING: lambda t, v: dict(v),
-    FieldKind.COUNTS: lambda t, v: {Verdict(k): int(n) for k, n in v.items()},
-}

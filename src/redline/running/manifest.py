@@ -8,6 +8,7 @@ Keys are paths relative to the folder holding the suite (e.g.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -54,6 +55,20 @@ def prompt_key(suite: Suite, part: str) -> str:
     return f"{suite.path.name}/@prompt.{part}"
 
 
+def input_in_words(key: str) -> str:
+    """A manifest key as a person reads it: `replies/@prompt.system` is the system prompt
+    of suite replies, `@model` the pinned model id; a file stays its path."""
+    folder, _, name = key.rpartition("/")
+    if name.startswith("@prompt."):
+        return f"the {name.removeprefix('@prompt.')} prompt of suite {folder}"
+    words = {
+        MODEL_KEY: "the pinned model id",
+        VERSION_KEY: "redline's version",
+        WORD_COUNTING_KEY: "the word-counting rule",
+    }
+    return words.get(key, key)
+
+
 def suite_manifest(suite: Suite, model_id: str) -> dict[str, str]:
     """Relative path → sha256 hex for every input of `suite`, plus prompt text, model, version.
 
@@ -69,6 +84,9 @@ def suite_manifest(suite: Suite, model_id: str) -> dict[str, str]:
     manifest = {_key(p, base, folders): _file_hash(p) for p in files}
     manifest[prompt_key(suite, "system")] = _text_hash(suite.system_template)
     manifest[prompt_key(suite, "user")] = _text_hash(suite.user_template)
+    conversation = conversation_digest(suite)
+    if conversation is not None:
+        manifest[prompt_key(suite, CONVERSATION_PART)] = conversation
     manifest[MODEL_KEY] = model_id
     manifest[VERSION_KEY] = __version__
     manifest[WORD_COUNTING_KEY] = COUNTING_RULE
@@ -93,6 +111,32 @@ def case_hash(case: Case, folders: dict[Path, str] | None = None) -> str:
     return digest.hexdigest()
 
 
+#: The manifest part holding what a suite sends besides its prompt text.
+CONVERSATION_PART = "conversation"
+
+
+def conversation_digest(suite: Suite) -> str | None:
+    """SHA-256 of the suite's shared messages, tools, tool choice and response format (image
+    bytes by their own hash); None when it sets none of them (older manifests match)."""
+    parts = (suite.messages, suite.tools, suite.tool_choice, suite.response_format)
+    if not any(parts):
+        return None
+    data = [
+        [dataclasses.asdict(m) for m in suite.messages],
+        [dataclasses.asdict(t) for t in suite.tools],
+        None if suite.tool_choice is None else dataclasses.asdict(suite.tool_choice),
+        None if suite.response_format is None else dataclasses.asdict(suite.response_format),
+    ]
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, default=_bytes_digest)
+    return _text_hash(text)
+
+
+def _bytes_digest(value: object) -> str:
+    if isinstance(value, bytes):
+        return hashlib.sha256(value).hexdigest()
+    raise TypeError(f"{type(value).__name__} is not part of a conversation")
+
+
 #: Case-file keys that set the case's bar or describe it: not what a sample is asked or how
 #: it is judged, so a sample drawn under a 3-of-4 bar is the same draw under 9-of-10.
 _NOT_SAMPLE_KEYS = frozenset({"samples", "required", "tier", "provenance", "quarantine", "golden"})
@@ -108,7 +152,7 @@ def sample_configuration(suite: Suite, case: Case, model_id: str) -> str:
     are evidence of one pass rate (the cause analysis counts them together).
     """
     digest = hashlib.sha256()
-    parts = (
+    parts: tuple[str, ...] = (
         model_id,
         suite.system_template,
         suite.user_template,
@@ -116,6 +160,9 @@ def sample_configuration(suite: Suite, case: Case, model_id: str) -> str:
         COUNTING_RULE,
         _case_content(case.path.read_bytes()),
     )
+    conversation = conversation_digest(suite)
+    if conversation is not None:  # a suite without one hashes as it did before
+        parts += (conversation,)
     for part in parts:
         _add(digest, part.encode("utf-8"))
     for path in suite.prompt_files:

@@ -10,16 +10,20 @@ a replay re-scores.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from redline.assertions import LAYER_1, SampleEvaluation, evaluate_sample, settled_failure
-from redline.errors import CredentialsRejected, EndpointUnreachable
+from redline.errors import ConfigError, CredentialsRejected, EndpointUnreachable
 from redline.redaction import KeyRedactor
 from redline.running.store import now_iso
 from redline.vocabulary.completion import ChatRequest, Completion
+from redline.vocabulary.messages import Message, Role, Step, ToolResult
 from redline.vocabulary.records import SampleRecord
+
+T = TypeVar("T", int, float)
 
 if TYPE_CHECKING:
     from redline.providers.base import Provider
@@ -102,13 +106,10 @@ class SamplePipeline:
         return self.redactor.sample(self.record(job, completion, evaluation))
 
     def request(self, job: SampleJob) -> ChatRequest:
-        system, user = job.suite.render(job.case)
-        return ChatRequest(
-            model=self.model_name,
-            system=system,
-            user=user,
-            max_tokens=job.suite.max_tokens,
-            temperature=job.suite.temperature,
+        return case_request(
+            job.suite,
+            job.case,
+            self.model_name,
             seed=job.seed,
             sample=(job.case.suite, job.case.id, job.index),
             settled=self._settled_check(job),
@@ -123,7 +124,15 @@ class SamplePipeline:
         return self._settled[key]
 
     async def ask(self, job: SampleJob) -> Completion:
-        completion = await self.provider.complete(self.request(job))
+        """The sample's answer; for a case with tool fixtures, the whole tool loop."""
+        request = self.request(job)
+        if not job.case.plays_loop:
+            return await self._complete(request)
+        return await play_loop(self._complete, request, job.case)
+
+    async def _complete(self, request: ChatRequest) -> Completion:
+        """One request's answer, through the credentials check and the circuit breaker."""
+        completion = await self.provider.complete(request)
         if not self.answered:
             if completion.credentials_rejected:
                 raise CredentialsRejected(completion.error or "credentials refused")
@@ -136,9 +145,9 @@ class SamplePipeline:
         self.failing += 1
         if self.failing < BREAKER_FAILURES and self.down is None:
             return completion
-        return await self._probe(job, completion)
+        return await self._probe(request, completion)
 
-    async def _probe(self, job: SampleJob, failed: Completion) -> Completion:
+    async def _probe(self, request: ChatRequest, failed: Completion) -> Completion:
         """One request after a pause, by one worker while the others wait for its outcome."""
         async with self._probing:
             if self.down is not None:
@@ -146,7 +155,7 @@ class SamplePipeline:
             if self.failing < BREAKER_FAILURES:
                 return failed  # a probe or a sample answered meanwhile
             await asyncio.sleep(self.probe_pause_s)
-            probe = await self.provider.complete(self.request(job))
+            probe = await self.provider.complete(request)
             if probe.ok:
                 self.failing = 0
                 return probe
@@ -187,4 +196,130 @@ class SamplePipeline:
         )
 
 
-__all__ = ["BREAKER_FAILURES", "ProviderDown", "SampleJob", "SamplePipeline", "costly"]
+def case_request(
+    suite: Suite,
+    case: Case,
+    model: str,
+    *,
+    seed: int | None = None,
+    sample: tuple[str, str, int] | None = None,
+    settled: Callable[[Completion], str | None] | None = None,
+) -> ChatRequest:
+    """The first request a case's sample sends."""
+    system, user = suite.render(case)
+    turns = suite.turns(case)
+    return ChatRequest(
+        model=model,
+        system=system,
+        user="" if turns else user,
+        messages=turns,
+        tools=suite.tools,
+        tool_choice=suite.tool_choice,
+        response_format=suite.response_format_for(case),
+        max_tokens=suite.max_tokens,
+        temperature=suite.temperature,
+        seed=seed,
+        sample=sample,
+        settled=settled,
+    )
+
+
+def refuse_unsupported(
+    provider: Provider, chosen: Iterable[tuple[Suite, Case]], model: str
+) -> None:
+    """ConfigError, before any request, naming each case whose requests the provider cannot
+    take (images for a text-only model...), with the provider and the model."""
+    check = getattr(provider, "unsupported", None)
+    if check is None:
+        return
+    problems = []
+    for suite, case in chosen:
+        why = check(case_request(suite, case, model))
+        if why is not None:
+            problems.append(
+                f"{case.suite}/{case.id}: {why}. Pin a model that can take it for this suite, "
+                "or leave the case out of the run (--case)"
+            )
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
+async def play_loop(
+    complete: Callable[[ChatRequest], Awaitable[Completion]], request: ChatRequest, case: Case
+) -> Completion:
+    """Model → tool calls → the case's fixture answers → model … until a final answer, a
+    call no fixture answers, or `max_steps` requests. Every step is kept; the completion
+    is the last step's answer with the loop's total tokens, latency and cost."""
+    turns = list(request.conversation()[1:] if request.system else request.conversation())
+    steps: list[Step] = []
+    completions: list[Completion] = []
+    for number in range(case.max_steps):
+        step_request = dataclasses.replace(request, user="", messages=tuple(turns), step=number)
+        completion = await complete(step_request)
+        completions.append(completion)
+        results = _answers(completion, case) if completion.ok else None
+        steps.append(_step(completion, results or ()))
+        if results is None:
+            break
+        turns.append(Message(Role.ASSISTANT, completion.text, tool_calls=completion.tool_calls))
+        turns.extend(Message(Role.TOOL, r.content, tool_call_id=r.call_id) for r in results)
+    last = completions[-1]
+    return dataclasses.replace(
+        last,
+        latency_ms=_total(c.latency_ms for c in completions),
+        input_tokens=_total(c.input_tokens for c in completions),
+        output_tokens=_total(c.output_tokens for c in completions),
+        cost=_total(c.cost for c in completions),
+        attempts=sum(c.attempts for c in completions),
+        steps=tuple(steps),
+    )
+
+
+def _answers(completion: Completion, case: Case) -> tuple[ToolResult, ...] | None:
+    """The fixture answer to each of the completion's calls; None when the loop ends here
+    (no call, or a call no fixture answers)."""
+    if not completion.tool_calls:
+        return None
+    results = []
+    for call in completion.tool_calls:
+        fixture = next((f for f in case.tool_results if f.answers(call)), None)
+        if fixture is None:
+            return None
+        results.append(ToolResult(call.id, call.name, fixture.content))
+    return tuple(results)
+
+
+def _step(completion: Completion, results: tuple[ToolResult, ...]) -> Step:
+    return Step(
+        output=completion.text,
+        finish_reason=completion.finish_reason,
+        tool_calls=completion.tool_calls,
+        tool_results=results,
+        input_tokens=completion.input_tokens,
+        output_tokens=completion.output_tokens,
+        latency_ms=completion.latency_ms,
+        cost=completion.cost,
+        error=completion.error,
+    )
+
+
+def _total(values: Iterable[T | None]) -> T | None:
+    """The sum, or None when any step did not say."""
+    total: Any = 0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return cast(T, total)
+
+
+__all__ = [
+    "BREAKER_FAILURES",
+    "ProviderDown",
+    "SampleJob",
+    "SamplePipeline",
+    "case_request",
+    "costly",
+    "play_loop",
+    "refuse_unsupported",
+]

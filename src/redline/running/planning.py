@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from redline.errors import CaseNotFound, UsageError
+from redline.casemodel import SUITE_FILE
+from redline.errors import CaseNotFound, UsageError, relpath
 from redline.running.options import RunOptions
 from redline.running.pipeline import SampleJob, costly
 from redline.running.seeds import sample_seed
@@ -136,14 +137,38 @@ def run_model(suites: Sequence[Suite], config: Config, options: RunOptions) -> M
     """The one pinned model a run uses: `--model`, else the suites' common alias."""
     if options.model_alias is not None:
         return config.model(options.model_alias)
+    mixed = mixed_models(suites)
+    if mixed is not None:
+        raise UsageError(mixed)
+    return config.model(suites[0].model)
+
+
+def mixed_models(suites: Sequence[Suite]) -> str | None:
+    """Why these suites cannot be one run (a run records one pinned model), naming each
+    suite's `model:` line and the commands that run them; None when they share a model."""
     aliases = sorted({s.model for s in suites})
-    if len(aliases) > 1:
-        named = ", ".join(f"{s.name}: {s.model}" for s in suites)
-        raise UsageError(
-            f"these suites use different models ({named}); run them separately "
-            "or pick one with --model ALIAS"
-        )
-    return config.model(aliases[0])
+    if len(aliases) < 2:
+        return None
+    where = "; ".join(f"{_model_line(s)}: model {s.model} (suite {s.name})" for s in suites)
+    commands = ", ".join(
+        "`redline run " + " ".join(relpath(s.path) for s in suites if s.model == alias) + "`"
+        for alias in aliases
+    )
+    return (
+        f"these suites pin different models ({where}), and a run records one model: "
+        f"run them one model at a time ({commands}) or pick one for all with --model ALIAS"
+    )
+
+
+def _model_line(suite: Suite) -> str:
+    """`cases/a/suite.yaml:4`, where the suite names its model."""
+    path = suite.path / SUITE_FILE
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return relpath(path)
+    number = next((n for n, line in enumerate(lines, 1) if line.startswith("model:")), None)
+    return f"{relpath(path)}:{number}" if number is not None else relpath(path)
 
 
 def plan_run(

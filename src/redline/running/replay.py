@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from redline.running.store import RunStore
 from redline.vocabulary.completion import ChatRequest, Completion
-from redline.vocabulary.records import SampleRecord
+from redline.vocabulary.records import SampleRecord, step_completion
 
 
 class ReplayProvider:
@@ -38,7 +38,9 @@ class ReplayProvider:
                 finish_reason=None,
                 error=f"run {self.parent_id} holds no sample {request.sample}",
             )
-        return self.stored(*request.sample)
+        if request.step == 0 and not self._samples[request.sample].steps:
+            return self.stored(*request.sample)
+        return self.stored_step(request.sample, request.step)
 
     async def aclose(self) -> None:
         """Nothing to close: the samples were read when the replay started."""
@@ -46,3 +48,16 @@ class ReplayProvider:
     def stored(self, suite: str, case_id: str, index: int) -> Completion:
         """The stored sample as the completion it was, raw output untouched."""
         return self._samples[(suite, case_id, index)].as_answer()
+
+    def stored_step(self, sample: tuple[str, str, int], step: int) -> Completion:
+        """One request of a stored tool loop as the completion it was; a transport error
+        when the replayed run's loop ended before it (its fixtures have changed since)."""
+        steps = self._samples[sample].steps
+        if step >= len(steps):
+            return Completion(
+                text="",
+                finish_reason=None,
+                error=f"run {self.parent_id} holds {len(steps)} loop steps of sample "
+                f"{sample}, not step {step + 1}: the case's tool fixtures changed since",
+            )
+        return step_completion(steps[step])

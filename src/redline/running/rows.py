@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from redline.running.recordjson import record_from_json, record_json
 from redline.vocabulary.records import FieldKind, RecordField, record_fields
 from redline.vocabulary.verdicts import VERDICT_ORDER
 
@@ -150,6 +151,22 @@ def _same(value: Any) -> Any:
     return value
 
 
+def _records(f: RecordField) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """Nested records (tool calls, loop steps) as one JSON array; text escaped to ASCII so
+    a lone surrogate in a raw output survives."""
+    nested = f.type
+
+    def encode(value: Any) -> str | None:
+        if not value:
+            return None
+        return json.dumps([record_json(item) for item in value], ensure_ascii=True)
+
+    def decode(value: Any) -> Any:
+        return tuple(record_from_json(nested, item) for item in json.loads(value))
+
+    return encode, decode
+
+
 _Codec = tuple[Callable[[Any], Any], Callable[[Any], Any]]
 _CODECS: dict[FieldKind, Callable[[RecordField], _Codec]] = {
     FieldKind.PLAIN: _plain,
@@ -160,4 +177,5 @@ _CODECS: dict[FieldKind, Callable[[RecordField], _Codec]] = {
         lambda v: json.dumps(dict(v), sort_keys=True, default=str),
         json.loads,
     ),
+    FieldKind.RECORDS: _records,
 }

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from redline.errors import UsageError
 from redline.gitio import repo_branch, repo_state
 from redline.running.budget import Budget
-from redline.running.manifest import case_hash, sample_configuration, suite_manifest
+from redline.running.manifest import case_hash, input_in_words, sample_configuration, suite_manifest
 from redline.running.options import RunOptions
 from redline.running.planning import Plan
 from redline.running.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
@@ -144,7 +144,8 @@ def _reopen(
     )
     if changed:
         raise UsageError(
-            f"inputs changed since run {record.id} started ({', '.join(changed[:5])}"
+            f"inputs changed since run {record.id} started "
+            f"({', '.join(input_in_words(key) for key in changed[:5])}"
             f"{', ...' if len(changed) > 5 else ''}); a resume would mix evidence: "
             "start a new run"
         )

@@ -34,7 +34,7 @@ from redline.running.execution import (
     draw_samples,
 )
 from redline.running.options import RunOptions, resume_options
-from redline.running.pipeline import SamplePipeline
+from redline.running.pipeline import SamplePipeline, refuse_unsupported
 from redline.running.planning import (
     plan_run,
     planned_samples,
@@ -126,6 +126,7 @@ async def _execute(
     model: ModelRef | None,
 ) -> RunRecord:
     chosen = select_cases(suites, options)
+    refuse_unsupported(provider, chosen, model.name if model is not None else "")
     identity = provider.identity()
     run_id = options.resume if options.resume is not None else options.run_id or new_run_id()
     record = open_record(suites, config, store, options, identity, model, run_id)

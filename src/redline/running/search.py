@@ -1,4 +1,4 @@
-"""Find text across a run's raw outputs, failure reasons and case ids.
+"""Find text across a run's raw outputs, failure reasons, tool calls and case ids.
 
 A nightly of 200 cases × 100 samples is too much to read case by case: "which samples said
 'Here is the JSON'?" is one query. The store keeps an SQLite FTS5 trigram index (built a run
@@ -28,7 +28,7 @@ class SearchHit:
     case_id: str
     index: int
     verdict: Verdict
-    #: "output", "reason" or "case id": the first place the text was found.
+    #: "output", "reason", "tool call" or "case id": the first place the text was found.
     found_in: str
     #: The matching line with some context, the match itself at `snippet[start:end]`.
     snippet: str
@@ -37,7 +37,8 @@ class SearchHit:
 
 
 def search_run(store: RunStore, run_id: str, text: str, limit: int = 500) -> list[SearchHit]:
-    """Every sample of `run_id` (up to `limit`) whose output, reasons or case id hold `text`."""
+    """Every sample of `run_id` (up to `limit`) whose output, reasons, tool calls (name and
+    arguments) or case id hold `text`."""
     needle = text.strip()
     if not needle:
         raise UsageError("nothing to search for: give a word or phrase")
@@ -47,8 +48,14 @@ def search_run(store: RunStore, run_id: str, text: str, limit: int = 500) -> lis
     else:
         rows = store.search(run.id, None, f"%{_like_escape(needle)}%", limit)
     hits = []
-    for suite, case_id, index, verdict, output, reasons in rows:
-        for found_in, haystack in (("output", output), ("reason", reasons), ("case id", case_id)):
+    for suite, case_id, index, verdict, output, reasons, tools in rows:
+        places = (
+            ("output", output),
+            ("reason", reasons),
+            ("tool call", tools),
+            ("case id", case_id),
+        )
+        for found_in, haystack in places:
             at = haystack.lower().find(needle.lower())
             if at >= 0:
                 snippet, start = _snippet(haystack, at, len(needle))

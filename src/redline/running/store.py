@@ -230,6 +230,28 @@ def new_run_id() -> str:
     return secrets.token_hex(6)
 
 
+#: Every tool call of a sample (its answer's, and each step's of a tool loop) as
+#: `name arguments` lines, read from the stored JSON: what search finds tool calls by.
+_TOOLS = (
+    "(SELECT group_concat(call, char(10)) FROM ("
+    "SELECT json_extract(c.value, '$.name') || ' ' || json_extract(c.value, '$.arguments') AS call "
+    "FROM json_each(coalesce(s.tool_calls, '[]')) c UNION ALL "
+    "SELECT json_extract(t.value, '$.name') || ' ' || json_extract(t.value, '$.arguments') "
+    "FROM json_each(coalesce(s.steps, '[]')) st, "
+    "json_each(coalesce(json_extract(st.value, '$.tool_calls'), '[]')) t))"
+)
+
+
+#: What search calls a sample's failure reasons: its transport or provider error (as Step 2
+#: shows it) and every failed assertion's reason, one per line.
+_SEARCHED_REASONS = (
+    "(SELECT group_concat(reason, char(10)) FROM ("
+    "SELECT s.error AS reason WHERE s.error IS NOT NULL AND s.error != '' "
+    "UNION ALL SELECT a.reason FROM assertion_results a "
+    "WHERE a.sample_id = s.id AND a.status = 'failed'))"
+)
+
+
 class RunStore:
     """Read and write runs, case results and samples in one SQLite file.
 
@@ -492,15 +514,13 @@ class RunStore:
         `match` is an FTS5 query over the trigram index (built when a run finishes or is
         imported, and brought up to date here for samples added since); `like` is a LIKE
         pattern for text too short for trigrams.
-        Rows: (suite, case id, index, verdict, output, failure reasons).
+        Rows: (suite, case id, index, verdict, output, failure reasons, tool calls as
+        `name arguments` lines).
         """
         with self._transaction() as db:
             self._index_for_search(db, run_id)
-        reasons = (
-            "(SELECT group_concat(reason, char(10)) FROM assertion_results a "
-            "WHERE a.sample_id = s.id AND a.status = 'failed')"
-        )
-        columns = f"s.suite, s.case_id, s.idx, s.verdict, s.output, {reasons}"
+        reasons = _SEARCHED_REASONS
+        columns = f"s.suite, s.case_id, s.idx, s.verdict, s.output, {reasons}, {_TOOLS}"
         with self._lock:
             if match is not None:
                 rows = self._db.execute(
@@ -513,12 +533,20 @@ class RunStore:
                 rows = self._db.execute(
                     f"SELECT {columns} FROM samples s WHERE s.run_id = :run AND "
                     f"(s.output LIKE :like ESCAPE '\\' OR s.case_id LIKE :like ESCAPE '\\' "
-                    f"OR {reasons} LIKE :like ESCAPE '\\') "
+                    f"OR {reasons} LIKE :like ESCAPE '\\' OR {_TOOLS} LIKE :like ESCAPE '\\') "
                     "ORDER BY s.suite, s.case_id, s.idx LIMIT :limit",
                     {"run": run_id, "like": like, "limit": limit},
                 ).fetchall()
         return [
-            (str(r[0]), str(r[1]), int(r[2]), Verdict(r[3]), decode_text(r[4]), r[5] or "")
+            (
+                str(r[0]),
+                str(r[1]),
+                int(r[2]),
+                Verdict(r[3]),
+                decode_text(r[4]),
+                r[5] or "",
+                r[6] or "",
+            )
             for r in rows
         ]
 
@@ -535,9 +563,9 @@ class RunStore:
             return
         db.execute(
             "INSERT INTO sample_search (rowid, case_id, output, reasons) "
-            f"SELECT s.id, s.case_id, substr(s.output, 1, {SEARCH_PREFIX_CHARS}), "
-            "(SELECT group_concat(reason, char(10)) "
-            "FROM assertion_results a WHERE a.sample_id = s.id AND a.status = 'failed') "
+            f"SELECT s.id, s.case_id, substr(s.output, 1, {SEARCH_PREFIX_CHARS}) "
+            f"|| coalesce(char(10) || {_TOOLS}, ''), "
+            f"{_SEARCHED_REASONS} "
             "FROM samples s WHERE s.run_id = ? AND s.id > ?",
             (run_id, last),
         )

@@ -44,6 +44,7 @@ from redline.semantic.embeddings import BackendUnavailable
 from redline.semantic.nli import CONTRADICTION, ENTAILMENT, NEUTRAL, Entailment
 from redline.text.templates import fill
 from redline.vocabulary.completion import ChatRequest, Completion
+from redline.vocabulary.messages import ResponseFormat
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -420,7 +421,7 @@ class ModelChecker:
             # is cut (and reported malformed) quickly instead of at a large budget.
             max_tokens=min(self.max_tokens, _TOKENS_BASE + _TOKENS_PER_ITEM * items),
             temperature=0.0,
-            response_schema=schema,
+            response_format=ResponseFormat(schema),
         )
         completion = _run_sync(self._complete(request))
         self.calls += 1

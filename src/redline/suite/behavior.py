@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,16 +26,17 @@ from types import TracebackType
 from typing import Any, Self
 
 import yaml
-from jsonschema import SchemaError
-from jsonschema.validators import validator_for
 
 from redline.assertions import deterministic, load_optional_types
 from redline.assertions.base import Assertion, Check, Sample, Spec, assertion_type
+from redline.assertions.schemas import JsonSchema
 from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN
+from redline.casemodel.conversation import ConversationReader
 from redline.config import Config, load_config
 from redline.documents.yamlsource import load_text
 from redline.textsafe import one_line
 from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.messages import Message, Role, ToolDefinition
 from redline.vocabulary.verdicts import AssertionStatus
 
 #: Seed 000's bars for degenerate output: loops compress below 0.35, repeat trigrams.
@@ -99,19 +100,56 @@ class BehaviorAssertion:
 
     def __init__(
         self,
-        output: str,
+        output: Output,
         *,
         collect: bool = False,
         config: Config | None = None,
         golden: str | Path | None = None,
     ) -> None:
-        self.output = output
+        completion = answer_of(output)
+        self.output = completion.text
         self.collect = collect
         self.golden = _read_golden(golden)
         self.results: list[BehaviorResult] = []
         self.raised = False
         self._config = config
-        self._sample = Sample(Completion(text=output, finish_reason=FinishReason.STOP))
+        self._sample = Sample(completion)
+
+    def called_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | Path | None = None,
+        *,
+        python: str | None = None,
+        times: int | None = None,
+        order: int | None = None,
+    ) -> Self:
+        """The function `name` was called, with arguments matching the JSON Schema `args` (a
+        dict or a JSON file) and the expression `python` over `args`, `times` such calls,
+        the first being call number `order` — as `type: tool-called` checks it."""
+        params: dict[str, Any] = {"value": name}
+        if isinstance(args, Mapping):
+            params["args"] = dict(args)
+        elif args is not None:
+            params["args"] = f"file://{Path(args).resolve()}"
+        for key, value in (("python", python), ("times", times), ("order", order)):
+            if value is not None:
+                params[key] = value
+        return self._run("tool-called", name, params)
+
+    def not_called_tool(self, name: str) -> Self:
+        """The function `name` was never called."""
+        return self._run("tool-not-called", name, {"value": name})
+
+    def no_tool_call(self) -> Self:
+        """No function was called at all."""
+        return self._run("no-tool-call", "", {})
+
+    def tool_args_valid(self, tools: Sequence[Mapping[str, Any]] | str | Path) -> Self:
+        """Every call names one of `tools` (OpenAI function definitions, or a JSON file of
+        them) with arguments valid against its parameter schema."""
+        source = tools if not isinstance(tools, str | Path) else f"file://{Path(tools).resolve()}"
+        return self._run("tool-args-valid", "", {}, tools=_read("tools", source).tools)
 
     def mentions(
         self, concept: ConceptValue, *, threshold: float = DEFAULT_MENTION_THRESHOLD
@@ -209,9 +247,15 @@ class BehaviorAssertion:
         lines.extend(f"  {r.line()}" for r in self.results)
         return "\n".join(lines)
 
-    def _run(self, type_name: str, target: str, params: Mapping[str, Any]) -> Self:
+    def _run(
+        self,
+        type_name: str,
+        target: str,
+        params: Mapping[str, Any],
+        tools: Sequence[ToolDefinition] = (),
+    ) -> Self:
         __tracebackhide__ = True
-        assertion = _build(type_name, params, self._config)
+        assertion = _build(type_name, params, self._config, tools)
         try:
             check = assertion.check(self._sample)
         except Exception as exc:
@@ -246,15 +290,86 @@ class BehaviorAssertion:
         return self
 
 
+#: What a check reads: an output text, the answer message of a chat API (a dict in the
+#: OpenAI or Anthropic format, or an SDK message object) with its tool calls, a message list
+#: (the conversation the app produced: its text is the last assistant turn's, its calls every
+#: assistant turn's), or a redline Completion.
+Output = str | Completion | Mapping[str, Any] | Sequence[Any] | Any
+
+
+def answer_of(output: Output) -> Completion:
+    """The answer a check sees in `output` (see `Output`); ValueError for a message list
+    that is not one (an unknown role, a call without an id...)."""
+    if isinstance(output, str):
+        return Completion(text=output, finish_reason=FinishReason.STOP)
+    if isinstance(output, Completion):
+        return output
+    items = [output] if isinstance(output, Mapping) or hasattr(output, "role") else output
+    messages = [m if isinstance(m, Mapping) else _plain_message(m) for m in items]
+    if messages and "role" not in messages[-1]:
+        messages[-1] = {"role": "assistant", **messages[-1]}
+    turns = _read("messages", messages).messages
+    answers = [m for m in turns if m.role is Role.ASSISTANT]
+    last = turns[-1] if turns else None
+    calls = tuple(c for m in answers for c in m.tool_calls)
+    text = last.text if last is not None and last.role is Role.ASSISTANT else ""
+    finish = FinishReason.TOOL_CALLS if last is not None and last.tool_calls else FinishReason.STOP
+    return Completion(text=text, finish_reason=finish, tool_calls=calls)
+
+
+def _plain_message(message: Any) -> Mapping[str, Any]:
+    """An SDK message object (pydantic `model_dump`, or plain attributes) as a dict."""
+    dump = getattr(message, "model_dump", None)
+    if callable(dump):
+        data = dump(exclude_none=True)
+        if isinstance(data, Mapping):
+            return data
+    keys = ("role", "content", "name", "tool_calls", "tool_call_id")
+    return {k: getattr(message, k) for k in keys if getattr(message, k, None) is not None}
+
+
+@dataclass(frozen=True)
+class _Read:
+    messages: tuple[Message, ...] = ()
+    tools: tuple[ToolDefinition, ...] = ()
+
+
+def _read(key: str, value: Any) -> _Read:
+    """`messages` or `tools` read exactly as a case file's are (the same reader, the same
+    problems), from Python data; ValueError listing the problems."""
+    found: list[str] = []
+
+    def report(at: tuple[str | int, ...], message: str, hint: str) -> None:
+        where = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in at)
+        found.append(f"{where.lstrip('.')}: {message}" + (f" ({hint})" if hint else ""))
+
+    reader = ConversationReader(report, Path.cwd().as_posix(), _file_bytes)
+    read = (
+        _Read(messages=reader.messages(value, (key,)))
+        if key == "messages"
+        else _Read(tools=reader.tools(value, (key,)))
+    )
+    if found:
+        raise ValueError("; ".join(found))
+    return read
+
+
+def _file_bytes(path: str) -> bytes | None:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
 def assert_behavior(
-    output: str, *, config: Config | None = None, golden: str | Path | None = None
+    output: Output, *, config: Config | None = None, golden: str | Path | None = None
 ) -> BehaviorAssertion:
     """A fail-fast chain: each method raises AssertionError at the first failing check."""
     return BehaviorAssertion(output, config=config, golden=golden)
 
 
 def check_behavior(
-    output: str, *, config: Config | None = None, golden: str | Path | None = None
+    output: Output, *, config: Config | None = None, golden: str | Path | None = None
 ) -> BehaviorAssertion:
     """A collecting chain: every check runs; `.verify()` (or leaving a `with` block, or the
     end of the test under the pytest plugin) raises once with all results."""
@@ -274,7 +389,12 @@ def _default_config() -> Config:
         return _config_for(Path.cwd())
 
 
-def _build(type_name: str, params: Mapping[str, Any], config: Config | None) -> Assertion:
+def _build(
+    type_name: str,
+    params: Mapping[str, Any],
+    config: Config | None,
+    tools: Sequence[ToolDefinition] = (),
+) -> Assertion:
     """Parse a check exactly as a case file entry would be parsed."""
     cls = assertion_type(type_name)
     if cls is None:
@@ -290,6 +410,7 @@ def _build(type_name: str, params: Mapping[str, Any], config: Config | None) -> 
         case_dir=Path.cwd(),
         config=config if config is not None else _default_config(),
         probe_backends=False,
+        tools=tools,
     )
     assertion = cls.parse(spec)
     if assertion is None or spec.problems:
@@ -298,16 +419,14 @@ def _build(type_name: str, params: Mapping[str, Any], config: Config | None) -> 
 
 
 def _json_with_schema(schema: dict[str, Any], sample: Sample) -> Check:
-    validator_class = validator_for(schema)
-    try:
-        validator_class.check_schema(schema)
-    except SchemaError as exc:
-        raise ValueError(f"invalid JSON Schema: {exc.message}") from None
+    checked, why = JsonSchema.checked(schema)
+    if checked is None:
+        raise ValueError(f"invalid JSON Schema {why}")
     node, problems = load_text("type: is-json\n", _WHERE)
     if node is None:
         raise RuntimeError("; ".join(str(p) for p in problems))
     spec = Spec(type_name="is-json", node=node, index=0, case_dir=Path.cwd())
-    return deterministic.IsJson(spec, validator_class(schema), "the schema").check(sample)
+    return deterministic.IsJson(spec, checked, "the schema").check(sample)
 
 
 def _label(concept: ConceptValue) -> str:

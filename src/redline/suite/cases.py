@@ -8,6 +8,7 @@ collected, with file:line:column and a hint, before anything runs.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 from collections.abc import Mapping, Sequence
@@ -22,6 +23,7 @@ from redline.assertions import (
 )
 from redline.casemodel import (
     CASE_SUFFIXES,
+    DEFAULT_MAX_STEPS,
     RETIRED_DIR,
     SUITE_FILE,
 )
@@ -44,6 +46,15 @@ from redline.documents.yamlsource import (
 from redline.documents.yamlsource import type_name as yaml_type
 from redline.errors import Problem, ProblemsError, relpath
 from redline.text.templates import fill
+from redline.vocabulary.messages import (
+    Message,
+    ResponseFormat,
+    Role,
+    TextPart,
+    ToolChoice,
+    ToolDefinition,
+    ToolFixture,
+)
 from redline.vocabulary.outcome import scale_required
 from redline.vocabulary.sequential import (
     SequentialPlan,
@@ -95,6 +106,23 @@ class Case:
     quarantine: Quarantine | None = None
     #: The declared case settings it has (`redline.casemodel.declare_setting`), as read.
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: The case's conversation (`messages:`), after the suite's shared messages; empty for
+    #: a one-turn case (the suite's `prompt.user` is then the user turn).
+    messages: tuple[Message, ...] = ()
+    #: Offline answers for the tools the model calls (`tool_results:`): given any, redline
+    #: plays the tool loop until a final answer, an unanswered call or `max_steps`.
+    tool_results: tuple[ToolFixture, ...] = ()
+    #: The case's own structured-output schema, replacing the suite's.
+    response_format: ResponseFormat | None = None
+
+    @property
+    def plays_loop(self) -> bool:
+        return bool(self.tool_results)
+
+    @property
+    def max_steps(self) -> int:
+        """Requests a tool loop may make (the `max_steps` setting)."""
+        return int(self.settings.get("max_steps", DEFAULT_MAX_STEPS))
 
     def required_for(self, n: int) -> int:
         """The same pass-rate bar at `n` samples (a rerun with more samples)."""
@@ -120,16 +148,52 @@ class Suite:
     retired_files: tuple[Path, ...] = field(default=())
     #: `seed: frozen` (0) or a base integer: seeds fixed per (case, sample index) across runs.
     seed: int | None = None
+    #: Messages every case's conversation starts with (after the system prompt).
+    messages: tuple[Message, ...] = ()
+    tools: tuple[ToolDefinition, ...] = ()
+    tool_choice: ToolChoice | None = None
+    response_format: ResponseFormat | None = None
 
     def render(self, case: Case) -> tuple[str, str]:
         """(system text, user text) with the case's `{{var}}` values filled in verbatim."""
         return fill(self.system_template, case.vars)[0], fill(self.user_template, case.vars)[0]
+
+    def turns(self, case: Case) -> tuple[Message, ...]:
+        """The conversation after the system prompt, `{{var}}` values filled in: the suite's
+        shared messages, then the case's own (or, for a one-turn case, the user template);
+        empty when the request is the one-turn `system` + `user`."""
+        if not self.messages and not case.messages:
+            return ()
+        own = case.messages
+        if not own and self.user_template:
+            own = (Message(Role.USER, self.user_template),)
+        return tuple(_filled(m, case.vars) for m in self.messages + own)
+
+    def conversation(self, case: Case) -> tuple[Message, ...]:
+        """Every message a request of this case sends, the system prompt first."""
+        system, user = self.render(case)
+        head = (Message(Role.SYSTEM, system),) if system else ()
+        return head + (self.turns(case) or (Message(Role.USER, user),))
+
+    def response_format_for(self, case: Case) -> ResponseFormat | None:
+        """The structured-output schema the case's requests carry: its own, else the suite's."""
+        return case.response_format or self.response_format
 
     def case(self, case_id: str) -> Case:
         for case in self.cases:
             if case.id == case_id:
                 return case
         raise KeyError(case_id)
+
+
+def _filled(message: Message, vars: Mapping[str, str]) -> Message:
+    """`message` with the `{{var}}` placeholders of its text filled in verbatim."""
+    if isinstance(message.content, str):
+        return dataclasses.replace(message, content=fill(message.content, vars)[0])
+    parts = tuple(
+        TextPart(fill(p.text, vars)[0]) if isinstance(p, TextPart) else p for p in message.content
+    )
+    return dataclasses.replace(message, content=parts)
 
 
 def load_suite(path: Path, config: Config | None = None) -> Suite:
@@ -260,6 +324,8 @@ class _SuiteLoader(NodeReader):
         if len(self.problems) > before or prompt is None:
             return None
         system, user, files = prompt
+        shared = bar.conversation
+        files += tuple(dict.fromkeys(Path(p).resolve() for p in shared.files))
         samples = bar.samples.value
         return Suite(
             name=name,
@@ -276,6 +342,10 @@ class _SuiteLoader(NodeReader):
             description=bar.description,
             retired_files=retired,
             seed=bar.seed,
+            messages=shared.messages,
+            tools=shared.tools,
+            tool_choice=shared.tool_choice,
+            response_format=shared.response_format,
         )
 
     def report(self, root: Node, issues: Sequence[Issue]) -> None:
@@ -383,6 +453,7 @@ class _CaseLoader:
         self.suite_name = suite_name
         self.bar = bar
         self.files: list[Path] = []
+        self.response_format: ResponseFormat | None = None
 
     def read_root(self) -> Node | None:
         """The case file as a mapping (from the disk, or from an edit not written yet)."""
@@ -415,6 +486,10 @@ class _CaseLoader:
         missing = {i for i, cls in types.items() if cls is None}
         suite.report(root, [i for i in case.issues if _assertion_index(i) not in missing])
         self.files.extend(Path(p).resolve() for p in case.files)
+        #: What the case's assertions check calls and JSON against.
+        self.response_format = case.conversation.response_format or (
+            self.bar.conversation.response_format
+        )
         assertions = self.assertions(root, case, types)
         if len(suite.problems) > before:
             return None
@@ -434,6 +509,9 @@ class _CaseLoader:
             golden=None if case.golden is None else str(case.golden.value),
             quarantine=_quarantine(case),
             settings={key: setting.value for key, setting in case.settings.items()},
+            messages=case.conversation.messages,
+            tool_results=case.conversation.tool_results,
+            response_format=case.conversation.response_format,
         )
 
     def assertions(
@@ -478,6 +556,8 @@ class _CaseLoader:
             config=suite.config,
             display=suite.show,
             reading=reading,
+            tools=self.bar.conversation.tools,
+            response_format=self.response_format,
         )
         assertion = cls.parse(spec)
         suite.problems.extend(spec.problems)

@@ -4,40 +4,54 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 
-
-class FinishReason(StrEnum):
-    """Why generation stopped, normalised across providers."""
-
-    STOP = "stop"
-    LENGTH = "length"
-    REFUSAL = "refusal"
-    CONTENT_FILTER = "content_filter"
-    TOOL_CALLS = "tool_calls"
-    OTHER = "other"
+from redline.vocabulary.messages import (
+    FinishReason,
+    Message,
+    ResponseFormat,
+    Role,
+    Step,
+    ToolCall,
+    ToolChoice,
+    ToolDefinition,
+)
 
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One sample's request: the rendered prompts and sampling settings."""
+    """One request: the rendered prompts, the conversation, tools and sampling settings.
+
+    A one-turn request is `system` and `user`. A conversation gives `messages` (which
+    then replace `user`; `system`, when set, goes first): the model answers the last turn.
+    """
 
     model: str
     system: str
-    user: str
+    user: str = ""
     max_tokens: int | None = None
     temperature: float | None = None
     seed: int | None = None
-    response_schema: dict[str, object] | None = None
+    response_format: ResponseFormat | None = None
+    messages: tuple[Message, ...] = ()
+    tools: tuple[ToolDefinition, ...] = ()
+    tool_choice: ToolChoice | None = None
     #: (suite, case id, sample index) this request draws: how a provider answering from
     #: stored evidence (a replay) finds the answer. Model providers ignore it.
     sample: tuple[str, str, int] | None = None
+    #: The request's place in its sample's tool loop (0: the first request).
+    step: int = 0
     #: Asked during generation with the output so far (cut off, finish reason `length`):
     #: why the sample's verdict can no longer change, or None while it still can. A
     #: provider that streams stops generating once it answers; others ignore it.
     settled: Callable[[Completion], str | None] | None = field(
         default=None, compare=False, repr=False
     )
+
+    def conversation(self) -> tuple[Message, ...]:
+        """Every message sent, in order: the system prompt, then the turns."""
+        head = (Message(Role.SYSTEM, self.system),) if self.system else ()
+        turns = self.messages or (Message(Role.USER, self.user),)
+        return head + turns
 
 
 @dataclass(frozen=True)
@@ -76,6 +90,15 @@ class Completion:
     cached_input_tokens: int | None = None
     cache_write_tokens: int | None = None
 
+    #: The function calls the model asked for, exactly as received.
+    tool_calls: tuple[ToolCall, ...] = ()
+    #: Every request of a tool loop, in order, when the sample was one (the fields above
+    #: are then the last step's answer with the loop's total tokens, latency and cost).
+    steps: tuple[Step, ...] = ()
+
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+__all__ = ["ChatRequest", "Completion", "FinishReason"]

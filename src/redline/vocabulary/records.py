@@ -31,6 +31,7 @@ from typing import Any
 
 from redline.vocabulary.causes import TriageState
 from redline.vocabulary.completion import Completion, FinishReason
+from redline.vocabulary.messages import LoopEnd, Step, ToolCall, loop_end
 from redline.vocabulary.tiers import Tier
 from redline.vocabulary.verdicts import AssertionResult, Verdict
 
@@ -94,7 +95,7 @@ class FieldKind(Enum):
     STRINGS = "strings"  # tuple[str, ...]
     MAPPING = "mapping"  # a JSON object
     COUNTS = "counts"  # verdict → count
-    RECORDS = "records"  # a tuple of nested records (assertion results)
+    RECORDS = "records"  # a tuple of nested records (assertion results, tool calls, steps)
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,13 @@ class RunRecord:
         default_factory=dict, metadata=stored(column=None, key=None)
     )
 
+    @property
+    def against(self) -> str | None:
+        """The reference run a comparison run (`run --against`) repeats on another model:
+        it is a model-migration candidate, not a point of the cases' history."""
+        reference = self.args.get("against")
+        return str(reference) if reference else None
+
 
 @dataclass(frozen=True)
 class CaseRecord:
@@ -266,6 +274,11 @@ class SampleRecord:
     #: Kept in the store's assertion table, one row each.
     assertions: tuple[AssertionResult, ...] = field(default=(), metadata=NOT_STORED)
     created_at: str = ""
+    #: The function calls of the (last) answer, exactly as received: id, name, raw arguments.
+    tool_calls: tuple[ToolCall, ...] = field(default=(), metadata=stored(answer="=", sparse=True))
+    #: Every request of the sample's tool loop with what came back and the fixture answers
+    #: sent; empty when the case plays no loop.
+    steps: tuple[Step, ...] = field(default=(), metadata=stored(answer="=", sparse=True))
 
     @classmethod
     def of_answer(cls, completion: Completion, **fields: Any) -> SampleRecord:
@@ -273,9 +286,28 @@ class SampleRecord:
         taken = dict(zip(_ANSWER_NAMES, _ANSWERS_OF(completion), strict=True))
         return cls(**(taken | fields))
 
+    @property
+    def loop_end(self) -> LoopEnd | None:
+        """How the sample's tool loop ended (None: it played none)."""
+        return loop_end(self.steps)
+
     def as_answer(self) -> Completion:
         """The completion this sample stored, raw output untouched (what a replay serves)."""
         return Completion(**{f.answer: getattr(self, f.name) for f in _ANSWER_FIELDS})
+
+
+def step_completion(step: Step) -> Completion:
+    """One stored step of a tool loop as the completion that answered it."""
+    return Completion(
+        text=step.output,
+        finish_reason=step.finish_reason,
+        input_tokens=step.input_tokens,
+        output_tokens=step.output_tokens,
+        latency_ms=step.latency_ms,
+        cost=step.cost,
+        error=step.error,
+        tool_calls=step.tool_calls,
+    )
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ sorts by it. Above them, a pooled summary; below, the cases whose file changed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -25,7 +26,9 @@ from redline.deciding.compare import (
     PooledSummary,
     Split,
     compare_runs,
+    passed_before,
     pooled_summary,
+    split_of,
 )
 from redline.errors import RedlineError
 from redline.presentation import short_model_id
@@ -35,7 +38,19 @@ from redline_tui.context import TriageContext
 from redline_tui.messages import OpenStep, SampleSource, Step
 from redline_tui.screens.runs import RunsScreen, run_result_text
 from redline_tui.widgets.key_bar import KeyBar
-from redline_tui.widgets.row_table import RowTable
+from redline_tui.widgets.row_table import ColumnSpec, RowTable, hidden_labels
+
+#: How readily each comparison column gives way on a narrow terminal (0: always shown).
+_PRIORITIES = {"case": 0, "a": 0, "b": 0, "delta": 0, "p": 1, "cost": 1, "latency": 2}
+_CASE_MIN = 20
+#: The order `f` walks the four-way split in: what the candidate broke first.
+_SPLIT_ORDER = (
+    Split.ONLY_B_FAILS,
+    Split.ONLY_A_FAILS,
+    Split.BOTH_FAIL,
+    Split.UNDECIDED,
+    Split.BOTH_PASS,
+)
 
 
 def _rate(value: float | None) -> str:
@@ -98,7 +113,7 @@ def summary_text(comparison: Comparison, pooled: PooledSummary) -> Text:
     return text
 
 
-def usage_text(comparison: Comparison) -> Text:
+def usage_text(comparison: Comparison, shared: Sequence[CaseDelta] = ()) -> Text:
     """Cost, latency and tokens per call, A → B; the four-way split of the cases."""
     totals = {t.label: t for t in total_lines(comparison)}
     text = Text(
@@ -117,30 +132,49 @@ def usage_text(comparison: Comparison) -> Text:
         text.append(f"\ncached input tokens {cached.a} → {cached.b}")
     if not comparison.withheld:
         text.append("\n" + " · ".join(f"{s} {len(comparison.split(s))}" for s in Split))
-        both = comparison.likely_case_problems
-        if both:
-            names = ", ".join(d.case_id for d in both[:4]) + (" …" if len(both) > 4 else "")
-            text.append(f"\nBoth fail ({SPLIT_NOTES[Split.BOTH_FAIL]}): {names}", style="yellow")
+        text.append("  (f lists each)", style="dim")
+        shared_keys = {(d.suite, d.case_id) for d in shared}
+        suspects = [
+            d for d in comparison.likely_case_problems if (d.suite, d.case_id) not in shared_keys
+        ]
+        if shared:
+            text.append(
+                f"\nBoth fail, yet passed before with the same case file (not the migration, "
+                f"not the case: a change both runs share, such as the prompt; Step 1 tells "
+                f"which): {_names(shared)}",
+                style="yellow",
+            )
+        if suspects:
+            text.append(
+                f"\nBoth fail ({SPLIT_NOTES[Split.BOTH_FAIL]}): {_names(suspects)}",
+                style="yellow",
+            )
     return text
 
 
-def header_text(comparison: Comparison) -> Text:
+def _names(deltas: Sequence[CaseDelta]) -> str:
+    return ", ".join(d.case_id for d in deltas[:4]) + (" …" if len(deltas) > 4 else "")
+
+
+def header_text(comparison: Comparison, shared: Sequence[CaseDelta] = ()) -> Text:
     text = run_line("A", comparison.a.run)
     text.append("\n")
     text.append_text(run_line("B", comparison.b.run))
     text.append("\n")
     text.append_text(summary_text(comparison, pooled_summary(comparison)))
     text.append("\n")
-    text.append_text(usage_text(comparison))
+    text.append_text(usage_text(comparison, shared))
     return text
 
 
 class ComparisonMade(Message):
     """The comparison worker compared the two runs."""
 
-    def __init__(self, comparison: Comparison) -> None:
+    def __init__(self, comparison: Comparison, shared: list[CaseDelta]) -> None:
         super().__init__()
         self.comparison = comparison
+        #: Both-fail cases that passed before with the same case file.
+        self.shared = shared
 
 
 class ComparisonFailed(Message):
@@ -200,6 +234,7 @@ class CompareScreen(Screen[None]):
         Binding("a", "pick('a')", "Pick run A"),
         Binding("b", "pick('b')", "Pick run B"),
         Binding("x", "swap", "Swap A/B"),
+        Binding("f", "next_split", "Split"),
         Binding("s", "sort_next", "Sort"),
         Binding("r", "sort_reverse", "Reverse", show=False),
     ]
@@ -233,6 +268,10 @@ class CompareScreen(Screen[None]):
         self.table: RowTable[Text] = RowTable(id="compare-table")
         self.changed = ChangedCases()
         self.status = Static("", id="compare-status", classes="status-line")
+        #: The four-way split shown as the list (None: every compared case).
+        self.split: Split | None = None
+        self.shown_columns: dict[str, int] = {}
+        self.hidden_columns: list[str] = []
 
     @property
     def sort_key(self) -> str | None:
@@ -261,10 +300,14 @@ class CompareScreen(Screen[None]):
     def _load(self) -> None:
         store = self.ctx.store
         try:
-            other = self.run_a_id
+            # A comparison run is compared with the run it repeats; otherwise the latest
+            # earlier scheduled run (not another model's comparison run).
+            other = self.run_a_id or self.run_b.against
             if other is None:
                 earlier = [
-                    r for r in store.runs(kind=RunKind.RUN) if r.started_at < self.run_b.started_at
+                    r
+                    for r in store.runs(kind=RunKind.RUN)
+                    if r.started_at < self.run_b.started_at and r.against is None
                 ]
                 if not earlier:
                     self.post_message(
@@ -276,10 +319,11 @@ class CompareScreen(Screen[None]):
                 other = earlier[0].id
             price = self.ctx.config.price if self.ctx.config is not None else None
             comparison = compare_runs(store, other, self.run_b.id, price)
+            shared = [] if comparison.withheld else passed_before(store, comparison)
         except RedlineError as exc:
             self.post_message(ComparisonFailed(str(exc)))
             return
-        self.post_message(ComparisonMade(comparison))
+        self.post_message(ComparisonMade(comparison, shared))
 
     @on(ComparisonFailed)
     def _failed(self, event: ComparisonFailed) -> None:
@@ -293,11 +337,9 @@ class CompareScreen(Screen[None]):
         comparison = event.comparison
         self.comparison = comparison
         self.run_a_id = comparison.a.run.id
-        self.header.update(header_text(comparison))
+        self.header.update(header_text(comparison, event.shared))
         self._fill()
         self.changed.show(list(comparison.changed))
-        shown = "withheld" if comparison.withheld else f"{len(self.rows)} compared"
-        self.status.update(Text(f"{shown} · enter: outputs of both · a/b: pick a run · x: swap"))
 
     def _shown(self) -> list[Column]:
         return columns(self.comparison) if self.comparison is not None else []
@@ -308,24 +350,60 @@ class CompareScreen(Screen[None]):
         if comparison is None:
             return
         rows = list(comparison.rows)
+        if self.split is not None:
+            rows = [d for d in rows if split_of(d) is self.split]
         if self.sort_key is not None:
             rows = sort_rows(rows, self.sort_key, self.descending)
         self.rows = rows
         table = self.table
-        table.clear(columns=True)
+        specs = []
         for col in self._shown():
             arrow = ""
             if col.key == self.sort_key:
                 arrow = " ▼" if self.descending else " ▲"
-            table.add_column(col.header + arrow, key=col.key)
+            widest = max((len(col.text(d)) for d in rows), default=1)
+            least = min(_CASE_MIN, widest) if col.key == "case" else None
+            priority = _PRIORITIES.get(col.key, 3)
+            specs.append(ColumnSpec(col.key, col.header + arrow, widest, priority, least))
+        self.shown_columns = table.set_columns(specs)
+        self.hidden_columns = hidden_labels(specs, self.shown_columns)
+        shown = [col for col in self._shown() if col.key in self.shown_columns]
         for i, d in enumerate(rows):
             style = ""
             if not comparison.withheld:
                 style = "bold red" if d.significant_drop else ("green" if d.significant else "")
             table.add_row(
-                *(Text(col.text(d), style=style if col.content else "") for col in self._shown()),
+                *(
+                    Text(
+                        col.text(d),
+                        style=style if col.content else "",
+                        overflow="ellipsis",
+                        no_wrap=True,
+                    )
+                    for col in shown
+                ),
                 key=str(i),
             )
+        self._show_status()
+
+    def _show_status(self) -> None:
+        comparison = self.comparison
+        if comparison is None:
+            return
+        shown = "withheld" if comparison.withheld else f"{len(self.rows)} compared"
+        if self.split is not None:
+            shown = f"{len(self.rows)} {self.split} (f: next split)"
+        if self.sort_key is None:
+            order = "largest drop first"
+        else:
+            header = next((c.header for c in COLUMNS if c.key == self.sort_key), self.sort_key)
+            order = f"sorted by {header} {'▼ descending' if self.descending else '▲ ascending'}"
+        hidden = (
+            f" · not shown at this width: {', '.join(self.hidden_columns)}"
+            if self.hidden_columns
+            else ""
+        )
+        self.status.update(Text(f"{shown} · {order} (s: next column, r: reverse){hidden}"))
 
     def sort_by(self, key: str, descending: bool | None = None) -> None:
         """Sort by column `key`; the same column again turns the order around."""
@@ -346,6 +424,17 @@ class CompareScreen(Screen[None]):
         keys = [c.key for c in self._shown()] or [c.key for c in COLUMNS]
         current = keys.index(self.sort_key) if self.sort_key in keys else -1
         self.sort_by(keys[(current + 1) % len(keys)], descending=False)
+
+    def action_next_split(self) -> None:
+        """Show one part of the four-way split as the list: only B fails first (what the
+        candidate broke), then only A fails, both fail, undecided, both pass, every case."""
+        if self.comparison is None or self.comparison.withheld:
+            self.notify("The content comparison is withheld: there is no split to list")
+            return
+        order: list[Split | None] = [*_SPLIT_ORDER, None]
+        self.split = order[(order.index(self.split) + 1) % len(order)]
+        self._fill()
+        self.table.move_cursor(row=0, animate=False)
 
     def action_sort_reverse(self) -> None:
         if self.sort_key is not None:

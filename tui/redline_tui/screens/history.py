@@ -79,9 +79,9 @@ def rate_chart(point: HistoryPoint) -> Text:
 
 
 def point_cells(point: HistoryPoint, current_run: str, run: RunRecord | None) -> list[Text]:
-    rerun = point.kind is not RunKind.RUN
+    rerun = point.kind is not RunKind.RUN or point.against is not None
     marker = "▶ " if point.run_id == current_run else "  "
-    kind = "↳" if rerun else ""
+    kind = "⇄" if point.against is not None else ("↳" if rerun else "")
     marks = ("▲" if point.model_changed else "") + ("◆" if point.case_changed else "")
     branch = "—"
     if run is not None:
@@ -166,7 +166,8 @@ class HistoryScreen(CaseStepScreen):
 
     HELP: ClassVar[str] = (
         "One row per run of this case, oldest first, ▶ on the run being triaged; ↳ marks a "
-        "rerun. The chart: " + CHART_LEGEND + ". ▲ = the model changed at that run, "
+        "rerun, ⇄ a comparison run (another model on the same cases, kept out of the trend). "
+        "The chart: " + CHART_LEGEND + ". ▲ = the model changed at that run, "
         "◆ = the case file changed (a new case from there).\n"
         "Runs of other branches than this run's are dimmed; b hides or shows them. "
         "A marginal case gets more samples (m) or is retired (t): noise is not a regression."
@@ -258,7 +259,17 @@ class HistoryScreen(CaseStepScreen):
         self.trend.update(trend)
 
     def action_toggle_branches(self) -> None:
+        if self.history is None:
+            return
+        points = (*self.history.scheduled, *self.history.reruns)
+        others = sum(1 for p in points if self._other_branch(p))
+        if not others:
+            branch = self.run.git_branch or "no branch"
+            self.notify(f"Every run of this case is on {branch}: no other branch to hide")
+            return
         self.hide_other_branches = not self.hide_other_branches
+        state = "hidden" if self.hide_other_branches else "shown, dimmed"
+        self.notify(f"{others} run(s) of other branches {state}")
 
     def watch_hide_other_branches(self) -> None:
         if self.history is not None:

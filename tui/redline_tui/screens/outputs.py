@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -15,11 +15,22 @@ from textual.widgets import DataTable, Static
 from redline.deciding.baseline import GoldenReference
 from redline.presentation import stopped_early_note
 from redline.textsafe import preview
+from redline.transcript import (
+    conversation_entries,
+    entries_text,
+    is_conversation,
+    is_plain,
+    sample_answer,
+    tool_names,
+    transcript_text,
+)
+from redline.vocabulary.messages import Message as SentMessage
 from redline.vocabulary.records import CaseRecord, RunRecord, SampleRecord
 from redline_tui.context import TriageContext, rerun_label
 from redline_tui.messages import SampleSource, Step
 from redline_tui.screens.step import STEP_BINDINGS, CaseStepScreen, step_title
 from redline_tui.widgets.key_bar import KeyBar
+from redline_tui.widgets.row_table import SCROLLBAR, ColumnSpec, fit_columns
 from redline_tui.widgets.sample_panes import SamplePanes
 from redline_tui.widgets.verdict_bar import verdict_badge
 
@@ -32,6 +43,10 @@ def failing_reasons(sample: SampleRecord) -> list[str]:
     return reasons
 
 
+def _longest(texts: Iterable[str], least: int) -> int:
+    return max((len(text) for text in texts), default=least)
+
+
 def _finish(sample: SampleRecord) -> str:
     """Why the output ends: the finish reason, or `stopped` when redline ended it."""
     if sample.stopped_early is not None:
@@ -42,10 +57,16 @@ def _finish(sample: SampleRecord) -> str:
 class SamplesRead(Message):
     """The loading worker read the case's samples and its golden output."""
 
-    def __init__(self, rows: list[tuple[str, SampleRecord]], golden: GoldenReference) -> None:
+    def __init__(
+        self,
+        rows: list[tuple[str, SampleRecord]],
+        golden: GoldenReference,
+        conversation: tuple[SentMessage, ...],
+    ) -> None:
         super().__init__()
         self.rows = rows
         self.golden = golden
+        self.conversation = conversation
 
 
 class OutputsScreen(CaseStepScreen):
@@ -57,6 +78,7 @@ class OutputsScreen(CaseStepScreen):
         Binding("o", "focus_raw", "Raw output"),
         Binding("d", "focus_diff", "Diff"),
         Binding("w", "toggle_wrap", "Wrap"),
+        Binding("c", "toggle_conversation", "Conversation", show=False),
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
         *STEP_BINDINGS,
@@ -68,6 +90,9 @@ class OutputsScreen(CaseStepScreen):
         "output (the accepted baseline's, else the case's own `golden:` answer; the first "
         "line says which); words that changed inside a changed line are highlighted.\n"
         "Both panes wrap (w turns wrapping off, ← → then scroll) and scroll together. "
+        "A sample that called tools shows each call with its arguments and, for a tool loop, "
+        "every step with the fixture answers sent back; c shows the conversation the case "
+        "sends (roles, tool calls, tool results) in the left pane instead, and back. "
         "o / d focus a pane; in a pane, g/G or Home/End go to the top/bottom. "
         "Click a step tab (1 Rerun, 2 Outputs, 3 History) at the top to switch steps."
     )
@@ -94,16 +119,10 @@ class OutputsScreen(CaseStepScreen):
         self.table: DataTable[Text | str] = DataTable(
             id="samples", cursor_type="row", zebra_stripes=True
         )
-        for key, label in (
-            ("source", "Source"),
-            ("index", "#"),
-            ("verdict", "Verdict"),
-            ("finish", "Finish"),
-            ("failing", "Failing assertions"),
-        ):
-            self.table.add_column(label, key=key)
         self.reasons = Static("", id="sample-reasons")
         self.panes = SamplePanes(id="sample-panes")
+        self.showing_conversation = False
+        self.conversation: tuple[SentMessage, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static(step_title(self.STEP, self.run, self.case), classes="step-title")
@@ -113,6 +132,7 @@ class OutputsScreen(CaseStepScreen):
         yield KeyBar()
 
     def on_mount(self) -> None:
+        self._set_columns([])
         self._load()
 
     @work(thread=True, exclusive=True, group="outputs-load")
@@ -130,14 +150,16 @@ class OutputsScreen(CaseStepScreen):
                     for s in self.ctx.store.samples(rerun.id, self.case.case_id, self.case.suite)
                 )
         golden = self.ctx.golden(self.case.suite, self.case.case_id)
-        self.post_message(SamplesRead(rows, golden))
+        sent = self.ctx.conversation(self.case.suite, self.case.case_id)
+        self.post_message(SamplesRead(rows, golden, sent))
 
     @on(SamplesRead)
     def _show(self, event: SamplesRead) -> None:
         rows = event.rows
         self.samples = rows
         self._golden = event.golden
-        self.table.clear()
+        self.conversation = event.conversation
+        self._set_columns(rows)
         for i, (label, sample) in enumerate(rows):
             reasons = failing_reasons(sample)
             self.table.add_row(
@@ -162,6 +184,22 @@ class OutputsScreen(CaseStepScreen):
         self.table.move_cursor(row=start, animate=False)
         self.show_sample(start)
 
+    def _set_columns(self, rows: Sequence[tuple[str, SampleRecord]]) -> None:
+        """Widths from the rows (never cut a source or finish reason); the failing
+        assertions take what is left of the terminal."""
+        specs = [
+            ColumnSpec("source", "Source", _longest((label for label, _ in rows), 7)),
+            ColumnSpec("index", "#", _longest((str(s.index) for _, s in rows), 1)),
+            ColumnSpec("verdict", "Verdict", _longest((f" {s.verdict} " for _, s in rows), 7)),
+            ColumnSpec("finish", "Finish", _longest((_finish(s) for _, s in rows), 6)),
+            ColumnSpec("failing", "Failing assertions", 60, 1, 18),
+        ]
+        available = max(0, (self.table.size.width or self.app.size.width) - SCROLLBAR)
+        self.table.clear(columns=True)
+        for key, cells in fit_columns(specs, available).items():
+            label = next(s.label for s in specs if s.key == key)
+            self.table.add_column(label, key=key, width=cells)
+
     def show_sample(self, row: int) -> None:
         label, sample = self.samples[row]
         reasons = failing_reasons(sample) or ["every assertion passed"]
@@ -178,10 +216,22 @@ class OutputsScreen(CaseStepScreen):
         stopped = stopped_early_note(sample)
         if stopped is not None:
             head.append("\n  " + preview(stopped, 600), style="cyan")
+        tools = tool_names(sample)
+        if tools:
+            head.append("\n  tool calls: " + preview(", ".join(tools), 400))
         self.reasons.update(head)
         self.panes.show(
-            sample.output, self._golden, f"{label} sample {sample.index} [{sample.verdict}]"
+            transcript_text(sample),
+            sample_answer(sample),
+            self._golden,
+            f"{label} sample {sample.index} [{sample.verdict}]",
         )
+        plain = is_plain(sample) and not is_conversation(self.conversation)
+        self.panes.raw.border_title = (
+            "raw output (escaped)" if plain else "answer (escaped) · c: the conversation sent"
+        )
+        if self.showing_conversation:
+            self._show_conversation()
 
     @on(DataTable.RowHighlighted, "#samples")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -200,6 +250,20 @@ class OutputsScreen(CaseStepScreen):
 
     def action_toggle_wrap(self) -> None:
         self.panes.toggle_wrap()
+
+    def action_toggle_conversation(self) -> None:
+        """The left pane: the conversation the case sends, or the selected sample again."""
+        self.showing_conversation = not self.showing_conversation
+        row = self.table.cursor_row
+        if 0 <= row < len(self.samples):
+            self.show_sample(row)
+        elif self.showing_conversation:
+            self._show_conversation()
+
+    def _show_conversation(self) -> None:
+        sent = self.conversation
+        text = entries_text(conversation_entries(sent)) if sent else "The case file cannot be read."
+        self.panes.show_raw(text, "conversation sent (escaped) · c: the answer")
 
     def action_focus_raw(self) -> None:
         self.panes.raw.focus()

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Input, Static
 
@@ -73,6 +74,12 @@ class RerunScreen(CaseStepScreen):
         Binding("r", "start", "Find the cause"),
         Binding("x", "cancel", "Stop"),
         *STEP_BINDINGS,
+        Binding("j,down", "scroll('down')", "Scroll down", show=False),
+        Binding("k,up", "scroll('up')", "Scroll up", show=False),
+        Binding("pagedown", "scroll('page_down')", "Page down", show=False),
+        Binding("pageup", "scroll('page_up')", "Page up", show=False),
+        Binding("end,G", "scroll('end')", "To the conclusion", show=False),
+        Binding("home,g", "scroll('home')", "To the top", show=False),
     ]
 
     def __init__(self, ctx: TriageContext, run: RunRecord, case: CaseRecord) -> None:
@@ -89,8 +96,10 @@ class RerunScreen(CaseStepScreen):
 
     def compose(self) -> ComposeResult:
         yield Static(step_title(self.STEP, self.run, self.case), classes="step-title")
-        yield self.form
-        yield self.panel
+        # One scrolled body: at 80x24 the conclusion sits below the fold and must be reachable.
+        with VerticalScroll(id="rerun-body"):
+            yield self.form
+            yield self.panel
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -200,6 +209,18 @@ class RerunScreen(CaseStepScreen):
         self.diagnosis = None
         jobs.start(config, self.run, self.case, settings)
         self.panel.show_started(settings.confidence)
+
+    def action_scroll(self, where: str) -> None:
+        body = self.query_one("#rerun-body", VerticalScroll)
+        move = {
+            "down": body.scroll_down,
+            "up": body.scroll_up,
+            "page_down": body.scroll_page_down,
+            "page_up": body.scroll_page_up,
+            "end": body.scroll_end,
+            "home": body.scroll_home,
+        }[where]
+        move(animate=False)
 
     @work(exclusive=True, group="cause-cost")
     async def _start_if_confirmed(self, settings: Settings) -> None:

@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 from redline.deciding.case_rows import CaseFilter, CaseMarks, CaseView, case_key, read_marks
 from redline.deciding.failure_groups import GroupRow, describer, failure_groups
 from redline.deciding.groups import CaseTrend
+from redline.deciding.history import DEFAULT_MARGINAL_RUNS
 from redline.running.quarantine import QuarantinedCase, quarantined_cases
 from redline.vocabulary.causes import TriageState, is_conclusion
 from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
@@ -34,6 +35,7 @@ from redline_tui.screens.search import SearchScreen
 from redline_tui.widgets.case_table import CaseTable
 from redline_tui.widgets.dialogs import QuestionDialog
 from redline_tui.widgets.key_bar import KeyBar
+from redline_tui.widgets.row_table import RowList
 from redline_tui.widgets.run_summary import RunSummary
 
 #: Typed first in the filter box, searches inside the outputs instead of filtering.
@@ -187,7 +189,8 @@ class RunScreen(Screen[None]):
         "Enter keeps the filter and returns to the table; Esc clears it. "
         "The status line under the table always shows the filter in force.\n"
         "Marks: changed = the case file differs from the accepted baseline's (a new case, "
-        "not a regression); marginal = it has sat within one sample of its bar for runs; "
+        "not a regression); marginal = it has sat within one sample of its bar for the last "
+        f"{DEFAULT_MARGINAL_RUNS} scheduled runs or more; "
         "new = passed on the previous run of this model; still failing (N runs); flapping = "
         "changed between pass and fail at least twice in its last 6 runs; quarantined = held "
         "out of the run's result until a date.\n"
@@ -235,7 +238,7 @@ class RunScreen(Screen[None]):
         self.filter_box = Input(
             placeholder='filter: text, v:wrong …, or "phrase to search', id="case-filter"
         )
-        self.group_list = OptionList(id="groups")
+        self.group_list = RowList(id="groups")
         self.quarantined = Static("", id="quarantined")
         self.batch_status = Static("", id="batch-status")
         self.status = Static("", id="run-status", classes="status-line")
@@ -339,7 +342,9 @@ class RunScreen(Screen[None]):
                 self.post_message(MarksRead(run.id, dict(batch)))
                 batch.clear()
         self.post_message(MarksRead(run.id, batch))
-        groups = failure_groups(self.ctx.store, run, cases, trends, describer(self.ctx.config))
+        groups = failure_groups(
+            self.ctx.store, run, cases, trends, describer(self.ctx.config, cases)
+        )
         self.post_message(GroupsFound(run.id, groups))
 
     def _is_open(self, run_id: str) -> bool:
@@ -366,10 +371,13 @@ class RunScreen(Screen[None]):
         cases = self.table.all_cases
         failing = sum(1 for c in cases if c.result is CaseOutcome.FAIL)
         groups = f" in {len(self.groups)} group(s) (f)" if self.groups else ""
+        hidden = self.table.hidden_columns
+        narrow = f" · not shown at this width: {', '.join(hidden)}" if hidden else ""
         self.status.update(
             Text(
                 f"{len(self.table.shown)} of {len(cases)} cases · {failing} failing{groups} · "
                 + self.table.view.describe()
+                + narrow
             )
         )
 

@@ -21,20 +21,30 @@ from redline.presentation import RESULT_STYLES, short_model_id
 from redline.vocabulary.records import RunKind, RunRecord
 from redline_tui.context import TriageContext
 from redline_tui.widgets.key_bar import KeyBar
-from redline_tui.widgets.row_table import RowTable
+from redline_tui.widgets.row_table import ColumnSpec, RowTable, hidden_labels
 
 #: How many recent runs the screen lists.
 RECENT_RUNS = 500
+#: (key, header, priority, least width when it may be cut): the run, when and its result
+#: always show; the model id keeps its date at 80 columns, the suites give way first.
 _COLUMNS = (
-    ("id", "Run", 12),
-    ("started", "Started (UTC)", 16),
-    ("kind", "Kind", 7),
-    ("result", "Result", 12),
-    ("branch", "Branch", 14),
-    ("commit", "Commit", 8),
-    ("model", "Model", 24),
-    ("suites", "Suites", 20),
+    ("id", "Run", 0, None),
+    ("started", "Started (UTC)", 0, None),
+    ("kind", "Kind", 1, None),
+    ("result", "Result", 0, None),
+    ("branch", "Branch", 2, 8),
+    ("commit", "Commit", 3, None),
+    ("model", "Model", 1, 16),
+    ("suites", "Suites", 3, 8),
 )
+
+
+def middle_cut(text: str, width: int) -> str:
+    """`openai:gpt-…-2026-01`: the start and the end of `text` in `width` cells."""
+    if len(text) <= width or width < 3:
+        return text[:width]
+    tail = (width - 1) // 2
+    return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
 
 
 def run_result_text(run: RunRecord) -> Text:
@@ -44,14 +54,23 @@ def run_result_text(run: RunRecord) -> Text:
     return Text(run.result.value.upper(), style=RESULT_STYLES[run.result])
 
 
+def run_kind_text(run: RunRecord) -> Text:
+    """`run`, `↳rerun`, `↳replay`, or `⇄compare` for a model-migration candidate run."""
+    if run.against is not None:
+        return Text("⇄compare", style="italic magenta")
+    if run.kind is RunKind.RUN:
+        return Text(run.kind.value)
+    return Text(f"↳{run.kind.value}", style="italic cyan")
+
+
 def run_cells(run: RunRecord, current: str | None = None) -> list[Text]:
     marker = "▶ " if run.id == current else ""
-    kind = run.kind.value if run.kind is RunKind.RUN else f"↳{run.kind.value}"
+    kind = run_kind_text(run)
     commit = (run.git_commit or "—")[:7] + ("*" if run.git_dirty else "")
     return [
         Text(marker + run.id, style="bold" if marker else ""),
         Text(run.started_at[:16].replace("T", " ")),
-        Text(kind, style="" if run.kind is RunKind.RUN else "italic cyan"),
+        kind,
         run_result_text(run),
         Text(run.git_branch or "—"),
         Text(commit),
@@ -80,6 +99,7 @@ class RunsScreen(Screen[str | None]):
     HELP: ClassVar[str] = (
         "Recent runs, newest first, ▶ on the current one: when it started, its result, the "
         "branch and commit it ran on (* = uncommitted changes), the model and suites. "
+        "⇄compare marks a comparison run (run --against: the same cases on another model). "
         "Reruns are hidden unless f shows them. Enter picks the highlighted run."
     )
 
@@ -98,8 +118,7 @@ class RunsScreen(Screen[str | None]):
         self.all_runs: list[RunRecord] = []
         self.shown: list[RunRecord] = []
         self.table: RowTable[Text] = RowTable(id="runs-table")
-        for key, label, width in _COLUMNS:
-            self.table.add_column(label, key=key, width=width)
+        self.shown_columns: dict[str, int] = {}
         self.status = Static("Loading runs…", id="runs-status", classes="status-line")
 
     def compose(self) -> ComposeResult:
@@ -124,18 +143,38 @@ class RunsScreen(Screen[str | None]):
 
     def _fill(self) -> None:
         table = self.table
-        table.clear()
         self.shown = [r for r in self.all_runs if self.show_reruns or r.kind is RunKind.RUN]
         if self.current is not None and all(r.id != self.current for r in self.shown):
             self.shown += [r for r in self.all_runs if r.id == self.current]
-        for run in self.shown:
-            table.add_row(*run_cells(run, self.current), key=run.id)
+        rows = [run_cells(run, self.current) for run in self.shown]
+        specs = [
+            ColumnSpec(
+                key,
+                label,
+                max((len(row[n].plain) for row in rows), default=len(label)),
+                priority,
+                least,
+            )
+            for n, (key, label, priority, least) in enumerate(_COLUMNS)
+        ]
+        self.shown_columns = table.set_columns(specs)
+        keep = [n for n, (key, *_) in enumerate(_COLUMNS) if key in self.shown_columns]
+        model_at = next(n for n, (key, *_) in enumerate(_COLUMNS) if key == "model")
+        for run, row in zip(self.shown, rows, strict=True):
+            for cell in row:
+                cell.overflow, cell.no_wrap = "ellipsis", True
+            if "model" in self.shown_columns:
+                # Cut in the middle: a model id's date or version is at its end.
+                row[model_at] = Text(middle_cut(row[model_at].plain, self.shown_columns["model"]))
+            table.add_row(*(row[n] for n in keep), key=run.id)
         target = next((i for i, r in enumerate(self.shown) if r.id == self.current), 0)
         if self.shown:
             table.move_cursor(row=target, animate=False)
         reruns = "shown" if self.show_reruns else "hidden (f shows them)"
+        hidden = hidden_labels(specs, self.shown_columns)
+        narrow = f" · not shown at this width: {', '.join(hidden)}" if hidden else ""
         self.status.update(
-            Text(f"{len(self.shown)} runs, newest first · reruns {reruns} · enter picks")
+            Text(f"{len(self.shown)} runs, newest first · reruns {reruns} · enter picks{narrow}")
         )
 
     def action_toggle_reruns(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -38,11 +38,16 @@ class SearchScreen(Screen[None]):
     AUTO_FOCUS = "#search-text"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
+        Binding("slash", "edit_query", "New search"),
     ]
+    #: Keys the results list keeps (moving in it); any other typed character is a new query.
+    _LIST_KEYS = frozenset({"j", "k", "g", "G"})
     HELP: ClassVar[str] = (
         "Type a word or phrase and press enter: every sample of the open run whose raw "
         "output, failure reasons or case id holds it (any case, any script) is listed "
         "with the text around it. Enter on a result opens that sample in Step 2 (Outputs). "
+        "In the results, j/k move; / or typing any other character returns to the query "
+        "box (typing starts a new query), so Step 2's keys never fire from here. "
         'From the home screen, / then "phrase searches the same way.'
     )
 
@@ -74,7 +79,10 @@ class SearchScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Search run {self.run.id}", style="bold"), classes="step-title")
         yield Input(
-            self._text, placeholder="word or phrase in outputs, reasons, case ids", id="search-text"
+            self._text,
+            placeholder="word or phrase in outputs, reasons, case ids",
+            id="search-text",
+            select_on_focus=False,
         )
         yield self.table
         yield self.status
@@ -83,6 +91,29 @@ class SearchScreen(Screen[None]):
     def on_mount(self) -> None:
         if self._text:
             self._search(self._text)
+
+    @property
+    def query_box(self) -> Input:
+        return self.query_one("#search-text", Input)
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing in the results goes to the query box (as in k9s and lazygit): a second
+        query typed in place must not reach the list, whose enter opens Step 2."""
+        box = self.query_box
+        if self.focused is box or not event.is_printable or event.character is None:
+            return
+        if event.key in self._LIST_KEYS or event.key in ("slash", "question_mark"):
+            return
+        event.stop()
+        event.prevent_default()
+        box.value = event.character
+        box.cursor_position = len(box.value)
+        box.focus()
+
+    def action_edit_query(self) -> None:
+        box = self.query_box
+        box.focus()
+        box.cursor_position = len(box.value)
 
     @on(Input.Submitted, "#search-text")
     def _submitted(self, event: Input.Submitted) -> None:

@@ -16,9 +16,10 @@ from redline_tui.messages import OpenStep, Step
 
 STEP_BINDINGS: list[BindingType] = [
     Binding("escape", "back", "Back"),
-    Binding("1", "step(1)", "Rerun"),
-    Binding("2", "step(2)", "Outputs"),
-    Binding("3", "step(3)", "History"),
+    # The step tabs at the top name 1 2 3 already: the footer keeps room for the actions.
+    Binding("1", "step(1)", "Rerun", show=False),
+    Binding("2", "step(2)", "Outputs", show=False),
+    Binding("3", "step(3)", "History", show=False),
     Binding("m", "case_action('raise_samples')", "More samples"),
     Binding("t", "case_action('retire')", "Retire"),
     Binding("l", "case_action('loosen')", "Loosen"),

@@ -24,27 +24,32 @@ from redline.deciding.history import sparkline
 from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
 from redline.vocabulary.records import CaseRecord, TriageRecord
 from redline_tui.cause_jobs import CauseJobs
-from redline_tui.widgets.row_table import RowTable
+from redline_tui.widgets.row_table import ColumnSpec, RowTable, fit_columns
 
 _OUTCOME_LABELS = {
     outcome: Text(label, style=OUTCOME_STYLES[outcome]) for outcome, label in OUTCOME_LABELS.items()
 }
-#: What a triage needs first comes first: at 80-100 columns the last ones scroll.
+#: The columns in display order, with how readily each gives way at 80 or 100 columns:
+#: the result, case and pass count always show (the case name at its full width where
+#: the terminal allows), then the triage state and verdicts, the history, the bar and
+#: marks, the tier; the status line names what a narrow terminal leaves out.
 _COLUMNS = (
-    ("outcome", "Result"),
-    ("triage", "Triage"),
-    ("case", "Case"),
-    ("passes", "Passes"),
-    ("required", "Req"),
-    ("marks", "Marks"),
-    ("verdicts", "Verdicts"),
-    ("history", "History"),
-    ("tier", "Tier"),
+    ("outcome", "Result", 0),
+    ("triage", "Triage", 1),
+    ("case", "Case", 0),
+    ("passes", "Passes", 0),
+    ("required", "Req", 3),
+    ("marks", "Marks", 3),
+    ("verdicts", "Verdicts", 1),
+    ("history", "History", 2),
+    ("tier", "Tier", 4),
 )
-#: Longer case names are cut with an ellipsis (the full name is in every step's title).
 _CASE_WIDTH = 34
-_MARKS_WIDTH = 24
+_CASE_MIN = 22
+_MARKS_WIDTH = 26
+_MARKS_MIN = 12
 _HISTORY_WIDTH = 10
+_HISTORY_MIN = 6
 #: Rows added before the first paint; more follow after each refresh.
 _FIRST_ROWS = 100
 
@@ -78,6 +83,8 @@ class CaseTable(RowTable[Text]):
         self.shown: list[CaseRecord] = []
         self.marks: dict[str, CaseMarks] = {}
         self.triage: dict[str, TriageRecord] = {}
+        #: The columns shown and their widths (those the terminal's width fits).
+        self.shown_columns: dict[str, int] = {}
         self._generation = 0
 
     def show_cases(
@@ -109,21 +116,48 @@ class CaseTable(RowTable[Text]):
         self.post_message(self.Refilled(self))
 
     def _add_columns(self) -> None:
-        """Fixed widths from the data: a thousand rows must not be measured cell by cell."""
+        """Widths from the data (a thousand rows must not be measured cell by cell), the
+        columns that fit the terminal by priority."""
+        self.shown_columns = self.set_columns(self._specs())
+
+    def _specs(self) -> list[ColumnSpec]:
         cases = self.all_cases
         widths = {
             "outcome": 6,
             "case": min(_CASE_WIDTH, max((len(case_key(c)) for c in cases), default=4)),
-            "tier": 8,
+            "tier": max((len(c.tier) for c in cases), default=4),
             "passes": max((len(f"{c.passes}/{c.samples}") for c in cases), default=6),
-            "required": 3,
+            "required": max((len(str(c.required)) for c in cases), default=3),
             "verdicts": max((len(breakdown(c)) for c in cases), default=8),
             "history": _HISTORY_WIDTH,
             "marks": _MARKS_WIDTH,
             "triage": TRIAGE_WIDTH,
         }
-        for key, label in _COLUMNS:
-            self.add_column(label, key=key, width=max(widths[key], len(label)))
+        shrink = {
+            "case": min(_CASE_MIN, widths["case"]),
+            "marks": _MARKS_MIN,
+            "history": _HISTORY_MIN,
+        }
+        return [
+            ColumnSpec(key, label, widths[key], priority, shrink.get(key))
+            for key, label, priority in _COLUMNS
+        ]
+
+    @property
+    def hidden_columns(self) -> list[str]:
+        """The columns the terminal is too narrow for, as the status line names them."""
+        return [
+            label for key, label, _ in _COLUMNS if self.columns and key not in self.shown_columns
+        ]
+
+    def on_resize(self) -> None:
+        """Another width may fit other columns: lay them out again (rows follow)."""
+        if (
+            self.columns
+            and fit_columns(self._specs(), self.available_width()) != self.shown_columns
+        ):
+            self.clear(columns=True)
+            self._refill()
 
     def _add_rows(self, generation: int, start: int, target: int | None) -> None:
         """The first screenful of rows paints at once; the rest follow in one batch after it."""
@@ -139,25 +173,41 @@ class CaseTable(RowTable[Text]):
 
     def _cells(self, case: CaseRecord) -> list[Text]:
         mark = self.marks.get(case_key(case))
-        return [
-            _OUTCOME_LABELS[case.result],
-            self._triage_cell(case),
-            Text(case_key(case), overflow="ellipsis", no_wrap=True),
-            Text(f"{case.passes}/{case.samples}"),
-            Text(str(case.required)),
-            mark.text() if mark else Text(""),
-            Text(breakdown(case)),
-            Text(sparkline(mark.history[-_HISTORY_WIDTH:]) if mark else "…"),
-            Text(case.tier),
-        ]
+        cells = {
+            "outcome": _OUTCOME_LABELS[case.result],
+            "triage": self._triage_cell(case),
+            "case": Text(case_key(case), overflow="ellipsis", no_wrap=True),
+            "passes": Text(f"{case.passes}/{case.samples}"),
+            "required": Text(str(case.required)),
+            "marks": self._marks_cell(mark),
+            "verdicts": Text(breakdown(case)),
+            "history": self._history_cell(mark),
+            "tier": Text(case.tier),
+        }
+        return [cells[key] for key in self.shown_columns]
+
+    def _marks_cell(self, mark: CaseMarks | None) -> Text:
+        text = mark.text() if mark else Text("")
+        text.overflow, text.no_wrap = "ellipsis", True
+        return text
+
+    def _history_cell(self, mark: CaseMarks | None) -> Text:
+        """The latest runs that fit the column, newest at the right."""
+        if mark is None:
+            return Text("…")
+        return Text(sparkline(mark.history[-self.shown_columns.get("history", _HISTORY_WIDTH) :]))
+
+    def _set(self, row: str, column: str, cell: Text) -> None:
+        """Update a cell of a column the terminal shows (a hidden one has nothing to draw)."""
+        if row in self.rows and column in self.shown_columns:
+            self.update_cell(row, column, cell)
 
     def apply_marks(self, marks: Mapping[str, CaseMarks]) -> None:
         """History sparklines and marks, as they are read after the first paint."""
         self.marks.update(marks)
         for key, mark in marks.items():
-            if key in self.rows:
-                self.update_cell(key, "history", Text(sparkline(mark.history[-_HISTORY_WIDTH:])))
-                self.update_cell(key, "marks", mark.text())
+            self._set(key, "history", self._history_cell(mark))
+            self._set(key, "marks", self._marks_cell(mark))
 
     def set_triage(self, suite: str, case_id: str, record: TriageRecord | None) -> None:
         """A case's triage state changed (a conclusion, an action): its cell says so."""
@@ -170,8 +220,8 @@ class CaseTable(RowTable[Text]):
 
     def redraw_triage(self, row: str) -> None:
         case = next((c for c in self.all_cases if case_key(c) == row), None)
-        if case is not None and row in self.rows:
-            self.update_cell(row, "triage", self._triage_cell(case))
+        if case is not None:
+            self._set(row, "triage", self._triage_cell(case))
 
     def _triage_cell(self, case: CaseRecord) -> Text:
         key = (self.run_id, case.suite, case.case_id)

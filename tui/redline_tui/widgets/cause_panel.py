@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, ProgressBar, Static
@@ -114,6 +115,17 @@ def stopped_note(diagnosis: Diagnosis) -> str:
     )
 
 
+class DigitsInput(Input):
+    """A whole-number field that lets every other typed key through to the screen's keys:
+    after typing a count, `r` starts the analysis instead of vanishing into the field."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        """Runs before Input's own handler; a non-digit skips it and bubbles on."""
+        if event.is_printable and event.character is not None and not event.character.isdigit():
+            event.prevent_default()
+            self.screen.set_focus(None)
+
+
 class CauseForm(Vertical):
     """The reference to compare against (derived when empty) and the samples per arm."""
 
@@ -128,7 +140,7 @@ class CauseForm(Vertical):
     def __init__(self) -> None:
         super().__init__(id="rerun-form")
         self.reference = Input(id="cause-reference", placeholder="derived from the run")
-        self.budget = Input(str(Settings.budget), id="cause-budget", type="integer")
+        self.budget = DigitsInput(str(Settings.budget), id="cause-budget", type="integer")
 
     def compose(self) -> ComposeResult:
         with Horizontal():

@@ -17,6 +17,7 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from redline_tui.widgets.lazy_text import LazyText
+from redline_tui.widgets.row_table import RowList
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ DIALOG_CSS = """
 .dialog-title { text-style: bold; padding: 0 0 1 0; }
 .dialog-note { height: auto; color: $text-muted; }
 .dialog-error { height: auto; color: $text-error; }
+.dialog-effect { height: auto; text-style: bold; }
 .dialog-buttons { height: auto; align-horizontal: right; }
 .dialog-buttons Button { margin: 0 1; }
 #confirm-diff { height: 1fr; border: round $primary-muted; }
@@ -101,12 +103,21 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, fields: Sequence[Field], note: str = "") -> None:
+    def __init__(
+        self,
+        title: str,
+        fields: Sequence[Field],
+        note: str = "",
+        effect: Callable[[dict[str, str]], str] | None = None,
+    ) -> None:
+        """`effect(values)` says what the typed values would do, redrawn as they change."""
         super().__init__(classes="dialog-screen")
         self._title = title
         self._fields = tuple(fields)
         self._note = note
+        self._effect = effect
         self.form = FormFields(self._fields)
+        self.effect_line = Static("", id="form-effect", classes="dialog-effect")
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -114,9 +125,21 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
             if self._note:
                 yield Static(Text(self._note), classes="dialog-note")
             yield self.form
+            if self._effect is not None:
+                yield self.effect_line
             with Horizontal(classes="dialog-buttons"):
                 yield Button("OK", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self._show_effect()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self._show_effect()
+
+    def _show_effect(self) -> None:
+        if self._effect is not None:
+            self.effect_line.update(Text(self._effect(self.form.values())))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -161,12 +184,17 @@ class FormFields(Vertical):
             yield self._inputs[field.key]
         yield self._error
 
-    def read(self) -> dict[str, str] | None:
-        """The fields' values, or None after showing what is missing or wrong."""
+    def values(self) -> dict[str, str]:
+        """The fields' values as typed (stripped where the field says so)."""
         values = {}
         for f in self._fields:
             value = self._inputs[f.key].value
             values[f.key] = value.strip() if f.strip else value
+        return values
+
+    def read(self) -> dict[str, str] | None:
+        """The fields' values, or None after showing what is missing or wrong."""
+        values = self.values()
         missing = [f.label for f in self._fields if f.required and not values[f.key].strip()]
         if missing:
             self.show_error("Required: " + ", ".join(missing))
@@ -217,7 +245,7 @@ class PickerDialog(FormDialog):
         self._initial = initial
         self._on_pick = on_pick
         self._check = check
-        self.options = OptionList(
+        self.options = RowList(
             *(Option(Text(c.label), id=str(i)) for i, c in enumerate(self._choices)), id="choices"
         )
         self.detail = Static("", id="choice-detail", classes="dialog-note")

@@ -174,10 +174,20 @@ class LazyText(ScrollView, can_focus=True):
         self.scroll_to(0, 0, animate=False)
         self.refresh()
 
-    def watch_wrap(self) -> None:
+    def watch_wrap(self, was_wrapped: bool) -> None:
+        """The line at the top stays at the top: `w` deep in a megabyte keeps the place."""
+        top = self._line_at(round(self.scroll_y), was_wrapped)
         self._layout(force=True)
-        self.scroll_to(0, 0, animate=False)
+        row = top if not self.wrap else self._first_row[min(top, len(self._first_row) - 1)]
+        self.scroll_to(0, row, animate=False)
         self.refresh()
+
+    def _line_at(self, row: int, wrapped: bool) -> int:
+        """The index of the line shown at `row` of the layout (`wrapped` or not)."""
+        if not wrapped:
+            return row
+        found = self._row(row)
+        return found[0] if found is not None else max(0, len(self._lines) - 1)
 
     def on_resize(self) -> None:
         self._layout()

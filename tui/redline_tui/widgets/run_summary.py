@@ -21,12 +21,15 @@ def header_text(run: RunRecord, origin: CiOrigin | None = None) -> Text:
     commit = (run.git_commit or "no commit")[:10] + (" (dirty)" if run.git_dirty else "")
     text = Text()
     text.append(f"run {run.id}", style="bold")
-    text.append(f" [{run.kind.value}] ")
+    text.append(" [comparison run] " if run.against is not None else f" [{run.kind.value}] ")
     text.append(result, style=result_headline_style(run.result))
     text.append("  suites: " + ", ".join(run.suites))
     # Short lines: the header keeps to 4 rows at 80 columns.
     text.append(f"\nmodel {short_model_id(run.model_id)}")
-    text.append(f"\ncommit {commit}  ·  manifest: {len(run.manifest)} inputs hashed")
+    if run.against is not None:
+        text.append(f"  ·  compared with run {run.against}", style="bold magenta")
+    branch = run.git_branch or "no branch"
+    text.append(f"\nbranch {branch} · commit {commit} · {len(run.manifest)} inputs hashed")
     text.append(f"\nstarted {_when(run.started_at)}  ·  finished {_when(run.finished_at)}")
     if origin is not None:
         # A pulled run: where CI ran it, the label a link where the terminal supports one.

@@ -37,10 +37,16 @@ class SamplePanes(Horizontal):
         with Vertical(classes="pane"):
             yield self.diff
 
-    def show(self, output: str, golden: GoldenReference, label: str) -> None:
-        """A sample's output, and its diff headed by `label` (which sample it is)."""
-        self.raw.set_lines(safe_lines(output))
-        self.diff.set_lines(*diff_lines(golden, output, label))
+    def show(self, raw: str, answer: str, golden: GoldenReference, label: str) -> None:
+        """A sample's raw text on the left (its output, or a transcript), and the diff of its
+        answer to the golden headed by `label` (which sample it is)."""
+        self.raw.set_lines(safe_lines(raw))
+        self.diff.set_lines(*diff_lines(golden, answer, label))
+
+    def show_raw(self, raw: str, title: str) -> None:
+        """Other text in the left pane (the conversation sent), titled by what it is."""
+        self.raw.border_title = title
+        self.raw.set_lines(safe_lines(raw))
 
     def toggle_wrap(self) -> None:
         for view in (self.raw, self.diff):

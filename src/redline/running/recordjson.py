@@ -1,0 +1,127 @@
+"""Records as JSON objects, derived from their definitions: the export's lines and the
+store's columns of nested records (a sample's tool calls and loop steps) both use it."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from redline.vocabulary.records import FieldKind, RecordField, record_fields
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
+
+R = TypeVar("R")
+
+
+def record_json(record: Any) -> dict[str, Any]:
+    """A record as JSON: each field under its export key (fields without one are left out)."""
+    data = {
+        key: getattr(record, name) if encode is None else encode(getattr(record, name))
+        for key, name, encode in _writers(type(record))
+    }
+    for key, default in _sparse(type(record)):
+        if data[key] == default:
+            del data[key]
+    return data
+
+
+def record_from_json(cls: type[R], data: Mapping[str, Any], **others: Any) -> R:
+    """The record a `record_json` object holds; a missing optional key reads as its default.
+
+    `others` are the fields an export keeps outside the object (a sample's run id)."""
+    values: dict[str, Any] = {}
+    for key, name, decode, required in _readers(cls):
+        if key in data:
+            values[name] = decode(data[key])
+        elif required:
+            raise KeyError(key)
+    return cls(**values, **others)
+
+
+_Writer = tuple[str, str, Callable[[Any], Any] | None]
+_Reader = tuple[str, str, Callable[[Any], Any], bool]
+_WRITERS: dict[type, tuple[_Writer, ...]] = {}
+_READERS: dict[type, tuple[_Reader, ...]] = {}
+_SPARSE: dict[type, tuple[tuple[str, Any], ...]] = {}
+#: Kinds whose values are JSON as they are.
+_AS_IS = (FieldKind.PLAIN, FieldKind.BOOL)
+
+
+def _writers(cls: type) -> tuple[_Writer, ...]:
+    """(key, field name, encoder or None when the value is JSON as it is) per exported field."""
+    found = _WRITERS.get(cls)
+    if found is None:
+        found = _WRITERS[cls] = tuple(
+            (f.key, f.name, None if f.kind in _AS_IS else _TO_JSON[f.kind])
+            for f in record_fields(cls)
+            if f.key is not None
+        )
+    return found
+
+
+def _sparse(cls: type) -> tuple[tuple[str, Any], ...]:
+    """(key, default) of each field exported only when it differs from its default."""
+    found = _SPARSE.get(cls)
+    if found is None:
+        found = _SPARSE[cls] = tuple(
+            (str(f.key), f.default if f.kind in _AS_IS else _TO_JSON[f.kind](f.default))
+            for f in record_fields(cls)
+            if f.sparse and f.key
+        )
+    return found
+
+
+def _readers(cls: type) -> tuple[_Reader, ...]:
+    """(key, field name, decoder, required) per exported field."""
+    found = _READERS.get(cls)
+    if found is None:
+        found = _READERS[cls] = tuple(
+            (f.key, f.name, _decoder(f), f.required)
+            for f in record_fields(cls)
+            if f.key is not None
+        )
+    return found
+
+
+def _decoder(f: RecordField) -> Callable[[Any], Any]:
+    if f.kind is FieldKind.RECORDS:
+        nested = f.type
+        return lambda v: tuple(record_from_json(nested, item) for item in v)
+    if f.exact:
+        return functools.partial(_exact_text, str(f.key))
+    if f.kind is FieldKind.PLAIN and f.optional:
+        return _as_is
+    typed = _FROM_JSON[f.kind]
+    kind = f.type
+    if f.optional:
+        return lambda v: None if v is None else typed(kind, v)
+    return lambda v: typed(kind, v)
+
+
+def _exact_text(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{key} must be a string")
+    return value
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+_TO_JSON: dict[FieldKind, Callable[[Any], Any]] = {
+    FieldKind.PLAIN: lambda v: v,
+    FieldKind.BOOL: lambda v: v,
+    FieldKind.ENUM: lambda v: None if v is None else str(v),
+    FieldKind.STRINGS: list,
+    FieldKind.MAPPING: dict,
+    FieldKind.COUNTS: lambda v: {str(k): v.get(k, 0) for k in VERDICT_ORDER},
+    FieldKind.RECORDS: lambda v: [record_json(item) for item in v],
+}
+_FROM_JSON: dict[FieldKind, Callable[[type, Any], Any]] = {
+    FieldKind.PLAIN: lambda t, v: t(v),
+    FieldKind.BOOL: lambda t, v: bool(v),
+    FieldKind.ENUM: lambda t, v: t(v),
+    FieldKind.STRINGS: lambda t, v: tuple(str(item) for item in v),
+    FieldKind.MAPPING: lambda t, v: dict(v),
+    FieldKind.COUNTS: lambda t, v: {Verdict(k): int(n) for k, n in v.items()},
+}
