@@ -47,6 +47,9 @@ class CaseSpec:
     #: Per-sample latency (default: 100 ms each) and token counts.
     latency_ms: Sequence[float] | None = None
     input_tokens: int | None = None
+    #: Of the input tokens, those read from / written to the provider's prompt cache.
+    cached_input_tokens: int | None = None
+    cache_write_tokens: int | None = None
     output_tokens: Sequence[int] | int | None = None
     #: Per-sample reason redline stopped generating (None: the model finished).
     stopped_early: Sequence[str | None] | None = None
@@ -93,6 +96,8 @@ def _sample(spec: CaseSpec, run: RunSpec, index: int, verdict: Verdict) -> Sampl
         model=run.model_id,
         latency_ms=spec.latency_ms[index] if spec.latency_ms is not None else 100.0,
         input_tokens=spec.input_tokens,
+        cached_input_tokens=spec.cached_input_tokens,
+        cache_write_tokens=spec.cache_write_tokens,
         output_tokens=tokens[index] if isinstance(tokens, Sequence) else tokens,
         error="connection reset" if verdict is TRANSPORT else None,
         stopped_early=spec.stopped_early[index] if spec.stopped_early is not None else None,

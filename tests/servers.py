@@ -55,6 +55,12 @@ case var, and every sample of that case behaves the same):
                       (default: every attempt misbehaves)
     RETRY_AFTER:<v>   the 429 Retry-After value (default `1`; `none` sends no header)
     DELAY_MS:<n>      sleep n ms before answering (any mode; for `slow`, only while it fails)
+    CACHED:<n>        n of the prompt's tokens come from the provider's prompt cache, in each
+                      API's own words (OpenAI `prompt_tokens_details.cached_tokens`, counted
+                      in `prompt_tokens`; Anthropic `cache_read_input_tokens`, not counted
+                      in `input_tokens`)
+    CACHE_WRITE:<n>   Anthropic only: n prompt tokens written to the cache
+                      (`cache_creation_input_tokens`, not counted in `input_tokens`)
 
 Answers can also depend on the model id: `model_pass_rates` maps a model name to the
 chance (0 to 1) that its `echo` answer comes back intact; otherwise it answers
@@ -127,7 +133,8 @@ DEFAULT_SLOW_MS = 2000
 EMBEDDING_DIM = 16
 
 _TOKEN = re.compile(
-    r"\b(MODE|MODE_FOR|FAILS|RETRY_AFTER|DELAY_MS|WORDS|RATE|CALL|ARGS|STEPS):(\S+)"
+    r"\b(MODE|MODE_FOR|FAILS|RETRY_AFTER|DELAY_MS|WORDS|RATE|CALL|ARGS|STEPS|CACHED|CACHE_WRITE)"
+    r":(\S+)"
 )
 
 
@@ -556,13 +563,22 @@ def _reply(
         json.dumps(body.get("messages", "") if isinstance(body, dict) else "").split()
     )
     completion_tokens = len((content or refusal or "").split())
+    cached, written = int(tokens.get("CACHED", 0)), int(tokens.get("CACHE_WRITE", 0))
     if api == "anthropic":
-        return _ok(
-            _anthropic_body(
-                model, content or refusal or "", finish, refusal, prompt_tokens, completion_tokens
-            )
+        payload = _anthropic_body(
+            model, content or refusal or "", finish, refusal, prompt_tokens, completion_tokens
         )
-    return _ok(_openai_body(model, content, finish, refusal, prompt_tokens, completion_tokens))
+        if cached or written:
+            payload["usage"] |= {
+                "input_tokens": prompt_tokens - cached - written,
+                "cache_read_input_tokens": cached,
+                "cache_creation_input_tokens": written,
+            }
+        return _ok(payload)
+    payload = _openai_body(model, content, finish, refusal, prompt_tokens, completion_tokens)
+    if cached:
+        payload["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
+    return _ok(payload)
 
 
 def _tool_reply(api: str, mode: str, body: Any, tokens: dict[str, str]) -> dict[str, Any]:

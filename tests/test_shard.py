@@ -86,7 +86,7 @@ def test_merge_round_trip(tmp_path: Path) -> None:
     folders = _shard_exports(tmp_path)
     merged = merge_exports(folders)
     assert [c.case_id for c in merged.cases] == ["c1", "c2", "c3", "c4"]
-    assert len(merged.samples) == 20
+    assert sum(1 for _ in merged.iter_samples()) == 20
     assert merged.run.result is RunResult.RED
     assert merged.run.started_at.startswith("2026-01-01")
     assert merge_exports(list(reversed(folders))).run.id == merged.run.id
@@ -206,3 +206,65 @@ def test_merge_cli_names_the_missing_shard(
     assert not (tmp_path / "merged").exists()
     assert main(["merge", *map(str, folders), "--out", "merged", "--allow-missing"]) == 0
     assert "partial: no export of shard 1/2" in capsys.readouterr().out
+
+
+def test_a_malformed_sample_in_two_shards_names_both_and_stores_or_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    folders = _shard_exports(tmp_path)
+    for folder, lineno in zip(folders, (3, 8), strict=True):
+        samples = folder / "samples.jsonl"
+        lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
+        lines[lineno - 1] = '{"suite": "suite-a", "case_id": "cut off\n'
+        samples.write_text("".join(lines), encoding="utf-8")
+    merged = merge_exports(folders)
+    with RunStore.open(tmp_path / "target.db") as store:
+        with pytest.raises(ProblemsError) as caught:
+            write_merged(merged, out=None, store=store)
+        assert not store.has_run(merged.run.id), "nothing of the merged run is committed"
+    text = str(caught.value)
+    assert "shard-1/samples.jsonl:3: malformed sample" in text
+    assert "shard-2/samples.jsonl:8: malformed sample" in text
+    with pytest.raises(ProblemsError):
+        write_merged(merged, out=tmp_path / "merged", store=None)
+    assert not (tmp_path / "merged" / "samples.jsonl").exists()
+    assert not (tmp_path / "merged" / "results.json").exists()
+
+
+def test_merged_export_interleaves_the_shards_in_case_order_byte_for_byte(tmp_path: Path) -> None:
+    # Each case in the shard its hash gives it: the merged file is in (suite, case, index)
+    # order across shards, every line as the shard wrote it.
+    with RunStore.open(tmp_path / "ci.db") as store:
+        folders = []
+        for k, ids in enumerate((["a", "c", "e"], ["b", "d"]), start=1):
+            spec = RunSpec(f"inter{k}", [CaseSpec(i, [OK, WRONG]) for i in ids])
+            write_run(store, spec)
+            folders.append(export_run(store, spec.run_id, tmp_path / f"shard-{k}"))
+    merged = merge_exports(folders)
+    assert write_merged(merged, out=tmp_path / "merged", store=None) == 10
+    lines = (tmp_path / "merged" / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    shard_lines = {
+        line for f in folders for line in (f / "samples.jsonl").read_text("utf-8").splitlines()
+    }
+    assert set(lines) == shard_lines
+    with RunStore.open(tmp_path / "fresh.db") as fresh:
+        run = import_run(fresh, tmp_path / "merged")
+        order = [(s.case_id, s.index) for s in fresh.samples(run.id)]
+    assert order == [(c, i) for c in "abcde" for i in (0, 1)]
+    assert [line.split('"case_id": "')[1][0] for line in lines] == [
+        c for c in "abcde" for _ in (0, 1)
+    ]
+
+
+def test_store_streams_a_run_of_several_batches_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import redline.running.store as store_module
+
+    monkeypatch.setattr(store_module, "_BATCH", 7)
+    spec = RunSpec("many", [CaseSpec(f"c{i:02d}", [OK, WRONG, OK]) for i in range(10)])
+    with RunStore.open(tmp_path / "s.db") as store:
+        write_run(store, spec)
+        streamed = list(store.iter_samples("many"))
+        assert streamed == store.samples("many")
+    assert len(streamed) == 30 and any(s.assertions for s in streamed)

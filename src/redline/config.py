@@ -113,19 +113,54 @@ class ProviderConfig:
 
 @dataclass(frozen=True)
 class Price:
-    """What a pinned model costs: US dollars per million input and per million output tokens."""
+    """What a pinned model costs: US dollars per million input and per million output tokens,
+    and per million input tokens read from and written to the provider's prompt cache
+    (None: those are priced as fresh input)."""
 
     input_per_mtok: float
     output_per_mtok: float
+    cached_input_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
 
-    def cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+    def cost(
+        self,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cached_input_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
+    ) -> float | None:
         if input_tokens is None or output_tokens is None:
             return None
-        return self.cost_of(input_tokens, output_tokens)
+        return self.cost_of(
+            input_tokens, output_tokens, cached_input_tokens or 0, cache_write_tokens or 0
+        )
 
-    def cost_of(self, input_tokens: float, output_tokens: float) -> float:
-        """US dollars for these token counts (fractional: a per-sample mean)."""
-        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+    def cost_of(
+        self,
+        input_tokens: float,
+        output_tokens: float,
+        cached_input_tokens: float = 0,
+        cache_write_tokens: float = 0,
+    ) -> float:
+        """US dollars for these token counts (fractional: a per-sample mean); the cached and
+        cache-written tokens are part of `input_tokens`."""
+        cached = (
+            self.input_per_mtok
+            if self.cached_input_per_mtok is None
+            else (self.cached_input_per_mtok)
+        )
+        written = (
+            self.input_per_mtok
+            if self.cache_write_per_mtok is None
+            else (self.cache_write_per_mtok)
+        )
+        fresh = max(input_tokens - cached_input_tokens - cache_write_tokens, 0)
+        return (
+            fresh * self.input_per_mtok
+            + cached_input_tokens * cached
+            + cache_write_tokens * written
+            + output_tokens * self.output_per_mtok
+        ) / 1e6
 
 
 @dataclass(frozen=True)
@@ -317,6 +352,8 @@ _TOP_KEYS = frozenset(
     }
 )
 _PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
+#: Prices of prompt-cache tokens; without them those tokens cost what fresh input does.
+_CACHE_PRICE_KEYS = ("cached_input_per_mtok", "cache_write_per_mtok")
 _NEVER_A_KEY = "never write a key in a file"
 
 
@@ -519,14 +556,25 @@ class ConfigReader(NodeReader):
         if not spec.is_map:
             self.add(spec.where, f"{entry} must be a table with {', '.join(_PRICE_KEYS)}", example)
             return None
-        unknown = [key for key, _ in spec.items() if key not in _PRICE_KEYS]
+        unknown = [key for key, _ in spec.items() if key not in _PRICE_KEYS + _CACHE_PRICE_KEYS]
         if unknown:
             self.add(
                 (spec.get(unknown[0]) or spec).where,
                 f"{entry}: unknown key(s) {', '.join(unknown)}; a price has input_per_mtok and "
-                "output_per_mtok (US dollars per million tokens)",
+                "output_per_mtok, and may have cached_input_per_mtok and cache_write_per_mtok "
+                "(US dollars per million tokens)",
                 f"rename it{'s' if len(unknown) > 1 else ''} to one of these",
             )
+        cache: list[float | None] = []
+        for key in _CACHE_PRICE_KEYS:
+            node = spec.get(key)
+            if node is not None and not _is_amount(node.value):
+                self.add(
+                    node.where,
+                    f"{entry}.{key} must be US dollars per million tokens, a number of at least 0",
+                    f"{key} = 0.5, say, or leave it out to price those tokens as fresh input",
+                )
+            cache.append(float(node.value) if node is not None and _is_amount(node.value) else None)
         values = [spec.get(key) for key in _PRICE_KEYS]
         amounts = [v.value for v in values if v is not None and _is_amount(v.value)]
         if len(amounts) != len(_PRICE_KEYS):
@@ -538,7 +586,7 @@ class ConfigReader(NodeReader):
                 example,
             )
             return None
-        return Price(float(amounts[0]), float(amounts[1]))
+        return Price(float(amounts[0]), float(amounts[1]), *cache)
 
     def usd(self, node: Node | None, key: str) -> float | None:
         """An amount in US dollars above 0 (absent: no limit)."""
@@ -582,3 +630,4 @@ def _toml_key(key: str) -> str:
 #: The declarations the documentation's reference page is written from (redline.reference).
 CONFIG_KEYS = _TOP_KEYS
 PRICE_KEYS = _PRICE_KEYS
+CACHE_PRICE_KEYS = _CACHE_PRICE_KEYS

@@ -167,7 +167,9 @@ def reference_markdown() -> str:
         f"{_keys(PROVIDER_KINDS)}; the table's name by default) and that type's options "
         "below; a key written as `api_key` is refused (name its variable in `api_key_env`). "
         "[Providers](providers.md) says more.",
-        f'- a price (`[prices."MODEL"]`): {_keys(config.PRICE_KEYS)}.',
+        f'- a price (`[prices."MODEL"]`): {_keys(config.PRICE_KEYS)}; optionally '
+        f"{_keys(config.CACHE_PRICE_KEYS)} for prompt tokens written to and read from the "
+        "provider's cache ([Large suites and cost](scale.md)).",
         f"- files read, the first found wins: {_keys(config.CONFIG_FILES)}.",
         "",
         "## Provider options",

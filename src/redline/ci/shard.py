@@ -7,26 +7,73 @@ checked against each other (every case in one shard, the same inputs) and joined
 from __future__ import annotations
 
 import hashlib
-import tempfile
-from collections.abc import Iterable, Sequence
+import heapq
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
-from redline.errors import Problem, ProblemsError, RunAlreadyStored, ShardMissing, UsageError
-from redline.running.exchange import RESULTS_FILE, export_run, import_run
+from redline.errors import ExportUnreadable, Problem, ProblemsError, ShardMissing, UsageError
+from redline.running.exchange import (
+    RESULTS_FILE,
+    SAMPLES_FILE,
+    export_files,
+    export_run,
+    parse_results,
+    parse_samples,
+    write_export,
+)
 from redline.running.store import RunStore
 from redline.vocabulary.outcome import add_counts, run_result
 from redline.vocabulary.records import CaseRecord, RunRecord, RunStatus, SampleRecord
 
+_T = TypeVar("_T")
+
 
 @dataclass(frozen=True)
 class MergedRun:
+    """The merged run and case results; the samples stay in the shards' files and are
+    read once, as they are written (`write_merged`), never all held in memory."""
+
     run: RunRecord
     cases: tuple[CaseRecord, ...]
-    samples: tuple[SampleRecord, ...]
     shards: tuple[str, ...]
     #: Shards (`K/N`) with no export, merged anyway with `allow_missing`.
     missing: tuple[str, ...] = ()
+    #: Each shard's export folder, with its `samples.jsonl`.
+    sources: tuple[Path, ...] = ()
+
+    def iter_samples(self) -> Iterator[SampleRecord]:
+        """Every sample of the merged run, in the order of the store's `samples`."""
+        return (sample for _, sample in self._sample_lines())
+
+    def _sample_lines(self) -> Iterator[tuple[bytes, SampleRecord]]:
+        """Each sample's export line and record, the shards' files merged in order.
+
+        A malformed line ends its shard's file; the others are still read so every bad
+        file is named, and the error comes at the end, before anything is committed.
+        """
+        problems: list[Problem] = []
+        streams = [self._read(folder, problems) for folder in self.sources]
+        yield from heapq.merge(*streams, key=_sample_key)
+        if problems:
+            raise ProblemsError(problems)
+
+    def _read(self, folder: Path, problems: list[Problem]) -> Iterator[tuple[bytes, SampleRecord]]:
+        with (folder / SAMPLES_FILE).open("rb") as lines:
+            try:
+                yield from parse_samples(lines, self.run.id, str(folder))
+            except ExportUnreadable as exc:
+                problems.append(
+                    Problem(str(exc), 0, 0, "the merged run was not written", _REEXPORT)
+                )
+
+
+_REEXPORT = "export that shard again (`redline export RUN_ID --out DIR`) or rerun it"
+
+
+def _sample_key(item: tuple[bytes, SampleRecord]) -> tuple[str, str, int]:
+    return item[1].suite, item[1].case_id, item[1].index
 
 
 def merged_run_id(shard_ids: Iterable[str]) -> str:
@@ -35,8 +82,8 @@ def merged_run_id(shard_ids: Iterable[str]) -> str:
     return "m" + hashlib.sha256(joined.encode()).hexdigest()[:11]
 
 
-#: One export as merge reads it: its folder, run, case results and samples.
-_Loaded = tuple[Path, RunRecord, list[CaseRecord], list[SampleRecord]]
+#: One export as merge reads it: its folder, run and case results (samples left in the file).
+_Loaded = tuple[Path, RunRecord, tuple[CaseRecord, ...]]
 
 
 def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> MergedRun:
@@ -77,29 +124,24 @@ def merge_exports(folders: Sequence[Path], *, allow_missing: bool = False) -> Me
 
 
 def _load_exports(folders: Sequence[Path]) -> list[_Loaded]:
-    """Each export read through a scratch store; every unreadable or repeated one listed."""
+    """Each export's results read; every unreadable or repeated one listed."""
     problems: list[Problem] = []
     loaded: list[_Loaded] = []
-    with (
-        tempfile.TemporaryDirectory(prefix="redline-merge-") as tmp,
-        RunStore.open(Path(tmp) / "merge.db") as scratch,
-    ):
-        seen: dict[str, Path] = {}
-        for folder in folders:
-            where = str(folder / RESULTS_FILE)
-            try:
-                run = import_run(scratch, folder)
-            except RunAlreadyStored as exc:
-                message = (
-                    f"the same run ({exc.run_id}) as {seen.get(exc.run_id, 'an earlier folder')}"
-                )
-                problems.append(Problem(where, 0, 0, message, "give each shard once"))
-                continue
-            except UsageError as exc:
-                problems.append(Problem(where, 0, 0, str(exc)))
-                continue
-            seen[run.id] = folder
-            loaded.append((folder, run, scratch.cases(run.id), scratch.samples(run.id)))
+    seen: dict[str, Path] = {}
+    for folder in folders:
+        where = str(folder / RESULTS_FILE)
+        try:
+            results, _ = export_files(folder)
+            run, cases = parse_results(results.read_bytes(), str(folder))
+        except UsageError as exc:
+            problems.append(Problem(where, 0, 0, str(exc)))
+            continue
+        if run.id in seen:
+            message = f"the same run ({run.id}) as {seen[run.id]}"
+            problems.append(Problem(where, 0, 0, message, "give each shard once"))
+            continue
+        seen[run.id] = folder
+        loaded.append((folder, run, cases))
     if problems:
         raise ProblemsError(problems)
     return loaded
@@ -108,7 +150,7 @@ def _load_exports(folders: Sequence[Path]) -> list[_Loaded]:
 def _cases_in_two_shards(loaded: Sequence[_Loaded]) -> list[Problem]:
     problems: list[Problem] = []
     owner: dict[tuple[str, str], Path] = {}
-    for folder, _, cases, _ in loaded:
+    for folder, _, cases in loaded:
         for c in cases:
             key = (c.suite, c.case_id)
             if key in owner:
@@ -135,7 +177,7 @@ def _shard_coverage(
     problems: list[Problem] = []
     seen: dict[int, Path] = {}
     counts: dict[int, Path] = {}
-    for folder, run, _, _ in loaded:
+    for folder, run, _ in loaded:
         shard = run.args.get("shard")
         if not (isinstance(shard, list | tuple) and len(shard) == 2):
             continue
@@ -175,9 +217,9 @@ def _consistency_problems(
     loaded: Sequence[_Loaded],
 ) -> list[Problem]:
     problems: list[Problem] = []
-    first_folder, first, _, _ = loaded[0]
+    first_folder, first, _ = loaded[0]
     manifest: dict[str, tuple[str, Path]] = {}
-    for folder, run, _, _ in loaded:
+    for folder, run, _ in loaded:
         where = str(folder / RESULTS_FILE)
         if run.model_id != first.model_id:
             problems.append(
@@ -225,19 +267,11 @@ def _merged(
     loaded: Sequence[_Loaded],
     missing: Sequence[str] = (),
 ) -> MergedRun:
-    runs = [run for _, run, _, _ in loaded]
+    runs = [run for _, run, _ in loaded]
     run_id = merged_run_id(r.id for r in runs)
     cases = tuple(
         replace(c, run_id=run_id)
-        for c in sorted(
-            (c for _, _, cs, _ in loaded for c in cs), key=lambda c: (c.suite, c.case_id)
-        )
-    )
-    samples = tuple(
-        replace(s, run_id=run_id)
-        for s in sorted(
-            (s for _, _, _, ss in loaded for s in ss), key=lambda s: (s.suite, s.case_id, s.index)
-        )
+        for c in sorted((c for _, _, cs in loaded for c in cs), key=lambda c: (c.suite, c.case_id))
     )
     finished = all(r.status is RunStatus.FINISHED for r in runs)
     manifest: dict[str, str] = {}
@@ -272,20 +306,29 @@ def _merged(
         | ({"missing_shards": list(missing)} if missing else {}),
         manifest=dict(sorted(manifest.items())),
     )
-    return MergedRun(record, cases, samples, tuple(sorted(r.id for r in runs)), tuple(missing))
+    shards = tuple(sorted(r.id for r in runs))
+    return MergedRun(record, cases, shards, tuple(missing), tuple(f for f, _, _ in loaded))
 
 
-def write_merged(merged: MergedRun, *, out: Path | None, store: RunStore | None) -> None:
-    """Export the merged run to `out` and/or add it to `store`."""
+def write_merged(merged: MergedRun, *, out: Path | None, store: RunStore | None) -> int:
+    """Add the merged run to `store` and/or export it to `out`; returns its sample count.
+
+    The shards' samples stream from their files into the store (one transaction) or the
+    export (each line copied as it is), so memory does not grow with the run."""
+    counted = 0
+
+    def counting(samples: Iterator[_T]) -> Iterator[_T]:
+        nonlocal counted
+        for sample in samples:
+            counted += 1
+            yield sample
+
     if store is not None:
-        store.add_run(merged.run, merged.cases, merged.samples)
-    if out is not None:
-        if store is not None:
+        store.add_run(merged.run, merged.cases, counting(merged.iter_samples()))
+        if out is not None:
             export_run(store, merged.run.id, out)
-            return
-        with (
-            tempfile.TemporaryDirectory(prefix="redline-merge-") as tmp,
-            RunStore.open(Path(tmp) / "out.db") as scratch,
-        ):
-            scratch.add_run(merged.run, merged.cases, merged.samples)
-            export_run(scratch, merged.run.id, out)
+        return counted
+    if out is not None:
+        lines = (line.decode("utf-8").rstrip("\r\n") for line, _ in merged._sample_lines())
+        write_export(out, merged.run, merged.cases, counting(lines))
+    return counted

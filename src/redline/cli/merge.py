@@ -52,15 +52,15 @@ def _merge(args: argparse.Namespace) -> int:
     if args.import_:
         config = load_config()
         with RunStore.open(config.store_path) as store:
-            write_merged(merged, out=args.out, store=store)
+            samples = write_merged(merged, out=args.out, store=store)
     else:
-        write_merged(merged, out=args.out, store=None)
+        samples = write_merged(merged, out=args.out, store=None)
     run = merged.run
     console = make_console()
     console.print(
         Text(
             f"merged {len(merged.shards)} shard(s) ({', '.join(merged.shards)}) into run {run.id}: "
-            f"{len(merged.cases)} cases, {len(merged.samples)} samples, result {run.result}"
+            f"{len(merged.cases)} cases, {samples} samples, result {run.result}"
         )
     )
     if merged.missing:

@@ -7,7 +7,7 @@ characters and escape sequences are shown visibly, rich markup is never interpre
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -35,7 +35,7 @@ from redline.running.exchange import case_json, run_json, sample_json
 from redline.running.store import RunStore
 from redline.textsafe import escape_output
 from redline.transcript import transcript_text
-from redline.vocabulary.records import CaseRecord, CiOrigin, RunRecord, SampleRecord
+from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, SampleRecord
 from redline.vocabulary.verdicts import AssertionStatus
 
 RESULT_STYLES = OUTCOME_STYLES
@@ -63,8 +63,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="with CASE: show each sample as a unified diff against the baseline's golden output",
     )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help=f"list every case; a run of more than {LIST_EVERY_CASE_UP_TO:,} cases lists only "
+        f"the ones that did not pass (at most {LIST_EVERY_CASE_UP_TO:,}) and counts the rest",
+    )
     add_format_option(parser)
     parser.set_defaults(handler=_show)
+
+
+#: Above this many cases a table of every one is too long to read (and to print quickly).
+LIST_EVERY_CASE_UP_TO = 200
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -75,8 +85,19 @@ def _show(args: argparse.Namespace) -> int:
         if args.case is None:
             if args.diff:
                 raise UsageError("--diff needs a CASE")
-            cases = store.cases(run.id)
             origin = store.ci_origins([run.id]).get(run.id)
+            counts = store.outcome_counts(run.id)
+            if (
+                args.format == "table"
+                and not args.all
+                and sum(counts.values()) > LIST_EVERY_CASE_UP_TO
+            ):
+                console.print(run_header(run, origin))
+                listed = store.cases_not_passed(run.id, LIST_EVERY_CASE_UP_TO)
+                console.print(case_table(listed))
+                console.print(_not_listed(counts, len(listed), run.id))
+                return 0
+            cases = store.cases(run.id)
             if args.format == "json":
                 print_json(
                     {
@@ -121,6 +142,20 @@ def _show(args: argparse.Namespace) -> int:
         for sample in samples:
             print_sample(console, sample, baselines, case_golden)
     return 0
+
+
+def _not_listed(counts: Mapping[CaseOutcome, int], listed: int, run_id: str) -> Text:
+    passed = counts.get(CaseOutcome.PASS, 0)
+    total = sum(counts.values())
+    others = total - passed - listed
+    text = f"{passed:,} of {total:,} cases passed and are not listed"
+    if others:
+        text += f"; {others:,} more that did not pass are not listed either"
+    return Text(
+        f"{text}: `redline show {run_id} --all` lists every case, "
+        f"`redline show {run_id} CASE` shows one case's samples",
+        style="dim",
+    )
 
 
 def _case_golden(config: Config, suite: str, case_id: str) -> str | None:

@@ -116,13 +116,20 @@ class AnthropicProvider(HttpProvider):
             reason = FinishReason.OTHER
         usage = body.get("usage")
         model = body.get("model")
+        # Anthropic counts cache reads and writes apart from `input_tokens`; redline's
+        # input tokens are the whole prompt, the cached ones a part of it.
+        fresh = optional_int(usage, "input_tokens")
+        read = optional_int(usage, "cache_read_input_tokens")
+        written = optional_int(usage, "cache_creation_input_tokens")
         return Answer(
             text="".join(parts),
             finish_reason=reason,
             model=model if isinstance(model, str) else "",
-            input_tokens=optional_int(usage, "input_tokens"),
+            input_tokens=None if fresh is None else fresh + (read or 0) + (written or 0),
             output_tokens=optional_int(usage, "output_tokens"),
             tool_calls=tuple(calls),
+            cached_input_tokens=read,
+            cache_write_tokens=written,
         )
 
 

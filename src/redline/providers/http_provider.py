@@ -55,6 +55,9 @@ class Answer:
     tool_calls: tuple[ToolCall, ...] = ()
     #: What the server says about the build that answered (OpenAI's `system_fingerprint`).
     system_fingerprint: str | None = None
+    #: Of `input_tokens`, those read from and written to the prompt cache.
+    cached_input_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 #: Response headers naming the server software and its version, first found wins.
@@ -212,7 +215,12 @@ class HttpProvider(ABC):
     ) -> Completion:
         cost = None
         if self._price is not None:
-            cost = self._price.cost(answer.input_tokens, answer.output_tokens)
+            cost = self._price.cost(
+                answer.input_tokens,
+                answer.output_tokens,
+                answer.cached_input_tokens,
+                answer.cache_write_tokens,
+            )
         extra: dict[str, object] = {}
         if attempts > 1:
             extra["elapsed_ms"] = (time.perf_counter() - started) * 1000
@@ -229,6 +237,8 @@ class HttpProvider(ABC):
             tool_calls=answer.tool_calls,
             system_fingerprint=answer.system_fingerprint,
             server_version=server_version,
+            cached_input_tokens=answer.cached_input_tokens,
+            cache_write_tokens=answer.cache_write_tokens,
         )
 
     def _failure(self, error: str, attempts: int, started: float) -> Completion:

@@ -144,6 +144,7 @@ def parse_chat_completion(body: Any) -> Answer:
     usage = body.get("usage")
     model = body.get("model")
     fingerprint = body.get("system_fingerprint")
+    details = usage.get("prompt_tokens_details") if isinstance(usage, Mapping) else None
     return Answer(
         text=text,
         finish_reason=reason,
@@ -152,6 +153,8 @@ def parse_chat_completion(body: Any) -> Answer:
         output_tokens=optional_int(usage, "completion_tokens"),
         tool_calls=_tool_calls(message),
         system_fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
+        # `prompt_tokens` counts the cached ones too; OpenAI bills no cache writes.
+        cached_input_tokens=optional_int(details, "cached_tokens"),
     )
 
 

@@ -108,6 +108,9 @@ COLUMNS: tuple[Column, ...] = (
     _usage_column("p95", "p95 latency ms", lambda u: u.p95_latency_ms, _num),
     _usage_column("tokens_in", "input tokens/call", lambda u: u.mean_input_tokens, _tokens),
     _usage_column("tokens_out", "output tokens/call", lambda u: u.mean_output_tokens, _tokens),
+    _usage_column(
+        "cached_in", "cached input tokens/call", lambda u: u.mean_cached_input_tokens, _tokens
+    ),
     _usage_column("cost", "cost per 1k calls", lambda u: u.cost_per_1k, usd),
     _verdict_change(Verdict.TRUNCATED),
     _verdict_change(Verdict.REFUSED),
@@ -117,12 +120,21 @@ COLUMNS: tuple[Column, ...] = (
 def columns(comparison: Comparison, usage: bool | None = None) -> list[Column]:
     """The columns to show: without the pass-rate ones while content is withheld.
     `usage` True/False keeps the case column and only the usage / only the other columns."""
+    cached = _uses_prompt_cache(comparison)
     return [
         c
         for c in COLUMNS
         if not (c.content and comparison.withheld)
         and (usage is None or c.key == "case" or c.usage == usage)
+        and (cached or c.key != "cached_in")
     ]
+
+
+def _uses_prompt_cache(comparison: Comparison) -> bool:
+    """Whether either run read or wrote the provider's prompt cache (else its column is
+    empty and left out)."""
+    t = comparison.total
+    return any(u.cached_input_tokens or u.cache_write_tokens for u in (t.usage_a, t.usage_b))
 
 
 def column(key: str) -> Column:
@@ -180,6 +192,9 @@ def total_lines(c: Comparison) -> list[TotalLine]:
     line("output tokens/call", ua.mean_output_tokens, ub.mean_output_tokens, _tokens)
     line("input tokens (total)", ua.input_tokens, ub.input_tokens, _num)
     line("output tokens (total)", ua.output_tokens, ub.output_tokens, _num)
+    if _uses_prompt_cache(c):
+        line("cached input tokens (total)", ua.cached_input_tokens, ub.cached_input_tokens, _num)
+        line("cache-write tokens (total)", ua.cache_write_tokens, ub.cache_write_tokens, _num)
     line("cost (total)", ua.cost, ub.cost, usd)
     line("cost per 1k calls", ua.cost_per_1k, ub.cost_per_1k, usd)
     for v in (Verdict.TRUNCATED, Verdict.REFUSED):
@@ -210,6 +225,8 @@ def _usage_json(u: Usage) -> dict[str, Any]:
         "output_tokens": u.output_tokens,
         "mean_input_tokens": u.mean_input_tokens,
         "mean_output_tokens": u.mean_output_tokens,
+        "cached_input_tokens": u.cached_input_tokens,
+        "cache_write_tokens": u.cache_write_tokens,
         "cost_usd": u.cost,
         "cost_per_1k_calls_usd": u.cost_per_1k,
     }

@@ -126,8 +126,8 @@ def estimate_cost(
 ) -> Estimate:
     """The estimated cost of running each (suite, case) its number of samples on `model_id`."""
     price = config.price(model_id)
-    own: dict[tuple[str, str], tuple[int, float, float]] = {}
-    other: dict[tuple[str, str], tuple[int, float, float]] = {}
+    own: dict[tuple[str, str], tuple[int, float, float, float, float]] = {}
+    other: dict[tuple[str, str], tuple[int, float, float, float, float]] = {}
     if store is not None:
         own = store.token_history(model_id, HISTORY_RUNS)
         missing = any((case.suite, case.id) not in own for _, case, _ in planned)
@@ -136,11 +136,12 @@ def estimate_cost(
     cases: list[CaseEstimate] = []
     for suite, case, samples in planned:
         key = (case.suite, case.id)
+        cached = written = 0.0
         if key in own:
-            _, tokens_in, tokens_out = own[key]
+            _, tokens_in, tokens_out, cached, written = own[key]
             basis = Basis.HISTORY
         elif key in other:
-            _, tokens_in, tokens_out = other[key]
+            _, tokens_in, tokens_out, cached, written = other[key]
             basis = Basis.OTHER_MODEL
         else:
             system, user = suite.render(case)
@@ -154,9 +155,10 @@ def estimate_cost(
             basis = Basis.PROMPT
         per_sample = ceiling = None
         if price is not None:
-            per_sample = price.cost_of(tokens_in, tokens_out)
+            per_sample = price.cost_of(tokens_in, tokens_out, cached, written)
             if suite.max_tokens is not None:
-                ceiling = price.cost_of(tokens_in, max(tokens_out, suite.max_tokens))
+                most_out = max(tokens_out, suite.max_tokens)
+                ceiling = price.cost_of(tokens_in, most_out, cached, written)
         cases.append(
             CaseEstimate(
                 case.suite, case.id, samples, tokens_in, tokens_out, basis, per_sample, ceiling

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -41,18 +41,62 @@ def check_out_dir(out: Path) -> None:
 def export_run(store: RunStore, run_id: str, out: Path) -> Path:
     """Write the run to `out/results.json` and `out/samples.jsonl`; returns `out`."""
     run = store.run(run_id)
-    cases = store.cases(run.id)
-    samples = store.samples(run.id)
+    lines = (_json_line(sample_json(s)) for s in store.iter_samples(run.id))
+    return write_export(out, run, store.cases(run.id), lines)
+
+
+def write_export(
+    out: Path, run: RunRecord, cases: Sequence[CaseRecord], sample_lines: Iterable[str]
+) -> Path:
+    """Write an export of `run`: each sample's JSON line as given, streamed to its file,
+    then the results. Nothing is left behind when the lines end in an error: the samples
+    file is written beside its final name and renamed into place at the end."""
     check_out_dir(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"{out}: cannot create the export folder: {exc.strerror}") from None
+    partial = out / (SAMPLES_FILE + ".partial")
+    written = 0
+    try:
+        with partial.open("w", encoding="utf-8", newline="\n") as fh:
+            for line in sample_lines:
+                fh.write(line)
+                fh.write("\n")
+                written += 1
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(out / SAMPLES_FILE)
+    _write_results(out / RESULTS_FILE, run, cases, written)
+    return out
+
+
+def _write_results(path: Path, run: RunRecord, cases: Sequence[CaseRecord], samples: int) -> None:
+    """`results.json` as `json.dumps(indent=2)` writes it, one case result at a time (a
+    merged night has 100,000 of them: never all as JSON objects and text at once)."""
+    head = json.dumps(_results_head(run, cases, samples), indent=2, ensure_ascii=False)
+    manifest = json.dumps(
+        {"manifest": dict(sorted(run.manifest.items()))}, indent=2, ensure_ascii=False
+    )
+    with path.open("w", encoding="utf-8", newline="\n") as fh:
+        fh.write(head.removesuffix("\n}"))
+        fh.write(',\n  "cases": [')
+        for i, c in enumerate(cases):
+            fh.write(",\n    " if i else "\n    ")
+            fh.write(json.dumps(case_json(c), indent=2, ensure_ascii=False).replace("\n", "\n    "))
+        fh.write("\n  ]," if cases else "],")
+        fh.write(manifest.removeprefix("{"))
+        fh.write("\n")
+
+
+def _results_head(run: RunRecord, cases: Sequence[CaseRecord], samples: int) -> dict[str, Any]:
+    """What `results.json` says before its case results: the run and a summary."""
     totals = dict.fromkeys(VERDICT_ORDER, 0)
     for c in cases:
         for v, n in c.verdicts.items():
             totals[v] += n
-    results = {
+    return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "run": run_json(run),
@@ -63,20 +107,10 @@ def export_run(store: RunStore, run_id: str, out: Path) -> Path:
             "cases_failed": sum(c.result is CaseOutcome.FAIL for c in cases),
             "cases_inconclusive": sum(c.result is CaseOutcome.INCONCLUSIVE for c in cases),
             "cases_marginal": sum(c.result is CaseOutcome.MARGINAL for c in cases),
-            "samples": len(samples),
+            "samples": samples,
             "verdicts": {str(v): n for v, n in totals.items()},
         },
-        "cases": [case_json(c) for c in cases],
-        "manifest": dict(sorted(run.manifest.items())),
     }
-    (out / RESULTS_FILE).write_text(
-        json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    with (out / SAMPLES_FILE).open("w", encoding="utf-8", newline="\n") as fh:
-        for s in samples:
-            fh.write(_json_line(sample_json(s)))
-            fh.write("\n")
-    return out
 
 
 @dataclass(frozen=True)
@@ -104,13 +138,19 @@ def add_export(store: RunStore, exported: ExportedRun, origin: CiOrigin | None =
 
 def read_export(folder: Path) -> ExportedRun:
     """The run exported to `folder` (`results.json` + `samples.jsonl`)."""
+    results, samples_path = export_files(folder)
+    with samples_path.open("rb") as samples:
+        return parse_export(results.read_bytes(), samples, str(folder))
+
+
+def export_files(folder: Path) -> tuple[Path, Path]:
+    """`folder`'s results and samples files; NoExport when either is missing."""
     results_path = folder / RESULTS_FILE
     samples_path = folder / SAMPLES_FILE
     for path in (results_path, samples_path):
         if not path.is_file():
             raise NoExport(f"{path}: missing; `redline import` expects a `redline export` folder")
-    with samples_path.open("rb") as samples:
-        return parse_export(results_path.read_bytes(), samples, str(folder))
+    return results_path, samples_path
 
 
 def read_zip(file: Path | IO[bytes], where: str) -> list[ExportedRun]:
@@ -178,8 +218,14 @@ def read_exports(path: Path) -> list[ExportedRun]:
 
 def parse_export(results_bytes: bytes, samples: Iterable[bytes], where: str) -> ExportedRun:
     """An export from the bytes of its `results.json` and the lines of its `samples.jsonl`."""
+    run, cases = parse_results(results_bytes, where)
+    parsed = tuple(s for _, s in parse_samples(samples, run.id, where))
+    return ExportedRun(run, cases, parsed, where)
+
+
+def parse_results(results_bytes: bytes, where: str) -> tuple[RunRecord, tuple[CaseRecord, ...]]:
+    """The run and case results of an export's `results.json` (`where` names the export)."""
     results_where = f"{where}/{RESULTS_FILE}"
-    samples_where = f"{where}/{SAMPLES_FILE}"
     try:
         results = json.loads(results_bytes.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -196,15 +242,23 @@ def parse_export(results_bytes: bytes, samples: Iterable[bytes], where: str) -> 
         cases = tuple(_case_from_json(c, run.id) for c in results["cases"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ExportUnreadable(f"{results_where}: malformed export: {exc!r}") from None
-    parsed: list[SampleRecord] = []
-    for lineno, line in enumerate(samples, start=1):
+    return run, cases
+
+
+def parse_samples(
+    lines: Iterable[bytes], run_id: str, where: str
+) -> Iterator[tuple[bytes, SampleRecord]]:
+    """Each line of a `samples.jsonl` with the sample it holds (in run `run_id`), read as
+    it is reached: ExportUnreadable names the file and line of the first malformed one."""
+    samples_where = f"{where}/{SAMPLES_FILE}"
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            parsed.append(_sample_from_json(json.loads(line.decode("utf-8")), run.id))
+            sample = _sample_from_json(json.loads(line.decode("utf-8")), run_id)
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise ExportUnreadable(f"{samples_where}:{lineno}: malformed sample: {exc!r}") from None
-    return ExportedRun(run, cases, tuple(parsed), where)
+        yield line, sample
 
 
 def _json_line(data: Mapping[str, Any]) -> str:

@@ -33,6 +33,7 @@ from redline.errors import (
 )
 from redline.running.rows import Table, decode_text
 from redline.vocabulary.records import (
+    CaseOutcome,
     CaseRecord,
     CiOrigin,
     RunKind,
@@ -207,7 +208,12 @@ _SAMPLES = Table(SampleRecord, "samples")
 _ASSERTIONS = Table(AssertionResult, "assertion_results")
 _TRIAGE = Table(TriageRecord, "triage")
 _ORIGINS = Table(CiOrigin, "ci_origins")
-_INSERT_SAMPLE = _SAMPLES.insert()
+_INSERT_SAMPLE = (
+    f"INSERT INTO samples (id, {_SAMPLES.select()}) "
+    f"VALUES (?, {', '.join('?' * len(_SAMPLES.names))})"
+)
+#: Rows read or written per statement when a whole run streams through (import, export).
+_BATCH = 5000
 _INSERT_ASSERTION = (
     f"INSERT INTO assertion_results (sample_id, {_ASSERTIONS.select()}) "
     f"VALUES (?, {', '.join('?' * len(_ASSERTIONS.names))})"
@@ -592,14 +598,23 @@ class RunStore:
 
     @staticmethod
     def _insert_samples(db: sqlite3.Connection, samples: Iterable[SampleRecord]) -> None:
+        """Samples as they come (an import streams them from its file), written a batch
+        at a time so a long stream never piles up in memory.
+
+        Inside the write transaction no one else adds a sample, so ids are given here and
+        each batch is one statement per table."""
+        next_id = int(db.execute("SELECT coalesce(max(id), 0) FROM samples").fetchone()[0]) + 1
+        rows: list[Any] = []
         assertions: list[Any] = []
         for s in samples:
             if not s.created_at:
                 s = replace(s, created_at=now_iso())
-            sample_id = db.execute(_INSERT_SAMPLE, _SAMPLES.row(s)).lastrowid
-            assertions.extend((sample_id, *_ASSERTIONS.row(a)) for a in s.assertions)
-        if assertions:
-            db.executemany(_INSERT_ASSERTION, assertions)
+            rows.append((next_id, *_SAMPLES.row(s)))
+            assertions.extend((next_id, *_ASSERTIONS.row(a)) for a in s.assertions)
+            next_id += 1
+            if len(rows) >= _BATCH:
+                _write_batch(db, rows, assertions)
+        _write_batch(db, rows, assertions)
 
     def put_triage(self, record: TriageRecord) -> None:
         """Record where the triage of one case stands (replacing the previous state)."""
@@ -726,6 +741,25 @@ class RunStore:
             ).fetchall()
         return [_CASES.read(r) for r in rows]
 
+    def cases_not_passed(self, run_id: str, limit: int) -> list[CaseRecord]:
+        """The first `limit` case results of a run that are not a pass, in `cases` order:
+        what a large run's summary lists without reading every case."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_CASES.select()} FROM cases WHERE run_id = ? AND result != ? "
+                "ORDER BY suite, case_id LIMIT ?",
+                (run_id, str(CaseOutcome.PASS), limit),
+            ).fetchall()
+        return [_CASES.read(r) for r in rows]
+
+    def outcome_counts(self, run_id: str) -> dict[CaseOutcome, int]:
+        """How many of a run's cases had each outcome (outcomes no case had are left out)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT result, COUNT(*) FROM cases WHERE run_id = ? GROUP BY result", (run_id,)
+            ).fetchall()
+        return {CaseOutcome(r): int(n) for r, n in rows}
+
     def case(self, run_id: str, suite: str, case_id: str) -> CaseRecord | None:
         """This case's result in that run; None when the run did not run it."""
         with self._lock:
@@ -753,6 +787,24 @@ class RunStore:
             rows = self._db.execute(sql, params).fetchall()
             assertions = self._assertions_for([r[0] for r in rows], run_id, case_id is None)
         return [_SAMPLES.read(r[1:], assertions=assertions.get(r[0], ())) for r in rows]
+
+    def iter_samples(self, run_id: str) -> Iterator[SampleRecord]:
+        """A run's samples in the order of `samples`, read a batch at a time: an export of
+        a run of any size holds one batch in memory, not the run."""
+        with self._lock:
+            cursor = self._db.execute(
+                f"SELECT id, {_SAMPLES.select()} FROM samples WHERE run_id = ? "
+                "ORDER BY suite, case_id, idx",
+                (run_id,),
+            )
+        while True:
+            with self._lock:
+                rows = cursor.fetchmany(_BATCH)
+                assertions = self._assertions_for([r[0] for r in rows], run_id, False)
+            if not rows:
+                return
+            for r in rows:
+                yield _SAMPLES.read(r[1:], assertions=assertions.get(r[0], ()))
 
     def sample_keys(self, run_id: str) -> set[tuple[str, str, int]]:
         """(suite, case id, index) of every sample stored for a run: what `--resume` skips."""
@@ -791,23 +843,23 @@ class RunStore:
         """(suite, case id) → each sample's latency, tokens and cost, without the outputs."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT suite, case_id, verdict, latency_ms, input_tokens, output_tokens, cost "
+                "SELECT suite, case_id, verdict, latency_ms, input_tokens, output_tokens, cost, "
+                "cached_input_tokens, cache_write_tokens "
                 "FROM samples WHERE run_id = ? ORDER BY suite, case_id, idx",
                 (run_id,),
             ).fetchall()
         usage: dict[tuple[str, str], list[SampleUsage]] = {}
-        for suite, case_id, verdict, latency, tokens_in, tokens_out, cost in rows:
-            usage.setdefault((suite, case_id), []).append(
-                SampleUsage(Verdict(verdict), latency, tokens_in, tokens_out, cost)
-            )
+        for suite, case_id, verdict, *measured in rows:
+            usage.setdefault((suite, case_id), []).append(SampleUsage(Verdict(verdict), *measured))
         return usage
 
     def token_history(
         self, model_id: str | None, runs: int
-    ) -> dict[tuple[str, str], tuple[int, float, float]]:
-        """(suite, case id) → (samples, mean input tokens, mean output tokens) over the
-        answered samples of the last `runs` runs (of `model_id`, or of any model), replays
-        excluded: what a cost estimate is built from."""
+    ) -> dict[tuple[str, str], tuple[int, float, float, float, float]]:
+        """(suite, case id) → (samples, mean input tokens, mean output tokens, mean cached
+        and mean cache-written input tokens) over the answered samples of the last `runs`
+        runs (of `model_id`, or of any model), replays excluded: what a cost estimate is
+        built from."""
         sql = "SELECT id FROM runs WHERE kind != 'replay'"
         params: list[Any] = []
         if model_id is not None:
@@ -821,13 +873,16 @@ class RunStore:
             if not run_ids:
                 return {}
             rows = self._db.execute(
-                "SELECT suite, case_id, COUNT(*), AVG(input_tokens), AVG(output_tokens) "
+                "SELECT suite, case_id, COUNT(*), AVG(input_tokens), AVG(output_tokens), "
+                "AVG(coalesce(cached_input_tokens, 0)), AVG(coalesce(cache_write_tokens, 0)) "
                 f"FROM samples WHERE run_id IN ({', '.join('?' * len(run_ids))}) "
                 "AND input_tokens IS NOT NULL AND output_tokens IS NOT NULL "
                 "AND verdict != 'transport' GROUP BY suite, case_id",
                 run_ids,
             ).fetchall()
-        return {(s, c): (int(n), float(i), float(o)) for s, c, n, i, o in rows}
+        return {
+            (s, c): (int(n), float(i), float(o), float(r), float(w)) for s, c, n, i, o, r, w in rows
+        }
 
     def case_history(
         self, case_id: str, suite: str | None = None
@@ -926,6 +981,14 @@ class RunStore:
         for row in rows:
             found.setdefault(row[0], []).append(_ASSERTIONS.read(row[1:]))
         return {k: tuple(v) for k, v in found.items()}
+
+
+def _write_batch(db: sqlite3.Connection, samples: list[Any], assertions: list[Any]) -> None:
+    """Write and empty both lists of rows."""
+    db.executemany(_INSERT_SAMPLE, samples)
+    db.executemany(_INSERT_ASSERTION, assertions)
+    samples.clear()
+    assertions.clear()
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

@@ -32,6 +32,18 @@ class Usage:
     counted: int
     #: Total US dollars; None when some answered sample has neither a price nor a cost.
     cost: float | None
+    #: Of `input_tokens`, those read from and written to the provider's prompt cache.
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def mean_cached_input_tokens(self) -> float | None:
+        return self.cached_input_tokens / self.counted if self.counted else None
+
+    @property
+    def cached_share(self) -> float | None:
+        """The part of the input tokens read from the prompt cache."""
+        return self.cached_input_tokens / self.input_tokens if self.input_tokens else None
 
     @property
     def mean_input_tokens(self) -> float | None:
@@ -77,7 +89,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 def usage_of(samples: Iterable[SampleUsage], price: Price | None) -> Usage:
     """Sum up `samples`, pricing their tokens with `price` when given."""
     latencies: list[float] = []
-    n = answered = counted = tokens_in = tokens_out = 0
+    n = answered = counted = tokens_in = tokens_out = cached = written = 0
     cost: float | None = 0.0
     for s in samples:
         n += 1
@@ -90,7 +102,15 @@ def usage_of(samples: Iterable[SampleUsage], price: Price | None) -> Usage:
             counted += 1
             tokens_in += s.input_tokens
             tokens_out += s.output_tokens
-        priced = s.cost if price is None else price.cost(s.input_tokens, s.output_tokens)
+            cached += s.cached_input_tokens or 0
+            written += s.cache_write_tokens or 0
+        priced = (
+            s.cost
+            if price is None
+            else price.cost(
+                s.input_tokens, s.output_tokens, s.cached_input_tokens, s.cache_write_tokens
+            )
+        )
         cost = None if cost is None or priced is None else cost + priced
     if answered == 0:
         cost = None
@@ -103,6 +123,8 @@ def usage_of(samples: Iterable[SampleUsage], price: Price | None) -> Usage:
         output_tokens=tokens_out,
         counted=counted,
         cost=cost,
+        cached_input_tokens=cached,
+        cache_write_tokens=written,
     )
 
 
@@ -114,14 +136,25 @@ def usage_summary(u: Usage) -> str:
     latency = "latency unknown"
     if u.mean_latency_ms is not None and u.p95_latency_ms is not None:
         latency = f"latency mean {u.mean_latency_ms:,.0f} ms, p95 {u.p95_latency_ms:,.0f} ms"
-    return f"cost {cost} · tokens in {u.input_tokens:,} / out {u.output_tokens:,} · {latency}"
+    tokens = f"tokens in {u.input_tokens:,} / out {u.output_tokens:,}"
+    if u.cached_input_tokens or u.cache_write_tokens:
+        tokens += f" (in: {u.cached_input_tokens:,} cached, {u.cache_write_tokens:,} cache-written)"
+    return f"cost {cost} · {tokens} · {latency}"
 
 
 def usage_of_samples(samples: Iterable[SampleRecord], price: Price | None = None) -> Usage:
     """`usage_of` over full sample records (as a report holds them)."""
     return usage_of(
         (
-            SampleUsage(s.verdict, s.latency_ms, s.input_tokens, s.output_tokens, s.cost)
+            SampleUsage(
+                s.verdict,
+                s.latency_ms,
+                s.input_tokens,
+                s.output_tokens,
+                s.cost,
+                s.cached_input_tokens,
+                s.cache_write_tokens,
+            )
             for s in samples
         ),
         price,

@@ -87,6 +87,10 @@ class Completion:
     #: and the server's version header. A change in them (or in `model`) is drift evidence.
     system_fingerprint: str | None = None
     server_version: str | None = None
+    #: Of `input_tokens`, how many the provider read from its prompt cache and how many
+    #: it wrote to it (each priced apart); None when the provider did not say.
+    cached_input_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
     #: The function calls the model asked for, exactly as received.
     tool_calls: tuple[ToolCall, ...] = ()

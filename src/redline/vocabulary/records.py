@@ -258,6 +258,9 @@ class SampleRecord:
     latency_ms: float | None = field(default=None, metadata=answer())
     input_tokens: int | None = field(default=None, metadata=answer())
     output_tokens: int | None = field(default=None, metadata=answer())
+    #: Of `input_tokens`, those read from and written to the provider's prompt cache.
+    cached_input_tokens: int | None = field(default=None, metadata=stored(answer="=", sparse=True))
+    cache_write_tokens: int | None = field(default=None, metadata=stored(answer="=", sparse=True))
     cost: float | None = field(default=None, metadata=answer())
     error: str | None = field(default=None, metadata=answer())
     attempts: int = field(default=1, metadata=answer())
@@ -354,6 +357,8 @@ class SampleUsage:
     input_tokens: int | None
     output_tokens: int | None
     cost: float | None
+    cached_input_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 _ANSWER_FIELDS = tuple(f for f in record_fields(SampleRecord) if f.answer)

@@ -127,6 +127,9 @@ def usage_text(comparison: Comparison, shared: Sequence[CaseDelta] = ()) -> Text
         f"\ntokens/call in {tokens[0].a} → {tokens[0].b} · out {tokens[1].a} → {tokens[1].b}"
         f" · truncated {totals['truncated'].change} · refused {totals['refused'].change}"
     )
+    cached = totals.get("cached input tokens (total)")
+    if cached is not None:
+        text.append(f"\ncached input tokens {cached.a} → {cached.b}")
     if not comparison.withheld:
         text.append("\n" + " · ".join(f"{s} {len(comparison.split(s))}" for s in Split))
         text.append("  (f lists each)", style="dim")

@@ -1,0 +1,187 @@
+"""Benchmark: `redline merge --import` of a CI matrix's shard exports, then `show` and the app.
+
+A generated night: N shard exports (`--shard K/N`), each C cases × S samples with one
+assertion result per sample and a manifest entry per case file (defaults: 50 shards ×
+2,000 cases × 5 samples = 500,000 samples). Each command runs in its own process, as a
+user runs it; the figures are its wall time and peak RSS. Targets: merge + import ≤ 30 s
+and ≤ 500 MB; `show` of the merged run and the app's first full paint ≤ 1 s.
+
+    uv run python bench/bench_merge.py [--shards 50] [--cases 2000] [--samples 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from redline.running.exchange import RESULTS_FILE, SAMPLES_FILE, export_run  # noqa: E402
+from redline.vocabulary.verdicts import AssertionResult, AssertionStatus, Verdict  # noqa: E402
+from runfactory import CaseSpec, RunSpec, open_store, write_run  # noqa: E402
+
+_MARK = "SHARDMARK"
+
+
+def _template(work: Path, cases: int, samples: int) -> tuple[str, str]:
+    """One shard's export as text, its case ids and run id carrying a mark to replace."""
+    specs = []
+    for c in range(cases):
+        failing = c % 97 == 0
+        verdicts = [Verdict.WRONG if failing and i % 2 else Verdict.OK for i in range(samples)]
+        specs.append(
+            CaseSpec(
+                f"{_MARK}-{c:05d}",
+                verdicts,
+                suite="nightly",
+                case_hash=f"h{c}",
+                outputs=[
+                    f"The refund for order {c} is on its way ({i}).\n" * 3 for i in range(samples)
+                ],
+                assertions=[
+                    (
+                        AssertionResult(
+                            0,
+                            "contains",
+                            AssertionStatus.PASSED if v is Verdict.OK else AssertionStatus.FAILED,
+                            "found 'refund'" if v is Verdict.OK else "'refund' not found",
+                        ),
+                    )
+                    for v in verdicts
+                ],
+                input_tokens=420,
+                output_tokens=30,
+            )
+        )
+    manifest = {"nightly/suite.yaml": "s1", "nightly/prompts/system.txt": "p1"}
+    manifest |= {f"nightly/cases/{_MARK}-{c:05d}.yaml": f"f{c}" for c in range(cases)}
+    spec = RunSpec(
+        f"{_MARK}", specs, model_id="openai:gpt-bench", manifest=manifest, args={"shard": [0, 0]}
+    )
+    with open_store(work) as store:
+        write_run(store, spec)
+        export_run(store, spec.run_id, work / "template")
+    return (
+        (work / "template" / RESULTS_FILE).read_text(encoding="utf-8"),
+        (work / "template" / SAMPLES_FILE).read_text(encoding="utf-8"),
+    )
+
+
+def generate(work: Path, shards: int, cases: int, samples: int) -> list[Path]:
+    results, lines = _template(work, cases, samples)
+    folders = []
+    for k in range(1, shards + 1):
+        mark = f"s{k:03d}"
+        data = json.loads(results.replace(_MARK, mark))
+        data["run"]["id"] = f"{0xA0000000000 + k:012x}"
+        data["run"]["args"] = {"shard": [k, shards], "tier": "quality"}
+        folder = work / "exports" / f"shard-{k}"
+        folder.mkdir(parents=True)
+        (folder / RESULTS_FILE).write_text(json.dumps(data, indent=2), encoding="utf-8")
+        (folder / SAMPLES_FILE).write_text(lines.replace(_MARK, mark), encoding="utf-8")
+        folders.append(folder)
+    return folders
+
+
+def timed(argv: list[str], cwd: Path) -> tuple[float, float, float, str]:
+    """(wall seconds, CPU seconds, peak RSS MB, stdout) of one command in its own process.
+
+    On a shared, loaded machine CPU time says what the work costs; wall time also counts
+    waiting for a core."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode:
+            raise SystemExit(f"{' '.join(argv)} failed:\n{err.read().decode()}")
+        cpu = usage.ru_utime + usage.ru_stime
+        return wall, cpu, usage.ru_maxrss / 1024, out.read().decode()
+
+
+_PAINT = """
+import asyncio, sys, time
+from pathlib import Path
+started = time.perf_counter()
+from redline.running.store import RunStore
+from redline_tui.app import TriageApp
+from redline_tui.context import TriageContext
+from redline_tui.screens.run import RunScreen
+
+async def main():
+    with RunStore.open(Path(sys.argv[1])) as store:
+        app = TriageApp(TriageContext(store=store, root=Path(sys.argv[2])))
+        opened = time.perf_counter()
+        async with app.run_test(size=(120, 40)) as pilot:
+            while not (isinstance(app.screen, RunScreen) and app.screen.run is not None
+                       and app.screen.shown):
+                await asyncio.sleep(0.001)
+            await pilot.pause()
+            print(time.perf_counter() - opened, time.perf_counter() - started)
+
+asyncio.run(main())
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--shards", type=int, default=50)
+    parser.add_argument("--cases", type=int, default=2000, help="cases per shard")
+    parser.add_argument("--samples", type=int, default=5, help="samples per case")
+    args = parser.parse_args()
+    redline = [sys.executable, "-m", "redline"]
+    with tempfile.TemporaryDirectory(prefix="bench-merge-") as tmp:
+        work = Path(tmp)
+        started = time.perf_counter()
+        folders = generate(work, args.shards, args.cases, args.samples)
+        size = sum(f.stat().st_size for d in folders for f in d.iterdir()) / 1e6
+        total = args.shards * args.cases * args.samples
+        print(
+            f"generated {args.shards} shard exports, {args.shards * args.cases:,} cases, "
+            f"{total:,} samples, {size:.0f} MB in {time.perf_counter() - started:.1f} s"
+        )
+        (work / "redline.toml").write_text(
+            'store = ".redline/redline.db"\n[models]\ndefault = "openai:gpt-bench"\n',
+            encoding="utf-8",
+        )
+        wall, cpu, rss, out = timed([*redline, "merge", *map(str, folders), "--import"], work)
+        said = out.strip().splitlines()[0]
+        print(said)
+        print(
+            f"merge --import:    {wall:6.2f} s wall {cpu:6.2f} s CPU {rss:5.0f} MB peak RSS  "
+            f"(target 30 s, 500 MB: wall {wall / 30:.2f}×, CPU {cpu / 30:.2f}×, {rss / 500:.2f}×)"
+        )
+        run_id = said.split(" into run ")[1].split(":")[0]
+        wall, cpu, rss, _ = timed([*redline, "merge", *map(str, folders), "--out", "merged"], work)
+        print(f"merge --out DIR:   {wall:6.2f} s wall {cpu:6.2f} s CPU {rss:5.0f} MB peak RSS")
+        wall, cpu, rss, _ = timed([*redline, "show", run_id], work)
+        print(
+            f"show (merged run): {wall:6.2f} s wall {cpu:6.2f} s CPU {rss:5.0f} MB peak RSS  "
+            f"(target 1 s: wall {wall:.2f}×, CPU {cpu:.2f}×)"
+        )
+        paint = subprocess.run(
+            [sys.executable, "-c", _PAINT, str(work / ".redline" / "redline.db"), tmp],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        print(
+            f"app first paint:          {float(paint[0]):6.2f} s wall after start, "
+            f"{float(paint[1]):.2f} s with imports  (target 1 s: {float(paint[0]):.2f}×)"
+        )
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""`redline show` of a large run (a merged night): what did not pass is listed, the rest counted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from redline.cli import main
+from runfactory import OK, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
+
+
+@pytest.fixture
+def big_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "160")
+    cases = [
+        CaseSpec(f"case-{i:04d}", [WRONG] * 5 if i in (7, 300, 599) else [OK] * 5)
+        for i in range(600)
+    ]
+    with open_store(tmp_path) as store:
+        write_run(store, RunSpec("bignight0001", cases))
+    return "bignight0001"
+
+
+def test_a_large_run_lists_the_cases_that_did_not_pass_and_counts_the_rest(
+    big_run: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", big_run]) == 0
+    out = capsys.readouterr().out
+    assert all(f"case-{i:04d}" in out for i in (7, 300, 599))
+    assert "case-0008" not in out
+    assert "597 of 600 cases passed and are not listed" in out
+    assert f"redline show {big_run} --all" in out
+
+
+def test_all_lists_every_case_of_a_large_run(
+    big_run: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", big_run, "--all"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"case-{i:04d}" in out for i in range(600))
+    assert "not listed" not in out
+
+
+def test_a_small_run_lists_every_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with open_store(tmp_path) as store:
+        write_run(store, RunSpec("small0000001", [CaseSpec(f"c{i}", [OK] * 3) for i in range(5)]))
+    assert main(["show", "small0000001"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"c{i}" in out for i in range(5)) and "not listed" not in out
