@@ -52,11 +52,11 @@ from redline.casemodel import (
 from redline.casemodel.conversation import ConversationReader
 from redline.casemodel.expressions import expression_problem
 from redline.casemodel.values import (
-    bound_crossed,
     did_you_mean,
     is_number,
     is_whole,
     kind_name,
+    out_of_bounds,
     show,
     utf8_problem,
 )
@@ -511,12 +511,10 @@ class _Checks:
     ) -> bool:
         """Whether `value` is within its bounds; else an issue naming the bound it crossed,
         with the nearest allowed value as the example."""
-        crossed = bound_crossed(value, minimum, maximum, exclusive_minimum, example)
-        if crossed is None:
+        problem = out_of_bounds(key, value, minimum, maximum, exclusive_minimum, example)
+        if problem is None:
             return True
-        bound, nearest = crossed
-        hint = f"e.g. {key}: {nearest}" if nearest else ""
-        self.add(at, f"{label}`{key}` must be {bound}, got {value:g}", hint)
+        self.add(at, label + problem[0], problem[1])
         return False
 
     def boolean(self, data: Mapping[str, Any], key: str, default: bool) -> bool | None:

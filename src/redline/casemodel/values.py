@@ -92,6 +92,25 @@ def bound_crossed(
     return None
 
 
+def out_of_bounds(
+    key: str,
+    value: float,
+    minimum: float | None,
+    maximum: float | None,
+    exclusive_minimum: bool = False,
+    example: str = "",
+    assign: str = ": ",
+) -> tuple[str, str] | None:
+    """(the problem, its hint) for a `key` whose value crosses a bound, naming the bound and
+    showing the nearest allowed value as `key{assign}value`; None within the bounds."""
+    crossed = bound_crossed(value, minimum, maximum, exclusive_minimum, example)
+    if crossed is None:
+        return None
+    bound, nearest = crossed
+    hint = f"e.g. {key}{assign}{nearest}" if nearest else ""
+    return f"`{key}` must be {bound}, got {value:g}", hint
+
+
 def did_you_mean(word: str, options: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest option, or '' when nothing is close."""
     close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)

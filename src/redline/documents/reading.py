@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from redline.casemodel.values import bound_crossed, is_number, is_whole
+from redline.casemodel.values import is_number, is_whole, out_of_bounds
 from redline.documents.yamlsource import Mark, Node, did_you_mean, type_name
 from redline.errors import Problem
 
@@ -125,12 +125,12 @@ class NodeReader:
     ) -> bool:
         """Whether `value` is within its bounds; else a problem naming the bound it crossed,
         with the nearest allowed value as the example."""
-        crossed = bound_crossed(value, minimum, maximum, exclusive_minimum, example)
-        if crossed is None:
+        problem = out_of_bounds(
+            key, value, minimum, maximum, exclusive_minimum, example, self.assign
+        )
+        if problem is None:
             return True
-        bound, nearest = crossed
-        hint = f"e.g. {key}{self.assign}{nearest}" if nearest else ""
-        self.add(node.mark, f"`{key}` must be {bound}, got {value:g}", hint)
+        self.add(node.mark, *problem)
         return False
 
     def boolean(self, node: Node | None, key: str, default: bool | None = None) -> bool | None:
