@@ -554,7 +554,10 @@ def test_a_ca_bundle_that_is_not_there_is_refused_before_any_request(
 ) -> None:
     path = hostile_config(tmp_path, "https://127.0.0.1:9/v1", extra='ca_bundle = "nope.pem"\n')
     config = parse_config(path)
-    with pytest.raises(ConfigError, match=r"\[providers\.hostile\] ca_bundle: no file 'nope.pem'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"redline\.toml:11:\d+: \[providers\.hostile\] ca_bundle: no file 'nope.pem'",
+    ):
         make_provider(config.model("fake"), config, {KEY_ENV: SECRET})
     write_suite(tmp_path, "s", {"a": "MODE:json"})
     monkeypatch.chdir(tmp_path)

@@ -15,7 +15,7 @@ from typing import Any
 from redline.casemodel.values import is_number, show
 from redline.documents.reading import NodeReader
 from redline.documents.tomlsource import load_toml, toml_node, toml_text
-from redline.documents.yamlsource import Node, did_you_mean
+from redline.documents.yamlsource import Mark, Node, did_you_mean
 from redline.errors import ConfigError, Problem
 from redline.provider_options import PROVIDER_KINDS, OptionKind, ProviderKind
 from redline.text.lines import breaks_line
@@ -188,6 +188,13 @@ class Config:
     def table(self, *parts: str) -> str:
         """The name under which the user finds a table of this config file."""
         return table_name(self.source.name, *parts)
+
+    def mark_of(self, *path: str) -> Mark:
+        """Where a setting is written in the config file (its nearest written table when
+        it is not), for a problem found after loading, such as a missing file."""
+        if self.node is None:
+            return Mark(self.source.name, 0, 0)
+        return self.node.mark_at(path)
 
     def model(self, alias: str) -> ModelRef:
         try:

@@ -55,11 +55,12 @@ def _ca_bundle(settings: ProviderConfig, config: Config) -> Path | None:
         return None
     path = config.root / written
     if not path.is_file():
-        raise ConfigError(
-            f"{config.source.name}: {config.table('providers', settings.name)} ca_bundle: "
-            f"no file {str(written)!r} (from {config.root}); give the path of a PEM file of "
-            "the CA certificates to trust"
+        problem = config.mark_of("providers", settings.name, "ca_bundle").problem(
+            f"{config.table('providers', settings.name)} ca_bundle: no file "
+            f"{str(written)!r} (from {config.root})",
+            "give the path of a PEM file of the CA certificates to trust",
         )
+        raise ConfigError(str(problem))
     return path
 
 
