@@ -24,6 +24,7 @@ import hashlib
 import json
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -386,7 +387,7 @@ class BatchProvider:
                 self._enqueue(w)  # a recorded batch never ran it: send it again
         if unanswered:
             await self._let_answered_settle(len(unanswered))
-            error = self._unfinished(batch, len(unanswered))
+            error = self._unfinished(batch, unanswered)
             for w in unanswered:
                 w.answer.set_exception(error)
 
@@ -396,11 +397,19 @@ class BatchProvider:
         while self.in_flight() > unanswered and time.monotonic() < until:
             await asyncio.sleep(ROUND_SETTLE_S)
 
-    def _unfinished(self, batch: _Batch, unanswered: int) -> BatchUnfinished:
+    def _unfinished(self, batch: _Batch, unanswered: list[_Waiting]) -> BatchUnfinished:
         status = batch.status
-        why = status.failure or f"it ended {status.status.replace('_', ' ')}"
+        results = batch.results or {}
+        # Missing from the results of an expired or cancelled batch: it never ran either.
+        missing = status.status if status.status in ("expired", "cancelled") else "not answered"
+        reasons = Counter(
+            (results[w.custom_id].unfinished if w.custom_id in results else None) or missing
+            for w in unanswered
+        )
+        said = ", ".join(f"{n} {reason}" for reason, n in reasons.most_common())
+        why = status.failure or f"the batch is {status.status.replace('_', ' ')} ({said})"
         return BatchUnfinished(
-            f"batch {status.id} left {unanswered} of its {len(batch.requests)} requests "
+            f"batch {status.id} left {len(unanswered)} of its {len(batch.requests)} requests "
             f"unanswered: {why}. The answered samples are stored; send the rest in a new "
             f"batch with `redline run --resume {self.run_id}`",
             run_id=self.run_id,

@@ -1,0 +1,273 @@
+"""Batch mode as a user runs it: `redline run --batch` processes against a loopback server of
+both batch APIs — answers and failures per sample, the batch price, --no-wait and --resume
+across process ends, expiry and cancellation, sequential rounds, progress lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from batch_servers import BatchServer, Plan
+from redline.running.store import RunStore
+from redline.vocabulary.verdicts import Verdict
+from test_runner import KEY_ENV, SECRET, write_suite
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+MODELS = ("fake", "fake-anthropic")
+
+
+@pytest.fixture
+def server() -> Iterator[BatchServer]:
+    with BatchServer() as running:
+        yield running
+
+
+@pytest.fixture
+def project(tmp_path: Path, server: BatchServer) -> Path:
+    (tmp_path / "redline.toml").write_text(server.redline_toml(), encoding="utf-8")
+    return tmp_path
+
+
+def redline(project: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC), KEY_ENV: SECRET}
+    return subprocess.run(
+        [sys.executable, "-m", "redline", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def store(project: Path) -> RunStore:
+    return RunStore.open(project / ".redline" / "redline.db")
+
+
+def only_run(project: Path) -> str:
+    with store(project) as s:
+        runs = s.runs()
+    assert len(runs) == 1
+    return runs[0].id
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_batch_run_answers_every_sample_with_its_own_verdict_and_error_class(
+    project: Path, server: BatchServer, model: str
+) -> None:
+    write_suite(
+        project,
+        "s",
+        {"ok": "MODE:json", "bad": "MODE:preamble", "limit": "MODE:429", "wrong": "MODE:400"},
+        samples=3,
+    )
+    done = redline(project, "run", "s", "--batch", "--quiet", "--model", model)
+    assert done.returncode == 3, done.stderr  # half the samples failed in transport
+    assert len(server.batches) == 1 and len(server.batches[0].lines) == 12
+    assert set(server.submitted.values()) == {1}
+    assert server.batches[0].api == ("openai" if model == "fake" else "anthropic")
+    with store(project) as s:
+        samples = {(x.case_id, x.index): x for x in s.samples(only_run(project))}
+    assert {x.verdict for (case, _), x in samples.items() if case == "ok"} == {Verdict.OK}
+    assert {x.verdict for (case, _), x in samples.items() if case == "bad"} == {Verdict.MALFORMED}
+    limited = samples[("limit", 0)]
+    assert limited.verdict is Verdict.TRANSPORT and limited.error is not None
+    assert "rate limited" in limited.error and "rate limited on purpose" in limited.error
+    wrong = samples[("wrong", 0)]
+    assert wrong.error is not None and "invalid request" in wrong.error
+    assert "max_tokens" in wrong.error
+    # Progress: submitted, its state while pending, and the counts when it ended.
+    assert "submitted batch " in done.stdout
+    ended = "completed 12/12 (completed 6, failed 6)" if model == "fake" else "ended 12/12"
+    assert ended in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("model", "input_price", "output_price"), [("fake", 1, 2), ("fake-anthropic", 3, 15)]
+)
+def test_every_sample_costs_the_batch_price_half_the_regular_one(
+    project: Path, server: BatchServer, model: str, input_price: float, output_price: float
+) -> None:
+    write_suite(project, "s", {"a": "MODE:json", "b": "MODE:json x"}, samples=2)
+    assert redline(project, "run", "s", "--batch", "--quiet", "--model", model).returncode == 0
+    with store(project) as s:
+        samples = s.samples(only_run(project))
+    for sample in samples:
+        assert sample.input_tokens and sample.output_tokens and sample.cost is not None
+        regular = (sample.input_tokens * input_price + sample.output_tokens * output_price) / 1e6
+        assert sample.cost == pytest.approx(regular / 2)
+
+
+def test_batch_discount_in_the_price_table_sets_the_batch_price(
+    project: Path, server: BatchServer
+) -> None:
+    text = server.redline_toml().replace(
+        "output_per_mtok = 2.0\n", "output_per_mtok = 2.0\nbatch_discount = 0.25\n", 1
+    )
+    (project / "redline.toml").write_text(text, encoding="utf-8")
+    write_suite(project, "s", {"a": "MODE:json"}, samples=1)
+    assert redline(project, "run", "s", "--batch", "--quiet").returncode == 0
+    with store(project) as s:
+        (sample,) = s.samples(only_run(project))
+    assert sample.input_tokens and sample.output_tokens
+    regular = (sample.input_tokens * 1 + sample.output_tokens * 2) / 1e6
+    assert sample.cost == pytest.approx(regular * 0.75)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_no_wait_ends_pending_with_exit_3_and_resume_collects_without_sending_again(
+    project: Path, server: BatchServer, model: str
+) -> None:
+    server.default = Plan("hold")
+    write_suite(project, "s", {"a": "MODE:json", "b": "MODE:json y"}, samples=3)
+    out = project / "out"
+    first = redline(
+        project, "run", "s", "--batch", "--no-wait", "--quiet", "--model", model, "--out", str(out)
+    )
+    run_id = only_run(project)
+    assert first.returncode == 3, first.stderr
+    (batch,) = server.batches
+    assert f"batch {batch.id} is in progress (0/6)" in first.stderr
+    assert f"collect it with `redline run --resume {run_id}`" in first.stderr
+    pending = json.loads((out / "pending.json").read_text(encoding="utf-8"))
+    assert pending["run_id"] == run_id and pending["batches"][0]["id"] == batch.id
+    assert not (out / "results.json").exists()
+
+    still = redline(project, "run", "--resume", run_id, "--no-wait", "--quiet")
+    assert still.returncode == 3 and f"batch {batch.id} is in progress" in still.stderr
+    server.release()
+    done = redline(project, "run", "--resume", run_id, "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert len(server.batches) == 1  # collected, never submitted again
+    assert set(server.submitted.values()) == {1}
+    with store(project) as s:
+        assert len(s.samples(run_id)) == 6
+        assert s.batches(run_id)[0].ended
+
+
+def test_a_killed_process_leaves_its_batch_to_resume(project: Path, server: BatchServer) -> None:
+    server.default = Plan("hold")
+    write_suite(project, "s", {"a": "MODE:json", "b": "MODE:json z"}, samples=2)
+    env = {**os.environ, "PYTHONPATH": str(SRC), KEY_ENV: SECRET}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "redline", "run", "s", "--batch", "--quiet"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(b.looks >= 2 for b in server.batches):
+            time.sleep(0.05)
+        assert server.batches, "the run never submitted its batch"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    run_id = only_run(project)
+    with store(project) as s:
+        assert s.batches(run_id)[0].batch_id == server.batches[0].id
+    server.release()
+    done = redline(project, "run", "--resume", run_id, "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert len(server.batches) == 1 and set(server.submitted.values()) == {1}
+
+
+@pytest.mark.parametrize(("outcome", "word"), [("expire", "expired"), ("cancel", "cancelled")])
+@pytest.mark.parametrize("model", MODELS)
+def test_an_expired_or_cancelled_batch_keeps_what_it_answered_and_resume_sends_the_rest(
+    project: Path, server: BatchServer, model: str, outcome: str, word: str
+) -> None:
+    server.plans = [Plan(outcome, answered=2)]
+    write_suite(project, "s", {"a": "MODE:json", "b": "MODE:json w"}, samples=3)
+    first = redline(project, "run", "s", "--batch", "--quiet", "--model", model)
+    assert first.returncode == 3
+    run_id = only_run(project)
+    first_batch = server.batches[0]
+    assert f"batch {first_batch.id} left 4 of its 6 requests unanswered" in first.stderr
+    assert f"(4 {word})" in first.stderr
+    assert f"redline run --resume {run_id}" in first.stderr
+    with store(project) as s:
+        assert len(s.samples(run_id)) == 2
+    done = redline(project, "run", "--resume", run_id, "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert len(server.batches) == 2
+    assert set(server.batches[1].custom_ids) == first_batch.never_ran
+    with store(project) as s:
+        assert len(s.samples(run_id)) == 6
+
+
+def test_a_failed_batch_says_why(project: Path, server: BatchServer) -> None:
+    server.plans = [Plan("fail")]
+    write_suite(project, "s", {"a": "MODE:json"}, samples=2)
+    done = redline(project, "run", "s", "--batch", "--quiet")
+    assert done.returncode == 3
+    assert "the batch failed: invalid_json_line: bad line (line 1)" in done.stderr
+
+
+def test_sequential_sampling_plays_as_rounds_with_the_decisions_of_a_plain_run(
+    project: Path, server: BatchServer
+) -> None:
+    # 60% pass rate by seed: some cases decide at once, some need more rounds.
+    cases = {f"c{i}": f"MODE:json RATE:60 n{i}" for i in range(6)}
+    write_suite(project, "s", cases, samples=5, tier="quality")
+    suite = project / "s" / "suite.yaml"
+    suite.write_text(suite.read_text(encoding="utf-8") + "seed: 7\n", encoding="utf-8")
+    batched = redline(project, "run", "s", "--batch", "--adaptive", "--quiet")
+    assert len(server.batches) >= 2  # the first round, then what undecided cases need
+    first_round = len(server.batches[0].lines)
+    assert first_round == 6 * 3  # every case's first three samples
+    assert set(server.submitted.values()) == {1}
+    with store(project) as s:
+        runs = s.runs()
+        batch_cases = {(c.case_id, c.passes, c.samples) for c in s.cases(runs[0].id)}
+        assert len(s.samples(runs[0].id)) == sum(server.submitted.values())
+    # Seeds are frozen: the same answers, so a plain run over the same server answers
+    # decides the same (run against the batch server's own answers through the sync path).
+    from servers import LoopbackLLMServer
+
+    with LoopbackLLMServer() as plain_server:
+        (project / "redline.toml").write_text(plain_server.redline_toml(), encoding="utf-8")
+        plain = redline(project, "run", "s", "--adaptive", "--quiet")
+    with store(project) as s:
+        latest = s.runs()[0]
+        assert latest.id != runs[0].id
+        plain_cases = {(c.case_id, c.passes, c.samples) for c in s.cases(latest.id)}
+    assert batched.returncode == plain.returncode
+    assert batch_cases == plain_cases
+
+
+def test_batch_on_a_provider_without_a_batch_api_is_a_usage_error(project: Path) -> None:
+    text = (project / "redline.toml").read_text(encoding="utf-8")
+    text = text.replace("[models]\n", '[models]\nsmall = "local:smollm2-135m-instruct-q4_1"\n', 1)
+    (project / "redline.toml").write_text(text, encoding="utf-8")
+    write_suite(project, "s", {"a": "MODE:json"}, samples=1, model="small")
+    done = redline(project, "run", "s", "--batch")
+    assert done.returncode == 2
+    assert "no batch API" in done.stderr and "type = 'openai'" in done.stderr
+    assert not (project / ".redline" / "redline.db").exists() or not only_run_ids(project)
+
+
+def only_run_ids(project: Path) -> list[str]:
+    with store(project) as s:
+        return [r.id for r in s.runs()]
+
+
+def test_the_batch_setting_sends_runs_through_the_batch_api_and_no_batch_overrides_it(
+    tmp_path: Path, server: BatchServer
+) -> None:
+    (tmp_path / "redline.toml").write_text(server.redline_toml(batch=True), encoding="utf-8")
+    write_suite(tmp_path, "s", {"a": "MODE:json"}, samples=2)
+    assert redline(tmp_path, "run", "s", "--quiet").returncode == 0
+    assert len(server.batches) == 1
+    plain = redline(tmp_path, "run", "s", "--quiet", "--no-batch")
+    assert plain.returncode == 2  # the batch server has no synchronous endpoint
+    assert len(server.batches) == 1
