@@ -271,3 +271,96 @@ def test_the_batch_setting_sends_runs_through_the_batch_api_and_no_batch_overrid
     plain = redline(tmp_path, "run", "s", "--quiet", "--no-batch")
     assert plain.returncode == 2  # the batch server has no synchronous endpoint
     assert len(server.batches) == 1
+
+
+def test_the_nightly_workflow_submits_in_one_step_and_collects_in_the_next(
+    project: Path, server: BatchServer
+) -> None:
+    """The quality job's steps as the generated workflow writes them, run with bash: the run
+    step submits and ends pending; the collect step resumes the run and exports it."""
+    import yaml
+
+    from redline.ci.scaffold import WORKFLOW_FILE, starter_files
+
+    workflow = yaml.safe_load(starter_files()[WORKFLOW_FILE])
+    steps = workflow["jobs"]["quality"]["steps"]
+    submit = next(s for s in steps if "--batch-if-supported" in str(s.get("run", "")))
+    collect = next(s for s in steps if "--resume" in str(s.get("run", "")))
+    assert "--no-wait" in submit["run"] and "pending.json" in collect["if"]
+    # The configured suites: `cases/`, as `redline init` lays them out.
+    write_suite(project / "cases", "s", {"a": "MODE:json", "b": "MODE:json q"}, tier="quality")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(SRC),
+        KEY_ENV: SECRET,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+
+    def step(script: str, extra: dict[str, str]) -> int:
+        for expression, value in {"matrix.shard": "1"}.items():
+            script = script.replace("${{ " + expression + " }}", value)
+        script = script.replace("--judge ", "").replace("/2", "/1")
+        done = subprocess.run(
+            ["bash", "-eo", "pipefail", "-c", script],
+            cwd=project,
+            env=env | extra,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return done.returncode
+
+    assert step(submit["run"], {}) == 3  # submitted, pending: the step ends
+    assert (project / "out/shard-1/pending.json").exists()
+    assert len(server.batches) == 1 and not server.batches[0].ended
+    assert step(collect["run"], {"OUT": "out/shard-1"}) == 0
+    results = json.loads((project / "out/shard-1/results.json").read_text(encoding="utf-8"))
+    assert results["summary"]["result"] == "green"
+    assert not (project / "out/shard-1/pending.json").exists()
+    assert len(server.batches) == 1 and set(server.submitted.values()) == {1}
+
+
+def test_a_batch_discount_out_of_range_is_a_configuration_error_at_its_line(
+    project: Path, server: BatchServer
+) -> None:
+    text = server.redline_toml().replace(
+        "output_per_mtok = 2.0\n", "output_per_mtok = 2.0\nbatch_discount = 1.5\n", 1
+    )
+    (project / "redline.toml").write_text(text, encoding="utf-8")
+    done = redline(project, "validate")
+    assert done.returncode == 2
+    line = text.splitlines().index("batch_discount = 1.5") + 1
+    assert f"redline.toml:{line}" in done.stderr and "batch_discount" in done.stderr
+
+
+def test_custom_ids_fit_both_apis_and_name_one_request_of_one_sample() -> None:
+    import re
+
+    from redline.providers.batching import custom_id
+    from redline.vocabulary.completion import ChatRequest
+
+    first = ChatRequest(model="m", system="s", user="u", sample=("suite", "case/ü", 3))
+    again = ChatRequest(model="m", system="other", user="u", sample=("suite", "case/ü", 3))
+    step = ChatRequest(model="m", system="s", user="u", sample=("suite", "case/ü", 3), step=1)
+    other = ChatRequest(model="m", system="s", user="u", sample=("suite", "case/ü", 4))
+    assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", custom_id(first))
+    assert custom_id(first) == custom_id(again)  # the same sample's request in any process
+    assert len({custom_id(first), custom_id(step), custom_id(other)}) == 3
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_tool_loop_plays_one_step_per_round(
+    project: Path, server: BatchServer, model: str
+) -> None:
+    from test_conversations import REFUND_LOOP, agent_suite
+
+    agent_suite(project, {"loop": REFUND_LOOP}, model=model)
+    done = redline(project, "run", "agent", "--batch", "--quiet")
+    assert done.returncode == 0, done.stderr
+    # Three tool calls and the answer: four rounds of the case's two samples.
+    assert [len(b.lines) for b in server.batches] == [2, 2, 2, 2]
+    assert set(server.submitted.values()) == {1}
+    with store(project) as s:
+        samples = s.samples(only_run(project))
+    assert [len(sample.steps) for sample in samples] == [4, 4]
+    assert all(sample.output.startswith("Done: ") for sample in samples)

@@ -218,10 +218,6 @@ class BatchProvider:
     def identity(self) -> str:
         return self.inner.identity()
 
-    def unsupported(self, request: ChatRequest) -> str | None:
-        check = getattr(self.inner, "unsupported", None)
-        return None if check is None else check(request)
-
     async def aclose(self) -> None:
         tasks = [b.watcher for b in self._batches.values() if b.watcher is not None]
         if self._round is not None:
@@ -372,9 +368,7 @@ class BatchProvider:
         for w in waiting:
             result = batch.results.get(w.custom_id)
             if result is not None and result.body is not None:
-                w.answer.set_result(
-                    self.inner.answer_of(w.request, result.body, latency_ms=0.0, price=self.price)
-                )
+                w.answer.set_result(self.inner.answer_of(w.request, result.body, price=self.price))
             elif (
                 result is not None
                 and result.error is not None

@@ -147,33 +147,28 @@ class HttpProvider(ABC):
         out of it here)."""
         return completion
 
-    def answer_of(
-        self, request: ChatRequest, body: Any, *, latency_ms: float, price: Price | None
-    ) -> Completion:
+    def answer_of(self, request: ChatRequest, body: Any, *, price: Price | None) -> Completion:
         """The completion one answer body makes when it came another way than this request
-        (a batch API's result line), priced at `price`."""
+        (a batch API's result line), priced at `price`; no latency of its own is known."""
         try:
             answer = self.parse(body)
         except MalformedResponse as exc:
             return self.failed(f"malformed answer in the batch results: {exc}")
-        completion = self._completion(answer, latency_ms, 1, time.perf_counter(), None)
-        if price is not self._price:
-            completion = dataclasses.replace(
-                completion,
-                cost=None
-                if price is None
-                else price.cost(
-                    answer.input_tokens,
-                    answer.output_tokens,
-                    answer.cached_input_tokens,
-                    answer.cache_write_tokens,
-                ),
+        completion = self._completion(answer, 0.0, 1, time.perf_counter(), None)
+        cost = None
+        if price is not None:
+            cost = price.cost(
+                answer.input_tokens,
+                answer.output_tokens,
+                answer.cached_input_tokens,
+                answer.cache_write_tokens,
             )
-        return self.finish(request, completion)
+        return self.finish(request, dataclasses.replace(completion, latency_ms=None, cost=cost))
 
     def failed(self, error: str) -> Completion:
-        """A sample's failed completion: `error` says why, redacted."""
-        return self._failure(error, 1, time.perf_counter())
+        """A sample's failed completion (from a batch: no latency of its own): `error` says
+        why, redacted."""
+        return dataclasses.replace(self._failure(error, 1, time.perf_counter()), latency_ms=None)
 
     async def complete(self, request: ChatRequest) -> Completion:
         content = json.dumps(
