@@ -75,11 +75,12 @@ ERROR_EXIT_CODES: dict[type[BaseException], int] = {
     RunStopped: ExitCode.USAGE,
     CredentialsRejected: ExitCode.USAGE,
     EndpointUnreachable: ExitCode.USAGE,
-    # A batch still pending (--no-wait) or ended with samples unanswered: no verdict yet,
-    # so not green; `redline run --resume RUN_ID` collects or resubmits them.
-    BatchNotDone: ExitCode.INCONCLUSIVE,
-    BatchPending: ExitCode.INCONCLUSIVE,
-    BatchUnfinished: ExitCode.INCONCLUSIVE,
+    # A batch still pending (--no-wait) or ended with samples unanswered. `redline run`
+    # ends with 3 itself (no verdict yet: inconclusive, never green); any other command
+    # that meets one cannot go on: `redline run --resume RUN_ID` collects or resends them.
+    BatchNotDone: ExitCode.USAGE,
+    BatchPending: ExitCode.USAGE,
+    BatchUnfinished: ExitCode.USAGE,
     StoreMissing: ExitCode.USAGE,
     StoreFull: ExitCode.USAGE,
     StoreCorrupt: ExitCode.USAGE,
