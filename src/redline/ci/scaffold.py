@@ -348,7 +348,7 @@ jobs:
 PULL_NIGHTS = 30
 #: How long the nightly job waits for its batch to be answered (seconds): most batches
 #: come back within hours, and a GitHub-hosted job may run six.
-COLLECT_WAIT_S = 4 * 3600
+COLLECT_WAIT_S = 3 * 3600
 
 
 def workflow(install: InstallSpec) -> str:

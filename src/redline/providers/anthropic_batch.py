@@ -12,7 +12,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from redline.providers.batching import BatchCallFailed, BatchCalls, BatchStatus, LineResult, jsonl
+from redline.providers.batching import (
+    BatchCallFailed,
+    BatchCalls,
+    BatchStatus,
+    LineResult,
+    read_results,
+)
 
 if TYPE_CHECKING:
     from redline.providers.anthropic import AnthropicProvider
@@ -57,12 +63,7 @@ class AnthropicBatchApi:
         if not status.results:
             return {}
         answer = await self.calls.call("GET", status.results[0], large=True)
-        found: dict[str, LineResult] = {}
-        for line in jsonl(answer.body):
-            read = read_line(line)
-            if read is not None:
-                found[read[0]] = read[1]
-        return found
+        return read_results(answer.body, read_line)
 
 
 def read_status(batch: Any) -> BatchStatus:

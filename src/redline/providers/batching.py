@@ -155,6 +155,9 @@ class _Batch:
     #: Submitted by this process (an unanswered request is then the run's end, not a
     #: request to send again).
     own: bool
+    #: Its status was read in this process (a recorded one's is, once: where its results
+    #: are is not recorded).
+    seen: bool = False
     waiting: list[_Waiting] = field(default_factory=list)
     results: dict[str, LineResult] | None = None
     watcher: asyncio.Task[None] | None = None
@@ -248,23 +251,23 @@ class BatchProvider:
         return len(self._queue) + sum(len(b.waiting) for b in self._batches.values())
 
     async def _rounds(self) -> None:
-        """Send each round once every sample in flight waits for its answer."""
-        try:
-            while True:
-                await self._wake.wait()
-                self._wake.clear()
-                while True:
-                    await asyncio.sleep(ROUND_SETTLE_S)
-                    if self._queue and self._waiting() >= self.in_flight():
-                        break
-                    if not self._queue:
-                        break
-                if self._queue:
-                    round_, self._queue = self._queue, []
-                    await self._submit(round_)
-        except Exception as exc:
-            self._round = None
-            self._fail_all(exc)
+        """Send each round once every sample in flight waits for its answer; a round that
+        cannot be sent ends each of its samples with the reason."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await asyncio.sleep(ROUND_SETTLE_S)  # samples woken with this one reach it too
+            while self._queue and self._waiting() < self.in_flight():
+                await asyncio.sleep(ROUND_SETTLE_S)
+            if not self._queue:
+                continue
+            round_, self._queue = self._queue, []
+            try:
+                await self._submit(round_)
+            except Exception as exc:
+                for w in round_:
+                    if not w.answer.done():
+                        w.answer.set_exception(exc)
 
     async def _submit(self, round_: list[_Waiting]) -> None:
         for chunk in self._chunks(round_):
@@ -288,7 +291,7 @@ class BatchProvider:
                     submitted_at=now_iso(),
                 )
             )
-            batch = _Batch(status, frozenset(requests), own=True)
+            batch = _Batch(status, frozenset(requests), own=True, seen=True)
             self._batches[status.id] = batch
             for w in chunk:
                 self._holder[w.custom_id] = status.id
@@ -332,7 +335,7 @@ class BatchProvider:
     async def _until_ended(self, batch: _Batch) -> None:
         failures = 0
         first = True
-        while not batch.status.ended:
+        while not batch.seen or not batch.status.ended:
             if not first:
                 self._say(batch.status.describe())
                 if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -351,6 +354,7 @@ class BatchProvider:
                     ) from None
                 continue
             failures = 0
+            batch.seen = True
             changed = status.status != batch.status.status or status.counts != batch.status.counts
             batch.status = status
             if changed:
@@ -421,12 +425,6 @@ class BatchProvider:
             run_id=self.run_id,
         )
 
-    def _fail_all(self, exc: BaseException) -> None:
-        waiting, self._queue = self._queue, []
-        for w in waiting:
-            if not w.answer.done():
-                w.answer.set_exception(exc)
-
     def _say(self, text: str) -> None:
         if self.on_state is not None:
             self.on_state(text)
@@ -445,17 +443,9 @@ class BatchCalls:
         self.api_name = api_name
         self._rng = random.Random()
 
-    async def json(
-        self,
-        method: str,
-        url: str,
-        *,
-        body: Any = None,
-        raw: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-        large: bool = False,
-    ) -> Any:
-        answer = await self.call(method, url, body=body, raw=raw, headers=headers, large=large)
+    async def json(self, method: str, url: str, **sent: Any) -> Any:
+        """The JSON answer of `call(method, url, **sent)`."""
+        answer = await self.call(method, url, **sent)
         try:
             return json.loads(answer.body)
         except ValueError:
@@ -546,17 +536,23 @@ def error_class(status: int) -> str:
     return "server error"
 
 
-def jsonl(raw: bytes) -> list[Any]:
-    """The JSON values of a JSONL body (blank lines skipped; a broken line is skipped too:
-    the request it held counts as unanswered)."""
-    values = []
+def read_results(
+    raw: bytes, read: Callable[[Any], tuple[str, LineResult] | None]
+) -> dict[str, LineResult]:
+    """custom id → result, from a JSONL results body read line by line with `read` (a blank
+    or broken line is skipped: the request it held counts as unanswered)."""
+    found: dict[str, LineResult] = {}
     for line in raw.splitlines():
-        if line.strip():
-            try:
-                values.append(json.loads(line))
-            except ValueError:
-                continue
-    return values
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        result = read(value)
+        if result is not None:
+            found[result[0]] = result[1]
+    return found
 
 
 __all__ = [
@@ -569,5 +565,5 @@ __all__ = [
     "LineResult",
     "custom_id",
     "error_class",
-    "jsonl",
+    "read_results",
 ]

@@ -21,7 +21,7 @@ from redline.providers.batching import (
     BatchStatus,
     LineResult,
     error_class,
-    jsonl,
+    read_results,
 )
 
 if TYPE_CHECKING:
@@ -77,13 +77,8 @@ class OpenAIBatchApi:
     async def results(self, status: BatchStatus) -> dict[str, LineResult]:
         found: dict[str, LineResult] = {}
         for file_id in status.results:
-            answer = await self.calls.call(
-                "GET", f"{self.base}/files/{file_id}/content", large=True
-            )
-            for line in jsonl(answer.body):
-                read = read_line(line)
-                if read is not None:
-                    found[read[0]] = read[1]
+            url = f"{self.base}/files/{file_id}/content"
+            found |= read_results((await self.calls.call("GET", url, large=True)).body, read_line)
         return found
 
 
