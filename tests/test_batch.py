@@ -364,3 +364,26 @@ def test_a_tool_loop_plays_one_step_per_round(
         samples = s.samples(only_run(project))
     assert [len(sample.steps) for sample in samples] == [4, 4]
     assert all(sample.output.startswith("Done: ") for sample in samples)
+
+
+def test_a_tool_loop_resumed_step_by_step_never_sends_a_step_twice(
+    project: Path, server: BatchServer
+) -> None:
+    """Each process ends with the next step's batch pending; the next one replays the
+    sample's earlier steps from the batches that answered them and sends only the new step."""
+    from test_conversations import REFUND_LOOP, agent_suite
+
+    agent_suite(project, {"loop": REFUND_LOOP})
+    first = redline(project, "run", "agent", "--batch", "--no-wait", "--quiet")
+    assert first.returncode == 3
+    run_id = only_run(project)
+    codes = []
+    for _ in range(6):
+        codes.append(redline(project, "run", "--resume", run_id, "--no-wait", "--quiet").returncode)
+        if codes[-1] != 3:
+            break
+    assert codes[-1] == 0 and codes[:-1] == [3] * (len(codes) - 1)
+    assert [len(b.lines) for b in server.batches] == [2, 2, 2, 2]
+    assert set(server.submitted.values()) == {1}
+    with store(project) as s:
+        assert [len(sample.steps) for sample in s.samples(run_id)] == [4, 4]
