@@ -387,3 +387,28 @@ def test_a_tool_loop_resumed_step_by_step_never_sends_a_step_twice(
     assert set(server.submitted.values()) == {1}
     with store(project) as s:
         assert [len(sample.steps) for sample in s.samples(run_id)] == [4, 4]
+
+
+def test_an_openai_compatible_server_without_a_batch_api(tmp_path: Path) -> None:
+    """--batch stops at once (exit 2, nothing judged); --batch-if-supported goes on without
+    batches, at the regular price (the nightly workflow on vLLM, llama.cpp, Ollama...)."""
+    from servers import LoopbackLLMServer
+
+    with LoopbackLLMServer() as plain:
+        (tmp_path / "redline.toml").write_text(plain.redline_toml(), encoding="utf-8")
+        write_suite(tmp_path, "s", {"a": "MODE:json", "b": "MODE:json v"}, samples=2)
+        strict = redline(tmp_path, "run", "s", "--batch", "--quiet")
+        assert strict.returncode == 2
+        assert "may have no batch API" in strict.stderr and "without --batch" in strict.stderr
+        assert plain.count(api="openai") == 0
+        lenient = redline(tmp_path, "run", "s", "--batch-if-supported", "--no-wait", "--quiet")
+        assert lenient.returncode == 0, lenient.stderr
+        assert "no batch API here" in lenient.stdout
+        assert plain.count(api="openai") == 4
+    with store(tmp_path) as s:
+        latest = s.runs()[0]
+        samples = s.samples(latest.id)
+    for sample in samples:
+        assert sample.input_tokens and sample.output_tokens
+        regular = (sample.input_tokens * 1 + sample.output_tokens * 2) / 1e6
+        assert sample.cost == pytest.approx(regular)

@@ -104,6 +104,13 @@ class StoreMissing(UsageError):
         super().__init__(f"no run store at {path}; {hint}")
 
 
+class BatchApiMissing(EndpointUnreachable):
+    """The provider's server answered its batch API's address with 404/405: it has none
+    (an OpenAI-compatible server such as vLLM or llama.cpp)."""
+
+    fix = "Run without --batch (or set batch = false for that provider)"
+
+
 class BatchNotDone(RedlineError):
     """A run's batch (the provider's batch API) left samples unanswered in this process:
     still pending when the process was told not to wait, or ended (expired, cancelled,

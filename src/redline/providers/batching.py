@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from redline.errors import (
+    BatchApiMissing,
     BatchPending,
     BatchUnfinished,
     CredentialsRejected,
@@ -171,7 +172,10 @@ class BatchProvider:
     process waits for a batch (0: submit and end, `--no-wait`); past it, every waiting
     sample ends with `BatchPending` and the batches stay recorded for `--resume`.
     `reuse_failures`: a request a recorded batch failed is answered by that failure
-    (False for `--retry-transport`, which sends them again).
+    (False for `--retry-transport`, which sends them again). `fallback`
+    (`--batch-if-supported`): when the server turns out to have no batch API (404 at its
+    address, an OpenAI-compatible server that is not OpenAI), the run goes on without
+    batches, at the regular price.
     """
 
     max_parallel: int | None = None
@@ -186,6 +190,8 @@ class BatchProvider:
         poll_s: float,
         wait_s: float | None = None,
         reuse_failures: bool = True,
+        fallback: bool = False,
+        direct_limit: int = 16,
         on_state: Callable[[str], None] | None = None,
     ) -> None:
         self.inner = inner
@@ -195,6 +201,11 @@ class BatchProvider:
         self.poll_s = poll_s
         self.deadline = None if wait_s is None else time.monotonic() + wait_s
         self.reuse_failures = reuse_failures
+        self.fallback = fallback
+        #: The server has no batch API and `fallback` allowed it: requests go out one by one.
+        self.direct = False
+        #: Requests in flight at once once they go out one by one: the run's concurrency.
+        self._slots = asyncio.Semaphore(direct_limit)
         self.on_state = on_state
         self.in_flight: Callable[[], int] = lambda: 0
         base = inner.price
@@ -231,6 +242,8 @@ class BatchProvider:
         await self.inner.aclose()
 
     async def complete(self, request: ChatRequest) -> Completion:
+        if self.direct:
+            return await self._one_by_one(request)
         waiting = _Waiting(custom_id(request), request, asyncio.get_running_loop().create_future())
         holder = self._batches.get(self._holder.get(waiting.custom_id, ""))
         if holder is not None and not holder.own:
@@ -264,10 +277,25 @@ class BatchProvider:
             round_, self._queue = self._queue, []
             try:
                 await self._submit(round_)
+            except BatchApiMissing as exc:
+                if not (self.fallback and not self._batches):
+                    _fail(round_, exc)
+                    continue
+                self.direct = True
+                self._say(f"no batch API here ({exc.reason}): requests go out one by one")
+                await asyncio.gather(*(self._answer_directly(w) for w in round_))
             except Exception as exc:
-                for w in round_:
-                    if not w.answer.done():
-                        w.answer.set_exception(exc)
+                _fail(round_, exc)
+
+    async def _answer_directly(self, waiting: _Waiting) -> None:
+        try:
+            waiting.answer.set_result(await self._one_by_one(waiting.request))
+        except Exception as exc:
+            waiting.answer.set_exception(exc)
+
+    async def _one_by_one(self, request: ChatRequest) -> Completion:
+        async with self._slots:
+            return await self.inner.complete(request)
 
     async def _submit(self, round_: list[_Waiting]) -> None:
         for chunk in self._chunks(round_):
@@ -430,6 +458,12 @@ class BatchProvider:
             self.on_state(text)
 
 
+def _fail(waiting: list[_Waiting], error: BaseException) -> None:
+    for w in waiting:
+        if not w.answer.done():
+            w.answer.set_exception(error)
+
+
 class BatchCallFailed(Exception):
     """A batch API call that failed after its retries (transport, 5xx, 429)."""
 
@@ -494,7 +528,7 @@ class BatchCalls:
                         f"in ${variable}"
                     )
                 if answer.status in (404, 405):
-                    raise EndpointUnreachable(
+                    raise BatchApiMissing(
                         f"{self.api_name} is not at {client.redact(url)} ({failure}): the "
                         f"server of provider {provider.config.name!r} may have no batch API; "
                         "run without --batch"

@@ -142,6 +142,8 @@ def batch_provider(
     ledger: BatchLedger,
     wait_s: float | None,
     reuse_failures: bool,
+    fallback: bool,
+    direct_limit: int,
     on_state: Callable[[str], None] | None,
 ) -> BatchProvider:
     """`provider`'s requests through its batch API (`batch_wanted` said it has one)."""
@@ -168,6 +170,8 @@ def batch_provider(
         poll_s=float(provider.config.options["batch_poll_s"]),
         wait_s=wait_s,
         reuse_failures=reuse_failures,
+        fallback=fallback,
+        direct_limit=direct_limit,
         on_state=on_state,
     )
 

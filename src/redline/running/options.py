@@ -37,6 +37,7 @@ OPTION_KEYS = frozenset(
         "case_samples",
         "against",
         "batch",
+        "batch_if_supported",
     }
 )
 
@@ -106,6 +107,8 @@ class RunOptions:
             typed["against"] = self.against
         if self.batch is not None:
             typed["batch"] = self.batch
+        if self.batch_if_supported:
+            typed["batch_if_supported"] = True
         return {**typed, **self.args}
 
     @classmethod
@@ -126,6 +129,7 @@ class RunOptions:
             case_samples={str(k): int(n) for k, n in (args.get("case_samples") or {}).items()},
             against=args.get("against"),
             batch=None if args.get("batch") is None else bool(args["batch"]),
+            batch_if_supported=bool(args.get("batch_if_supported")),
             args={k: v for k, v in args.items() if k not in OPTION_KEYS},
         )
 

@@ -170,6 +170,7 @@ async def _execute(
         record = replace(record, args={**record.args, "judges": judges.record()})
     jobs = Schedule(plan)
     tally = Tally(record.id, jobs, progress, time.monotonic())
+    limit = concurrency(options, config, provider, plan)
     batches = None
     if batched:
         batches = batch_provider(
@@ -178,9 +179,13 @@ async def _execute(
             ledger=store,
             wait_s=options.batch_wait_s,
             reuse_failures=not options.retry,
+            fallback=options.batch_if_supported,
+            direct_limit=limit,
             on_state=tally.batch_state,
         )
         batches.in_flight = lambda: jobs.in_flight
+        # Every sample of a round waits for the batch at once: one worker each.
+        limit = max(1, min(plan.most, BATCH_WORKERS))
     pipeline = SamplePipeline(
         batches or provider,
         run_id=record.id,
@@ -191,10 +196,6 @@ async def _execute(
         # A batch answers its failures together: no probe can tell a dead provider there.
         breaker=batches is None,
     )
-    limit = concurrency(options, config, provider, plan)
-    if batches is not None:
-        # Every sample of a round waits for the batch at once: one worker each.
-        limit = max(1, min(plan.most, BATCH_WORKERS))
     try:
         async with _holding(store, record, resume=options.resume is not None):
             try:
