@@ -412,3 +412,18 @@ def test_an_openai_compatible_server_without_a_batch_api(tmp_path: Path) -> None
         assert sample.input_tokens and sample.output_tokens
         regular = (sample.input_tokens * 1 + sample.output_tokens * 2) / 1e6
         assert sample.cost == pytest.approx(regular)
+
+
+def test_a_latency_budget_is_not_held_against_a_batch_answer(
+    project: Path, server: BatchServer
+) -> None:
+    asserts = "  - type: is-json\n  - type: max-latency-ms\n    value: 5000\n"
+    write_suite(project, "s", {"a": ("MODE:json", asserts)}, samples=2)
+    done = redline(project, "run", "s", "--batch", "--quiet")
+    assert done.returncode == 0, done.stdout
+    with store(project) as s:
+        samples = s.samples(only_run(project))
+    assert all(sample.latency_ms is None for sample in samples)
+    latency = [r for sample in samples for r in sample.assertions if r.type == "max-latency-ms"]
+    assert {str(r.status) for r in latency} == {"skipped"}
+    assert all("batch" in r.reason for r in latency)

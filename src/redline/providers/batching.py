@@ -38,6 +38,7 @@ from redline.errors import (
 )
 from redline.httpio import HttpAnswer, HttpFailure
 from redline.running.store import now_iso
+from redline.vocabulary.completion import BATCH_KEY
 from redline.vocabulary.records import BatchRecord
 
 if TYPE_CHECKING:
@@ -233,13 +234,13 @@ class BatchProvider:
         return self.inner.identity()
 
     async def aclose(self) -> None:
+        """Stop watching (the batches stay recorded); the inner provider is its owner's."""
         tasks = [b.watcher for b in self._batches.values() if b.watcher is not None]
         if self._round is not None:
             tasks.append(self._round)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self.inner.aclose()
 
     async def complete(self, request: ChatRequest) -> Completion:
         if self.direct:
@@ -400,13 +401,17 @@ class BatchProvider:
         for w in waiting:
             result = batch.results.get(w.custom_id)
             if result is not None and result.body is not None:
-                w.answer.set_result(self.inner.answer_of(w.request, result.body, price=self.price))
+                answer = self.inner.answer_of(w.request, result.body, price=self.price)
+                answer.extra[BATCH_KEY] = batch.status.id
+                w.answer.set_result(answer)
             elif (
                 result is not None
                 and result.error is not None
                 and (batch.own or self.reuse_failures)
             ):
-                w.answer.set_result(self.inner.failed(f"{result.error} (batch {batch.status.id})"))
+                failed = self.inner.failed(f"{result.error} (batch {batch.status.id})")
+                failed.extra[BATCH_KEY] = batch.status.id
+                w.answer.set_result(failed)
             elif batch.own:
                 unanswered.append(w)
             else:

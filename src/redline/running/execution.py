@@ -46,7 +46,7 @@ class RunProgress:
     #: `total` is the most the run may draw: sequentially sampled cases stop once decided
     #: (and `total` shrinks as they do).
     up_to: bool = False
-    #: Where the run's batch stands (`--batch`): `batch_abc in progress (120/500)`.
+    #: Where the run's batch stands (`--batch`): `batch abc in progress 120/500 (...)`.
     batch: str = ""
 
     @property
