@@ -320,6 +320,7 @@ class BatchProvider:
                     submitted_at=now_iso(),
                 )
             )
+            status = dataclasses.replace(status, total=max(status.total, len(requests)))
             batch = _Batch(status, frozenset(requests), own=True, seen=True)
             self._batches[status.id] = batch
             for w in chunk:
@@ -384,6 +385,8 @@ class BatchProvider:
                 continue
             failures = 0
             batch.seen = True
+            # Some APIs count no requests while validating them: the batch holds its own.
+            status = dataclasses.replace(status, total=max(status.total, len(batch.requests)))
             changed = status.status != batch.status.status or status.counts != batch.status.counts
             batch.status = status
             if changed:
