@@ -427,3 +427,16 @@ def test_a_latency_budget_is_not_held_against_a_batch_answer(
     latency = [r for sample in samples for r in sample.assertions if r.type == "max-latency-ms"]
     assert {str(r.status) for r in latency} == {"skipped"}
     assert all("batch" in r.reason for r in latency)
+
+
+def test_a_suite_target_has_no_batch_api(project: Path) -> None:
+    from redline.config import load_config
+    from redline.errors import UsageError
+    from redline.providers.factory import batch_wanted
+
+    config = load_config(project)
+    model = config.model("fake")
+    with pytest.raises(UsageError, match="own target .* answers its requests itself"):
+        batch_wanted(model, config, asked=True, if_supported=False, target=True)
+    assert not batch_wanted(model, config, asked=None, if_supported=True, target=True)
+    assert batch_wanted(model, config, asked=None, if_supported=True, target=False)

@@ -113,22 +113,27 @@ def batch_wanted(
     True), `--no-batch` (False), else `--batch-if-supported` or the provider's `batch`
     setting. UsageError when `--batch` asks it of a provider without one (the local model,
     a suite's own target), naming the providers that have one."""
-    settings = config.provider(model.provider)
-    supported = settings.type in BATCH_KINDS and not target
     if asked is False:
         return False
+    kinds = " and ".join(f"type = {kind!r}" for kind in BATCH_KINDS)
+    fix = (
+        f"Batch mode needs an OpenAI or Anthropic provider ({kinds} in its [providers] "
+        "table: OpenAI's Batch API, Anthropic's Message Batches); run without --batch"
+    )
+    if target:
+        if asked and not if_supported:
+            raise UsageError(
+                "--batch: the suite's own target (python, http or command) answers its "
+                f"requests itself. {fix}"
+            )
+        return False
+    settings = config.provider(model.provider)
+    supported = settings.type in BATCH_KINDS
     if asked and not supported and not if_supported:
-        what = (
-            "the suite's own target (python, http or command) answers its requests itself"
-            if target
-            else f"model {model.alias!r} ({model.id}) runs on provider {settings.name!r} of "
-            f"type {settings.type!r}, which has no batch API"
-        )
-        kinds = " and ".join(f"type = {kind!r}" for kind in BATCH_KINDS)
         raise UsageError(
-            f"--batch: {what}. Batch mode needs an OpenAI or Anthropic provider ({kinds} "
-            "in its [providers] table: OpenAI's Batch API, Anthropic's Message Batches); "
-            "run without --batch, or pick such a model with --model"
+            f"--batch: model {model.alias!r} ({model.id}) runs on provider {settings.name!r} "
+            f"of type {settings.type!r}, which has no batch API. {fix}, or pick such a model "
+            "with --model"
         )
     if asked or if_supported:
         return supported
