@@ -436,7 +436,7 @@ def test_a_suite_target_has_no_batch_api(project: Path) -> None:
 
     config = load_config(project)
     model = config.model("fake")
-    with pytest.raises(UsageError, match="own target .* answers its requests itself"):
+    with pytest.raises(UsageError, match=r"own target .* answers its requests itself"):
         batch_wanted(model, config, asked=True, if_supported=False, target=True)
     assert not batch_wanted(model, config, asked=None, if_supported=True, target=True)
     assert batch_wanted(model, config, asked=None, if_supported=True, target=False)
