@@ -37,7 +37,6 @@ from redline.errors import (
     EndpointUnreachable,
 )
 from redline.httpio import HttpAnswer, HttpFailure
-from redline.running.store import now_iso
 from redline.vocabulary.completion import BATCH_KEY
 from redline.vocabulary.records import BatchRecord
 
@@ -317,7 +316,6 @@ class BatchProvider:
                     requests=requests,
                     counts=dict(status.counts),
                     ended=status.ended,
-                    submitted_at=now_iso(),
                 )
             )
             status = dataclasses.replace(status, total=max(status.total, len(requests)))

@@ -368,6 +368,7 @@ class BatchRecord:
     counts: Mapping[str, int] = field(default_factory=dict)
     #: The batch has ended: its results are final (whatever it answered, it answered).
     ended: bool = False
+    #: When the store recorded it ("" until then: the store fills them in).
     submitted_at: str = ""
     updated_at: str = ""
 
