@@ -111,6 +111,10 @@ class ProviderConfig:
         return value if isinstance(value, str) else None
 
 
+#: What a batch API takes off every token's price unless a price says otherwise.
+DEFAULT_BATCH_DISCOUNT = 0.5
+
+
 @dataclass(frozen=True)
 class Price:
     """What a pinned model costs: US dollars per million input and per million output tokens,
@@ -121,6 +125,20 @@ class Price:
     output_per_mtok: float
     cached_input_per_mtok: float | None = None
     cache_write_per_mtok: float | None = None
+    #: The share of the price a provider's batch API takes off (`batch_discount`: OpenAI's
+    #: Batch API and Anthropic's Message Batches both bill half).
+    batch_discount: float = DEFAULT_BATCH_DISCOUNT
+
+    def batched(self) -> Price:
+        """The price of the same tokens sent through the provider's batch API."""
+        share = 1.0 - self.batch_discount
+        return Price(
+            self.input_per_mtok * share,
+            self.output_per_mtok * share,
+            None if self.cached_input_per_mtok is None else self.cached_input_per_mtok * share,
+            None if self.cache_write_per_mtok is None else self.cache_write_per_mtok * share,
+            batch_discount=0.0,
+        )
 
     def cost(
         self,
@@ -361,6 +379,8 @@ _TOP_KEYS = frozenset(
 _PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
 #: Prices of prompt-cache tokens; without them those tokens cost what fresh input does.
 _CACHE_PRICE_KEYS = ("cached_input_per_mtok", "cache_write_per_mtok")
+#: The share a batch API takes off this model's price (default DEFAULT_BATCH_DISCOUNT).
+_BATCH_PRICE_KEY = "batch_discount"
 _NEVER_A_KEY = "never write a key in a file"
 
 
@@ -563,13 +583,14 @@ class ConfigReader(NodeReader):
         if not spec.is_map:
             self.add(spec.where, f"{entry} must be a table with {', '.join(_PRICE_KEYS)}", example)
             return None
-        unknown = [key for key, _ in spec.items() if key not in _PRICE_KEYS + _CACHE_PRICE_KEYS]
+        known = (*_PRICE_KEYS, *_CACHE_PRICE_KEYS, _BATCH_PRICE_KEY)
+        unknown = [key for key, _ in spec.items() if key not in known]
         if unknown:
             self.add(
                 (spec.get(unknown[0]) or spec).where,
                 f"{entry}: unknown key(s) {', '.join(unknown)}; a price has input_per_mtok and "
                 "output_per_mtok, and may have cached_input_per_mtok and cache_write_per_mtok "
-                "(US dollars per million tokens)",
+                "(US dollars per million tokens) and batch_discount (a fraction)",
                 f"rename it{'s' if len(unknown) > 1 else ''} to one of these",
             )
         cache: list[float | None] = []
@@ -593,7 +614,20 @@ class ConfigReader(NodeReader):
                 example,
             )
             return None
-        return Price(float(amounts[0]), float(amounts[1]), *cache)
+        discount = DEFAULT_BATCH_DISCOUNT
+        node = spec.get(_BATCH_PRICE_KEY)
+        if node is not None:
+            if is_number(node.value) and 0 <= node.value < 1:
+                discount = float(node.value)
+            else:
+                self.add(
+                    node.where,
+                    f"{entry}.{_BATCH_PRICE_KEY} must be the share a batch API takes off the "
+                    "price, a number from 0 up to (not including) 1",
+                    f"{_BATCH_PRICE_KEY} = 0.5 (half price, as OpenAI and Anthropic bill "
+                    "batches), or leave it out",
+                )
+        return Price(float(amounts[0]), float(amounts[1]), cache[0], cache[1], discount)
 
     def usd(self, node: Node | None, key: str) -> float | None:
         """An amount in US dollars above 0 (absent: no limit)."""
@@ -638,3 +672,4 @@ def _toml_key(key: str) -> str:
 CONFIG_KEYS = _TOP_KEYS
 PRICE_KEYS = _PRICE_KEYS
 CACHE_PRICE_KEYS = _CACHE_PRICE_KEYS
+BATCH_PRICE_KEY = _BATCH_PRICE_KEY

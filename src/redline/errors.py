@@ -104,6 +104,33 @@ class StoreMissing(UsageError):
         super().__init__(f"no run store at {path}; {hint}")
 
 
+class BatchApiMissing(EndpointUnreachable):
+    """The provider's server answered its batch API's address with 404/405: it has none
+    (an OpenAI-compatible server such as vLLM or llama.cpp)."""
+
+    fix = "Run without --batch (or set batch = false for that provider)"
+
+
+class BatchNotDone(RedlineError):
+    """A run's batch (the provider's batch API) left samples unanswered in this process:
+    still pending when the process was told not to wait, or ended (expired, cancelled,
+    failed) before answering them. The answered samples are stored; `--resume` collects
+    or resubmits the rest (never a request twice)."""
+
+    def __init__(self, reason: str, *, run_id: str) -> None:
+        self.reason = reason
+        self.run_id = run_id
+        super().__init__(reason)
+
+
+class BatchPending(BatchNotDone):
+    """A batch is still in progress and the run was told not to wait for it."""
+
+
+class BatchUnfinished(BatchNotDone):
+    """A batch ended (expired, cancelled, failed) with samples it never answered."""
+
+
 class StoreFull(RedlineError):
     """The disk (or the store's size limit) ran out while the run was writing."""
 

@@ -490,6 +490,19 @@ class BlockingHttpClient:
         self._loop.close()
 
 
+async def form_data(
+    fields: Mapping[str, str], file_field: str, filename: str, content: bytes, content_type: str
+) -> tuple[bytes, str]:
+    """A multipart/form-data body (text fields, then one file) and its Content-Type header,
+    written by aiohttp's multipart writer (an upload such as OpenAI's `POST /files`)."""
+    writer = aiohttp.MultipartWriter("form-data")
+    for name, value in fields.items():
+        writer.append(value).set_content_disposition("form-data", name=name)
+    part = writer.append(content, {"Content-Type": content_type})
+    part.set_content_disposition("form-data", name=file_field, filename=filename)
+    return await writer.as_bytes(), writer.content_type
+
+
 @functools.cache
 def trust(ca_bundle: Path | None = None) -> ssl.SSLContext:
     """The TLS context: the OS trust store and the bundled CAs, with SSL_CERT_FILE,
@@ -529,5 +542,6 @@ __all__ = [
     "HttpFailure",
     "HttpPolicy",
     "Unreachable",
+    "form_data",
     "trust",
 ]

@@ -217,6 +217,26 @@ def _http(base_url: str, key_variable: str, *own: Option) -> tuple[Option, ...]:
     )
 
 
+#: The options of a provider with a batch API (OpenAI's Batch API, Anthropic's Message
+#: Batches): `redline run --batch`, or `batch = true`, sends a run's requests through it.
+_BATCH = (
+    Option(
+        "batch",
+        OptionKind.BOOLEAN,
+        False,
+        "send runs through the provider's batch API at its batch price (--no-batch: not)",
+    ),
+    Option(
+        "batch_poll_s",
+        OptionKind.NUMBER,
+        30.0,
+        "seconds between two looks at a pending batch",
+        minimum=0,
+        above_minimum=True,
+    ),
+)
+
+
 def default_slots() -> int:
     """Samples the local model decodes at once when the config does not say: four per core
     (four slots batch a fifth more tokens per second than two on one copy; eight, no more)."""
@@ -227,7 +247,7 @@ PROVIDER_KINDS: Mapping[str, ProviderKind] = {
     "openai": ProviderKind(
         "openai",
         "OpenAI",
-        _http("https://api.openai.com/v1", "OPENAI_API_KEY"),
+        _http("https://api.openai.com/v1", "OPENAI_API_KEY", *_BATCH),
         own_url_when_renamed=True,
     ),
     "anthropic": ProviderKind(
@@ -237,6 +257,7 @@ PROVIDER_KINDS: Mapping[str, ProviderKind] = {
             "https://api.anthropic.com",
             "ANTHROPIC_API_KEY",
             Option("anthropic_version", OptionKind.TEXT, "2023-06-01", "anthropic-version header"),
+            *_BATCH,
         ),
     ),
     "local": ProviderKind(
@@ -264,6 +285,10 @@ PROVIDER_KINDS: Mapping[str, ProviderKind] = {
         ),
     ),
 }
+
+
+#: The provider kinds that have a batch API: those that declare `batch`.
+BATCH_KINDS = tuple(name for name, kind in PROVIDER_KINDS.items() if kind.option("batch"))
 
 
 #: A suite's `target:` (suite.yaml): the team's own code that answers instead of a model,

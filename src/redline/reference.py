@@ -169,7 +169,9 @@ def reference_markdown() -> str:
         "[Providers](providers.md) says more.",
         f'- a price (`[prices."MODEL"]`): {_keys(config.PRICE_KEYS)}; optionally '
         f"{_keys(config.CACHE_PRICE_KEYS)} for prompt tokens written to and read from the "
-        "provider's cache ([Large suites and cost](scale.md)).",
+        "provider's cache ([Large suites and cost](scale.md)), and "
+        f"`{config.BATCH_PRICE_KEY}`: the share a batch API takes off the price (default "
+        f"{config.DEFAULT_BATCH_DISCOUNT:g}, [Batch mode](batch.md)).",
         f"- files read, the first found wins: {_keys(config.CONFIG_FILES)}.",
         "",
         "## Provider options",

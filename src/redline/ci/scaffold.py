@@ -157,7 +157,11 @@ _WORKFLOW = """\
 #             the exit code blocks the merge (a project with no contract case passes).
 #   quality   nightly and on demand, against the unchanged prompt: the only run that sees
 #             drift nobody started. It reports (summary, artifacts); it does not block.
-#             It is sharded across a matrix so a big suite fits in CI time.
+#             It is sharded across a matrix so a big suite fits in CI time. Where the
+#             provider has a batch API (OpenAI, Anthropic) it goes through it at half
+#             price: one step submits the batch and ends, the next collects the answers
+#             with `redline run --resume`; a batch still pending then stays in the
+#             shard's store artifact, for `redline run --resume` later.
 name: prompt-evals
 
 on:
@@ -251,7 +255,8 @@ jobs:
   quality:
     if: github.event_name != 'pull_request'
     runs-on: ubuntu-latest
-    timeout-minutes: 90
+    # Room for a batch to be answered (see COLLECT_WAIT_S) after the submitting step.
+    timeout-minutes: @QUALITY_TIMEOUT_MIN@
     strategy:
       fail-fast: false
       matrix:
@@ -268,9 +273,28 @@ jobs:
         # the variable redline.toml names: pass it from a repository secret, e.g.
         #   env:
         #     OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}
+        # --batch-if-supported --no-wait: on OpenAI or Anthropic the requests go out as a
+        # batch at half price and this step ends (exit 3, out/shard-N/pending.json); other
+        # providers run as usual.
         run: >-
           redline run --tier quality --judge --shard ${{ matrix.shard }}/2
-          --out out/shard-${{ matrix.shard }}
+          --batch-if-supported --no-wait --out out/shard-${{ matrix.shard }}
+      - name: Collect the shard's batch (when one is pending)
+        if: always() && hashFiles(format('out/shard-{0}/pending.json', matrix.shard)) != ''
+        continue-on-error: true
+        env:
+          OUT: out/shard-${{ matrix.shard }}
+        run: |
+          run_id="$(python3 -c 'import json, sys; print(json.load(sys.stdin)["run_id"])' \
+            < "$OUT/pending.json")"
+          rm "$OUT/pending.json"
+          redline run --resume "$run_id" --wait-limit @COLLECT_WAIT_S@ --out "$OUT"
+      - name: Keep the store of a batch still pending (collect it with `redline run --resume`)
+        if: always() && hashFiles(format('out/shard-{0}/pending.json', matrix.shard)) != ''
+        uses: @UPLOAD@
+        with:
+          name: prompt-evals-pending-shard-${{ matrix.shard }}
+          path: .redline/
       - uses: @UPLOAD@
         if: always()
         with:
@@ -322,6 +346,9 @@ jobs:
 #: How many earlier nights the nightly report pulls for its history (bounded: each is a
 #: download, and artifacts expire after 90 days anyway).
 PULL_NIGHTS = 30
+#: How long the nightly job waits for its batch to be answered (seconds): most batches
+#: come back within hours, and a GitHub-hosted job may run six.
+COLLECT_WAIT_S = 3 * 3600
 
 
 def workflow(install: InstallSpec) -> str:
@@ -335,6 +362,8 @@ def workflow(install: InstallSpec) -> str:
         .replace("@INSTALL_SPEC@", json.dumps(install.spec))
         .replace("@SOURCE@", describe(install).replace("\n", " "))
         .replace("@PULL_NIGHTS@", str(PULL_NIGHTS))
+        .replace("@COLLECT_WAIT_S@", str(COLLECT_WAIT_S))
+        .replace("@QUALITY_TIMEOUT_MIN@", str(COLLECT_WAIT_S // 60 + 60))
     )
 
 

@@ -18,6 +18,10 @@ from redline.errors import (
     ArtifactExpired,
     ArtifactFailed,
     BaselineMissing,
+    BatchApiMissing,
+    BatchNotDone,
+    BatchPending,
+    BatchUnfinished,
     CaseInSeveralSuites,
     CaseNotFound,
     CiError,
@@ -72,6 +76,13 @@ ERROR_EXIT_CODES: dict[type[BaseException], int] = {
     RunStopped: ExitCode.USAGE,
     CredentialsRejected: ExitCode.USAGE,
     EndpointUnreachable: ExitCode.USAGE,
+    # A batch still pending (--no-wait) or ended with samples unanswered. `redline run`
+    # ends with 3 itself (no verdict yet: inconclusive, never green); any other command
+    # that meets one cannot go on: `redline run --resume RUN_ID` collects or resends them.
+    BatchApiMissing: ExitCode.USAGE,
+    BatchNotDone: ExitCode.USAGE,
+    BatchPending: ExitCode.USAGE,
+    BatchUnfinished: ExitCode.USAGE,
     StoreMissing: ExitCode.USAGE,
     StoreFull: ExitCode.USAGE,
     StoreCorrupt: ExitCode.USAGE,

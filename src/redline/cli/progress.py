@@ -98,6 +98,7 @@ class PlainProgress:
         self._next = self._step = 1
         self._replay = replay
         self._last_line = 0.0
+        self._batch = ""
 
     def __enter__(self) -> PlainProgress:
         return self
@@ -108,6 +109,10 @@ class PlainProgress:
     def update(self, p: RunProgress) -> None:
         if p.stopping:
             print(STOPPING, file=sys.stderr, flush=True)
+            return
+        if p.batch != self._batch:
+            self._batch = p.batch
+            print(f"  {p.batch}", flush=True)
             return
         if p.done == 0 and p.last is None and not p.running:
             print(_start_line(p, self._replay), flush=True)
@@ -161,6 +166,7 @@ class LiveProgress:
         self._task: Any = None
         self._last = 0.0
         self._replay = replay
+        self._batch = ""
 
     def __enter__(self) -> LiveProgress:
         self._progress.start()
@@ -179,9 +185,10 @@ class LiveProgress:
                 "run", total=p.total, run_id=p.run_id, counts="", rate="", eta="", now=""
             )
         now = time.monotonic()
-        if p.done != p.total and now - self._last < 0.1:
+        if p.done != p.total and now - self._last < 0.1 and p.batch == self._batch:
             return
         self._last = now
+        self._batch = p.batch
         self._progress.update(
             self._task,
             total=p.total,
@@ -190,5 +197,5 @@ class LiveProgress:
             rate=_rate_text(p),
             eta=_eta_text(p) if p.done < p.total else "",
             # Text, not markup: a case id is the user's text and may hold brackets.
-            now=Text(_now_text(p)).markup if p.done < p.total else "",
+            now=Text(p.batch or _now_text(p)).markup if p.done < p.total else "",
         )

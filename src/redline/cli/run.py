@@ -8,6 +8,7 @@ samples are stored and `--resume RUN_ID` completes the run.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -21,7 +22,7 @@ from redline.cli import ExitCode
 from redline.cli.output import make_console
 from redline.cli.progress import LiveProgress, PlainProgress
 from redline.config import DEFAULT_CONCURRENCY, Config, load_config
-from redline.errors import StoreMissing, UsageError, relpath
+from redline.errors import BatchNotDone, StoreMissing, UsageError, relpath
 from redline.provider_options import IN_FLIGHT_PER_SLOT, default_slots
 from redline.running.exchange import check_out_dir, export_run
 from redline.running.options import RunOptions, resume_options
@@ -51,6 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(nothing called), 3 inconclusive.",
     )
     _add_selection_arguments(parser)
+    _add_batch_arguments(parser)
     _add_continuation_arguments(parser)
     _add_output_arguments(parser)
     parser.set_defaults(handler=_run)
@@ -107,6 +109,48 @@ def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--yes", action="store_true", help="do not ask before a run estimated over the threshold"
     )
+
+
+def _add_batch_arguments(parser: argparse.ArgumentParser) -> None:
+    """Through the provider's batch API (OpenAI, Anthropic): half price, answers within 24 h."""
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the run's requests through the provider's batch API (OpenAI's Batch API, "
+        "Anthropic's Message Batches) at its batch price; sequential sampling plays as rounds "
+        "(default: the provider's `batch` setting)",
+    )
+    parser.add_argument(
+        "--no-batch", action="store_true", help="not through the batch API, whatever `batch` says"
+    )
+    parser.add_argument(
+        "--batch-if-supported",
+        action="store_true",
+        help="the batch API when the run's provider has one, else an ordinary run (the "
+        "nightly workflow's choice)",
+    )
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="with a batch: submit it and end (exit 3 while it is pending); "
+        "`redline run --resume RUN_ID` collects it later",
+    )
+    parser.add_argument(
+        "--wait-limit",
+        type=_seconds,
+        metavar="SECONDS",
+        help="with a batch: wait at most this long for it, then end as --no-wait does",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds, at least 0")
+    return value
 
 
 def _add_continuation_arguments(parser: argparse.ArgumentParser) -> None:
@@ -192,6 +236,8 @@ def _run(args: argparse.Namespace) -> int:
                 record = run_suites(suites, config, store, options, reporter.update)
         except KeyboardInterrupt:
             return _interrupted(store, options.resume or options.run_id)
+        except BatchNotDone as pending:
+            return _batch_not_done(store, pending, args.out)
         from redline.cli import run_summary  # after the run: not on the first request's path
 
         run_summary.report_run(console, store, record, suites, options)
@@ -228,11 +274,42 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise UsageError("--resume and --replay cannot be combined")
     if args.judge_blocks and not args.judge:
         raise UsageError("--judge-blocks needs --judge")
+    if args.batch and args.no_batch:
+        raise UsageError("--batch and --no-batch contradict each other: use one of them")
+    if args.no_wait and args.wait_limit is not None:
+        raise UsageError("--no-wait is --wait-limit 0: use one of them")
     if args.adaptive and args.samples:
         raise UsageError(
             "--adaptive draws as many samples as each case needs; --samples fixes the count: "
             "use one of them"
         )
+
+
+def _batch_not_done(store: RunStore, error: BatchNotDone, out: Path | None) -> int:
+    """A batch still pending (or ended unanswered): what is stored, how to collect the rest;
+    `--out DIR` gets `pending.json` (the run and its batches) for a later CI job."""
+    stored = len(store.sample_keys(error.run_id))
+    print(f"redline: {error} ({stored} sample(s) stored in run {error.run_id})", file=sys.stderr)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        batches = [
+            {
+                "id": b.batch_id,
+                "provider": b.provider,
+                "status": b.status,
+                "ended": b.ended,
+                "counts": dict(b.counts),
+                "requests": len(b.requests),
+            }
+            for b in store.batches(error.run_id)
+        ]
+        state = {"run_id": error.run_id, "stored_samples": stored, "batches": batches}
+        (out / PENDING_FILE).write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
+    return int(ExitCode.INCONCLUSIVE)
+
+
+#: What `--out DIR` holds instead of an export while a batch is pending.
+PENDING_FILE = "pending.json"
 
 
 def _interrupted(store: RunStore, run_id: str | None) -> int:
@@ -323,7 +400,12 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         _refuse_given(args, _RESUME_FIXES, flag, "continues a run with its own options")
         run = _stored_run(config, args.resume)
         return resume_options(
-            run, config, _retry_verdicts(args), args.concurrency, budget=args.budget
+            run,
+            config,
+            _retry_verdicts(args),
+            args.concurrency,
+            budget=args.budget,
+            batch_wait_s=_batch_wait(args),
         )
     paths = _suite_paths(args, config)
     options = RunOptions(
@@ -341,8 +423,15 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
         shard=_shard(args.shard),
         run_id=new_run_id(),
         budget=args.budget,
+        batch=True if args.batch else False if args.no_batch else None,
+        batch_if_supported=args.batch_if_supported,
+        batch_wait_s=_batch_wait(args),
     )
     return options, paths
+
+
+def _batch_wait(args: argparse.Namespace) -> float | None:
+    return 0.0 if args.no_wait else args.wait_limit
 
 
 def _shard(text: str | None) -> tuple[int, int] | None:
@@ -364,6 +453,9 @@ _RESUME_FIXES = (
     ("--shard", "shard"),
     ("--against", "against"),
     ("--adaptive", "adaptive"),
+    ("--batch", "batch"),
+    ("--no-batch", "no_batch"),
+    ("--batch-if-supported", "batch_if_supported"),
 )
 _AGAINST_FIXES = (
     ("--replay", "replay"),

@@ -77,8 +77,7 @@ class AnthropicProvider(HttpProvider):
             body["tool_choice"] = choice
         return body
 
-    async def complete(self, request: ChatRequest) -> Completion:
-        completion = await super().complete(request)
+    def finish(self, request: ChatRequest, completion: Completion) -> Completion:
         if request.response_format is None:
             return completion
         return structured_answer(completion, request.response_format.name)

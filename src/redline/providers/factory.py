@@ -7,17 +7,19 @@ load the HTTP client, and the first request of an HTTP run does not wait for lla
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from redline.config import Config, ModelRef, ProviderConfig
-from redline.errors import ConfigError
+from redline.errors import ConfigError, UsageError
+from redline.provider_options import BATCH_KINDS
 from redline.providers.base import Provider
 from redline.proxies import proxy_problems
 from redline.text.lines import breaks_line
 
 if TYPE_CHECKING:
+    from redline.providers.batching import BatchLedger, BatchProvider
     from redline.providers.http_provider import HttpProvider
 
 
@@ -102,6 +104,81 @@ def make_provider(
         kind = OpenAIProvider
     return kind(
         model, settings, base_url=base_url, api_key=api_key, price=price, ca_bundle=ca_bundle
+    )
+
+
+def batch_wanted(
+    model: ModelRef, config: Config, *, asked: bool | None, if_supported: bool, target: bool
+) -> bool:
+    """Whether a run on `model` goes through its provider's batch API: `--batch` (`asked`
+    True), `--no-batch` (False), else `--batch-if-supported` or the provider's `batch`
+    setting. UsageError when `--batch` asks it of a provider without one (the local model,
+    a suite's own target), naming the providers that have one."""
+    if asked is False:
+        return False
+    kinds = " and ".join(f"type = {kind!r}" for kind in BATCH_KINDS)
+    fix = (
+        f"Batch mode needs an OpenAI or Anthropic provider ({kinds} in its [providers] "
+        "table: OpenAI's Batch API, Anthropic's Message Batches); run without --batch"
+    )
+    if target:
+        if asked and not if_supported:
+            raise UsageError(
+                "--batch: the suite's own target (python, http or command) answers its "
+                f"requests itself. {fix}"
+            )
+        return False
+    settings = config.provider(model.provider)
+    supported = settings.type in BATCH_KINDS
+    if asked and not supported and not if_supported:
+        raise UsageError(
+            f"--batch: model {model.alias!r} ({model.id}) runs on provider {settings.name!r} "
+            f"of type {settings.type!r}, which has no batch API. {fix}, or pick such a model "
+            "with --model"
+        )
+    if asked or if_supported:
+        return supported
+    return supported and bool(settings.options.get("batch"))
+
+
+def batch_provider(
+    provider: Provider,
+    *,
+    run_id: str,
+    ledger: BatchLedger,
+    wait_s: float | None,
+    reuse_failures: bool,
+    fallback: bool,
+    direct_limit: int,
+    on_state: Callable[[str], None] | None,
+) -> BatchProvider:
+    """`provider`'s requests through its batch API (`batch_wanted` said it has one)."""
+    from redline.providers.anthropic import AnthropicProvider
+    from redline.providers.batching import BatchApi, BatchProvider
+    from redline.providers.openai import OpenAIProvider
+
+    api: BatchApi
+    if isinstance(provider, AnthropicProvider):
+        from redline.providers.anthropic_batch import AnthropicBatchApi
+
+        api = AnthropicBatchApi(provider)
+    elif isinstance(provider, OpenAIProvider):
+        from redline.providers.openai_batch import OpenAIBatchApi
+
+        api = OpenAIBatchApi(provider, run_id)
+    else:
+        raise UsageError(f"--batch: {provider!r} has no batch API")
+    return BatchProvider(
+        provider,
+        api,
+        run_id=run_id,
+        ledger=ledger,
+        poll_s=float(provider.config.options["batch_poll_s"]),
+        wait_s=wait_s,
+        reuse_failures=reuse_failures,
+        fallback=fallback,
+        direct_limit=direct_limit,
+        on_state=on_state,
     )
 
 

@@ -133,6 +133,43 @@ class HttpProvider(ABC):
     def parse(self, body: Any) -> Answer:
         """Read a 2xx JSON body; raise MalformedResponse when it is not usable."""
 
+    @property
+    def client(self) -> HttpClient:
+        """The provider's HTTP client (its batch API shares it: the same key, limits, trust)."""
+        return self._client
+
+    @property
+    def price(self) -> Price | None:
+        return self._price
+
+    def finish(self, request: ChatRequest, completion: Completion) -> Completion:
+        """The sample's completion from the API's answer to `request` (a vendor reads more
+        out of it here)."""
+        return completion
+
+    def answer_of(self, request: ChatRequest, body: Any, *, price: Price | None) -> Completion:
+        """The completion one answer body makes when it came another way than this request
+        (a batch API's result line), priced at `price`; no latency of its own is known."""
+        try:
+            answer = self.parse(body)
+        except MalformedResponse as exc:
+            return self.failed(f"malformed answer in the batch results: {exc}")
+        completion = self._completion(answer, 0.0, 1, time.perf_counter(), None)
+        cost = None
+        if price is not None:
+            cost = price.cost(
+                answer.input_tokens,
+                answer.output_tokens,
+                answer.cached_input_tokens,
+                answer.cache_write_tokens,
+            )
+        return self.finish(request, dataclasses.replace(completion, latency_ms=None, cost=cost))
+
+    def failed(self, error: str) -> Completion:
+        """A sample's failed completion (from a batch: no latency of its own): `error` says
+        why, redacted."""
+        return dataclasses.replace(self._failure(error, 1, time.perf_counter()), latency_ms=None)
+
     async def complete(self, request: ChatRequest) -> Completion:
         content = json.dumps(
             self.payload(request), ensure_ascii=False, separators=(",", ":")
@@ -167,7 +204,10 @@ class HttpProvider(ABC):
                         server = next(
                             (v for h in _SERVER_HEADERS if (v := response.headers.get(h))), None
                         )
-                        return self._completion(answer, latency_ms, attempt, started, server)
+                        return self.finish(
+                            request,
+                            self._completion(answer, latency_ms, attempt, started, server),
+                        )
                 elif status == 429:
                     error = "HTTP 429 Too Many Requests"
                     wait = self.policy.retry_after_s(response.headers.get("retry-after"))

@@ -123,9 +123,14 @@ def estimate_cost(
     config: Config,
     model_id: str,
     planned: Sequence[tuple[Suite, Case, int]],
+    *,
+    batched: bool = False,
 ) -> Estimate:
-    """The estimated cost of running each (suite, case) its number of samples on `model_id`."""
+    """The estimated cost of running each (suite, case) its number of samples on `model_id`
+    (`batched`: at the price of the provider's batch API)."""
     price = config.price(model_id)
+    if price is not None and batched:
+        price = price.batched()
     own: dict[tuple[str, str], tuple[int, float, float, float, float]] = {}
     other: dict[tuple[str, str], tuple[int, float, float, float, float]] = {}
     if store is not None:

@@ -46,6 +46,8 @@ class RunProgress:
     #: `total` is the most the run may draw: sequentially sampled cases stop once decided
     #: (and `total` shrinks as they do).
     up_to: bool = False
+    #: Where the run's batch stands (`--batch`): `batch abc in progress 120/500 (...)`.
+    batch: str = ""
 
     @property
     def rate(self) -> float:
@@ -85,6 +87,13 @@ class Tally:
         self.started = started
         #: `suite/case` → samples of it in flight (insertion order: oldest first).
         self.running: dict[str, int] = {}
+        self.batch = ""
+
+    def batch_state(self, text: str) -> None:
+        """The run's batch changed state (submitted, counts, ended): report it."""
+        if text != self.batch:
+            self.batch = text
+            self.report()
 
     def start(self, job: SampleJob) -> None:
         name = f"{job.case.suite}/{job.case.id}"
@@ -115,6 +124,7 @@ class Tally:
                     stopping=stopping,
                     running=tuple(self.running),
                     up_to=self.up_to,
+                    batch=self.batch,
                 )
             )
 

@@ -36,6 +36,8 @@ OPTION_KEYS = frozenset(
         "adaptive",
         "case_samples",
         "against",
+        "batch",
+        "batch_if_supported",
     }
 )
 
@@ -76,6 +78,14 @@ class RunOptions:
     suites: tuple[str, ...] = ()
     #: `--against RUN_ID`: the reference run whose cases and sample counts this run repeats.
     against: str | None = None
+    #: Through the provider's batch API: `--batch` True, `--no-batch` False, None: as the
+    #: provider's `batch` setting says. A run records what it did, so `--resume` goes on
+    #: the same way.
+    batch: bool | None = None
+    #: `--batch-if-supported`: the batch API when the provider has one, else as usual.
+    batch_if_supported: bool = False
+    #: How long this process waits for a pending batch (`--no-wait`: 0; None: until it ends).
+    batch_wait_s: float | None = None
 
     def stored_args(self) -> dict[str, Any]:
         """The options as the run's stored arguments (JSON-ready), with `args` on top."""
@@ -95,6 +105,10 @@ class RunOptions:
             typed["case_samples"] = dict(self.case_samples)
         if self.against is not None:
             typed["against"] = self.against
+        if self.batch is not None:
+            typed["batch"] = self.batch
+        if self.batch_if_supported:
+            typed["batch_if_supported"] = True
         return {**typed, **self.args}
 
     @classmethod
@@ -114,6 +128,8 @@ class RunOptions:
             adaptive=bool(args.get("adaptive")),
             case_samples={str(k): int(n) for k, n in (args.get("case_samples") or {}).items()},
             against=args.get("against"),
+            batch=None if args.get("batch") is None else bool(args["batch"]),
+            batch_if_supported=bool(args.get("batch_if_supported")),
             args={k: v for k, v in args.items() if k not in OPTION_KEYS},
         )
 
@@ -129,6 +145,7 @@ def resume_options(
     concurrency: int | None = None,
     *,
     budget: float | None = None,
+    batch_wait_s: float | None = None,
 ) -> tuple[RunOptions, list[Path]]:
     """Options and suite folders that continue `run` with its own settings (`--resume`,
     `--retry-transport`, the triage app's retry)."""
@@ -145,5 +162,8 @@ def resume_options(
         resume=run.id,
         retry=retry,
         budget=budget,
+        # A run that went without batches before resumes without them.
+        batch=bool(stored.batch),
+        batch_wait_s=batch_wait_s,
     )
     return options, stored.suite_paths(config)

@@ -67,6 +67,7 @@ class SamplePipeline:
     (`CredentialsRejected`, `EndpointUnreachable`). When it dies mid-run (every sample of
     the last `BREAKER_FAILURES` failed in transport), one probe follows a pause; if it
     fails too, `down` says why and every worker stops (`ProviderDown`).
+    `breaker` False turns the circuit breaker off (a batch answers all at once).
     `stop_when_settled` lets a provider that streams stop a sample once a failure no
     further text could undo has settled its verdict (the configuration's key of that name).
     """
@@ -81,6 +82,7 @@ class SamplePipeline:
         redactor: KeyRedactor | None = None,
         stop_when_settled: bool = True,
         probe_pause_s: float = PROBE_PAUSE_S,
+        breaker: bool = True,
     ) -> None:
         self.provider = provider
         self.run_id = run_id
@@ -89,6 +91,7 @@ class SamplePipeline:
         self.redactor = redactor or KeyRedactor()
         self.stop_when_settled = stop_when_settled
         self.probe_pause_s = probe_pause_s
+        self.breaker = breaker
         #: Samples in a row that failed in transport (the circuit breaker's count).
         self.failing = 0
         #: Why the circuit breaker stopped the run; None while the provider answers.
@@ -143,7 +146,7 @@ class SamplePipeline:
             self.failing = 0
             return completion
         self.failing += 1
-        if self.failing < BREAKER_FAILURES and self.down is None:
+        if not self.breaker or (self.failing < BREAKER_FAILURES and self.down is None):
             return completion
         return await self._probe(request, completion)
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from redline.config import Config, ModelRef
 from redline.errors import RedlineError, RunStopped, StoreFull
-from redline.providers.factory import make_provider
+from redline.providers.factory import batch_provider, batch_wanted, make_provider
 from redline.redaction import KeyRedactor
 from redline.running.budget import Budget, Estimate, estimate_cost
 from redline.running.execution import (
@@ -57,6 +57,10 @@ from redline.running.store import HEARTBEAT_S, RunStore, new_run_id
 from redline.targets.factory import make_target, suites_target
 from redline.vocabulary.records import RunKind, RunRecord
 
+#: The most samples a batch run draws at once (a round bigger than this takes two): OpenAI's
+#: limit of requests per batch.
+BATCH_WORKERS = 50_000
+
 if TYPE_CHECKING:
     from redline.providers.base import Provider
     from redline.suite.cases import Suite
@@ -69,7 +73,19 @@ def estimate_run(
     function the CLI and the triage app call before spending money."""
     model = run_model(suites, config, options)
     planned = planned_samples(suites, store, options)
-    return estimate_cost(store, config, model.id, planned)
+    batched = options.replay is None and _batched(suites, config, options, model)
+    return estimate_cost(store, config, model.id, planned, batched=batched)
+
+
+def _batched(suites: Sequence[Suite], config: Config, options: RunOptions, model: ModelRef) -> bool:
+    """Whether the run goes through the provider's batch API (see `batch_wanted`)."""
+    return batch_wanted(
+        model,
+        config,
+        asked=options.batch,
+        if_supported=options.batch_if_supported,
+        target=suites_target(suites) is not None,
+    )
 
 
 async def execute_run(
@@ -131,6 +147,10 @@ async def _execute(
 ) -> RunRecord:
     chosen = select_cases(suites, options)
     refuse_unsupported(provider, chosen, model.name if model is not None else "")
+    batched = (
+        model is not None and options.replay is None and _batched(suites, config, options, model)
+    )
+    options = replace(options, batch=True if batched else None)
     identity = provider.identity()
     run_id = options.resume if options.resume is not None else options.run_id or new_run_id()
     record = open_record(suites, config, store, options, identity, model, run_id)
@@ -139,7 +159,8 @@ async def _execute(
     plan = plan_run(chosen, options, record.id, stored, replayed)
     budget = None
     if options.budget is not None and model is not None:
-        budget = Budget(options.budget, estimate_cost(store, config, model.id, plan.cases))
+        estimate = estimate_cost(store, config, model.id, plan.cases, batched=batched)
+        budget = Budget(options.budget, estimate)
     judges = None
     if options.judge:
         from redline.running.judging import JudgeSession  # the judge stack loads only for --judge
@@ -149,15 +170,32 @@ async def _execute(
         record = replace(record, args={**record.args, "judges": judges.record()})
     jobs = Schedule(plan)
     tally = Tally(record.id, jobs, progress, time.monotonic())
+    limit = concurrency(options, config, provider, plan)
+    batches = None
+    if batched:
+        batches = batch_provider(
+            provider,
+            run_id=record.id,
+            ledger=store,
+            wait_s=options.batch_wait_s,
+            reuse_failures=not options.retry,
+            fallback=options.batch_if_supported,
+            direct_limit=limit,
+            on_state=tally.batch_state,
+        )
+        batches.in_flight = lambda: jobs.in_flight
+        # Every sample of a round waits for the batch at once: one worker each.
+        limit = max(1, min(plan.most, BATCH_WORKERS))
     pipeline = SamplePipeline(
-        provider,
+        batches or provider,
         run_id=record.id,
         model_name=model.name if model is not None else "",
         judges=judges,
         redactor=KeyRedactor.from_config(config, os.environ),
         stop_when_settled=config.stop_when_settled,
+        # A batch answers its failures together: no probe can tell a dead provider there.
+        breaker=batches is None,
     )
-    limit = concurrency(options, config, provider, plan)
     try:
         async with _holding(store, record, resume=options.resume is not None):
             try:
@@ -184,6 +222,8 @@ async def _execute(
         kept = len(store.sample_keys(record.id))
         raise StoreFull(store.path, kept=kept, run_id=record.id) from None
     finally:
+        if batches is not None:
+            await batches.aclose()
         if judges is not None:
             await judges.aclose()
 

@@ -33,6 +33,7 @@ from redline.errors import (
 )
 from redline.running.rows import Table, decode_text
 from redline.vocabulary.records import (
+    BatchRecord,
     CaseOutcome,
     CaseRecord,
     CiOrigin,
@@ -196,6 +197,18 @@ CREATE INDEX IF NOT EXISTS superseded_by_case ON superseded_samples (run_id, cas
 CREATE VIRTUAL TABLE IF NOT EXISTS sample_search USING fts5(
     case_id, output, reasons, content='', tokenize='trigram'
 );
+CREATE TABLE IF NOT EXISTS batches (
+    run_id TEXT NOT NULL,
+    batch_id TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    status TEXT NOT NULL,
+    ended INTEGER NOT NULL DEFAULT 0,
+    counts TEXT NOT NULL,
+    requests TEXT NOT NULL,
+    submitted_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, batch_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sample_search_runs (
     run_id TEXT PRIMARY KEY,
     last_sample INTEGER NOT NULL
@@ -573,6 +586,65 @@ class RunStore:
             "INSERT OR REPLACE INTO sample_search_runs (run_id, last_sample) VALUES (?, ?)",
             (run_id, int(newest)),
         )
+
+    def add_batch(self, batch: BatchRecord) -> None:
+        """Record a batch the run submitted, before anything waits on it."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO batches (run_id, batch_id, provider, status, ended, counts, "
+                "requests, submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    batch.run_id,
+                    batch.batch_id,
+                    batch.provider,
+                    batch.status,
+                    int(batch.ended),
+                    json.dumps(dict(batch.counts), sort_keys=True),
+                    json.dumps(list(batch.requests)),
+                    batch.submitted_at or now_iso(),
+                    batch.updated_at or now_iso(),
+                ),
+            )
+
+    def update_batch(
+        self, run_id: str, batch_id: str, status: str, counts: Mapping[str, int], *, ended: bool
+    ) -> None:
+        """Where a batch stands, as the provider last said."""
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE batches SET status = ?, counts = ?, ended = ?, updated_at = ? "
+                "WHERE run_id = ? AND batch_id = ?",
+                (
+                    status,
+                    json.dumps(dict(counts), sort_keys=True),
+                    int(ended),
+                    now_iso(),
+                    run_id,
+                    batch_id,
+                ),
+            )
+
+    def batches(self, run_id: str) -> list[BatchRecord]:
+        """The batches a run submitted, oldest first."""
+        rows = self._db.execute(
+            "SELECT batch_id, provider, status, ended, counts, requests, submitted_at, "
+            "updated_at FROM batches WHERE run_id = ? ORDER BY submitted_at, batch_id",
+            (run_id,),
+        ).fetchall()
+        return [
+            BatchRecord(
+                run_id=run_id,
+                batch_id=batch_id,
+                provider=provider,
+                status=status,
+                ended=bool(ended),
+                counts=json.loads(counts),
+                requests=tuple(json.loads(requests)),
+                submitted_at=submitted,
+                updated_at=updated,
+            )
+            for batch_id, provider, status, ended, counts, requests, submitted, updated in rows
+        ]
 
     def update_args(self, run_id: str, args: Mapping[str, Any]) -> None:
         """Replace a run's recorded arguments (how it was completed is part of its record)."""

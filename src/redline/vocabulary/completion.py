@@ -16,6 +16,9 @@ from redline.vocabulary.messages import (
     ToolDefinition,
 )
 
+#: `Completion.extra` key naming the batch that answered (`redline run --batch`).
+BATCH_KEY = "batch"
+
 
 @dataclass(frozen=True)
 class ChatRequest:

@@ -349,6 +349,31 @@ class CiOrigin:
 
 
 @dataclass(frozen=True)
+class BatchRecord:
+    """One batch a run submitted to its provider's batch API, as far as the run has seen it.
+
+    `requests` are the batch's custom ids (each one request of one sample: see
+    `providers.batching.custom_id`), so a resumed run collects each request from the batch
+    that holds it instead of sending it again.
+    """
+
+    run_id: str
+    batch_id: str
+    #: The provider table the batch went to (`openai`, a renamed one...).
+    provider: str
+    #: The provider's own word for where the batch stands (`in_progress`, `ended`, ...).
+    status: str
+    requests: tuple[str, ...]
+    #: The provider's request counts, in its own words (`completed`, `succeeded`, ...).
+    counts: Mapping[str, int] = field(default_factory=dict)
+    #: The batch has ended: its results are final (whatever it answered, it answered).
+    ended: bool = False
+    #: When the store recorded it ("" until then: the store fills them in).
+    submitted_at: str = ""
+    updated_at: str = ""
+
+
+@dataclass(frozen=True)
 class SampleUsage:
     """A sample's latency, tokens and cost, read without its output text."""
 
