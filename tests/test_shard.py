@@ -24,6 +24,11 @@ class _Case:
     suite: str
     id: str
 
+    @property
+    def path(self) -> Path:
+        """Its case file, named after its id (the convention)."""
+        return Path(self.suite, f"{self.id}.yaml")
+
 
 def _cases(n: int, suite: str = "invoice-extract") -> list[_Case]:
     return [_Case(suite, f"{i:04d}-case") for i in range(n)]

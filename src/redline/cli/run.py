@@ -165,7 +165,9 @@ def _run(args: argparse.Namespace) -> int:
     options, paths = _options(args, config)
     if args.out is not None:
         check_out_dir(args.out)  # before any request, not after the run
-    suites = load_suites(paths, config)
+    # A shard reads only its own case files; `--case` names ids, known only once parsed.
+    shard = options.shard if not options.case_ids else None
+    suites = load_suites(paths, config, shard=shard)
     console = make_console()
     if _nothing_of_the_tier(suites, options):
         # A required CI check on a project whose suites are all of the other tier: green.
@@ -205,8 +207,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _nothing_of_the_tier(suites: Sequence[Suite], options: RunOptions) -> bool:
-    """`--tier T` over suites that hold no case of tier T (and no --case asked for one)."""
-    if options.tier is None or options.case_ids or options.resume or options.replay:
+    """`--tier T` over suites that hold no case of tier T (and no --case asked for one).
+
+    Not for a shard: it holds only its own cases, and exports its empty run for the merge.
+    """
+    if (
+        options.tier is None
+        or options.case_ids
+        or options.resume
+        or options.replay
+        or options.shard
+    ):
         return False
     return not any(case.tier == options.tier for suite in suites for case in suite.cases)
 

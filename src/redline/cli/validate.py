@@ -18,6 +18,7 @@ from redline.provider_options import (
 from redline.providers.factory import request_problems
 from redline.running.options import RunOptions
 from redline.running.planning import mixed_models, samples_for
+from redline.running.shards import parse_shard
 from redline.suite.cases import Suite, load_suites, summary
 
 
@@ -35,6 +36,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=Path,
         metavar="PATH",
         help="suite folders or folders of suites (default: the config's suites, e.g. cases/)",
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="check only the case files `redline run --shard K/N` reads (and the suite files)",
     )
     parser.set_defaults(handler=run)
 
@@ -63,8 +69,9 @@ def run(args: argparse.Namespace) -> int:
     config = load_config()
     paths: list[Path] = list(args.paths) or list(config.suites)
     environment = [Problem("before any request", 0, 0, p) for p in request_problems(config)]
+    shard = parse_shard(args.shard) if args.shard else None
     try:
-        suites = load_suites(paths, config)
+        suites = load_suites(paths, config, shard=shard)
     except ProblemsError as exc:
         raise ProblemsError([*exc.problems, *environment]) from None
     if environment:
@@ -85,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     plans = [samples_for(RunOptions(), c) for s in suites for c in s.cases]
     most = sum(n for n, _ in plans)
     per_run = f"up to {most}" if any(p is not None for _, p in plans) else f"{most}"
+    share = f" of shard {args.shard.strip()}" if shard else ""
     print(
-        f"ok: {counts['suites']} suite(s), {counts['cases']} case(s), "
+        f"ok: {counts['suites']} suite(s), {counts['cases']} case(s){share}, "
         f"{counts['assertions']} assertion(s), {per_run} samples per run"
     )
     mixed = mixed_models(suites)

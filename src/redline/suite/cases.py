@@ -221,13 +221,23 @@ def load_suite(path: Path, config: Config | None = None) -> Suite:
     return suite
 
 
-def load_suites(paths: Sequence[Path], config: Config | None = None) -> list[Suite]:
-    """Load every suite under `paths` (suite folders or folders of them), all problems at once."""
+def load_suites(
+    paths: Sequence[Path],
+    config: Config | None = None,
+    *,
+    shard: tuple[int, int] | None = None,
+) -> list[Suite]:
+    """Load every suite under `paths` (suite folders or folders of them), all problems at once.
+
+    With `shard` (k, n), each suite holds only the cases of shard k of n, and only their
+    case files are read (`running.shards`): a problem in another shard's case file is that
+    shard's, and a case id used twice across shards is found by a full load or the merge.
+    """
     problems: list[Problem] = []
     suites: list[Suite] = []
     seen: dict[str, Path] = {}
     for folder in find_suite_dirs(paths, problems):
-        suite = _SuiteLoader(folder, config, problems).load()
+        suite = _SuiteLoader(folder, config, problems, shard=shard).load()
         if suite is None:
             continue
         if suite.name in seen and seen[suite.name] != suite.path:
@@ -294,8 +304,12 @@ class _SuiteLoader(NodeReader):
         config: Config | None,
         problems: list[Problem],
         overrides: Mapping[Path, str | None] | None = None,
+        *,
+        shard: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(problems)
+        #: Only the case files of this shard (k, n) are read.
+        self.shard = shard
         self.folder = folder.resolve()
         self._cwd = Path.cwd().resolve()
         self.config = config
@@ -538,6 +552,10 @@ class _SuiteLoader(NodeReader):
                     "add cases as *.yaml beside suite.yaml",
                 )
             )
+        if self.shard is not None:
+            from redline.running.shards import owns  # CI only: kept off a plain load
+
+            files = [path for path in files if owns(self.shard, suite, path)]
         for path in files:
             case = _CaseLoader(self, path, suite, bar).load()
             if case is None:
