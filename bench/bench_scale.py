@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from loopback import start_server  # noqa: E402
+from loopback import start_server
 
 SUITE = """name: scale
 prompt:

@@ -11,6 +11,7 @@ other case. A file holds one case, and a file named after its case id (`0042-x.y
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -40,17 +41,18 @@ def shard_of(suite: str, name: str, n: int) -> int:
     return int.from_bytes(digest[:8], "big") % n + 1
 
 
-def owns(shard: tuple[int, int], suite: str, case_file: Path) -> bool:
-    """Whether shard (k, n) owns the case read from `case_file` in suite `suite`."""
+def owns(shard: tuple[int, int], suite: str, file_name: str) -> bool:
+    """Whether shard (k, n) owns the case read from the case file named `file_name` (for
+    a symlink: the name of the file it points to) in suite `suite`."""
     k, n = shard
-    return shard_of(suite, case_file.stem, n) == k
+    return shard_of(suite, os.path.splitext(file_name)[0], n) == k
 
 
 def select(cases: Iterable[T], k: int, n: int) -> list[T]:
     """The cases of shard k of n (1-based), in their original order."""
     if n < 1 or not 1 <= k <= n:
         raise UsageError(f"shard {k}/{n}: need 1 <= K <= N")
-    return [c for c in cases if owns((k, n), c.suite, c.path)]
+    return [c for c in cases if owns((k, n), c.suite, c.path.name)]
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -517,20 +517,45 @@ class _SuiteLoader(NodeReader):
 
     # -- cases ---------------------------------------------------------
 
-    def case_files(self) -> list[Path]:
+    def case_files(self, suite: str) -> tuple[list[Path], bool]:
+        """The case files to read, in order, and whether the folder holds any at all (a
+        shard may own none of them): with a shard only its own, picked by name before a
+        path is made for each of a large suite's files."""
+        wanted = None
+        if self.shard is not None:
+            from redline.running.shards import owns  # CI only: kept off a plain load
+
+            shard = self.shard
+            wanted = lambda path: owns(shard, suite, path)  # noqa: E731
+        found = False
+        on_disk: set[Path] = set()
         with os.scandir(self.folder) as entries:
-            on_disk = {
+            for entry in entries:
+                if (
+                    os.path.splitext(entry.name)[1] not in CASE_SUFFIXES
+                    or entry.name == SUITE_FILE
+                    or not entry.is_file()
+                ):
+                    continue
+                found = True
                 # The folder is resolved: only a symlinked file needs resolving itself.
-                Path(entry.path).resolve() if entry.is_symlink() else self.folder / entry.name
-                for entry in entries
-                if entry.is_file()
-                and os.path.splitext(entry.name)[1] in CASE_SUFFIXES
-                and entry.name != SUITE_FILE
-            }
+                if entry.is_symlink():
+                    path = Path(entry.path).resolve()
+                    if wanted is None or wanted(path.name):
+                        on_disk.add(path)
+                elif wanted is None or wanted(entry.name):
+                    on_disk.add(self.folder / entry.name)
         planned = {
-            p for p in self.overrides if p.parent == self.folder and p.suffix in CASE_SUFFIXES
+            p
+            for p in self.overrides
+            if p.parent == self.folder
+            and p.suffix in CASE_SUFFIXES
+            and (wanted is None or wanted(p.name))
         }
-        return sorted(p for p in on_disk | planned if self.overrides.get(p, "") is not None)
+        found = found or bool(planned)
+        if self.overrides:
+            on_disk = {p for p in on_disk | planned if self.overrides.get(p, "") is not None}
+        return sorted(on_disk, key=lambda p: p.parts), found
 
     def retired_files(self) -> tuple[Path, ...]:
         retired = self.folder / RETIRED_DIR
@@ -541,8 +566,8 @@ class _SuiteLoader(NodeReader):
     def cases(self, suite: str, bar: SuiteBar) -> tuple[Case, ...]:
         cases: list[Case] = []
         ids: dict[str, Path] = {}
-        files = self.case_files()
-        if not files:
+        files, found = self.case_files(suite)
+        if not found:
             self.problems.append(
                 Problem(
                     self.show(self.folder / SUITE_FILE),
@@ -552,10 +577,6 @@ class _SuiteLoader(NodeReader):
                     "add cases as *.yaml beside suite.yaml",
                 )
             )
-        if self.shard is not None:
-            from redline.running.shards import owns  # CI only: kept off a plain load
-
-            files = [path for path in files if owns(self.shard, suite, path)]
         for path in files:
             case = _CaseLoader(self, path, suite, bar).load()
             if case is None:
