@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +47,7 @@ from redline.documents.yamlsource import (
 )
 from redline.documents.yamlsource import type_name as yaml_type
 from redline.errors import Problem, ProblemsError, relpath
+from redline.suite.parsecache import CheckedCase, ParseCache
 from redline.targets.spec import TargetSpec, expand_globs
 from redline.text.templates import TemplateProblem, is_jinja, render, template_names
 from redline.vocabulary.messages import (
@@ -233,11 +234,17 @@ def load_suites(
     case files are read (`running.shards`): a problem in another shard's case file is that
     shard's, and a case id used twice across shards is found by a full load or the merge.
     """
+    return _load_all(paths, lambda f, p: _SuiteLoader(f, config, p, shard=shard))
+
+
+def _load_all(
+    paths: Sequence[Path], loader: Callable[[Path, list[Problem]], _SuiteLoader]
+) -> list[Suite]:
     problems: list[Problem] = []
     suites: list[Suite] = []
     seen: dict[str, Path] = {}
     for folder in find_suite_dirs(paths, problems):
-        suite = _SuiteLoader(folder, config, problems, shard=shard).load()
+        suite = loader(folder, problems).load()
         if suite is None:
             continue
         if suite.name in seen and seen[suite.name] != suite.path:
@@ -256,6 +263,40 @@ def load_suites(
     if problems:
         raise ProblemsError(problems)
     return suites
+
+
+@dataclass(frozen=True)
+class CheckedSuite:
+    """A suite as `redline validate` reports it: its own settings, and its cases counted
+    (read, or found unchanged in the parse cache). `suite.cases` is empty."""
+
+    suite: Suite
+    cases: tuple[CheckedCase, ...]
+
+
+def check_suites(
+    paths: Sequence[Path],
+    config: Config | None,
+    cache: ParseCache,
+    *,
+    shard: tuple[int, int] | None = None,
+) -> list[CheckedSuite]:
+    """Every suite under `paths` checked as `load_suites` loads it, all problems at once;
+    a case file found unchanged in `cache` is not read again."""
+    loaders: list[_SuiteLoader] = []
+
+    def loader(folder: Path, problems: list[Problem]) -> _SuiteLoader:
+        loaders.append(_SuiteLoader(folder, config, problems, shard=shard, cache=cache))
+        return loaders[-1]
+
+    try:
+        suites = _load_all(paths, loader)
+    finally:
+        cache.close()
+    by_folder = {lo.folder: lo.checked for lo in loaders}
+    return [
+        CheckedSuite(dataclasses.replace(s, cases=()), tuple(by_folder[s.path])) for s in suites
+    ]
 
 
 def find_suite_dirs(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
@@ -306,10 +347,16 @@ class _SuiteLoader(NodeReader):
         overrides: Mapping[Path, str | None] | None = None,
         *,
         shard: tuple[int, int] | None = None,
+        cache: ParseCache | None = None,
     ) -> None:
         super().__init__(problems)
         #: Only the case files of this shard (k, n) are read.
         self.shard = shard
+        #: What earlier checks found in unchanged case files (`redline validate`).
+        self.cache = cache
+        self._context: str | None = None
+        #: Every case loaded, cached or read, as validate counts it (with a cache only).
+        self.checked: list[CheckedCase] = []
         self.folder = folder.resolve()
         self._cwd = Path.cwd().resolve()
         self.config = config
@@ -362,6 +409,13 @@ class _SuiteLoader(NodeReader):
         elif target_node is not None and bar.prompt is None and root.get("prompt") is None:
             prompt = ("", "", ())  # the target's own prompt files are its prompt
         retired = self.retired_files()
+        if self.cache is not None and prompt is not None and len(self.problems) == before:
+            self._context = self.cache.context(
+                name,
+                self.folder,
+                [suite_path, *prompt[2], *(Path(p) for p in bar.conversation.files)],
+                self.config.source if self.config is not None else None,
+            )
         cases = self.cases(name, bar)
         if len(self.problems) > before or prompt is None:
             return None
@@ -578,23 +632,59 @@ class _SuiteLoader(NodeReader):
                 )
             )
         for path in files:
-            case = _CaseLoader(self, path, suite, bar).load()
-            if case is None:
+            key, known = self.known_case(path)
+            case = None if known is not None else _CaseLoader(self, path, suite, bar).load()
+            case_id = known.id if known is not None else case.id if case is not None else None
+            if case_id is None:
                 continue
-            if case.id in ids:
+            if case_id in ids:
                 self.problems.append(
                     Problem(
                         self.show(path),
                         1,
                         1,
-                        f"case id {case.id!r} is also used by {self.show(ids[case.id])}",
+                        f"case id {case_id!r} is also used by {self.show(ids[case_id])}",
                         "case ids must be unique within a suite",
                     )
                 )
                 continue
-            ids[case.id] = path
-            cases.append(case)
+            ids[case_id] = path
+            if case is not None:
+                cases.append(case)
+                known = self.checked_case(key, case)
+            if known is not None:
+                self.checked.append(known)
         return tuple(cases)
+
+    def known_case(self, path: Path) -> tuple[str | None, CheckedCase | None]:
+        """The cache key of a case file, and what an earlier check found in it (None: read
+        it). Without a cache, or for a suite with problems of its own: (None, None)."""
+        if self.cache is None or self._context is None or path in self.overrides:
+            return None, None
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None, None
+        key = self.cache.key(self._context, data)
+        return key, self.cache.get(key, path)
+
+    def checked_case(self, key: str | None, case: Case) -> CheckedCase | None:
+        """`case` as validate counts it, kept under `key` for the next check."""
+        if self.cache is None:
+            return None
+        checked = CheckedCase(
+            id=case.id,
+            suite=case.suite,
+            path=case.path,
+            tier=case.tier,
+            samples=case.samples,
+            required=case.required,
+            assertions=len(case.assertions),
+            sampling=case.sampling,
+        )
+        if key is not None:
+            self.cache.put(key, checked, case.files)
+        return checked
 
 
 class _CaseLoader:
@@ -779,14 +869,3 @@ def check_suite_edit(folder: Path, edits: Mapping[Path, str | None], config: Con
     suite = _SuiteLoader(folder, config, problems, edits).load()
     if problems or suite is None:
         raise ProblemsError(problems)
-
-
-def summary(suites: Sequence[Suite]) -> dict[str, int]:
-    """Counts for `redline validate`: suites, cases, assertions, samples per run."""
-    cases = [c for s in suites for c in s.cases]
-    return {
-        "suites": len(suites),
-        "cases": len(cases),
-        "assertions": sum(len(c.assertions) for c in cases),
-        "samples": sum(c.samples for c in cases),
-    }
