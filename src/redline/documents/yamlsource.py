@@ -214,6 +214,16 @@ def _mark(path: str, node: yaml.Node) -> Mark:
     return Mark(path, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
+#: A plain string's tag: its value is the scalar's text (what the constructor returns).
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _value(loader: yaml.SafeLoader | yaml.CSafeLoader, node: yaml.Node) -> Any:
+    if node.tag == _STR_TAG and isinstance(node, yaml.ScalarNode):
+        return node.value
+    return loader.construct_object(node, deep=True)
+
+
 def _convert(
     loader: yaml.SafeLoader | yaml.CSafeLoader,
     node: yaml.Node,
@@ -227,7 +237,7 @@ def _convert(
         entries: dict[str, Node] = {}
         for key_node, value_node in node.value:
             kmark = _mark(path, key_node)
-            key = loader.construct_object(key_node, deep=True)
+            key = _value(loader, key_node)
             if not isinstance(key, str):
                 problems.append(
                     kmark.problem(
@@ -249,7 +259,7 @@ def _convert(
     if isinstance(node, yaml.SequenceNode):
         items = [_convert(loader, child, path, None, problems) for child in node.value]
         return Node(items, mark, key_mark, "seq")
-    return Node(loader.construct_object(node, deep=True), mark, key_mark, "scalar")
+    return Node(_value(loader, node), mark, key_mark, "scalar")
 
 
 def load_data(text: str, path: str) -> tuple[Any, Problem | None]:
