@@ -26,6 +26,7 @@ __all__ = [
     "did_you_mean",
     "file_bytes",
     "line_at",
+    "load_bytes",
     "load_data",
     "load_file",
     "load_text",
@@ -201,12 +202,19 @@ def load_file(path: Path, display: str | None = None) -> tuple[Node | None, list
     """Read and parse a YAML file (UTF-8)."""
     shown = display if display is not None else str(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, [Problem(shown, 0, 0, f"cannot read: {exc.strerror}")]
+    return load_bytes(data, shown)
+
+
+def load_bytes(data: bytes, shown: str) -> tuple[Node | None, list[Problem]]:
+    """Parse a YAML file's bytes (UTF-8), already read; `shown` names it in problems."""
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line, column, message = utf8_problem(exc)
         return None, [Problem(shown, line, column, message, "save the file as UTF-8")]
-    except OSError as exc:
-        return None, [Problem(shown, 0, 0, f"cannot read: {exc.strerror}")]
     return load_text(text, shown)
 
 

@@ -42,6 +42,7 @@ from redline.documents.yamlsource import (
     Node,
     did_you_mean,
     file_bytes,
+    load_bytes,
     load_file,
     load_text,
 )
@@ -294,9 +295,7 @@ def check_suites(
     finally:
         cache.close()
     by_folder = {lo.folder: lo.checked for lo in loaders}
-    return [
-        CheckedSuite(dataclasses.replace(s, cases=()), tuple(by_folder[s.path])) for s in suites
-    ]
+    return [CheckedSuite(s, tuple(by_folder[s.path])) for s in suites]
 
 
 def find_suite_dirs(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
@@ -352,7 +351,9 @@ class _SuiteLoader(NodeReader):
         super().__init__(problems)
         #: Only the case files of this shard (k, n) are read.
         self.shard = shard
-        #: What earlier checks found in unchanged case files (`redline validate`).
+        self._resolved: dict[Path, Path] = {}
+        #: What earlier checks found in unchanged case files (`redline validate`); with
+        #: it, cases are counted in `checked`, and the suite holds none.
         self.cache = cache
         self._context: str | None = None
         #: Every case loaded, cached or read, as validate counts it (with a cache only).
@@ -366,6 +367,13 @@ class _SuiteLoader(NodeReader):
         #: The suite's Jinja prompt templates: (text, file shown, first line, name).
         self.templates: list[tuple[str, str, int, str]] = []
         self.template_names: dict[str, str] = {}
+
+    def resolved(self, path: Path) -> Path:
+        """`path.resolve()`, once per file for all the cases that read it (a shared fixture)."""
+        real = self._resolved.get(path)
+        if real is None:
+            real = self._resolved[path] = path.resolve()
+        return real
 
     def show(self, path: Path) -> str:
         """`path` as the user typed it (relative to the working directory when under it)."""
@@ -632,8 +640,8 @@ class _SuiteLoader(NodeReader):
                 )
             )
         for path in files:
-            key, known = self.known_case(path)
-            case = None if known is not None else _CaseLoader(self, path, suite, bar).load()
+            data, key, known = self.known_case(path)
+            case = None if known is not None else _CaseLoader(self, path, suite, bar, data).load()
             case_id = known.id if known is not None else case.id if case is not None else None
             if case_id is None:
                 continue
@@ -650,23 +658,24 @@ class _SuiteLoader(NodeReader):
                 continue
             ids[case_id] = path
             if case is not None:
-                cases.append(case)
                 known = self.checked_case(key, case)
+                if known is None:  # a check counts cases; it does not keep them
+                    cases.append(case)
             if known is not None:
                 self.checked.append(known)
         return tuple(cases)
 
-    def known_case(self, path: Path) -> tuple[str | None, CheckedCase | None]:
-        """The cache key of a case file, and what an earlier check found in it (None: read
-        it). Without a cache, or for a suite with problems of its own: (None, None)."""
+    def known_case(self, path: Path) -> tuple[bytes | None, str | None, CheckedCase | None]:
+        """A case file's bytes, cache key, and what an earlier check found in it (None: read
+        it). Without a cache, or for a suite with problems of its own: all None."""
         if self.cache is None or self._context is None or path in self.overrides:
-            return None, None
+            return None, None, None
         try:
             data = path.read_bytes()
         except OSError:
-            return None, None
+            return None, None, None
         key = self.cache.key(self._context, data)
-        return key, self.cache.get(key, path)
+        return data, key, self.cache.get(key, path)
 
     def checked_case(self, key: str | None, case: Case) -> CheckedCase | None:
         """`case` as validate counts it, kept under `key` for the next check."""
@@ -696,9 +705,12 @@ class _CaseLoader:
         path: Path,
         suite_name: str,
         bar: SuiteBar,
+        data: bytes | None = None,
     ) -> None:
         self.suite = suite
         self.path = path
+        #: The file's bytes when already read (to find it in the parse cache).
+        self.data = data
         self.suite_name = suite_name
         self.bar = bar
         self.files: list[Path] = []
@@ -709,7 +721,12 @@ class _CaseLoader:
         suite = self.suite
         shown = suite.show(self.path)
         text = suite.overrides.get(self.path)  # case_files gives resolved paths
-        root, more = load_file(self.path, shown) if text is None else load_text(text, shown)
+        if text is not None:
+            root, more = load_text(text, shown)
+        elif self.data is not None:
+            root, more = load_bytes(self.data, shown)
+        else:
+            root, more = load_file(self.path, shown)
         suite.problems.extend(more)
         if root is None:
             if not more:
@@ -734,7 +751,7 @@ class _CaseLoader:
         # A type this installation lacks is reported as that alone, not by its parameters.
         missing = {i for i, cls in types.items() if cls is None}
         suite.report(root, [i for i in case.issues if _assertion_index(i) not in missing])
-        self.files.extend(Path(p).resolve() for p in case.files)
+        self.files.extend(suite.resolved(Path(p)) for p in case.files)
         #: What the case's assertions check calls and JSON against.
         self.response_format = case.conversation.response_format or (
             self.bar.conversation.response_format
@@ -748,7 +765,7 @@ class _CaseLoader:
         return Case(
             id=case.id,
             suite=self.suite_name,
-            path=self.path.resolve(),
+            path=self.path,  # case_files gives resolved paths
             provenance=case.provenance,
             vars=case.vars,
             tier=Tier(case.tier.value),
@@ -831,7 +848,7 @@ class _CaseLoader:
         )
         assertion = cls.parse(spec)
         suite.problems.extend(spec.problems)
-        self.files.extend(p.resolve() for p in spec.files)
+        self.files.extend(suite.resolved(p) for p in spec.files)
         return None if spec.problems else assertion
 
 
