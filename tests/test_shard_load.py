@@ -14,6 +14,7 @@ from redline.config import load_config
 from redline.errors import ProblemsError
 from redline.running.manifest import case_hash, sample_configuration
 from redline.running.shards import shard_of
+from redline.suite import cases as cases_module
 from redline.suite import parsecache
 from redline.suite.cases import Case, check_suites, load_suites
 from redline.suite.parsecache import CACHE_FILE, ParseCache
@@ -242,3 +243,31 @@ def test_validate_prints_the_same_with_a_cold_cache_a_warm_one_and_none(
     assert outputs[0] == outputs[1] == outputs[2]
     assert "40 case(s)" in outputs[0]
     assert (tmp_path / ".redline" / CACHE_FILE).is_file()
+
+
+def test_a_check_in_two_processes_finds_what_one_process_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _suite(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cases_module, "PARALLEL_FILES", 0)
+    path = tmp_path / ".redline" / CACHE_FILE
+    alone = check_suites([Path("cases")], None, ParseCache(None))
+    assert check_suites([Path("cases")], None, ParseCache(path), jobs=2) == alone
+    warm = ParseCache(path)  # the workers' entries were written by the parent
+    assert check_suites([Path("cases")], None, warm, jobs=2) == alone and warm.misses == 0
+
+    # A case id used in both processes' shares, a broken file, and the suite's own problem.
+    (folder / _file_in_shard(1, 2, "a")).write_text(_case_text("same-id"), encoding="utf-8")
+    (folder / _file_in_shard(2, 2, "b")).write_text(_case_text("same-id"), encoding="utf-8")
+    (folder / _file_in_shard(2, 2, "c")).write_text("id: [unclosed\n", encoding="utf-8")
+    suite_yaml = folder / "suite.yaml"
+    suite_yaml.write_text(suite_yaml.read_text(encoding="utf-8") + "unknown_key: 1\n")
+    found = []
+    for jobs in (1, 2):
+        with pytest.raises(ProblemsError) as err:
+            check_suites([Path("cases")], None, ParseCache(None), jobs=jobs)
+        found.append([(p.path, p.line, p.message.split(" (")[0]) for p in err.value.problems])
+    assert found[0] == found[1]
+    text = "\n".join(m for _, _, m in found[1])
+    assert text.count("unknown_key") == 1 and "case id 'same-id' is also used by" in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from redline.providers.factory import request_problems
 from redline.running.options import RunOptions
 from redline.running.planning import mixed_models, samples_for
 from redline.running.shards import parse_shard
-from redline.suite.cases import Suite, check_suites
+from redline.suite.cases import PARALLEL_FILES, Suite, check_suites
 from redline.suite.parsecache import CACHE_FILE, CheckedCase, ParseCache
 
 
@@ -50,7 +51,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="read every case file, even those unchanged since the last check (the cache of "
         f"what each file held is .redline/{CACHE_FILE}, beside the store)",
     )
+    parser.add_argument(
+        "--jobs",
+        type=_positive,
+        metavar="N",
+        help=f"processes reading case files when there are {PARALLEL_FILES:,} or more "
+        f"(default: this machine's cores, at most {MAX_JOBS})",
+    )
     parser.set_defaults(handler=run)
+
+
+#: The most processes a check starts by itself.
+MAX_JOBS = 4
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of at least 1")
+    return int(text)
 
 
 def _provider_options() -> str:
@@ -80,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     shard = parse_shard(args.shard) if args.shard else None
     cache = ParseCache(config.store_path.parent / CACHE_FILE if not args.no_cache else None)
     try:
-        checked = check_suites(paths, config, cache, shard=shard)
+        jobs = args.jobs or min(os.cpu_count() or 1, MAX_JOBS)
+        checked = check_suites(paths, config, cache, shard=shard, jobs=jobs)
     except ProblemsError as exc:
         raise ProblemsError([*exc.problems, *environment]) from None
     if environment:

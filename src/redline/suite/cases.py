@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import multiprocessing
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -275,27 +276,128 @@ class CheckedSuite:
     cases: tuple[CheckedCase, ...]
 
 
+#: A full check reads its case files in several processes from this many files on.
+PARALLEL_FILES = 5_000
+
+
 def check_suites(
     paths: Sequence[Path],
     config: Config | None,
     cache: ParseCache,
     *,
     shard: tuple[int, int] | None = None,
+    jobs: int = 1,
 ) -> list[CheckedSuite]:
     """Every suite under `paths` checked as `load_suites` loads it, all problems at once;
-    a case file found unchanged in `cache` is not read again."""
+    a case file found unchanged in `cache` is not read again.
+
+    With `jobs` > 1 and at least `PARALLEL_FILES` case files, the files are split among
+    `jobs` processes (forked: each starts as a copy of this one) by the shard rule; this
+    process checks one share, and the suites' own problems, found by each, are one each.
+    """
+    parallel = jobs > 1 and shard is None and "fork" in multiprocessing.get_all_start_methods()
+    if parallel and _case_file_count(paths) < PARALLEL_FILES:
+        parallel = False
+    if not parallel:
+        try:
+            suites, checked, problems = _check_share(paths, config, cache, shard)
+        finally:
+            cache.close()
+        if problems:
+            raise ProblemsError(problems)
+        return [CheckedSuite(s, checked[s.path]) for s in suites]
+    return _check_in_parallel(paths, config, cache, jobs)
+
+
+def _check_share(
+    paths: Sequence[Path],
+    config: Config | None,
+    cache: ParseCache,
+    shard: tuple[int, int] | None,
+) -> tuple[list[Suite], dict[Path, tuple[CheckedCase, ...]], list[Problem]]:
+    """The suites (none when there are problems), each suite folder's cases as counted, and
+    the problems found, reading the case files of `shard` (all of them without one)."""
     loaders: list[_SuiteLoader] = []
 
     def loader(folder: Path, problems: list[Problem]) -> _SuiteLoader:
         loaders.append(_SuiteLoader(folder, config, problems, shard=shard, cache=cache))
         return loaders[-1]
 
+    suites: list[Suite] = []
+    problems: list[Problem] = []
     try:
         suites = _load_all(paths, loader)
-    finally:
-        cache.close()
-    by_folder = {lo.folder: lo.checked for lo in loaders}
-    return [CheckedSuite(s, tuple(by_folder[s.path])) for s in suites]
+    except ProblemsError as exc:
+        problems = list(exc.problems)
+    return suites, {lo.folder: tuple(lo.checked) for lo in loaders}, problems
+
+
+def _share_in_a_worker(
+    paths: Sequence[Path], config: Config | None, cache_path: Path | None, shard: tuple[int, int]
+) -> tuple[dict[Path, tuple[CheckedCase, ...]], list[Problem], dict[str, str]]:
+    """One share checked in a worker process: its cases, its problems, its new cache entries
+    (the parent writes them)."""
+    cache = ParseCache(cache_path)
+    _, checked, problems = _check_share(paths, config, cache, shard)
+    return checked, problems, cache.take_new()
+
+
+def _check_in_parallel(
+    paths: Sequence[Path], config: Config | None, cache: ParseCache, jobs: int
+) -> list[CheckedSuite]:
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(jobs - 1, mp_context=context) as pool:
+        others = [
+            pool.submit(_share_in_a_worker, paths, config, cache.path, (k, jobs))
+            for k in range(2, jobs + 1)
+        ]
+        try:
+            suites, checked, problems = _check_share(paths, config, cache, (1, jobs))
+            merged = {folder: list(cases) for folder, cases in checked.items()}
+            for future in others:
+                share, more, entries = future.result()
+                for folder, found in share.items():
+                    merged.setdefault(folder, []).extend(found)
+                problems.extend(more)
+                cache.adopt(entries)
+        finally:
+            cache.close()
+    counted: dict[Path, tuple[CheckedCase, ...]] = {}
+    for folder, every in merged.items():
+        ids: dict[str, Path] = {}
+        kept: list[CheckedCase] = []
+        show = _SuiteLoader(folder, config, []).show
+        for case in sorted(every, key=lambda c: c.path.parts):
+            if case.id in ids:  # two shares' files with one id
+                problems.append(_same_id(show, case.path, case.id, ids[case.id]))
+                continue
+            ids[case.id] = case.path
+            kept.append(case)
+        counted[folder] = tuple(kept)
+    if problems:
+        raise ProblemsError(dict.fromkeys(problems))  # each share finds the suite's own
+    return [CheckedSuite(s, counted[s.path]) for s in suites]
+
+
+def _case_file_count(paths: Sequence[Path]) -> int:
+    """How many case files the suites under `paths` hold (a folder listing, no reading)."""
+    count = 0
+    for folder in find_suite_dirs(paths, []):
+        with os.scandir(folder) as entries:
+            count += sum(1 for e in entries if os.path.splitext(e.name)[1] in CASE_SUFFIXES)
+    return count
+
+
+def _same_id(show: Callable[[Path], str], path: Path, case_id: str, first: Path) -> Problem:
+    return Problem(
+        show(path),
+        1,
+        1,
+        f"case id {case_id!r} is also used by {show(first)}",
+        "case ids must be unique within a suite",
+    )
 
 
 def find_suite_dirs(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
@@ -646,15 +748,7 @@ class _SuiteLoader(NodeReader):
             if case_id is None:
                 continue
             if case_id in ids:
-                self.problems.append(
-                    Problem(
-                        self.show(path),
-                        1,
-                        1,
-                        f"case id {case_id!r} is also used by {self.show(ids[case_id])}",
-                        "case ids must be unique within a suite",
-                    )
-                )
+                self.problems.append(_same_id(self.show, path, case_id, ids[case_id]))
                 continue
             ids[case_id] = path
             if case is not None:

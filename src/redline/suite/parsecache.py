@@ -148,6 +148,15 @@ class ParseCache:
             db.commit()
         return db
 
+    def take_new(self) -> dict[str, str]:
+        """The entries made since the last close, handed over (a worker's to its parent)."""
+        new, self._new = self._new, {}
+        return new
+
+    def adopt(self, entries: Mapping[str, str]) -> None:
+        """Entries another process made, written with this cache's own."""
+        self._new.update(entries)
+
     def close(self) -> None:
         """Write the new entries; a cache that cannot be written is skipped, never an error."""
         if not self._new or self.path is None:
