@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from redline.casemodel import TIERS
-from redline.cli import ExitCode
+from redline.cli import ExitCode, positive
 from redline.cli.output import make_console
 from redline.cli.progress import LiveProgress, PlainProgress
 from redline.config import DEFAULT_CONCURRENCY, Config, load_config
@@ -69,7 +69,7 @@ def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
         "--case", dest="cases", action="append", default=[], metavar="ID", help="only this case"
     )
     parser.add_argument(
-        "--samples", type=_positive, metavar="N", help="a fixed number of samples per case"
+        "--samples", type=positive, metavar="N", help="a fixed number of samples per case"
     )
     parser.add_argument(
         "--adaptive",
@@ -81,7 +81,7 @@ def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", metavar="ALIAS", help="run on another pinned alias")
     parser.add_argument(
         "--concurrency",
-        type=_positive,
+        type=positive,
         metavar="N",
         help=f"samples in flight at once (default: the config's concurrency, "
         f"{DEFAULT_CONCURRENCY}); the local model takes at most {IN_FLIGHT_PER_SLOT} per "
@@ -146,16 +146,6 @@ def usd_amount(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not an amount in US dollars") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive amount in US dollars")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
     return value
 
 

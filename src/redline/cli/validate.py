@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from redline.cli import ExitCode
+from redline.cli import ExitCode, positive
 from redline.config import load_config
 from redline.errors import Problem, ProblemsError
 from redline.provider_options import (
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument(
         "--jobs",
-        type=_positive,
+        type=positive,
         metavar="N",
         help=f"processes reading case files when there are {PARALLEL_FILES:,} or more "
         f"(default: this machine's cores, at most {MAX_JOBS})",
@@ -63,12 +63,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 #: The most processes a check starts by itself.
 MAX_JOBS = 4
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of at least 1")
-    return int(text)
 
 
 def _provider_options() -> str:

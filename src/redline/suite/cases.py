@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import multiprocessing
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -685,12 +686,11 @@ class _SuiteLoader(NodeReader):
         """The case files to read, in order, and whether the folder holds any at all (a
         shard may own none of them): with a shard only its own, picked by name before a
         path is made for each of a large suite's files."""
-        wanted = None
+        wanted: Callable[[str], bool] | None = None
         if self.shard is not None:
             from redline.running.shards import owns  # CI only: kept off a plain load
 
-            shard = self.shard
-            wanted = lambda path: owns(shard, suite, path)  # noqa: E731
+            wanted = functools.partial(owns, self.shard, suite)
         found = False
         on_disk: set[Path] = set()
         with os.scandir(self.folder) as entries:
