@@ -13,8 +13,8 @@ from redline.cli import main
 from redline.deciding.baseline import is_partial_run
 from redline.errors import ProblemsError, UsageError
 from redline.running.exchange import export_run, import_run
-from redline.running.shards import parse_shard, select, shard_of
 from redline.running.store import RunStore
+from redline.suite.shards import parse_shard, select, shard_of
 from redline.vocabulary.records import RunResult
 from runfactory import OK, TRANSPORT, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
 

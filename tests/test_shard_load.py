@@ -13,11 +13,11 @@ from redline.cli import main
 from redline.config import load_config
 from redline.errors import ProblemsError
 from redline.running.manifest import case_hash, sample_configuration
-from redline.running.shards import shard_of
 from redline.suite import cases as cases_module
 from redline.suite import parsecache
 from redline.suite.cases import Case, check_suites, load_suites
 from redline.suite.parsecache import CACHE_FILE, ParseCache
+from redline.suite.shards import shard_of
 from servers import LoopbackLLMServer
 
 SUITE = "share"

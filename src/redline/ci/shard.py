@@ -1,6 +1,6 @@
 """Merging the exports of a CI matrix's shards back into one run (`redline merge`).
 
-Which cases a shard runs is `running.shards`'s question; here the shards' exports are
+Which cases a shard runs is `suite.shards`'s question; here the shards' exports are
 checked against each other (every case in one shard, the same inputs) and joined.
 """
 

@@ -349,7 +349,7 @@ def _options(args: argparse.Namespace, config: Config) -> tuple[RunOptions, list
 def _shard(text: str | None) -> tuple[int, int] | None:
     if not text:
         return None
-    from redline.running.shards import parse_shard  # CI only: kept off a plain run's start-up
+    from redline.suite.shards import parse_shard  # CI only: kept off a plain run's start-up
 
     return parse_shard(text)
 

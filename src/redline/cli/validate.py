@@ -20,9 +20,9 @@ from redline.provider_options import (
 from redline.providers.factory import request_problems
 from redline.running.options import RunOptions
 from redline.running.planning import mixed_models, samples_for
-from redline.running.shards import parse_shard
 from redline.suite.cases import PARALLEL_FILES, Suite, check_suites
 from redline.suite.parsecache import CACHE_FILE, CheckedCase, ParseCache
+from redline.suite.shards import parse_shard
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

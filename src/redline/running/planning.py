@@ -85,7 +85,7 @@ def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Sui
     if options.shard is not None:
         # A shard may own no case (3 cases over 2 shards can all hash into one): that is
         # an empty, valid run, so the CI matrix job still exports a result to merge.
-        from redline.running.shards import select  # CI only: kept off a plain run's start-up
+        from redline.suite.shards import select  # CI only: kept off a plain run's start-up
 
         kept = {(c.suite, c.id) for c in select((c for _, c in chosen), *options.shard)}
         chosen = [(s, c) for s, c in chosen if (c.suite, c.id) in kept]

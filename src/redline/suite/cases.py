@@ -234,7 +234,7 @@ def load_suites(
     """Load every suite under `paths` (suite folders or folders of them), all problems at once.
 
     With `shard` (k, n), each suite holds only the cases of shard k of n, and only their
-    case files are read (`running.shards`): a problem in another shard's case file is that
+    case files are read (`suite.shards`): a problem in another shard's case file is that
     shard's, and a case id used twice across shards is found by a full load or the merge.
     """
     return _load_all(paths, lambda f, p: _SuiteLoader(f, config, p, shard=shard))
@@ -688,7 +688,7 @@ class _SuiteLoader(NodeReader):
         path is made for each of a large suite's files."""
         wanted: Callable[[str], bool] | None = None
         if self.shard is not None:
-            from redline.running.shards import owns  # CI only: kept off a plain load
+            from redline.suite.shards import owns  # CI only: kept off a plain load
 
             wanted = functools.partial(owns, self.shard, suite)
         found = False
