@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from redline.cli import main
-from redline.running.shards import shard_of
 from redline.running.store import RunStore
+from redline.suite.shards import shard_of
 from servers import LoopbackLLMServer
 
 KEY_ENV = "REDLINE_LOOPBACK_KEY"

@@ -20,8 +20,8 @@ from redline.ci.install_spec import install_spec_from_direct_url, running_instal
 from redline.ci.scaffold import ACTIONS, WORKFLOW_FILE, starter_files
 from redline.cli import main
 from redline.config import load_config
-from redline.running.shards import select
 from redline.suite.cases import load_suite
+from redline.suite.shards import select
 from servers import LoopbackLLMServer
 
 

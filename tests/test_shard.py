@@ -13,8 +13,8 @@ from redline.cli import main
 from redline.deciding.baseline import is_partial_run
 from redline.errors import ProblemsError, UsageError
 from redline.running.exchange import export_run, import_run
-from redline.running.shards import parse_shard, select, shard_of
 from redline.running.store import RunStore
+from redline.suite.shards import parse_shard, select, shard_of
 from redline.vocabulary.records import RunResult
 from runfactory import OK, TRANSPORT, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
 
@@ -23,6 +23,11 @@ from runfactory import OK, TRANSPORT, WRONG, CaseSpec, RunSpec, open_store, writ
 class _Case:
     suite: str
     id: str
+
+    @property
+    def path(self) -> Path:
+        """Its case file, named after its id (the convention)."""
+        return Path(self.suite, f"{self.id}.yaml")
 
 
 def _cases(n: int, suite: str = "invoice-extract") -> list[_Case]:

@@ -8,6 +8,7 @@ make the schema checks the most expensive part of Layer 1. Both follow the schem
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -43,7 +44,23 @@ class JsonSchema:
 
     @classmethod
     def checked(cls, schema: Mapping[str, Any]) -> tuple[JsonSchema | None, str]:
-        """(the schema, "") or (None, why it is no JSON Schema, and which draft said so)."""
+        """(the schema, "") or (None, why it is no JSON Schema, and which draft said so).
+
+        Many cases of a suite name one schema file: it is checked and compiled once per
+        content (validators are read-only, so the cases share it)."""
+        try:
+            key = json.dumps(schema, allow_nan=False)
+        except (TypeError, ValueError):
+            return cls._check(schema)
+        known = _CHECKED.get(key)
+        if known is None:
+            if len(_CHECKED) >= _CHECKED_MAX:
+                _CHECKED.clear()
+            known = _CHECKED[key] = cls._check(schema)
+        return known
+
+    @classmethod
+    def _check(cls, schema: Mapping[str, Any]) -> tuple[JsonSchema | None, str]:
         from jsonschema.validators import validator_for
 
         problem = schema_problem(dict(schema))
@@ -61,6 +78,11 @@ class JsonSchema:
         path = error.instance_path if self._compiled else error.absolute_path
         where = "/".join(str(p) for p in path) or "(root)"
         return f"at {where}: {error.message}"
+
+
+#: Schemas checked so far, by their JSON text (key order kept: it orders the errors).
+_CHECKED: dict[str, tuple[JsonSchema | None, str]] = {}
+_CHECKED_MAX = 256
 
 
 __all__ = ["JsonSchema"]

@@ -1,6 +1,6 @@
 """Merging the exports of a CI matrix's shards back into one run (`redline merge`).
 
-Which cases a shard runs is `running.shards`'s question; here the shards' exports are
+Which cases a shard runs is `suite.shards`'s question; here the shards' exports are
 checked against each other (every case in one shard, the same inputs) and joined.
 """
 
@@ -218,7 +218,7 @@ def _consistency_problems(
 ) -> list[Problem]:
     problems: list[Problem] = []
     first_folder, first, _ = loaded[0]
-    manifest: dict[str, tuple[str, Path]] = {}
+    manifest: dict[str, tuple[str, tuple[Path, RunRecord]]] = {}
     for folder, run, _ in loaded:
         where = str(folder / RESULTS_FILE)
         if run.model_id != first.model_id:
@@ -248,19 +248,34 @@ def _consistency_problems(
                     where, 0, 0, f"run kind {run.kind} differs from {first.kind} in {first_folder}"
                 )
             )
+        # Each shard hashes the inputs it read: the suite files, and the prompts, fixtures
+        # and datasets its cases reference. Inputs two shards both read must be the same.
         for path, digest in run.manifest.items():
             if path in manifest and manifest[path][0] != digest:
+                from redline.running.manifest import input_in_words  # only to word a problem
+
+                other = manifest[path][1]
                 problems.append(
                     Problem(
                         where,
                         0,
                         0,
-                        f"manifest entry {path} differs from {manifest[path][1]}",
+                        f"manifest entry {path} differs from {other[0]}: "
+                        f"{_shard_name(folder, run)} and {_shard_name(*other)} read "
+                        f"{input_in_words(path)} with different content",
                         "the shards ran on different inputs; rerun them from one commit",
                     )
                 )
-            manifest.setdefault(path, (digest, folder))
+            manifest.setdefault(path, (digest, (folder, run)))
     return problems
+
+
+def _shard_name(folder: Path, run: RunRecord) -> str:
+    """`shard 2/50 (shards/2)`, or the export's folder for a run without `--shard`."""
+    shard = run.args.get("shard")
+    if isinstance(shard, list | tuple) and len(shard) == 2:
+        return f"shard {shard[0]}/{shard[1]} ({folder})"
+    return str(folder)
 
 
 def _merged(

@@ -59,6 +59,18 @@ class ExitCode(IntEnum):
 
 Handler = Callable[[argparse.Namespace], int]
 
+
+def positive(text: str) -> int:
+    """An argument that is a whole number of at least 1 (`--samples N`, `--jobs N`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
 #: Exit code of a command interrupted with Ctrl-C (128 + SIGINT), as shells expect.
 INTERRUPTED = 130
 

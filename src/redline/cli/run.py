@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from redline.casemodel import TIERS
-from redline.cli import ExitCode
+from redline.cli import ExitCode, positive
 from redline.cli.output import make_console
 from redline.cli.progress import LiveProgress, PlainProgress
 from redline.config import DEFAULT_CONCURRENCY, Config, load_config
@@ -71,7 +71,7 @@ def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
         "--case", dest="cases", action="append", default=[], metavar="ID", help="only this case"
     )
     parser.add_argument(
-        "--samples", type=_positive, metavar="N", help="a fixed number of samples per case"
+        "--samples", type=positive, metavar="N", help="a fixed number of samples per case"
     )
     parser.add_argument(
         "--adaptive",
@@ -83,7 +83,7 @@ def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", metavar="ALIAS", help="run on another pinned alias")
     parser.add_argument(
         "--concurrency",
-        type=_positive,
+        type=positive,
         metavar="N",
         help=f"samples in flight at once (default: the config's concurrency, "
         f"{DEFAULT_CONCURRENCY}); the local model takes at most {IN_FLIGHT_PER_SLOT} per "
@@ -193,23 +193,15 @@ def usd_amount(text: str) -> float:
     return value
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
 def _run(args: argparse.Namespace) -> int:
     config = load_config()
     _check_flags(args)
     options, paths = _options(args, config)
     if args.out is not None:
         check_out_dir(args.out)  # before any request, not after the run
-    suites = load_suites(paths, config)
+    # A shard reads only its own case files; `--case` names ids, known only once parsed.
+    shard = options.shard if not options.case_ids else None
+    suites = load_suites(paths, config, shard=shard)
     console = make_console()
     if _nothing_of_the_tier(suites, options):
         # A required CI check on a project whose suites are all of the other tier: green.
@@ -251,8 +243,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _nothing_of_the_tier(suites: Sequence[Suite], options: RunOptions) -> bool:
-    """`--tier T` over suites that hold no case of tier T (and no --case asked for one)."""
-    if options.tier is None or options.case_ids or options.resume or options.replay:
+    """`--tier T` over suites that hold no case of tier T (and no --case asked for one).
+
+    Not for a shard: it holds only its own cases, and exports its empty run for the merge.
+    """
+    if (
+        options.tier is None
+        or options.case_ids
+        or options.resume
+        or options.replay
+        or options.shard
+    ):
         return False
     return not any(case.tier == options.tier for suite in suites for case in suite.cases)
 
@@ -437,7 +438,7 @@ def _batch_wait(args: argparse.Namespace) -> float | None:
 def _shard(text: str | None) -> tuple[int, int] | None:
     if not text:
         return None
-    from redline.running.shards import parse_shard  # CI only: kept off a plain run's start-up
+    from redline.suite.shards import parse_shard  # CI only: kept off a plain run's start-up
 
     return parse_shard(text)
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Sequence
 from pathlib import Path
 
-from redline.cli import ExitCode
+from redline.cli import ExitCode, positive
 from redline.config import load_config
 from redline.errors import Problem, ProblemsError
 from redline.provider_options import (
@@ -18,7 +20,9 @@ from redline.provider_options import (
 from redline.providers.factory import request_problems
 from redline.running.options import RunOptions
 from redline.running.planning import mixed_models, samples_for
-from redline.suite.cases import Suite, load_suites, summary
+from redline.suite.cases import PARALLEL_FILES, Suite, check_suites
+from redline.suite.parsecache import CACHE_FILE, CheckedCase, ParseCache
+from redline.suite.shards import parse_shard
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,7 +40,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="PATH",
         help="suite folders or folders of suites (default: the config's suites, e.g. cases/)",
     )
+    parser.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="check only the case files `redline run --shard K/N` reads (and the suite files)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="read every case file, even those unchanged since the last check (the cache of "
+        f"what each file held is .redline/{CACHE_FILE}, beside the store)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=positive,
+        metavar="N",
+        help=f"processes reading case files when there are {PARALLEL_FILES:,} or more "
+        f"(default: this machine's cores, at most {MAX_JOBS})",
+    )
     parser.set_defaults(handler=run)
+
+
+#: The most processes a check starts by itself.
+MAX_JOBS = 4
 
 
 def _provider_options() -> str:
@@ -63,14 +89,19 @@ def run(args: argparse.Namespace) -> int:
     config = load_config()
     paths: list[Path] = list(args.paths) or list(config.suites)
     environment = [Problem("before any request", 0, 0, p) for p in request_problems(config)]
+    shard = parse_shard(args.shard) if args.shard else None
+    cache = ParseCache(config.store_path.parent / CACHE_FILE if not args.no_cache else None)
     try:
-        suites = load_suites(paths, config)
+        jobs = args.jobs or min(os.cpu_count() or 1, MAX_JOBS)
+        checked = check_suites(paths, config, cache, shard=shard, jobs=jobs)
     except ProblemsError as exc:
         raise ProblemsError([*exc.problems, *environment]) from None
     if environment:
         raise ProblemsError(environment)
-    counts = summary(suites)
-    for suite in suites:
+    suites = [entry.suite for entry in checked]
+    every = [case for entry in checked for case in entry.cases]
+    for entry in checked:
+        suite, cases = entry.suite, entry.cases
         alias = suite.model
         pinned = config.models[alias].id if alias in config.models else alias
         answered = f"model {alias} = {pinned}"
@@ -78,16 +109,17 @@ def run(args: argparse.Namespace) -> int:
             model = f"model {alias} = {pinned}" if alias else "its model reported per answer"
             answered = f"target {suite.target.label}, {model}"
         print(
-            f"{suite.name}: {len(suite.cases)} cases, "
-            f"{sum(len(c.assertions) for c in suite.cases)} assertions, "
-            f"{answered}, {_samples_text(suite)}, tier {suite.tier}"
+            f"{suite.name}: {len(cases)} cases, "
+            f"{sum(c.assertions for c in cases)} assertions, "
+            f"{answered}, {_samples_text(suite, cases)}, tier {suite.tier}"
         )
-    plans = [samples_for(RunOptions(), c) for s in suites for c in s.cases]
+    plans = [samples_for(RunOptions(), c) for c in every]
     most = sum(n for n, _ in plans)
     per_run = f"up to {most}" if any(p is not None for _, p in plans) else f"{most}"
+    share = f" of shard {shard[0]}/{shard[1]}" if shard else ""
     print(
-        f"ok: {counts['suites']} suite(s), {counts['cases']} case(s), "
-        f"{counts['assertions']} assertion(s), {per_run} samples per run"
+        f"ok: {len(suites)} suite(s), {len(every)} case(s){share}, "
+        f"{sum(c.assertions for c in every)} assertion(s), {per_run} samples per run"
     )
     mixed = mixed_models(suites)
     if mixed is not None:
@@ -96,12 +128,12 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.GREEN
 
 
-def _samples_text(suite: Suite) -> str:
+def _samples_text(suite: Suite, cases: Sequence[CheckedCase]) -> str:
     """`5 samples`, or how far sequentially sampled cases may go (a maximum, not a count)."""
-    sequential = [n for n, plan in (samples_for(RunOptions(), c) for c in suite.cases) if plan]
+    sequential = [n for n, plan in (samples_for(RunOptions(), c) for c in cases) if plan]
     if not sequential:
         return f"{suite.samples} samples"
-    if len(sequential) == len(suite.cases) and set(sequential) == {suite.samples}:
+    if len(sequential) == len(cases) and set(sequential) == {suite.samples}:
         return f"up to {suite.samples} samples (sequential)"
     return (
         f"{suite.samples} samples, {len(sequential)} case(s) sequential "

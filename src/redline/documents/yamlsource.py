@@ -26,6 +26,7 @@ __all__ = [
     "did_you_mean",
     "file_bytes",
     "line_at",
+    "load_bytes",
     "load_data",
     "load_file",
     "load_text",
@@ -201,17 +202,34 @@ def load_file(path: Path, display: str | None = None) -> tuple[Node | None, list
     """Read and parse a YAML file (UTF-8)."""
     shown = display if display is not None else str(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, [Problem(shown, 0, 0, f"cannot read: {exc.strerror}")]
+    return load_bytes(data, shown)
+
+
+def load_bytes(data: bytes, shown: str) -> tuple[Node | None, list[Problem]]:
+    """Parse a YAML file's bytes (UTF-8), already read; `shown` names it in problems."""
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line, column, message = utf8_problem(exc)
         return None, [Problem(shown, line, column, message, "save the file as UTF-8")]
-    except OSError as exc:
-        return None, [Problem(shown, 0, 0, f"cannot read: {exc.strerror}")]
     return load_text(text, shown)
 
 
 def _mark(path: str, node: yaml.Node) -> Mark:
     return Mark(path, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+#: A plain string's tag: its value is the scalar's text (what the constructor returns).
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _value(loader: yaml.SafeLoader | yaml.CSafeLoader, node: yaml.Node) -> Any:
+    if node.tag == _STR_TAG and isinstance(node, yaml.ScalarNode):
+        return node.value
+    return loader.construct_object(node, deep=True)
 
 
 def _convert(
@@ -227,7 +245,7 @@ def _convert(
         entries: dict[str, Node] = {}
         for key_node, value_node in node.value:
             kmark = _mark(path, key_node)
-            key = loader.construct_object(key_node, deep=True)
+            key = _value(loader, key_node)
             if not isinstance(key, str):
                 problems.append(
                     kmark.problem(
@@ -249,7 +267,7 @@ def _convert(
     if isinstance(node, yaml.SequenceNode):
         items = [_convert(loader, child, path, None, problems) for child in node.value]
         return Node(items, mark, key_mark, "seq")
-    return Node(loader.construct_object(node, deep=True), mark, key_mark, "scalar")
+    return Node(_value(loader, node), mark, key_mark, "scalar")
 
 
 def load_data(text: str, path: str) -> tuple[Any, Problem | None]:

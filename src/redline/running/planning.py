@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from redline.casemodel import SUITE_FILE
 from redline.errors import CaseNotFound, UsageError, relpath
@@ -18,6 +18,7 @@ from redline.running.pipeline import SampleJob, costly
 from redline.running.seeds import sample_seed
 from redline.targets.factory import suites_target, unpinned
 from redline.vocabulary.sequential import SequentialDraw, SequentialPlan, adaptive_plan
+from redline.vocabulary.tiers import Tier
 from redline.vocabulary.verdicts import Verdict
 
 if TYPE_CHECKING:
@@ -78,19 +79,37 @@ def select_cases(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Sui
         chosen = [(s, c) for s, c in chosen if c.id in wanted]
     if options.tier is not None:
         chosen = [(s, c) for s, c in chosen if c.tier == options.tier]
-    if not chosen:
+    if not chosen and (options.shard is None or options.case_ids):
+        # A shard holds only its own cases: none of the tier there is an empty run.
         raise UsageError("no case left to run after the --case/--tier filters")
     if options.shard is not None:
         # A shard may own no case (3 cases over 2 shards can all hash into one): that is
         # an empty, valid run, so the CI matrix job still exports a result to merge.
-        from redline.running.shards import select  # CI only: kept off a plain run's start-up
+        from redline.suite.shards import select  # CI only: kept off a plain run's start-up
 
         kept = {(c.suite, c.id) for c in select((c for _, c in chosen), *options.shard)}
         chosen = [(s, c) for s, c in chosen if (c.suite, c.id) in kept]
     return chosen
 
 
-def sampling_plan(case: Case, adaptive: bool) -> SequentialPlan | None:
+class Sampled(Protocol):
+    """What a case's sample count is decided from (a `Case`, or validate's count of one)."""
+
+    @property
+    def suite(self) -> str: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def tier(self) -> Tier: ...
+    @property
+    def samples(self) -> int: ...
+    @property
+    def required(self) -> int: ...
+    @property
+    def sampling(self) -> SequentialPlan | None: ...
+
+
+def sampling_plan(case: Sampled, adaptive: bool) -> SequentialPlan | None:
     """The case's sequential plan: its own, or `--adaptive`'s for a fixed-N case."""
     if case.sampling is not None:
         return case.sampling
@@ -99,7 +118,7 @@ def sampling_plan(case: Case, adaptive: bool) -> SequentialPlan | None:
     return None
 
 
-def samples_for(options: RunOptions, case: Case) -> tuple[int, SequentialPlan | None]:
+def samples_for(options: RunOptions, case: Sampled) -> tuple[int, SequentialPlan | None]:
     """How many samples a case gets in this run, and its sequential plan when it has one
     (then the count is its most)."""
     fixed = options.samples or options.case_samples.get(f"{case.suite}/{case.id}")

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
+import multiprocessing
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,11 +44,13 @@ from redline.documents.yamlsource import (
     Node,
     did_you_mean,
     file_bytes,
+    load_bytes,
     load_file,
     load_text,
 )
 from redline.documents.yamlsource import type_name as yaml_type
 from redline.errors import Problem, ProblemsError, relpath
+from redline.suite.parsecache import CheckedCase, ParseCache
 from redline.targets.spec import TargetSpec, expand_globs
 from redline.text.templates import TemplateProblem, is_jinja, render, template_names
 from redline.vocabulary.messages import (
@@ -221,13 +225,29 @@ def load_suite(path: Path, config: Config | None = None) -> Suite:
     return suite
 
 
-def load_suites(paths: Sequence[Path], config: Config | None = None) -> list[Suite]:
-    """Load every suite under `paths` (suite folders or folders of them), all problems at once."""
+def load_suites(
+    paths: Sequence[Path],
+    config: Config | None = None,
+    *,
+    shard: tuple[int, int] | None = None,
+) -> list[Suite]:
+    """Load every suite under `paths` (suite folders or folders of them), all problems at once.
+
+    With `shard` (k, n), each suite holds only the cases of shard k of n, and only their
+    case files are read (`suite.shards`): a problem in another shard's case file is that
+    shard's, and a case id used twice across shards is found by a full load or the merge.
+    """
+    return _load_all(paths, lambda f, p: _SuiteLoader(f, config, p, shard=shard))
+
+
+def _load_all(
+    paths: Sequence[Path], loader: Callable[[Path, list[Problem]], _SuiteLoader]
+) -> list[Suite]:
     problems: list[Problem] = []
     suites: list[Suite] = []
     seen: dict[str, Path] = {}
     for folder in find_suite_dirs(paths, problems):
-        suite = _SuiteLoader(folder, config, problems).load()
+        suite = loader(folder, problems).load()
         if suite is None:
             continue
         if suite.name in seen and seen[suite.name] != suite.path:
@@ -246,6 +266,139 @@ def load_suites(paths: Sequence[Path], config: Config | None = None) -> list[Sui
     if problems:
         raise ProblemsError(problems)
     return suites
+
+
+@dataclass(frozen=True)
+class CheckedSuite:
+    """A suite as `redline validate` reports it: its own settings, and its cases counted
+    (read, or found unchanged in the parse cache). `suite.cases` is empty."""
+
+    suite: Suite
+    cases: tuple[CheckedCase, ...]
+
+
+#: A full check reads its case files in several processes from this many files on.
+PARALLEL_FILES = 5_000
+
+
+def check_suites(
+    paths: Sequence[Path],
+    config: Config | None,
+    cache: ParseCache,
+    *,
+    shard: tuple[int, int] | None = None,
+    jobs: int = 1,
+) -> list[CheckedSuite]:
+    """Every suite under `paths` checked as `load_suites` loads it, all problems at once;
+    a case file found unchanged in `cache` is not read again.
+
+    With `jobs` > 1 and at least `PARALLEL_FILES` case files, the files are split among
+    `jobs` processes (forked: each starts as a copy of this one) by the shard rule; this
+    process checks one share, and the suites' own problems, found by each, are one each.
+    """
+    parallel = jobs > 1 and shard is None and "fork" in multiprocessing.get_all_start_methods()
+    if parallel and _case_file_count(paths) < PARALLEL_FILES:
+        parallel = False
+    if not parallel:
+        try:
+            suites, checked, problems = _check_share(paths, config, cache, shard)
+        finally:
+            cache.close()
+        if problems:
+            raise ProblemsError(problems)
+        return [CheckedSuite(s, checked[s.path]) for s in suites]
+    return _check_in_parallel(paths, config, cache, jobs)
+
+
+def _check_share(
+    paths: Sequence[Path],
+    config: Config | None,
+    cache: ParseCache,
+    shard: tuple[int, int] | None,
+) -> tuple[list[Suite], dict[Path, tuple[CheckedCase, ...]], list[Problem]]:
+    """The suites (none when there are problems), each suite folder's cases as counted, and
+    the problems found, reading the case files of `shard` (all of them without one)."""
+    loaders: list[_SuiteLoader] = []
+
+    def loader(folder: Path, problems: list[Problem]) -> _SuiteLoader:
+        loaders.append(_SuiteLoader(folder, config, problems, shard=shard, cache=cache))
+        return loaders[-1]
+
+    suites: list[Suite] = []
+    problems: list[Problem] = []
+    try:
+        suites = _load_all(paths, loader)
+    except ProblemsError as exc:
+        problems = list(exc.problems)
+    return suites, {lo.folder: tuple(lo.checked) for lo in loaders}, problems
+
+
+def _share_in_a_worker(
+    paths: Sequence[Path], config: Config | None, cache_path: Path | None, shard: tuple[int, int]
+) -> tuple[dict[Path, tuple[CheckedCase, ...]], list[Problem], dict[str, str]]:
+    """One share checked in a worker process: its cases, its problems, its new cache entries
+    (the parent writes them)."""
+    cache = ParseCache(cache_path)
+    _, checked, problems = _check_share(paths, config, cache, shard)
+    return checked, problems, cache.take_new()
+
+
+def _check_in_parallel(
+    paths: Sequence[Path], config: Config | None, cache: ParseCache, jobs: int
+) -> list[CheckedSuite]:
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(jobs - 1, mp_context=context) as pool:
+        others = [
+            pool.submit(_share_in_a_worker, paths, config, cache.path, (k, jobs))
+            for k in range(2, jobs + 1)
+        ]
+        try:
+            suites, checked, problems = _check_share(paths, config, cache, (1, jobs))
+            merged = {folder: list(cases) for folder, cases in checked.items()}
+            for future in others:
+                share, more, entries = future.result()
+                for folder, found in share.items():
+                    merged.setdefault(folder, []).extend(found)
+                problems.extend(more)
+                cache.adopt(entries)
+        finally:
+            cache.close()
+    counted: dict[Path, tuple[CheckedCase, ...]] = {}
+    for folder, every in merged.items():
+        ids: dict[str, Path] = {}
+        kept: list[CheckedCase] = []
+        show = _SuiteLoader(folder, config, []).show
+        for case in sorted(every, key=lambda c: c.path.parts):
+            if case.id in ids:  # two shares' files with one id
+                problems.append(_same_id(show, case.path, case.id, ids[case.id]))
+                continue
+            ids[case.id] = case.path
+            kept.append(case)
+        counted[folder] = tuple(kept)
+    if problems:
+        raise ProblemsError(dict.fromkeys(problems))  # each share finds the suite's own
+    return [CheckedSuite(s, counted[s.path]) for s in suites]
+
+
+def _case_file_count(paths: Sequence[Path]) -> int:
+    """How many case files the suites under `paths` hold (a folder listing, no reading)."""
+    count = 0
+    for folder in find_suite_dirs(paths, []):
+        with os.scandir(folder) as entries:
+            count += sum(1 for e in entries if os.path.splitext(e.name)[1] in CASE_SUFFIXES)
+    return count
+
+
+def _same_id(show: Callable[[Path], str], path: Path, case_id: str, first: Path) -> Problem:
+    return Problem(
+        show(path),
+        1,
+        1,
+        f"case id {case_id!r} is also used by {show(first)}",
+        "case ids must be unique within a suite",
+    )
 
 
 def find_suite_dirs(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
@@ -294,8 +447,20 @@ class _SuiteLoader(NodeReader):
         config: Config | None,
         problems: list[Problem],
         overrides: Mapping[Path, str | None] | None = None,
+        *,
+        shard: tuple[int, int] | None = None,
+        cache: ParseCache | None = None,
     ) -> None:
         super().__init__(problems)
+        #: Only the case files of this shard (k, n) are read.
+        self.shard = shard
+        self._resolved: dict[Path, Path] = {}
+        #: What earlier checks found in unchanged case files (`redline validate`); with
+        #: it, cases are counted in `checked`, and the suite holds none.
+        self.cache = cache
+        self._context: str | None = None
+        #: Every case loaded, cached or read, as validate counts it (with a cache only).
+        self.checked: list[CheckedCase] = []
         self.folder = folder.resolve()
         self._cwd = Path.cwd().resolve()
         self.config = config
@@ -305,6 +470,13 @@ class _SuiteLoader(NodeReader):
         #: The suite's Jinja prompt templates: (text, file shown, first line, name).
         self.templates: list[tuple[str, str, int, str]] = []
         self.template_names: dict[str, str] = {}
+
+    def resolved(self, path: Path) -> Path:
+        """`path.resolve()`, once per file for all the cases that read it (a shared fixture)."""
+        real = self._resolved.get(path)
+        if real is None:
+            real = self._resolved[path] = path.resolve()
+        return real
 
     def show(self, path: Path) -> str:
         """`path` as the user typed it (relative to the working directory when under it)."""
@@ -348,6 +520,13 @@ class _SuiteLoader(NodeReader):
         elif target_node is not None and bar.prompt is None and root.get("prompt") is None:
             prompt = ("", "", ())  # the target's own prompt files are its prompt
         retired = self.retired_files()
+        if self.cache is not None and prompt is not None and len(self.problems) == before:
+            self._context = self.cache.context(
+                name,
+                self.folder,
+                [suite_path, *prompt[2], *(Path(p) for p in bar.conversation.files)],
+                self.config.source if self.config is not None else None,
+            )
         cases = self.cases(name, bar)
         if len(self.problems) > before or prompt is None:
             return None
@@ -503,20 +682,44 @@ class _SuiteLoader(NodeReader):
 
     # -- cases ---------------------------------------------------------
 
-    def case_files(self) -> list[Path]:
+    def case_files(self, suite: str) -> tuple[list[Path], bool]:
+        """The case files to read, in order, and whether the folder holds any at all (a
+        shard may own none of them): with a shard only its own, picked by name before a
+        path is made for each of a large suite's files."""
+        wanted: Callable[[str], bool] | None = None
+        if self.shard is not None:
+            from redline.suite.shards import owns  # CI only: kept off a plain load
+
+            wanted = functools.partial(owns, self.shard, suite)
+        found = False
+        on_disk: set[Path] = set()
         with os.scandir(self.folder) as entries:
-            on_disk = {
+            for entry in entries:
+                if (
+                    os.path.splitext(entry.name)[1] not in CASE_SUFFIXES
+                    or entry.name == SUITE_FILE
+                    or not entry.is_file()
+                ):
+                    continue
+                found = True
                 # The folder is resolved: only a symlinked file needs resolving itself.
-                Path(entry.path).resolve() if entry.is_symlink() else self.folder / entry.name
-                for entry in entries
-                if entry.is_file()
-                and os.path.splitext(entry.name)[1] in CASE_SUFFIXES
-                and entry.name != SUITE_FILE
-            }
+                if entry.is_symlink():
+                    path = Path(entry.path).resolve()
+                    if wanted is None or wanted(path.name):
+                        on_disk.add(path)
+                elif wanted is None or wanted(entry.name):
+                    on_disk.add(self.folder / entry.name)
         planned = {
-            p for p in self.overrides if p.parent == self.folder and p.suffix in CASE_SUFFIXES
+            p
+            for p in self.overrides
+            if p.parent == self.folder
+            and p.suffix in CASE_SUFFIXES
+            and (wanted is None or wanted(p.name))
         }
-        return sorted(p for p in on_disk | planned if self.overrides.get(p, "") is not None)
+        found = found or bool(planned)
+        if self.overrides:
+            on_disk = {p for p in on_disk | planned if self.overrides.get(p, "") is not None}
+        return sorted(on_disk, key=lambda p: p.parts), found
 
     def retired_files(self) -> tuple[Path, ...]:
         retired = self.folder / RETIRED_DIR
@@ -527,8 +730,8 @@ class _SuiteLoader(NodeReader):
     def cases(self, suite: str, bar: SuiteBar) -> tuple[Case, ...]:
         cases: list[Case] = []
         ids: dict[str, Path] = {}
-        files = self.case_files()
-        if not files:
+        files, found = self.case_files(suite)
+        if not found:
             self.problems.append(
                 Problem(
                     self.show(self.folder / SUITE_FILE),
@@ -539,23 +742,52 @@ class _SuiteLoader(NodeReader):
                 )
             )
         for path in files:
-            case = _CaseLoader(self, path, suite, bar).load()
-            if case is None:
+            data, key, known = self.known_case(path)
+            case = None if known is not None else _CaseLoader(self, path, suite, bar, data).load()
+            case_id = known.id if known is not None else case.id if case is not None else None
+            if case_id is None:
                 continue
-            if case.id in ids:
-                self.problems.append(
-                    Problem(
-                        self.show(path),
-                        1,
-                        1,
-                        f"case id {case.id!r} is also used by {self.show(ids[case.id])}",
-                        "case ids must be unique within a suite",
-                    )
-                )
+            if case_id in ids:
+                self.problems.append(_same_id(self.show, path, case_id, ids[case_id]))
                 continue
-            ids[case.id] = path
-            cases.append(case)
+            ids[case_id] = path
+            if case is not None:
+                known = self.checked_case(key, case)
+                if known is None:  # a check counts cases; it does not keep them
+                    cases.append(case)
+            if known is not None:
+                self.checked.append(known)
         return tuple(cases)
+
+    def known_case(self, path: Path) -> tuple[bytes | None, str | None, CheckedCase | None]:
+        """A case file's bytes, cache key, and what an earlier check found in it (None: read
+        it). Without a cache, or for a suite with problems of its own: all None."""
+        if self.cache is None or self._context is None or path in self.overrides:
+            return None, None, None
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None, None, None
+        key = self.cache.key(self._context, data)
+        return data, key, self.cache.get(key, path)
+
+    def checked_case(self, key: str | None, case: Case) -> CheckedCase | None:
+        """`case` as validate counts it, kept under `key` for the next check."""
+        if self.cache is None:
+            return None
+        checked = CheckedCase(
+            id=case.id,
+            suite=case.suite,
+            path=case.path,
+            tier=case.tier,
+            samples=case.samples,
+            required=case.required,
+            assertions=len(case.assertions),
+            sampling=case.sampling,
+        )
+        if key is not None:
+            self.cache.put(key, checked, case.files)
+        return checked
 
 
 class _CaseLoader:
@@ -567,9 +799,12 @@ class _CaseLoader:
         path: Path,
         suite_name: str,
         bar: SuiteBar,
+        data: bytes | None = None,
     ) -> None:
         self.suite = suite
         self.path = path
+        #: The file's bytes when already read (to find it in the parse cache).
+        self.data = data
         self.suite_name = suite_name
         self.bar = bar
         self.files: list[Path] = []
@@ -580,7 +815,12 @@ class _CaseLoader:
         suite = self.suite
         shown = suite.show(self.path)
         text = suite.overrides.get(self.path)  # case_files gives resolved paths
-        root, more = load_file(self.path, shown) if text is None else load_text(text, shown)
+        if text is not None:
+            root, more = load_text(text, shown)
+        elif self.data is not None:
+            root, more = load_bytes(self.data, shown)
+        else:
+            root, more = load_file(self.path, shown)
         suite.problems.extend(more)
         if root is None:
             if not more:
@@ -605,7 +845,7 @@ class _CaseLoader:
         # A type this installation lacks is reported as that alone, not by its parameters.
         missing = {i for i, cls in types.items() if cls is None}
         suite.report(root, [i for i in case.issues if _assertion_index(i) not in missing])
-        self.files.extend(Path(p).resolve() for p in case.files)
+        self.files.extend(suite.resolved(Path(p)) for p in case.files)
         #: What the case's assertions check calls and JSON against.
         self.response_format = case.conversation.response_format or (
             self.bar.conversation.response_format
@@ -619,7 +859,7 @@ class _CaseLoader:
         return Case(
             id=case.id,
             suite=self.suite_name,
-            path=self.path.resolve(),
+            path=self.path,  # case_files gives resolved paths
             provenance=case.provenance,
             vars=case.vars,
             tier=Tier(case.tier.value),
@@ -702,7 +942,7 @@ class _CaseLoader:
         )
         assertion = cls.parse(spec)
         suite.problems.extend(spec.problems)
-        self.files.extend(p.resolve() for p in spec.files)
+        self.files.extend(suite.resolved(p) for p in spec.files)
         return None if spec.problems else assertion
 
 
@@ -740,14 +980,3 @@ def check_suite_edit(folder: Path, edits: Mapping[Path, str | None], config: Con
     suite = _SuiteLoader(folder, config, problems, edits).load()
     if problems or suite is None:
         raise ProblemsError(problems)
-
-
-def summary(suites: Sequence[Suite]) -> dict[str, int]:
-    """Counts for `redline validate`: suites, cases, assertions, samples per run."""
-    cases = [c for s in suites for c in s.cases]
-    return {
-        "suites": len(suites),
-        "cases": len(cases),
-        "assertions": sum(len(c.assertions) for c in cases),
-        "samples": sum(c.samples for c in cases),
-    }

@@ -1,14 +1,20 @@
 """Deterministic 1/N slices of a suite for CI matrices (`redline run --shard K/N`).
 
-A shard runs the cases whose stable hash of (suite, case id) falls in it: a case's shard
-never depends on the other cases, so adding or retiring a case moves no other case.
+The one assignment rule: a case belongs to the shard of a stable hash of (suite name, the
+name of its case file without the suffix). It is known before any case file is parsed, so
+a shard reads only its own case files (besides the suite's own files and what its cases
+reference); it never depends on the other cases, so adding or retiring a case moves no
+other case. A file holds one case, and a file named after its case id (`0042-x.yaml` for
+`id: 0042-x`) lands where earlier versions put that id. Renaming a file may move its case.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 from redline.errors import UsageError
@@ -21,25 +27,32 @@ class Shardable(Protocol):
     def suite(self) -> str: ...
 
     @property
-    def id(self) -> str: ...
+    def path(self) -> Path: ...
 
 
 T = TypeVar("T", bound=Shardable)
 
 
-def shard_of(suite: str, case_id: str, n: int) -> int:
-    """The 1-based shard (1..n) that owns this case."""
+def shard_of(suite: str, name: str, n: int) -> int:
+    """The 1-based shard (1..n) that owns the case file `name` (without its suffix)."""
     if n < 1:
         raise ValueError(f"shard count must be >= 1, got {n}")
-    digest = hashlib.sha256(f"{suite}\x00{case_id}".encode()).digest()
+    digest = hashlib.sha256(f"{suite}\x00{name}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % n + 1
+
+
+def owns(shard: tuple[int, int], suite: str, file_name: str) -> bool:
+    """Whether shard (k, n) owns the case read from the case file named `file_name` (for
+    a symlink: the name of the file it points to) in suite `suite`."""
+    k, n = shard
+    return shard_of(suite, os.path.splitext(file_name)[0], n) == k
 
 
 def select(cases: Iterable[T], k: int, n: int) -> list[T]:
     """The cases of shard k of n (1-based), in their original order."""
     if n < 1 or not 1 <= k <= n:
         raise UsageError(f"shard {k}/{n}: need 1 <= K <= N")
-    return [c for c in cases if shard_of(c.suite, c.id, n) == k]
+    return [c for c in cases if owns((k, n), c.suite, c.path.name)]
 
 
 def parse_shard(text: str) -> tuple[int, int]:
