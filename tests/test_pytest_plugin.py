@@ -26,7 +26,7 @@ pytest_plugins = ["pytester"]
 _SHARED_MODULES = (redline.suite.behavior, redline.providers)
 
 RELATED = "Your refund of $45 has been issued to your card."
-WEAKER = "The money you paid will be returned to your card."
+WEAKER = "We have sent the full amount back to your card."
 UNRELATED = "Our autumn collection arrives next week."
 
 BEHAVIOUR_TEST = """

