@@ -384,12 +384,14 @@ class RunStore:
         samples: Iterable[SampleRecord],
         origin: CiOrigin | None = None,
     ) -> None:
-        """Store a complete run in one transaction (import, merge): all of it or nothing."""
+        """Store a complete run in one transaction (import, merge): all of it or nothing.
+
+        Its search index is built on its first search, not here: tokenising every output
+        of a merged night was a fifth of storing it, paid again by nobody who never searches."""
         with self._transaction() as db:
             self._insert_run(db, record)
             self._insert_samples(db, samples)
             self._insert_cases(db, cases)
-            self._index_for_search(db, record.id)
             if origin is not None:
                 self._insert_origin(db, record.id, origin)
 
@@ -511,8 +513,8 @@ class RunStore:
     def search(self, run_id: str, match: str | None, like: str | None, limit: int) -> list[Any]:
         """Samples of a run whose case id, raw output or failure reasons hold the text.
 
-        `match` is an FTS5 query over the trigram index (built when a run finishes or is
-        imported, and brought up to date here for samples added since); `like` is a LIKE
+        `match` is an FTS5 query over the trigram index (built when a run finishes, and
+        here for samples added since: an imported run's on its first search); `like` is a LIKE
         pattern for text too short for trigrams.
         Rows: (suite, case id, index, verdict, output, failure reasons, tool calls as
         `name arguments` lines).
