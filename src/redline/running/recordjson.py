@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from enum import Enum
+from typing import Any, TypeVar, cast
 
 from redline.vocabulary.records import FieldKind, RecordField, record_fields
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
@@ -108,7 +109,8 @@ def _decoder(f: RecordField) -> Callable[[Any], Any] | None:
 def _typed(f: RecordField) -> Callable[[Any], Any]:
     """A present, non-null value as the field's type."""
     if f.kind is FieldKind.ENUM:
-        return functools.partial(_member, f.type, dict(f.type._value2member_map_))
+        enum = cast(type[Enum], f.type)
+        return functools.partial(_member, enum, {member.value: member for member in enum})
     if f.kind is FieldKind.PLAIN:
         return f.type
     return functools.partial(_FROM_JSON[f.kind], f.type)

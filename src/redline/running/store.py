@@ -274,6 +274,8 @@ class RunStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=OFF")
+            # Case-insensitive filters match as Python's `str.lower` does, in any script.
+            db.create_function("py_lower", 1, _lower, deterministic=True)
             db.executescript(_SCHEMA)
             _add_missing_columns(db)
             db.execute(
@@ -754,6 +756,36 @@ class RunStore:
             ).fetchall()
         return [_CASES.read(r) for r in rows]
 
+    def select_cases(
+        self,
+        run_id: str,
+        where: str = "1",
+        params: Sequence[Any] = (),
+        order: str = "suite, case_id",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> list[CaseRecord]:
+        """One page of a run's case results: `where` and `order` are SQL over the `cases`
+        columns, built by the caller from code (values only ever go in `params`)."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_CASES.select()} FROM cases WHERE run_id = ? AND ({where}) "
+                f"ORDER BY {order} LIMIT ? OFFSET ?",
+                (run_id, *params, limit, offset),
+            ).fetchall()
+        return [_CASES.read(r) for r in rows]
+
+    def case_values(
+        self, run_id: str, columns: str, where: str = "1", params: Sequence[Any] = ()
+    ) -> list[tuple[Any, ...]]:
+        """`SELECT columns` (SQL over the `cases` columns: aggregates, DISTINCT) of a run's
+        case results, without reading them as records."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {columns} FROM cases WHERE run_id = ? AND ({where})", (run_id, *params)
+            ).fetchall()
+        return [tuple(r) for r in rows]
+
     def outcome_counts(self, run_id: str) -> dict[CaseOutcome, int]:
         """How many of a run's cases had each outcome (outcomes no case had are left out)."""
         with self._lock:
@@ -1075,6 +1107,10 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
     """Columns of record fields added after a store was created: an older store gains them."""
     for table in (_RUNS, _CASES, _SAMPLES, _ASSERTIONS, _TRIAGE, _ORIGINS):
         table.add_missing_columns(db)
+
+
+def _lower(text: str | bytes | None) -> str | None:
+    return None if text is None else decode_text(text).lower()
 
 
 def _like_escape(text: str) -> str:
