@@ -31,7 +31,7 @@ def record_from_json(cls: type[R], data: Mapping[str, Any], **others: Any) -> R:
 
     `others` are the fields an export keeps outside the object (a sample's run id)."""
     readers, required = _readers(cls)
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         raise TypeError(f"expected a JSON object, not {type(data).__name__}")
     if not required <= data.keys():
         raise KeyError(next(key for key, _, _ in readers if key in required and key not in data))

@@ -352,10 +352,14 @@ class RunScreen(Screen[None]):
 
     @on(CaseTable.PageRead)
     def _page_read(self, event: CaseTable.PageRead) -> None:
+        """Their marks are read once the rows are on screen (a store read per case)."""
         if self.run is not None and self._is_open(event.run_id):
-            self._load_marks(self.run, [c for c in event.cases if case_key(c) not in self.marks])
+            cases = [c for c in event.cases if case_key(c) not in self.marks]
+            self.call_after_refresh(self._load_marks, self.run, cases)
 
-    @work(thread=True, group="run-marks")
+    # Described in words: Textual would otherwise describe a worker by the repr of its
+    # arguments, a run's manifest of 100,000 paths among them.
+    @work(thread=True, group="run-marks", description="read the marks of some cases")
     def _load_marks(self, run: RunRecord, cases: Sequence[CaseRecord]) -> None:
         self._read_marks(run, cases)
 
@@ -374,7 +378,7 @@ class RunScreen(Screen[None]):
         self.post_message(MarksRead(run.id, batch))
         return trends
 
-    @work(thread=True, exclusive=True, group="run-groups")
+    @work(thread=True, exclusive=True, group="run-groups", description="group the failures")
     def _load_groups(self, run: RunRecord) -> None:
         """The failing cases' marks (whether the table has read them or not) and their
         failure groups."""
