@@ -86,13 +86,14 @@ def _readers(cls: type) -> tuple[tuple[_Reader, ...], frozenset[str]]:
     if found is None:
         fields = [f for f in record_fields(cls) if f.key is not None]
         found = _READERS[cls] = (
-            tuple((str(f.key), f.name, _decoder(f)) for f in fields),
+            tuple((str(f.key), f.name, json_decoder(f)) for f in fields),
             frozenset(str(f.key) for f in fields if f.required),
         )
     return found
 
 
-def _decoder(f: RecordField) -> Callable[[Any], Any] | None:
+def json_decoder(f: RecordField) -> Callable[[Any], Any] | None:
+    """How a field's JSON value (present, maybe null) is read: None when it is the value."""
     if f.kind is FieldKind.RECORDS:
         nested = f.type
         return lambda v: tuple(record_from_json(nested, item) for item in v)
@@ -130,6 +131,7 @@ def _exact_text(key: str, value: Any) -> str:
     return value
 
 
+_VERDICTS: dict[Any, Any] = {v.value: v for v in Verdict}
 _TO_JSON: dict[FieldKind, Callable[[Any], Any]] = {
     FieldKind.PLAIN: lambda v: v,
     FieldKind.BOOL: lambda v: v,
@@ -143,5 +145,5 @@ _FROM_JSON: dict[FieldKind, Callable[[type, Any], Any]] = {
     FieldKind.BOOL: lambda t, v: bool(v),
     FieldKind.STRINGS: lambda t, v: tuple(str(item) for item in v),
     FieldKind.MAPPING: lambda t, v: dict(v),
-    FieldKind.COUNTS: lambda t, v: {Verdict(k): int(n) for k, n in v.items()},
+    FieldKind.COUNTS: lambda t, v: {_member(Verdict, _VERDICTS, k): int(n) for k, n in v.items()},
 }

@@ -220,6 +220,37 @@ _INSERT_ASSERTION = (
 )
 
 
+_CREATED = _SAMPLES.names.index("created_at")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSample:
+    """A sample as the store writes it: its `samples` row and its assertion results' rows."""
+
+    suite: str
+    case_id: str
+    index: int
+    row: list[Any]
+    assertions: list[list[Any]]
+
+    @classmethod
+    def of(cls, s: SampleRecord) -> StoredSample:
+        return cls(
+            s.suite, s.case_id, s.index, _SAMPLES.row(s), [_ASSERTIONS.row(a) for a in s.assertions]
+        )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], run_id: str) -> StoredSample:
+        """The rows of a sample's export JSON, checked as reading its record checks it but
+        never built as one: an import of a merged night writes half a million."""
+        row = _SAMPLES.json_row(data, run_id=run_id)
+        assertions = [_ASSERTIONS.json_row(a) for a in data.get("assertions", ())]
+        return cls(row[_SUITE], row[_CASE_ID], row[_INDEX], row, assertions)
+
+
+_SUITE, _CASE_ID, _INDEX = (_SAMPLES.names.index(n) for n in ("suite", "case_id", "idx"))
+
+
 def now_iso() -> str:
     """The store's timestamp format: UTC, ISO 8601, millisecond precision."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -383,7 +414,7 @@ class RunStore:
         self,
         record: RunRecord,
         cases: Iterable[CaseRecord],
-        samples: Iterable[SampleRecord],
+        samples: Iterable[SampleRecord | StoredSample],
         origin: CiOrigin | None = None,
     ) -> None:
         """Store a complete run in one transaction (import, merge): all of it or nothing.
@@ -601,7 +632,9 @@ class RunStore:
         db.executemany(_CASES.insert("INSERT OR REPLACE"), [_CASES.row(r) for r in records])
 
     @staticmethod
-    def _insert_samples(db: sqlite3.Connection, samples: Iterable[SampleRecord]) -> None:
+    def _insert_samples(
+        db: sqlite3.Connection, samples: Iterable[SampleRecord | StoredSample]
+    ) -> None:
         """Samples as they come (an import streams them from its file), written a batch
         at a time so a long stream never piles up in memory.
 
@@ -611,10 +644,12 @@ class RunStore:
         rows: list[Any] = []
         assertions: list[Any] = []
         for s in samples:
-            if not s.created_at:
-                s = replace(s, created_at=now_iso())
-            rows.append((next_id, *_SAMPLES.row(s)))
-            assertions.extend((next_id, *_ASSERTIONS.row(a)) for a in s.assertions)
+            stored = s if isinstance(s, StoredSample) else StoredSample.of(s)
+            row = stored.row
+            if not row[_CREATED]:
+                row[_CREATED] = now_iso()
+            rows.append((next_id, *row))
+            assertions.extend((next_id, *a) for a in stored.assertions)
             next_id += 1
             if len(rows) >= _BATCH:
                 _write_batch(db, rows, assertions)
