@@ -3,13 +3,15 @@ the failures first, and every one of them stays reachable."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from helpers import settle
 from textual.widgets import Input, Static
 
-from redline.deciding.case_rows import CaseView, sort_cases
+from redline.deciding.case_rows import CaseFilter, CaseView
+from redline.vocabulary.records import CaseOutcome, CaseRecord
 from redline.vocabulary.verdicts import Verdict
 from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
@@ -78,11 +80,33 @@ async def test_large_run_shows_failures_first_and_scrolls_to_the_last_case(
         assert f"{len(FAILING)} of {CASES} cases" in _status(app)
 
 
-def test_the_store_pages_a_view_in_the_order_the_table_sorts(tmp_path: Path) -> None:
+_RANK = {CaseOutcome.FAIL: 0, CaseOutcome.INCONCLUSIVE: 1, CaseOutcome.MARGINAL: 2}
+
+
+def _rate(c: CaseRecord) -> float:
+    return c.passes / c.samples if c.samples else 0.0
+
+
+def _outcome(c: CaseRecord) -> tuple[object, ...]:
+    return (_RANK.get(c.result, 3), _rate(c), c.suite, c.case_id)
+
+
+#: What each sort column means, as a person reads the table: failing first, ties by pass
+#: rate, then suite and id.
+_ORDERS: dict[str, Callable[[CaseRecord], tuple[object, ...]]] = {
+    "outcome": _outcome,
+    "case": lambda c: (c.suite, c.case_id),
+    "tier": lambda c: (c.tier, *_outcome(c)),
+    "passes": lambda c: (_rate(c), c.passes, c.suite, c.case_id),
+    "required": lambda c: (c.required, *_outcome(c)),
+}
+
+
+def test_the_store_pages_a_view_in_the_order_and_filter_the_table_shows(tmp_path: Path) -> None:
     store = open_store(tmp_path)
     specs = [
         CaseSpec(
-            f"c{i:03d}",
+            f"c{i:03d}" + ("-Ärger" if i % 5 == 0 else ""),
             [Verdict.OK if (i * 7 + k) % 3 else Verdict.WRONG for k in range(i % 4 + 1)],
             suite=f"suite-{i % 3}",
             tier=("quality", "contract")[i % 2],
@@ -91,7 +115,8 @@ def test_the_store_pages_a_view_in_the_order_the_table_sorts(tmp_path: Path) -> 
     ]
     write_run(store, RunSpec("order0000001", specs, manifest={}))
     cases = store.cases("order0000001")
-    for column in ("outcome", "case", "tier", "passes", "required"):
+    assert {c.result for c in cases} >= {CaseOutcome.FAIL, CaseOutcome.PASS}
+    for column, order in _ORDERS.items():
         for reverse in (False, True):
             view = CaseView(sort_column=column, reverse=reverse)
             paged = [
@@ -99,4 +124,12 @@ def test_the_store_pages_a_view_in_the_order_the_table_sorts(tmp_path: Path) -> 
                 for offset in range(0, len(cases), 7)
                 for c in view.query().page(store, "order0000001", offset, 7)
             ]
-            assert paged == sort_cases(cases, column, reverse), (column, reverse)
+            assert paged == sorted(cases, key=order, reverse=reverse), (column, reverse)
+    ärger = CaseView(case_filter=CaseFilter.parse("äRGER v:wrong")).query()
+    expected = [
+        c
+        for c in cases
+        if "ärger" in f"{c.suite}/{c.case_id}".lower() and c.verdicts[Verdict.WRONG]
+    ]
+    assert expected and ärger.page(store, "order0000001", 0) == sorted(expected, key=_outcome)
+    assert ärger.count(store, "order0000001") == len(expected)

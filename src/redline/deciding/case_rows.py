@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,10 +36,6 @@ def case_key(case: CaseRecord) -> str:
     return f"{case.suite}/{case.case_id}"
 
 
-def pass_rate(case: CaseRecord) -> float:
-    return case.passes / case.samples if case.samples else 0.0
-
-
 def breakdown(case: CaseRecord) -> str:
     """Non-ok verdicts of a case, e.g. `2 wrong 1 trunc`; empty when every sample is ok."""
     return verdicts_breakdown(case.verdicts)
@@ -54,26 +50,9 @@ def verdicts_breakdown(verdicts: Mapping[Verdict, int]) -> str:
     return " ".join(parts)
 
 
-def sort_cases(
-    cases: Iterable[CaseRecord], column: str = "outcome", reverse: bool = False
-) -> list[CaseRecord]:
-    """Failing first by default; ties broken by pass rate, then suite and id."""
-
-    def outcome_key(c: CaseRecord) -> tuple[object, ...]:
-        return (OUTCOME_ORDER[c.result], pass_rate(c), c.suite, c.case_id)
-
-    keys = {
-        "outcome": outcome_key,
-        "case": lambda c: (c.suite, c.case_id),
-        "tier": lambda c: (c.tier, *outcome_key(c)),
-        "passes": lambda c: (pass_rate(c), c.passes, c.suite, c.case_id),
-        "required": lambda c: (c.required, *outcome_key(c)),
-    }
-    return sorted(cases, key=keys[column], reverse=reverse)
-
-
-#: `sort_cases`'s keys as SQL over the store's `cases` columns, for a run too large to
-#: read whole: the table pages through the order the store gives.
+#: The table's orders as SQL over the store's `cases` columns (a run may be too large to
+#: read whole: the table pages through the order the store gives). Failing first by
+#: default; ties broken by pass rate, then suite and id.
 _RANK_SQL = (
     "(CASE result "
     + " ".join(f"WHEN '{outcome}' THEN {rank}" for outcome, rank in OUTCOME_ORDER.items())
@@ -91,7 +70,7 @@ _SORT_SQL = {
 
 
 def sort_sql(column: str = "outcome", reverse: bool = False) -> str:
-    """An ORDER BY in the order `sort_cases(cases, column, reverse)` gives."""
+    """The ORDER BY of a sort column (reversed: every key descending)."""
     return ", ".join(f"{key} DESC" if reverse else key for key in _SORT_SQL[column])
 
 
@@ -140,16 +119,9 @@ class CaseFilter:
                 words.append(word)
         return cls(" ".join(words).lower(), verdict)
 
-    def matches(self, case: CaseRecord) -> bool:
-        if self.verdict is not None and not case.verdicts.get(self.verdict, 0):
-            return False
-        return not self.text or self.text in case_key(case).lower()
-
-    def apply(self, cases: Sequence[CaseRecord]) -> list[CaseRecord]:
-        return [c for c in cases if self.matches(c)]
-
     def query(self, query: CaseQuery) -> CaseQuery:
-        """`query` narrowed to the cases `matches` keeps."""
+        """`query` narrowed to the cases whose suite/id holds the text (as `str.lower`
+        compares, in any script) and that have a sample of the verdict."""
         if self.verdict is not None:
             query = query.also(f"n_{self.verdict} > 0")
         if self.text:
@@ -204,14 +176,8 @@ class CaseView:
     sort_column: str = "outcome"
     reverse: bool = False
 
-    def apply(self, cases: Sequence[CaseRecord]) -> list[CaseRecord]:
-        if self.group is not None:
-            keys = self.group.keys
-            cases = [c for c in cases if case_key(c) in keys]
-        return sort_cases(self.case_filter.apply(cases), self.sort_column, self.reverse)
-
     def query(self) -> CaseQuery:
-        """The cases `apply` shows, in its order, as the store reads them a page at a time."""
+        """The cases shown, in their order, as the store reads them a page at a time."""
         query = CaseQuery(order=sort_sql(self.sort_column, self.reverse))
         if self.group is not None:
             query = query.also(

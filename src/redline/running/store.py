@@ -117,6 +117,7 @@ CREATE TABLE IF NOT EXISTS cases (
     PRIMARY KEY (run_id, suite, case_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS cases_by_case ON cases (case_id, suite);
+CREATE INDEX IF NOT EXISTS cases_by_result ON cases (run_id, result);
 CREATE TABLE IF NOT EXISTS samples (
     id INTEGER PRIMARY KEY,
     run_id TEXT NOT NULL,
@@ -221,6 +222,7 @@ _INSERT_ASSERTION = (
 
 
 _CREATED = _SAMPLES.names.index("created_at")
+_NOT_PASSED = tuple(str(o) for o in CaseOutcome if o is not CaseOutcome.PASS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -785,9 +787,9 @@ class RunStore:
         what a large run's summary lists without reading every case."""
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_CASES.select()} FROM cases WHERE run_id = ? AND result != ? "
-                "ORDER BY suite, case_id LIMIT ?",
-                (run_id, str(CaseOutcome.PASS), limit),
+                f"SELECT {_CASES.select()} FROM cases WHERE run_id = ? AND result IN "
+                f"({', '.join('?' * len(_NOT_PASSED))}) ORDER BY suite, case_id LIMIT ?",
+                (run_id, *_NOT_PASSED, limit),
             ).fetchall()
         return [_CASES.read(r) for r in rows]
 
