@@ -40,7 +40,7 @@ from redline_tui.retry import retry_transport
 from redline_tui.screens.compare import CompareScreen
 from redline_tui.screens.runs import RunsScreen
 from redline_tui.screens.search import SearchScreen
-from redline_tui.widgets.case_table import CaseTable
+from redline_tui.widgets.case_table import CaseTable, natural_widths
 from redline_tui.widgets.dialogs import QuestionDialog
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.row_table import RowList
@@ -62,9 +62,11 @@ class RunLoaded(Message):
         held: list[QuarantinedCase],
         origin: CiOrigin | None,
         triage: dict[str, TriageRecord],
+        widths: dict[str, int],
     ) -> None:
         super().__init__()
         self.run = run
+        self.widths = widths
         self.outcomes = outcomes
         self.verdicts = verdicts
         self.held = held
@@ -309,7 +311,7 @@ class RunScreen(Screen[None]):
         store = self.ctx.store
         run = store.run(self._run_id) if self._run_id else self.ctx.default_run()
         if run is None:
-            self.post_message(RunLoaded(None, {}, {}, [], None, {}))
+            self.post_message(RunLoaded(None, {}, {}, [], None, {}, {}))
             return
         (totals,) = store.case_values(run.id, ", ".join(f"sum(n_{v})" for v in VERDICT_ORDER))
         verdicts = {v: int(n or 0) for v, n in zip(VERDICT_ORDER, totals, strict=True)}
@@ -318,10 +320,10 @@ class RunScreen(Screen[None]):
         origin = store.ci_origins([run.id]).get(run.id)
         triage = store.triage(run.id)
         by_key = {f"{s}/{c}": t for (s, c), t in triage.items()}
+        widths = natural_widths(store, run.id)
         outcomes = store.outcome_counts(run.id)
-        self.post_message(
-            RunLoaded(run, outcomes, verdicts, quarantined_cases(run, held), origin, by_key)
-        )
+        held_cases = quarantined_cases(run, held)
+        self.post_message(RunLoaded(run, outcomes, verdicts, held_cases, origin, by_key, widths))
 
     @on(RunLoaded)
     def _show_run(self, event: RunLoaded) -> None:
@@ -334,7 +336,7 @@ class RunScreen(Screen[None]):
         self.outcomes = event.outcomes
         self.summary.show_run(run, event.verdicts, event.origin)
         self._show_quarantined(event.held)
-        self.table.show_cases(self.ctx.store, run.id, event.triage)
+        self.table.show_cases(self.ctx.store, run.id, event.triage, event.widths)
         # Replayed from the app, as typed keys come: a key posted by this screen would not
         # bubble past it to the app, which runs the bindings.
         self.call_after_refresh(self.app.call_later, self._replay_early_keys)

@@ -62,7 +62,7 @@ _HISTORY_WIDTH = 10
 _HISTORY_MIN = 6
 #: Rows read from the store at a time; the next page is read when the cursor or the
 #: bottom of the view comes within half a page of the last row read.
-PAGE = 200
+PAGE = 100
 #: Rows read at most to find the highlighted case again after the view changed.
 _FIND_AGAIN = 5000
 
@@ -113,12 +113,18 @@ class CaseTable(RowTable[Text]):
         self.shown_columns: dict[str, int] = {}
         self._generation = 0
 
-    def show_cases(self, store: RunStore, run_id: str, triage: Mapping[str, TriageRecord]) -> None:
-        """The run's cases, as the current view shows them."""
+    def show_cases(
+        self,
+        store: RunStore,
+        run_id: str,
+        triage: Mapping[str, TriageRecord],
+        widths: Mapping[str, int],
+    ) -> None:
+        """The run's cases, as the current view shows them (`widths`: `natural_widths`)."""
         self._store = store
         self.run_id = run_id
         self.triage = dict(triage)
-        self._widths = _natural_widths(store, run_id)
+        self._widths = dict(widths)
         self._refill()
 
     def forget_run(self) -> None:
@@ -318,9 +324,10 @@ class CaseTable(RowTable[Text]):
             self.view = self.view.sorted_by(column)
 
 
-def _natural_widths(store: RunStore, run_id: str) -> dict[str, int]:
+def natural_widths(store: RunStore, run_id: str) -> dict[str, int]:
     """The data's widths of the case, tier, passes, required and verdicts columns over the
-    whole run, from aggregates (the verdicts' from their distinct counts)."""
+    whole run, from aggregates (the verdicts' from their distinct counts): read with the
+    run, before its rows."""
     (case, tier, passes, required), *_ = store.case_values(
         run_id,
         "max(length(suite) + 1 + length(case_id)), max(length(tier)), "
