@@ -60,9 +60,10 @@ _MARKS_WIDTH = 26
 _MARKS_MIN = 12
 _HISTORY_WIDTH = 10
 _HISTORY_MIN = 6
-#: Rows read from the store at a time; the next page is read when the cursor or the
-#: bottom of the view comes within half a page of the last row read.
-PAGE = 100
+#: Rows read from the store at a time (a run of up to 200 cases is read whole); the next
+#: page is read when the cursor or the bottom of the view comes within half a page of
+#: the last row read.
+PAGE = 200
 #: Rows read at most to find the highlighted case again after the view changed.
 _FIND_AGAIN = 5000
 
