@@ -48,7 +48,7 @@ class MergedRun:
         return (sample for _, sample in self._sample_lines())
 
     def _sample_lines(self) -> Iterator[tuple[bytes, StoredSample]]:
-        """Each sample's export line and record, the shards' files merged in order.
+        """Each sample's export line and rows, the shards' files merged in order.
 
         A malformed line ends its shard's file; the others are still read so every bad
         file is named, and the error comes at the end, before anything is committed.

@@ -29,8 +29,8 @@ from redline.vocabulary.verdicts import VERDICT_ORDER
 FORMAT = "redline-run-export"
 FORMAT_VERSION = 1
 RESULTS_FILE = "results.json"
-_S = TypeVar("_S")
 SAMPLES_FILE = "samples.jsonl"
+_S = TypeVar("_S")
 
 
 def check_out_dir(out: Path) -> None:

@@ -422,7 +422,7 @@ class RunStore:
         """Store a complete run in one transaction (import, merge): all of it or nothing.
 
         Its search index is built on its first search, not here: tokenising every output
-        of a merged night was a fifth of storing it, paid again by nobody who never searches."""
+        was a fifth of storing a merged night, and only a search needs it."""
         with self._transaction() as db:
             self._insert_run(db, record)
             self._insert_samples(db, samples)
