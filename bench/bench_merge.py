@@ -3,8 +3,9 @@
 A generated night: N shard exports (`--shard K/N`), each C cases × S samples with one
 assertion result per sample and a manifest entry per case file (defaults: 50 shards ×
 2,000 cases × 5 samples = 500,000 samples). Each command runs in its own process, as a
-user runs it; the figures are its wall time and peak RSS. Targets: merge + import ≤ 30 s
-and ≤ 500 MB; `show` of the merged run and the app's first full paint ≤ 1 s.
+user runs it; the figures are its wall time, CPU time and peak RSS. Targets: merge + import
+≤ 30 s and ≤ 500 MB; `show` of the merged run and the app's first paint (the Run screen
+with its counts and the first failing case) ≤ 1 s.
 
     uv run python bench/bench_merge.py [--shards 50] [--cases 2000] [--samples 5]
 """
@@ -114,6 +115,7 @@ import asyncio, sys, time
 from pathlib import Path
 started = time.perf_counter()
 from redline.running.store import RunStore
+from redline.vocabulary.records import CaseOutcome
 from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
 from redline_tui.screens.run import RunScreen
@@ -126,8 +128,13 @@ async def main():
             while not (isinstance(app.screen, RunScreen) and app.screen.run is not None
                        and app.screen.shown):
                 await asyncio.sleep(0.001)
-            await pilot.pause()
-            print(time.perf_counter() - opened, time.perf_counter() - started)
+            painted = asyncio.get_running_loop().create_future()
+            app.screen.call_after_refresh(lambda: painted.set_result(time.perf_counter()))
+            painted = await painted
+            first = app.screen.shown[0]
+            assert first.result is CaseOutcome.FAIL, first
+            assert app.screen.table.get_row_at(0)[2].plain == f"{first.suite}/{first.case_id}"
+            print(painted - opened, painted - started, first.case_id)
 
 asyncio.run(main())
 """
@@ -177,8 +184,9 @@ def main() -> None:
             check=True,
         ).stdout.split()
         print(
-            f"app first paint:          {float(paint[0]):6.2f} s wall after start, "
-            f"{float(paint[1]):.2f} s with imports  (target 1 s: {float(paint[0]):.2f}×)"
+            f"app first paint:   {float(paint[0]):6.2f} s wall after start, "
+            f"{float(paint[1]):.2f} s with imports, first row {paint[2]} (failing)  "
+            f"(target 1 s: {float(paint[0]):.2f}×)"
         )
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 

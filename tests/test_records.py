@@ -4,6 +4,7 @@ import and a replay — including a field added later, by one declaration in rec
 from __future__ import annotations
 
 import io
+import json
 import sqlite3
 import zipfile
 from dataclasses import dataclass, fields, replace
@@ -13,10 +14,16 @@ from typing import Any
 import pytest
 
 from redline.cli import main
-from redline.running.exchange import add_export, read_zip, record_from_json, record_json
+from redline.running.exchange import (
+    add_export,
+    read_zip,
+    record_from_json,
+    record_json,
+    sample_json,
+)
 from redline.running.replay import ReplayProvider
 from redline.running.rows import Table
-from redline.running.store import RunStore
+from redline.running.store import RunStore, StoredSample
 from redline.vocabulary.completion import Completion, FinishReason
 from redline.vocabulary.messages import Step, ToolCall, ToolResult
 from redline.vocabulary.records import (
@@ -222,3 +229,50 @@ def test_an_export_of_an_older_redline_without_optional_keys_imports_with_defaul
         record_from_json(SampleRecord, {"suite": "a"}, run_id=RUN)
     with pytest.raises(TypeError):
         record_from_json(SampleRecord, minimal | {"output": 3}, run_id=RUN)
+
+
+def _json_line(sample: SampleRecord) -> dict[str, Any]:
+    """A sample as an export's line reads back (its text through JSON)."""
+    return dict(json.loads(json.dumps(sample_json(sample))))
+
+
+def test_an_export_line_is_stored_as_the_rows_its_record_is() -> None:
+    """A merge stores each line's rows without building its record: the same rows, for a
+    sample with every field set (lone surrogate, tool calls, loop steps) and a bare one."""
+    _, _, full = _records()
+    bare = SampleRecord(RUN, "a", "c2", 0, "ok", Verdict.OK, FinishReason.STOP)
+    for sample in (full, bare):
+        assert StoredSample.from_json(_json_line(sample), RUN) == StoredSample.of(sample)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"verdict": "splendid"},
+        {"output": 42},
+        {"index": "three"},
+        {"finish_reason": "sideways"},
+        {"assertions": [{"index": 0, "type": "contains"}]},
+        {"assertions": [{"index": 0, "type": "contains", "status": "maybe", "reason": ""}]},
+        {"tool_calls": [{"id": "c1"}]},
+        {"attempts": None},
+    ],
+)
+def test_a_malformed_export_line_is_refused_as_reading_its_record_refuses_it(
+    change: dict[str, Any],
+) -> None:
+    _, _, full = _records()
+    data = _json_line(full) | change
+    with pytest.raises((KeyError, TypeError, ValueError)) as as_record:
+        record_from_json(SampleRecord, data, run_id=RUN)
+    with pytest.raises(as_record.type):
+        StoredSample.from_json(data, RUN)
+
+
+def test_an_export_line_missing_a_required_key_or_not_an_object_is_refused() -> None:
+    data = _json_line(_records()[2])
+    del data["verdict"]
+    with pytest.raises(KeyError, match="verdict"):
+        StoredSample.from_json(data, RUN)
+    with pytest.raises(TypeError, match="JSON object"):
+        StoredSample.from_json([1, 2], RUN)  # type: ignore[arg-type]

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from triage_store import RED_RUN, SUITE
 
 from redline.deciding.case_rows import SORT_COLUMNS, CaseFilter, CaseView
 from redline.running.store import RunStore
 from redline.vocabulary.records import CaseOutcome, CaseRecord
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
+from runfactory import RunSpec, open_store, write_run
 
 
-def _case(case_id: str, passes: int, tier: str = "core", wrong: int = 0) -> CaseRecord:
+def _case(case_id: str, passes: int, tier: str = "quality", wrong: int = 0) -> CaseRecord:
     verdicts = {Verdict.OK: passes, Verdict.WRONG: wrong} if wrong else {Verdict.OK: passes}
     return CaseRecord(
         run_id="r",
@@ -28,21 +32,31 @@ def _case(case_id: str, passes: int, tier: str = "core", wrong: int = 0) -> Case
 
 
 CASES = [
-    _case("0001-greeting", 5, tier="smoke"),
+    _case("0001-greeting", 5, tier="contract"),
     _case("0042-amount", 1, wrong=4),
     _case("0013-json", 2, wrong=3),
 ]
 
 
-def _ids(cases: list[CaseRecord]) -> list[str]:
-    return [c.case_id for c in cases]
+@pytest.fixture
+def store(tmp_path: Path) -> RunStore:
+    """A run holding CASES: the table reads a view's cases from the store."""
+    store = open_store(tmp_path)
+    write_run(store, RunSpec("r", []))
+    store.put_cases(CASES)
+    return store
 
 
-def test_failing_cases_come_first_by_pass_rate() -> None:
-    assert _ids(CaseView().apply(CASES)) == ["0042-amount", "0013-json", "0001-greeting"]
+def _shown(view: CaseView, store: RunStore) -> list[str]:
+    """The ids of the cases `view` shows, in its order."""
+    return [c.case_id for c in view.query().page(store, "r", 0)]
 
 
-def test_the_verdict_key_steps_through_every_verdict_and_back_to_all() -> None:
+def test_failing_cases_come_first_by_pass_rate(store: RunStore) -> None:
+    assert _shown(CaseView(), store) == ["0042-amount", "0013-json", "0001-greeting"]
+
+
+def test_the_verdict_key_steps_through_every_verdict_and_back_to_all(store: RunStore) -> None:
     view = CaseView(case_filter=CaseFilter("json"))
     seen = []
     for _ in range(len(VERDICT_ORDER) + 1):
@@ -51,15 +65,15 @@ def test_the_verdict_key_steps_through_every_verdict_and_back_to_all() -> None:
         assert view.case_filter.text == "json"  # the text filter stays
     assert seen == [*VERDICT_ORDER, None]
     wrong = CaseView(case_filter=CaseFilter(verdict=Verdict.WRONG))
-    assert _ids(wrong.apply(CASES)) == ["0042-amount", "0013-json"]
+    assert _shown(wrong, store) == ["0042-amount", "0013-json"]
 
 
-def test_sorting_by_the_same_column_again_reverses_it() -> None:
+def test_sorting_by_the_same_column_again_reverses_it(store: RunStore) -> None:
     by_case = CaseView().sorted_by("case")
-    assert _ids(by_case.apply(CASES)) == ["0001-greeting", "0013-json", "0042-amount"]
+    assert _shown(by_case, store) == ["0001-greeting", "0013-json", "0042-amount"]
     reversed_view = by_case.sorted_by("case")
     assert reversed_view.reverse
-    assert _ids(reversed_view.apply(CASES)) == ["0042-amount", "0013-json", "0001-greeting"]
+    assert _shown(reversed_view, store) == ["0042-amount", "0013-json", "0001-greeting"]
     assert "sort: case (reversed)" in reversed_view.describe()
     assert reversed_view.sorted_by("tier") == CaseView(sort_column="tier")
 

@@ -15,7 +15,7 @@ from triage_repo import TriageRepo
 from triage_store import EARLIER_RUNS, RED_RUN, _run_record, _store_run
 
 from redline.cli import main
-from redline.vocabulary.records import CaseRecord
+from redline.vocabulary.records import CaseOutcome
 from redline_tui.app import TriageApp
 from redline_tui.screens.history import HistoryScreen
 from redline_tui.screens.outputs import OutputsScreen
@@ -50,13 +50,13 @@ async def test_keys_typed_before_the_run_is_loaded_are_not_lost_or_misrouted(
     """`down` `2` typed at once open the second case's Outputs, not a hidden filter."""
     store = triage_repo.ctx.store
     loaded = threading.Event()
-    read_cases = store.cases
+    read_counts = store.outcome_counts
 
-    def slow_cases(run_id: str) -> list[CaseRecord]:
-        loaded.wait(30)  # a big store: the rows arrive after the keys
-        return read_cases(run_id)
+    def slow_counts(run_id: str) -> dict[CaseOutcome, int]:
+        loaded.wait(30)  # a big store: the run's counts and rows arrive after the keys
+        return read_counts(run_id)
 
-    monkeypatch.setattr(store, "cases", slow_cases)
+    monkeypatch.setattr(store, "outcome_counts", slow_counts)
     app = TriageApp(triage_repo.ctx)
     async with app.run_test(size=(100, 30)) as pilot:
         home = app.screen

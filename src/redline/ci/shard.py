@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,12 +20,12 @@ from redline.running.exchange import (
     export_files,
     export_run,
     parse_results,
-    parse_samples,
+    parse_stored_samples,
     write_export,
 )
-from redline.running.store import RunStore
+from redline.running.store import RunStore, StoredSample
 from redline.vocabulary.outcome import add_counts, run_result
-from redline.vocabulary.records import CaseRecord, RunRecord, RunStatus, SampleRecord
+from redline.vocabulary.records import CaseRecord, RunRecord, RunStatus
 
 _T = TypeVar("_T")
 
@@ -43,12 +43,12 @@ class MergedRun:
     #: Each shard's export folder, with its `samples.jsonl`.
     sources: tuple[Path, ...] = ()
 
-    def iter_samples(self) -> Iterator[SampleRecord]:
+    def iter_samples(self) -> Iterator[StoredSample]:
         """Every sample of the merged run, in the order of the store's `samples`."""
         return (sample for _, sample in self._sample_lines())
 
-    def _sample_lines(self) -> Iterator[tuple[bytes, SampleRecord]]:
-        """Each sample's export line and record, the shards' files merged in order.
+    def _sample_lines(self) -> Iterator[tuple[bytes, StoredSample]]:
+        """Each sample's export line and rows, the shards' files merged in order.
 
         A malformed line ends its shard's file; the others are still read so every bad
         file is named, and the error comes at the end, before anything is committed.
@@ -59,10 +59,10 @@ class MergedRun:
         if problems:
             raise ProblemsError(problems)
 
-    def _read(self, folder: Path, problems: list[Problem]) -> Iterator[tuple[bytes, SampleRecord]]:
+    def _read(self, folder: Path, problems: list[Problem]) -> Iterator[tuple[bytes, StoredSample]]:
         with (folder / SAMPLES_FILE).open("rb") as lines:
             try:
-                yield from parse_samples(lines, self.run.id, str(folder))
+                yield from parse_stored_samples(lines, self.run.id, str(folder))
             except ExportUnreadable as exc:
                 problems.append(
                     Problem(str(exc), 0, 0, "the merged run was not written", _REEXPORT)
@@ -72,7 +72,7 @@ class MergedRun:
 _REEXPORT = "export that shard again (`redline export RUN_ID --out DIR`) or rerun it"
 
 
-def _sample_key(item: tuple[bytes, SampleRecord]) -> tuple[str, str, int]:
+def _sample_key(item: tuple[bytes, StoredSample]) -> tuple[str, str, int]:
     return item[1].suite, item[1].case_id, item[1].index
 
 
@@ -285,7 +285,7 @@ def _merged(
     runs = [run for _, run, _ in loaded]
     run_id = merged_run_id(r.id for r in runs)
     cases = tuple(
-        replace(c, run_id=run_id)
+        _in_run(c, run_id)
         for c in sorted((c for _, _, cs in loaded for c in cs), key=lambda c: (c.suite, c.case_id))
     )
     finished = all(r.status is RunStatus.FINISHED for r in runs)
@@ -323,6 +323,12 @@ def _merged(
     )
     shards = tuple(sorted(r.id for r in runs))
     return MergedRun(record, cases, shards, tuple(missing), tuple(f for f, _, _ in loaded))
+
+
+def _in_run(case: CaseRecord, run_id: str) -> CaseRecord:
+    """`dataclasses.replace(case, run_id=run_id)` at a fraction of its cost: a merged night
+    moves 100,000 case results into the merged run."""
+    return CaseRecord(**(vars(case) | {"run_id": run_id}))
 
 
 def write_merged(merged: MergedRun, *, out: Path | None, store: RunStore | None) -> int:

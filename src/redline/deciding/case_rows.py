@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from rich.text import Text
 
@@ -16,7 +18,7 @@ from redline.presentation import CAUSE_STYLES, OUTCOME_ORDER, VERDICT_SHORT_NAME
 from redline.running.quarantine import quarantined_cases
 from redline.running.store import RunStore
 from redline.vocabulary.causes import Cause, TriageState
-from redline.vocabulary.records import CaseRecord, RunRecord, TriageRecord
+from redline.vocabulary.records import CaseOutcome, CaseRecord, RunRecord, TriageRecord
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 
 #: Sortable columns: key → (label, sort key).
@@ -34,36 +36,63 @@ def case_key(case: CaseRecord) -> str:
     return f"{case.suite}/{case.case_id}"
 
 
-def pass_rate(case: CaseRecord) -> float:
-    return case.passes / case.samples if case.samples else 0.0
-
-
 def breakdown(case: CaseRecord) -> str:
     """Non-ok verdicts of a case, e.g. `2 wrong 1 trunc`; empty when every sample is ok."""
+    return verdicts_breakdown(case.verdicts)
+
+
+def verdicts_breakdown(verdicts: Mapping[Verdict, int]) -> str:
     parts = [
-        f"{case.verdicts.get(v, 0)} {VERDICT_SHORT_NAMES[v]}"
+        f"{verdicts.get(v, 0)} {VERDICT_SHORT_NAMES[v]}"
         for v in VERDICT_ORDER
-        if v is not Verdict.OK and case.verdicts.get(v, 0)
+        if v is not Verdict.OK and verdicts.get(v, 0)
     ]
     return " ".join(parts)
 
 
-def sort_cases(
-    cases: Iterable[CaseRecord], column: str = "outcome", reverse: bool = False
-) -> list[CaseRecord]:
-    """Failing first by default; ties broken by pass rate, then suite and id."""
+#: The table's orders as SQL over the store's `cases` columns (a run may be too large to
+#: read whole: the table pages through the order the store gives). Failing first by
+#: default; ties broken by pass rate, then suite and id.
+_RANK_SQL = (
+    "(CASE result "
+    + " ".join(f"WHEN '{outcome}' THEN {rank}" for outcome, rank in OUTCOME_ORDER.items())
+    + " END)"
+)
+_RATE_SQL = "(CASE WHEN samples THEN CAST(passes AS REAL) / samples ELSE 0.0 END)"
+_OUTCOME_SQL = (_RANK_SQL, _RATE_SQL, "suite", "case_id")
+_SORT_SQL = {
+    "outcome": _OUTCOME_SQL,
+    "case": ("suite", "case_id"),
+    "tier": ("tier", *_OUTCOME_SQL),
+    "passes": (_RATE_SQL, "passes", "suite", "case_id"),
+    "required": ("required", *_OUTCOME_SQL),
+}
 
-    def outcome_key(c: CaseRecord) -> tuple[object, ...]:
-        return (OUTCOME_ORDER[c.result], pass_rate(c), c.suite, c.case_id)
 
-    keys = {
-        "outcome": outcome_key,
-        "case": lambda c: (c.suite, c.case_id),
-        "tier": lambda c: (c.tier, *outcome_key(c)),
-        "passes": lambda c: (pass_rate(c), c.passes, c.suite, c.case_id),
-        "required": lambda c: (c.required, *outcome_key(c)),
-    }
-    return sorted(cases, key=keys[column], reverse=reverse)
+def sort_sql(column: str = "outcome", reverse: bool = False) -> str:
+    """The ORDER BY of a sort column (reversed: every key descending)."""
+    return ", ".join(f"{key} DESC" if reverse else key for key in _SORT_SQL[column])
+
+
+@dataclass(frozen=True)
+class CaseQuery:
+    """Which of a run's case results to read, as SQL over the store's `cases` columns."""
+
+    where: str = "1"
+    params: tuple[Any, ...] = ()
+    order: str = "suite, case_id"
+
+    def also(self, where: str, *params: Any) -> CaseQuery:
+        return replace(self, where=f"{self.where} AND {where}", params=(*self.params, *params))
+
+    def count(self, store: RunStore, run_id: str) -> int:
+        return int(store.case_values(run_id, "count(*)", self.where, self.params)[0][0])
+
+    def page(self, store: RunStore, run_id: str, offset: int, limit: int = -1) -> list[CaseRecord]:
+        return store.select_cases(run_id, self.where, self.params, self.order, limit, offset)
+
+    def failing(self) -> CaseQuery:
+        return self.also("result = ?", str(CaseOutcome.FAIL))
 
 
 @dataclass(frozen=True)
@@ -90,13 +119,14 @@ class CaseFilter:
                 words.append(word)
         return cls(" ".join(words).lower(), verdict)
 
-    def matches(self, case: CaseRecord) -> bool:
-        if self.verdict is not None and not case.verdicts.get(self.verdict, 0):
-            return False
-        return not self.text or self.text in case_key(case).lower()
-
-    def apply(self, cases: Sequence[CaseRecord]) -> list[CaseRecord]:
-        return [c for c in cases if self.matches(c)]
+    def query(self, query: CaseQuery) -> CaseQuery:
+        """`query` narrowed to the cases whose suite/id holds the text (as `str.lower`
+        compares, in any script) and that have a sample of the verdict."""
+        if self.verdict is not None:
+            query = query.also(f"n_{self.verdict} > 0")
+        if self.text:
+            query = query.also("instr(py_lower(suite || '/' || case_id), ?) > 0", self.text)
+        return query
 
     def describe(self) -> str:
         parts = []
@@ -146,11 +176,15 @@ class CaseView:
     sort_column: str = "outcome"
     reverse: bool = False
 
-    def apply(self, cases: Sequence[CaseRecord]) -> list[CaseRecord]:
+    def query(self) -> CaseQuery:
+        """The cases shown, in their order, as the store reads them a page at a time."""
+        query = CaseQuery(order=sort_sql(self.sort_column, self.reverse))
         if self.group is not None:
-            keys = self.group.keys
-            cases = [c for c in cases if case_key(c) in keys]
-        return sort_cases(self.case_filter.apply(cases), self.sort_column, self.reverse)
+            query = query.also(
+                "suite || '/' || case_id IN (SELECT value FROM json_each(?))",
+                json.dumps(sorted(self.group.keys)),
+            )
+        return self.case_filter.query(query)
 
     def next_verdict(self) -> CaseView:
         """The verdict filter's next step: all → ok → wrong → … → all."""

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from redline.errors import ExportUnreadable, NoExport, RunAlreadyStored, UsageError
 from redline.running.recordjson import record_from_json, record_json
-from redline.running.store import RunStore
+from redline.running.store import RunStore, StoredSample
 from redline.vocabulary.records import (
     CaseOutcome,
     CaseRecord,
@@ -30,6 +30,7 @@ FORMAT = "redline-run-export"
 FORMAT_VERSION = 1
 RESULTS_FILE = "results.json"
 SAMPLES_FILE = "samples.jsonl"
+_S = TypeVar("_S")
 
 
 def check_out_dir(out: Path) -> None:
@@ -250,12 +251,25 @@ def parse_samples(
 ) -> Iterator[tuple[bytes, SampleRecord]]:
     """Each line of a `samples.jsonl` with the sample it holds (in run `run_id`), read as
     it is reached: ExportUnreadable names the file and line of the first malformed one."""
+    return _parse_lines(lines, where, lambda data: _sample_from_json(data, run_id))
+
+
+def parse_stored_samples(
+    lines: Iterable[bytes], run_id: str, where: str
+) -> Iterator[tuple[bytes, StoredSample]]:
+    """`parse_samples`, each sample as the store's rows (checked the same, faster to store)."""
+    return _parse_lines(lines, where, lambda data: StoredSample.from_json(data, run_id))
+
+
+def _parse_lines(
+    lines: Iterable[bytes], where: str, read: Callable[[Any], _S]
+) -> Iterator[tuple[bytes, _S]]:
     samples_where = f"{where}/{SAMPLES_FILE}"
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            sample = _sample_from_json(json.loads(line.decode("utf-8")), run_id)
+            sample = read(json.loads(line.decode("utf-8")))
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise ExportUnreadable(f"{samples_where}:{lineno}: malformed sample: {exc!r}") from None
         yield line, sample

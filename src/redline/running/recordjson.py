@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from enum import Enum
+from typing import Any, TypeVar, cast
 
 from redline.vocabulary.records import FieldKind, RecordField, record_fields
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
@@ -29,19 +30,24 @@ def record_from_json(cls: type[R], data: Mapping[str, Any], **others: Any) -> R:
     """The record a `record_json` object holds; a missing optional key reads as its default.
 
     `others` are the fields an export keeps outside the object (a sample's run id)."""
-    values: dict[str, Any] = {}
-    for key, name, decode, required in _readers(cls):
-        if key in data:
-            values[name] = decode(data[key])
-        elif required:
-            raise KeyError(key)
+    readers, required = _readers(cls)
+    if type(data) is not dict and not isinstance(data, Mapping):
+        raise TypeError(f"expected a JSON object, not {type(data).__name__}")
+    if not required <= data.keys():
+        raise KeyError(next(key for key, _, _ in readers if key in required and key not in data))
+    values = {
+        name: data[key] if decode is None else decode(data[key])
+        for key, name, decode in readers
+        if key in data
+    }
     return cls(**values, **others)
 
 
 _Writer = tuple[str, str, Callable[[Any], Any] | None]
-_Reader = tuple[str, str, Callable[[Any], Any], bool]
+#: (key, field name, decoder or None when the JSON value is the field's value as it is).
+_Reader = tuple[str, str, Callable[[Any], Any] | None]
 _WRITERS: dict[type, tuple[_Writer, ...]] = {}
-_READERS: dict[type, tuple[_Reader, ...]] = {}
+_READERS: dict[type, tuple[tuple[_Reader, ...], frozenset[str]]] = {}
 _SPARSE: dict[type, tuple[tuple[str, Any], ...]] = {}
 #: Kinds whose values are JSON as they are.
 _AS_IS = (FieldKind.PLAIN, FieldKind.BOOL)
@@ -71,31 +77,52 @@ def _sparse(cls: type) -> tuple[tuple[str, Any], ...]:
     return found
 
 
-def _readers(cls: type) -> tuple[_Reader, ...]:
-    """(key, field name, decoder, required) per exported field."""
+def _readers(cls: type) -> tuple[tuple[_Reader, ...], frozenset[str]]:
+    """The readers of each exported field, and the keys an object must have.
+
+    Read once per sample of an import of any size: each decoder is the one call its
+    kind needs, and a value that is JSON as it is has none."""
     found = _READERS.get(cls)
     if found is None:
-        found = _READERS[cls] = tuple(
-            (f.key, f.name, _decoder(f), f.required)
-            for f in record_fields(cls)
-            if f.key is not None
+        fields = [f for f in record_fields(cls) if f.key is not None]
+        found = _READERS[cls] = (
+            tuple((str(f.key), f.name, json_decoder(f)) for f in fields),
+            frozenset(str(f.key) for f in fields if f.required),
         )
     return found
 
 
-def _decoder(f: RecordField) -> Callable[[Any], Any]:
+def json_decoder(f: RecordField) -> Callable[[Any], Any] | None:
+    """How a field's JSON value (present, maybe null) is read: None when it is the value."""
     if f.kind is FieldKind.RECORDS:
         nested = f.type
         return lambda v: tuple(record_from_json(nested, item) for item in v)
     if f.exact:
         return functools.partial(_exact_text, str(f.key))
     if f.kind is FieldKind.PLAIN and f.optional:
-        return _as_is
-    typed = _FROM_JSON[f.kind]
-    kind = f.type
+        return None
+    typed = _typed(f)
     if f.optional:
-        return lambda v: None if v is None else typed(kind, v)
-    return lambda v: typed(kind, v)
+        return lambda v: None if v is None else typed(v)
+    return typed
+
+
+def _typed(f: RecordField) -> Callable[[Any], Any]:
+    """A present, non-null value as the field's type."""
+    if f.kind is FieldKind.ENUM:
+        enum = cast(type[Enum], f.type)
+        return functools.partial(_member, enum, {member.value: member for member in enum})
+    if f.kind is FieldKind.PLAIN:
+        return f.type
+    return functools.partial(_FROM_JSON[f.kind], f.type)
+
+
+def _member(enum: type, members: dict[Any, Any], value: Any) -> Any:
+    """The enum member of a value, by a dict lookup (an import reads one per sample)."""
+    try:
+        return members[value]
+    except (KeyError, TypeError):
+        return enum(value)
 
 
 def _exact_text(key: str, value: Any) -> str:
@@ -104,10 +131,7 @@ def _exact_text(key: str, value: Any) -> str:
     return value
 
 
-def _as_is(value: Any) -> Any:
-    return value
-
-
+_VERDICTS: dict[Any, Any] = {v.value: v for v in Verdict}
 _TO_JSON: dict[FieldKind, Callable[[Any], Any]] = {
     FieldKind.PLAIN: lambda v: v,
     FieldKind.BOOL: lambda v: v,
@@ -118,10 +142,8 @@ _TO_JSON: dict[FieldKind, Callable[[Any], Any]] = {
     FieldKind.RECORDS: lambda v: [record_json(item) for item in v],
 }
 _FROM_JSON: dict[FieldKind, Callable[[type, Any], Any]] = {
-    FieldKind.PLAIN: lambda t, v: t(v),
     FieldKind.BOOL: lambda t, v: bool(v),
-    FieldKind.ENUM: lambda t, v: t(v),
     FieldKind.STRINGS: lambda t, v: tuple(str(item) for item in v),
     FieldKind.MAPPING: lambda t, v: dict(v),
-    FieldKind.COUNTS: lambda t, v: {Verdict(k): int(n) for k, n in v.items()},
+    FieldKind.COUNTS: lambda t, v: {_member(Verdict, _VERDICTS, k): int(n) for k, n in v.items()},
 }

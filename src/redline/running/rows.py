@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import operator
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from redline.running.recordjson import record_from_json, record_json
+from redline.running.recordjson import json_decoder, record_from_json, record_json
 from redline.vocabulary.records import FieldKind, RecordField, record_fields
 from redline.vocabulary.verdicts import VERDICT_ORDER
 
@@ -81,6 +81,8 @@ class Table(Generic[R]):
             for i, c in reversed(tuple(enumerate(self._columns)))
             if c.encode is not None
         )
+        self._from_json = tuple(_from_json(c) for c in self._columns)
+        self._spread = any(len(c.names) > 1 for c in self._columns)
 
     def select(self, alias: str = "") -> str:
         """The column list for a SELECT, each prefixed with `alias.` when given."""
@@ -101,6 +103,29 @@ class Table(Generic[R]):
                 out[i] = encode(value)
         return out
 
+    def json_row(self, data: Mapping[str, Any], **others: Any) -> list[Any]:
+        """The row of the record `record_from_json(record, data, **others)` reads, without
+        building it (an import writes half a million): each value is checked as that
+        reading checks it, then stored as `row` stores it."""
+        if type(data) is not dict and not isinstance(data, Mapping):
+            raise TypeError(f"expected a JSON object, not {type(data).__name__}")
+        get = data.get
+        values = [
+            (value if convert is None else convert(value))
+            if (value := get(key, _ABSENT)) is not _ABSENT
+            else _absent(key, name, convert, absent, others)
+            for key, name, convert, absent, _ in self._from_json
+        ]
+        if not self._spread:
+            return values
+        out: list[Any] = []
+        for value, (*_, spread) in zip(values, self._from_json, strict=True):
+            if spread:
+                out.extend(value)
+            else:
+                out.append(value)
+        return out
+
     def read(self, row: Sequence[Any], **others: Any) -> R:
         """The record of a row selected with `select()`; `others` are its non-column fields."""
         values = {
@@ -117,6 +142,59 @@ class Table(Generic[R]):
                 if n not in have:
                     sql_type = _SQL_TYPES.get(c.field.type, "TEXT")
                     db.execute(f"ALTER TABLE {self.name} ADD COLUMN {n} {sql_type}")
+
+
+#: A JSON key every object must have.
+_REQUIRED = object()
+#: A key the object does not have.
+_ABSENT = object()
+#: The key of a field kept outside the object (a sample's run id): never a JSON key.
+_OUTSIDE = object()
+
+
+def _absent(
+    key: Any,
+    name: str,
+    convert: Callable[[Any], Any] | None,
+    absent: Any,
+    others: Mapping[str, Any],
+) -> Any:
+    """The value of a column whose key the JSON object lacks: given outside the object
+    (no key), an error (a required key), or the field's default."""
+    if key is _OUTSIDE:
+        value = others[name]
+        return value if convert is None else convert(value)
+    if absent is _REQUIRED:
+        raise KeyError(key)
+    return absent
+
+
+def _from_json(c: _Column) -> tuple[Any, str, Callable[[Any], Any] | None, Any, bool]:
+    """(JSON key, or `_OUTSIDE` when the value comes from outside the object, field name, how a
+    value becomes the column value(s), the column value when the key is absent, whether
+    the value spreads over several columns)."""
+    f = c.field
+    spread = len(c.names) > 1
+    encode = c.encode
+    decode = json_decoder(f) if f.key is not None else None
+    if f.required:
+        absent: Any = _REQUIRED
+    elif spread or (encode is not None and f.default is not None):
+        absent = encode(f.default) if encode is not None else f.default
+    else:
+        absent = f.default
+    convert: Callable[[Any], Any] | None
+    if encode is None:
+        convert = decode
+    elif decode is None:
+        convert = encode if spread else (lambda v: None if v is None else encode(v))
+    else:
+
+        def convert(value: Any) -> Any:
+            decoded = decode(value)
+            return decoded if decoded is None and not spread else encode(decoded)
+
+    return _OUTSIDE if f.key is None else f.key, f.name, convert, absent, spread
 
 
 def _column(f: RecordField) -> _Column:

@@ -118,6 +118,7 @@ CREATE TABLE IF NOT EXISTS cases (
     PRIMARY KEY (run_id, suite, case_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS cases_by_case ON cases (case_id, suite);
+CREATE INDEX IF NOT EXISTS cases_by_result ON cases (run_id, result);
 CREATE TABLE IF NOT EXISTS samples (
     id INTEGER PRIMARY KEY,
     run_id TEXT NOT NULL,
@@ -233,6 +234,38 @@ _INSERT_ASSERTION = (
 )
 
 
+_CREATED = _SAMPLES.names.index("created_at")
+_NOT_PASSED = tuple(str(o) for o in CaseOutcome if o is not CaseOutcome.PASS)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSample:
+    """A sample as the store writes it: its `samples` row and its assertion results' rows."""
+
+    suite: str
+    case_id: str
+    index: int
+    row: list[Any]
+    assertions: list[list[Any]]
+
+    @classmethod
+    def of(cls, s: SampleRecord) -> StoredSample:
+        return cls(
+            s.suite, s.case_id, s.index, _SAMPLES.row(s), [_ASSERTIONS.row(a) for a in s.assertions]
+        )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], run_id: str) -> StoredSample:
+        """The rows of a sample's export JSON, checked as reading its record checks it but
+        never built as one: an import of a merged night writes half a million."""
+        row = _SAMPLES.json_row(data, run_id=run_id)
+        assertions = [_ASSERTIONS.json_row(a) for a in data.get("assertions", ())]
+        return cls(row[_SUITE], row[_CASE_ID], row[_INDEX], row, assertions)
+
+
+_SUITE, _CASE_ID, _INDEX = (_SAMPLES.names.index(n) for n in ("suite", "case_id", "idx"))
+
+
 def now_iso() -> str:
     """The store's timestamp format: UTC, ISO 8601, millisecond precision."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -287,6 +320,8 @@ class RunStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=OFF")
+            # Case-insensitive filters match as Python's `str.lower` does, in any script.
+            db.create_function("py_lower", 1, _lower, deterministic=True)
             db.executescript(_SCHEMA)
             _add_missing_columns(db)
             db.execute(
@@ -394,15 +429,17 @@ class RunStore:
         self,
         record: RunRecord,
         cases: Iterable[CaseRecord],
-        samples: Iterable[SampleRecord],
+        samples: Iterable[SampleRecord | StoredSample],
         origin: CiOrigin | None = None,
     ) -> None:
-        """Store a complete run in one transaction (import, merge): all of it or nothing."""
+        """Store a complete run in one transaction (import, merge): all of it or nothing.
+
+        Its search index is built on its first search, not here: tokenising every output
+        was a fifth of storing a merged night, and only a search needs it."""
         with self._transaction() as db:
             self._insert_run(db, record)
             self._insert_samples(db, samples)
             self._insert_cases(db, cases)
-            self._index_for_search(db, record.id)
             if origin is not None:
                 self._insert_origin(db, record.id, origin)
 
@@ -524,8 +561,8 @@ class RunStore:
     def search(self, run_id: str, match: str | None, like: str | None, limit: int) -> list[Any]:
         """Samples of a run whose case id, raw output or failure reasons hold the text.
 
-        `match` is an FTS5 query over the trigram index (built when a run finishes or is
-        imported, and brought up to date here for samples added since); `like` is a LIKE
+        `match` is an FTS5 query over the trigram index (built when a run finishes, and
+        here for samples added since: an imported run's on its first search); `like` is a LIKE
         pattern for text too short for trigrams.
         Rows: (suite, case id, index, verdict, output, failure reasons, tool calls as
         `name arguments` lines).
@@ -669,7 +706,9 @@ class RunStore:
         db.executemany(_CASES.insert("INSERT OR REPLACE"), [_CASES.row(r) for r in records])
 
     @staticmethod
-    def _insert_samples(db: sqlite3.Connection, samples: Iterable[SampleRecord]) -> None:
+    def _insert_samples(
+        db: sqlite3.Connection, samples: Iterable[SampleRecord | StoredSample]
+    ) -> None:
         """Samples as they come (an import streams them from its file), written a batch
         at a time so a long stream never piles up in memory.
 
@@ -679,10 +718,12 @@ class RunStore:
         rows: list[Any] = []
         assertions: list[Any] = []
         for s in samples:
-            if not s.created_at:
-                s = replace(s, created_at=now_iso())
-            rows.append((next_id, *_SAMPLES.row(s)))
-            assertions.extend((next_id, *_ASSERTIONS.row(a)) for a in s.assertions)
+            stored = s if isinstance(s, StoredSample) else StoredSample.of(s)
+            row = stored.row
+            if not row[_CREATED]:
+                row[_CREATED] = now_iso()
+            rows.append((next_id, *row))
+            assertions.extend((next_id, *a) for a in stored.assertions)
             next_id += 1
             if len(rows) >= _BATCH:
                 _write_batch(db, rows, assertions)
@@ -818,11 +859,41 @@ class RunStore:
         what a large run's summary lists without reading every case."""
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_CASES.select()} FROM cases WHERE run_id = ? AND result != ? "
-                "ORDER BY suite, case_id LIMIT ?",
-                (run_id, str(CaseOutcome.PASS), limit),
+                f"SELECT {_CASES.select()} FROM cases WHERE run_id = ? AND result IN "
+                f"({', '.join('?' * len(_NOT_PASSED))}) ORDER BY suite, case_id LIMIT ?",
+                (run_id, *_NOT_PASSED, limit),
             ).fetchall()
         return [_CASES.read(r) for r in rows]
+
+    def select_cases(
+        self,
+        run_id: str,
+        where: str = "1",
+        params: Sequence[Any] = (),
+        order: str = "suite, case_id",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> list[CaseRecord]:
+        """One page of a run's case results: `where` and `order` are SQL over the `cases`
+        columns, built by the caller from code (values only ever go in `params`)."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_CASES.select()} FROM cases WHERE run_id = ? AND ({where}) "
+                f"ORDER BY {order} LIMIT ? OFFSET ?",
+                (run_id, *params, limit, offset),
+            ).fetchall()
+        return [_CASES.read(r) for r in rows]
+
+    def case_values(
+        self, run_id: str, columns: str, where: str = "1", params: Sequence[Any] = ()
+    ) -> list[tuple[Any, ...]]:
+        """`SELECT columns` (SQL over the `cases` columns: aggregates, DISTINCT) of a run's
+        case results, without reading them as records."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {columns} FROM cases WHERE run_id = ? AND ({where})", (run_id, *params)
+            ).fetchall()
+        return [tuple(r) for r in rows]
 
     def outcome_counts(self, run_id: str) -> dict[CaseOutcome, int]:
         """How many of a run's cases had each outcome (outcomes no case had are left out)."""
@@ -1145,6 +1216,10 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
     """Columns of record fields added after a store was created: an older store gains them."""
     for table in (_RUNS, _CASES, _SAMPLES, _ASSERTIONS, _TRIAGE, _ORIGINS):
         table.add_missing_columns(db)
+
+
+def _lower(text: str | bytes | None) -> str | None:
+    return None if text is None else decode_text(text).lower()
 
 
 def _like_escape(text: str) -> str:

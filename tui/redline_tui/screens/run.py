@@ -17,13 +17,21 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from redline.deciding.case_rows import CaseFilter, CaseMarks, CaseView, case_key, read_marks
+from redline.deciding.case_rows import (
+    CaseFilter,
+    CaseMarks,
+    CaseQuery,
+    CaseView,
+    case_key,
+    read_marks,
+)
 from redline.deciding.failure_groups import GroupRow, describer, failure_groups
 from redline.deciding.groups import CaseTrend
 from redline.deciding.history import DEFAULT_MARGINAL_RUNS
-from redline.running.quarantine import QuarantinedCase, quarantined_cases
+from redline.running.quarantine import QuarantinedCase, quarantined, quarantined_cases
 from redline.vocabulary.causes import TriageState, is_conclusion
 from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
+from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
 from redline_tui.actions import start_case_action
 from redline_tui.batch import CauseBatch
 from redline_tui.context import TriageContext
@@ -32,7 +40,7 @@ from redline_tui.retry import retry_transport
 from redline_tui.screens.compare import CompareScreen
 from redline_tui.screens.runs import RunsScreen
 from redline_tui.screens.search import SearchScreen
-from redline_tui.widgets.case_table import CaseTable
+from redline_tui.widgets.case_table import CaseTable, natural_widths
 from redline_tui.widgets.dialogs import QuestionDialog
 from redline_tui.widgets.key_bar import KeyBar
 from redline_tui.widgets.row_table import RowList
@@ -43,18 +51,25 @@ SEARCH_PREFIX = '"'
 
 
 class RunLoaded(Message):
-    """The loading worker read the run (None: the store holds no run yet)."""
+    """The loading worker read the run's header and counts (None: the store holds no run
+    yet); its cases are read by the table, a page at a time."""
 
     def __init__(
         self,
         run: RunRecord | None,
-        cases: list[CaseRecord],
+        outcomes: dict[CaseOutcome, int],
+        verdicts: dict[Verdict, int],
+        held: list[QuarantinedCase],
         origin: CiOrigin | None,
         triage: dict[str, TriageRecord],
+        widths: dict[str, int],
     ) -> None:
         super().__init__()
         self.run = run
-        self.cases = cases
+        self.widths = widths
+        self.outcomes = outcomes
+        self.verdicts = verdicts
+        self.held = held
         self.origin = origin
         self.triage = triage
 
@@ -233,6 +248,8 @@ class RunScreen(Screen[None]):
         #: Keys typed before the run's rows were on screen, replayed once they are.
         self._early_keys: list[tuple[str, str | None]] = []
         self._loaded = False
+        #: How many of the open run's cases had each outcome.
+        self.outcomes: dict[CaseOutcome, int] = {}
         self.table = CaseTable(ctx.jobs, id="cases")
         self.summary = RunSummary()
         self.filter_box = Input(
@@ -257,10 +274,6 @@ class RunScreen(Screen[None]):
     @property
     def shown(self) -> list[CaseRecord]:
         return self.table.shown
-
-    @property
-    def all_cases(self) -> list[CaseRecord]:
-        return self.table.all_cases
 
     @property
     def marks(self) -> dict[str, CaseMarks]:
@@ -297,11 +310,20 @@ class RunScreen(Screen[None]):
     def _load(self) -> None:
         store = self.ctx.store
         run = store.run(self._run_id) if self._run_id else self.ctx.default_run()
-        cases = store.cases(run.id) if run else []
-        origin = store.ci_origins([run.id]).get(run.id) if run else None
-        triage = store.triage(run.id) if run else {}
+        if run is None:
+            self.post_message(RunLoaded(None, {}, {}, [], None, {}, {}))
+            return
+        (totals,) = store.case_values(run.id, ", ".join(f"sum(n_{v})" for v in VERDICT_ORDER))
+        verdicts = {v: int(n or 0) for v, n in zip(VERDICT_ORDER, totals, strict=True)}
+        keys = sorted(k.split("/", 1) for k in quarantined(run) if "/" in k)
+        held = [r for s, c in keys if (r := store.case(run.id, s, c)) is not None]
+        origin = store.ci_origins([run.id]).get(run.id)
+        triage = store.triage(run.id)
         by_key = {f"{s}/{c}": t for (s, c), t in triage.items()}
-        self.post_message(RunLoaded(run, cases, origin, by_key))
+        widths = natural_widths(store, run.id)
+        outcomes = store.outcome_counts(run.id)
+        held_cases = quarantined_cases(run, held)
+        self.post_message(RunLoaded(run, outcomes, verdicts, held_cases, origin, by_key, widths))
 
     @on(RunLoaded)
     def _show_run(self, event: RunLoaded) -> None:
@@ -311,13 +333,14 @@ class RunScreen(Screen[None]):
             self.app.call_later(self._replay_early_keys)
             return
         self.run = run
-        self.summary.show_run(run, event.cases, event.origin)
-        self._show_quarantined(quarantined_cases(run, event.cases))
-        self.table.show_cases(run.id, event.cases, event.triage)
+        self.outcomes = event.outcomes
+        self.summary.show_run(run, event.verdicts, event.origin)
+        self._show_quarantined(event.held)
+        self.table.show_cases(self.ctx.store, run.id, event.triage, event.widths)
         # Replayed from the app, as typed keys come: a key posted by this screen would not
         # bubble past it to the app, which runs the bindings.
         self.call_after_refresh(self.app.call_later, self._replay_early_keys)
-        self.call_after_refresh(self._load_marks, run, event.cases)
+        self.call_after_refresh(self._load_groups, run)
 
     def _show_quarantined(self, held: list[QuarantinedCase]) -> None:
         """Quarantined cases on their own: they ran, but cannot turn the run red."""
@@ -329,9 +352,22 @@ class RunScreen(Screen[None]):
             text.append(item.label, style="bold green" if item.passing_again else "")
         box.update(text)
 
-    @work(thread=True, exclusive=True, group="run-marks")
+    @on(CaseTable.PageRead)
+    def _page_read(self, event: CaseTable.PageRead) -> None:
+        """Their marks are read once the rows are on screen (a store read per case)."""
+        if self.run is not None and self._is_open(event.run_id):
+            cases = [c for c in event.cases if case_key(c) not in self.marks]
+            self.call_after_refresh(self._load_marks, self.run, cases)
+
+    # Described in words: Textual would otherwise describe a worker by the repr of its
+    # arguments, a run's manifest of 100,000 paths among them.
+    @work(thread=True, group="run-marks", description="read the marks of some cases")
     def _load_marks(self, run: RunRecord, cases: Sequence[CaseRecord]) -> None:
-        """History sparklines, marks and failure groups, posted as they are read."""
+        self._read_marks(run, cases)
+
+    def _read_marks(self, run: RunRecord, cases: Sequence[CaseRecord]) -> dict[str, CaseTrend]:
+        """History sparklines and marks of these cases, posted as they are read (from a
+        worker's thread); their trends returned."""
         batch: dict[str, CaseMarks] = {}
         trends: dict[str, CaseTrend] = {}
         for key, marks in read_marks(self.ctx.store, self.ctx.baseline, run, cases):
@@ -342,8 +378,16 @@ class RunScreen(Screen[None]):
                 self.post_message(MarksRead(run.id, dict(batch)))
                 batch.clear()
         self.post_message(MarksRead(run.id, batch))
+        return trends
+
+    @work(thread=True, exclusive=True, group="run-groups", description="group the failures")
+    def _load_groups(self, run: RunRecord) -> None:
+        """The failing cases' marks (whether the table has read them or not) and their
+        failure groups."""
+        failing = CaseQuery().failing().page(self.ctx.store, run.id, 0)
+        trends = self._read_marks(run, failing)
         groups = failure_groups(
-            self.ctx.store, run, cases, trends, describer(self.ctx.config, cases)
+            self.ctx.store, run, failing, trends, describer(self.ctx.config, failing)
         )
         self.post_message(GroupsFound(run.id, groups))
 
@@ -368,16 +412,14 @@ class RunScreen(Screen[None]):
 
     @on(CaseTable.Refilled)
     def _show_status(self) -> None:
-        cases = self.table.all_cases
-        failing = sum(1 for c in cases if c.result is CaseOutcome.FAIL)
+        failing = self.outcomes.get(CaseOutcome.FAIL, 0)
         groups = f" in {len(self.groups)} group(s) (f)" if self.groups else ""
         hidden = self.table.hidden_columns
         narrow = f" · not shown at this width: {', '.join(hidden)}" if hidden else ""
         self.status.update(
             Text(
-                f"{len(self.table.shown)} of {len(cases)} cases · {failing} failing{groups} · "
-                + self.table.view.describe()
-                + narrow
+                f"{self.table.view_total} of {sum(self.outcomes.values())} cases · "
+                f"{failing} failing{groups} · " + self.table.view.describe() + narrow
             )
         )
 
@@ -491,7 +533,7 @@ class RunScreen(Screen[None]):
         if self.run is None:
             self.notify("No run open", severity="warning")
             return
-        self.app.push_screen(SearchScreen(self.ctx, self.run, self.all_cases, text))
+        self.app.push_screen(SearchScreen(self.ctx, self.run, text))
 
     @work(exclusive=True, group="batch-start")
     async def action_batch(self) -> None:
@@ -505,7 +547,7 @@ class RunScreen(Screen[None]):
         if self.cause_batch is not None and not self.cause_batch.finished:
             self.notify("A batch is running already: x stops it", severity="warning")
             return
-        failing = [c for c in self.shown if c.result is CaseOutcome.FAIL]
+        failing = self.table.view_cases(self.table.case_query.failing())
         if not failing:
             self.notify("No failing case shown: nothing to rerun", severity="warning")
             return

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Input, Static
 
 from redline.errors import RedlineError
 from redline.running.search import SearchHit, search_run
-from redline.vocabulary.records import CaseRecord, RunRecord
+from redline.vocabulary.records import RunRecord
 from redline_tui.context import TriageContext
 from redline_tui.messages import OpenStep, SampleSource, Step
 from redline_tui.widgets.key_bar import KeyBar
@@ -56,13 +56,10 @@ class SearchScreen(Screen[None]):
     SearchScreen #search-hits { height: 1fr; }
     """
 
-    def __init__(
-        self, ctx: TriageContext, run: RunRecord, cases: list[CaseRecord], text: str = ""
-    ) -> None:
+    def __init__(self, ctx: TriageContext, run: RunRecord, text: str = "") -> None:
         super().__init__()
         self.ctx = ctx
         self.run = run
-        self.cases = {(c.suite, c.case_id): c for c in cases}
         self.hits: list[SearchHit] = []
         self._text = text
         self.table: RowTable[Text] = RowTable(id="search-hits")
@@ -166,7 +163,7 @@ class SearchScreen(Screen[None]):
         if not self.hits or not 0 <= table.cursor_row < len(self.hits):
             return
         hit = self.hits[table.cursor_row]
-        case = self.cases.get((hit.suite, hit.case_id))
+        case = self.ctx.store.case(self.run.id, hit.suite, hit.case_id)
         if case is None:
             self.notify(f"{hit.suite}/{hit.case_id} has no result in this run", severity="warning")
             return

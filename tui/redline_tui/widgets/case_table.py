@@ -1,5 +1,10 @@
-"""The home screen's table of cases: it owns the run's cases, their marks and triage
-states, and which of them it shows (a reactive `CaseView`: filter, group and sort)."""
+"""The home screen's table of cases: which of the run's cases it shows (a reactive
+`CaseView`: filter, group and sort), their marks and triage states.
+
+A merged night holds 100,000 cases: the rows are read from the store a page at a time in
+the view's order (filtering and sorting run in SQL), the first page paints at once, and the
+next is read as the cursor or the scroll comes near the last row read.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 from textual import on
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
@@ -15,14 +21,18 @@ from redline.deciding.case_rows import (
     SORT_COLUMNS,
     TRIAGE_WIDTH,
     CaseMarks,
+    CaseQuery,
     CaseView,
     breakdown,
     case_key,
     triage_text,
+    verdicts_breakdown,
 )
 from redline.deciding.history import sparkline
 from redline.presentation import OUTCOME_LABELS, OUTCOME_STYLES
+from redline.running.store import RunStore
 from redline.vocabulary.records import CaseRecord, TriageRecord
+from redline.vocabulary.verdicts import VERDICT_ORDER
 from redline_tui.cause_jobs import CauseJobs
 from redline_tui.widgets.row_table import ColumnSpec, RowTable, fit_columns
 
@@ -50,8 +60,12 @@ _MARKS_WIDTH = 26
 _MARKS_MIN = 12
 _HISTORY_WIDTH = 10
 _HISTORY_MIN = 6
-#: Rows added before the first paint; more follow after each refresh.
-_FIRST_ROWS = 100
+#: Rows read from the store at a time (a run of up to 200 cases is read whole); the next
+#: page is read when the cursor or the bottom of the view comes within half a page of
+#: the last row read.
+PAGE = 200
+#: Rows read at most to find the highlighted case again after the view changed.
+_FIND_AGAIN = 5000
 
 
 class CaseTable(RowTable[Text]):
@@ -75,12 +89,25 @@ class CaseTable(RowTable[Text]):
         def control(self) -> CaseTable:
             return self.table
 
+    class PageRead(Message):
+        """More of the view's rows were read from the store (their marks are not yet)."""
+
+        def __init__(self, run_id: str, cases: list[CaseRecord]) -> None:
+            super().__init__()
+            self.run_id = run_id
+            self.cases = cases
+
     def __init__(self, jobs: CauseJobs | None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._jobs = jobs
         self.run_id = ""
-        self.all_cases: list[CaseRecord] = []
+        self._store: RunStore | None = None
+        #: The view's rows read so far, in its order.
         self.shown: list[CaseRecord] = []
+        #: How many cases the view shows in all (read or not).
+        self.view_total = 0
+        self._query = CaseQuery()
+        self._widths: dict[str, int] = {}
         self.marks: dict[str, CaseMarks] = {}
         self.triage: dict[str, TriageRecord] = {}
         #: The columns shown and their widths (those the terminal's width fits).
@@ -88,47 +115,109 @@ class CaseTable(RowTable[Text]):
         self._generation = 0
 
     def show_cases(
-        self, run_id: str, cases: list[CaseRecord], triage: Mapping[str, TriageRecord]
+        self,
+        store: RunStore,
+        run_id: str,
+        triage: Mapping[str, TriageRecord],
+        widths: Mapping[str, int],
     ) -> None:
-        """The run's cases, as the current view shows them."""
+        """The run's cases, as the current view shows them (`widths`: `natural_widths`)."""
+        self._store = store
         self.run_id = run_id
-        self.all_cases = cases
         self.triage = dict(triage)
+        self._widths = dict(widths)
         self._refill()
 
     def forget_run(self) -> None:
         """Another run opens: its marks and columns are its own."""
         self.marks.clear()
+        self._store = None
+        self.shown = []
         self.clear(columns=True)
 
     def watch_view(self) -> None:
         self._refill()
 
     def _refill(self) -> None:
+        if self._store is None:
+            return
         if not self.columns:
             self._add_columns()
         selected = self.selected_case()
-        self.shown = self.view.apply(self.all_cases)
+        self._query = self.view.query()
+        self.view_total = self._query.count(self._store, self.run_id)
+        self.shown = []
         self.clear()
         self._generation += 1
-        target = self.shown.index(selected) if selected in self.shown else None
-        self._add_rows(self._generation, 0, target)
+        self._read_page()
+        if selected is not None:
+            while selected not in self.shown and self._unread() and len(self.shown) < _FIND_AGAIN:
+                self._read_page()
+            if selected in self.shown:
+                self.move_cursor(row=self.shown.index(selected), animate=False)
         self.post_message(self.Refilled(self))
 
+    def _unread(self) -> bool:
+        return len(self.shown) < self.view_total
+
+    def _read_page(self) -> None:
+        """The view's next page of rows, from the store."""
+        if self._store is None:
+            return
+        cases = self._query.page(self._store, self.run_id, len(self.shown), PAGE)
+        self.shown.extend(cases)
+        for case in cases:
+            self.add_row(*self._cells(case), key=case_key(case))
+        if cases:
+            self.post_message(self.PageRead(self.run_id, cases))
+
+    def _read_ahead(self, generation: int) -> None:
+        """The next page, once the cursor or the bottom of the view nears the last row read."""
+        if generation != self._generation or not self._unread() or not self.is_attached:
+            return
+        bottom = self.scroll_y + self.size.height
+        if max(self.cursor_row, bottom) >= len(self.shown) - PAGE // 2:
+            self._read_page()
+            self.call_after_refresh(self._read_ahead, generation)
+
+    def watch_cursor_coordinate(
+        self, old_coordinate: Coordinate, new_coordinate: Coordinate
+    ) -> None:
+        super().watch_cursor_coordinate(old_coordinate, new_coordinate)
+        if self._unread():
+            self.call_later(self._read_ahead, self._generation)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._unread():
+            self.call_later(self._read_ahead, self._generation)
+
+    def action_scroll_bottom(self) -> None:
+        """The last row of the view: the rows up to it are read first."""
+        while self._unread():
+            self._read_page()
+        super().action_scroll_bottom()
+
+    def view_cases(self, query: CaseQuery | None = None) -> list[CaseRecord]:
+        """Every case the view shows (read or not), or those of `query` narrowing it."""
+        if self._store is None:
+            return []
+        return (query or self._query).page(self._store, self.run_id, 0)
+
+    @property
+    def case_query(self) -> CaseQuery:
+        """The view as SQL: the cases it shows, in its order."""
+        return self._query
+
     def _add_columns(self) -> None:
-        """Widths from the data (a thousand rows must not be measured cell by cell), the
+        """Widths from the whole run's data, read as aggregates (never case by case), the
         columns that fit the terminal by priority."""
         self.shown_columns = self.set_columns(self._specs())
 
     def _specs(self) -> list[ColumnSpec]:
-        cases = self.all_cases
         widths = {
+            **self._widths,
             "outcome": 6,
-            "case": min(_CASE_WIDTH, max((len(case_key(c)) for c in cases), default=4)),
-            "tier": max((len(c.tier) for c in cases), default=4),
-            "passes": max((len(f"{c.passes}/{c.samples}") for c in cases), default=6),
-            "required": max((len(str(c.required)) for c in cases), default=3),
-            "verdicts": max((len(breakdown(c)) for c in cases), default=8),
             "history": _HISTORY_WIDTH,
             "marks": _MARKS_WIDTH,
             "triage": TRIAGE_WIDTH,
@@ -158,18 +247,6 @@ class CaseTable(RowTable[Text]):
         ):
             self.clear(columns=True)
             self._refill()
-
-    def _add_rows(self, generation: int, start: int, target: int | None) -> None:
-        """The first screenful of rows paints at once; the rest follow in one batch after it."""
-        if generation != self._generation or not self.is_attached:
-            return
-        end = min(start + _FIRST_ROWS, len(self.shown)) if start == 0 else len(self.shown)
-        for case in self.shown[start:end]:
-            self.add_row(*self._cells(case), key=case_key(case))
-        if target is not None and start <= target < end:
-            self.move_cursor(row=target, animate=False)
-        if end < len(self.shown):
-            self.call_after_refresh(self._add_rows, generation, end, target)
 
     def _cells(self, case: CaseRecord) -> list[Text]:
         mark = self.marks.get(case_key(case))
@@ -219,7 +296,7 @@ class CaseTable(RowTable[Text]):
         self.redraw_triage(row)
 
     def redraw_triage(self, row: str) -> None:
-        case = next((c for c in self.all_cases if case_key(c) == row), None)
+        case = next((c for c in self.shown if case_key(c) == row), None)
         if case is not None:
             self._set(row, "triage", self._triage_cell(case))
 
@@ -246,3 +323,26 @@ class CaseTable(RowTable[Text]):
         column = str(event.column_key.value)
         if column in SORT_COLUMNS:
             self.view = self.view.sorted_by(column)
+
+
+def natural_widths(store: RunStore, run_id: str) -> dict[str, int]:
+    """The data's widths of the case, tier, passes, required and verdicts columns over the
+    whole run, from aggregates (the verdicts' from their distinct counts): read with the
+    run, before its rows."""
+    (case, tier, passes, required), *_ = store.case_values(
+        run_id,
+        "max(length(suite) + 1 + length(case_id)), max(length(tier)), "
+        "max(length(passes || '/' || samples)), max(length(required))",
+    )
+    counts = store.case_values(run_id, "DISTINCT " + ", ".join(f"n_{v}" for v in VERDICT_ORDER))
+    verdicts = max(
+        (len(verdicts_breakdown(dict(zip(VERDICT_ORDER, row, strict=True)))) for row in counts),
+        default=8,
+    )
+    return {
+        "case": min(_CASE_WIDTH, case or 4),
+        "tier": tier or 4,
+        "passes": passes or 6,
+        "required": required or 3,
+        "verdicts": verdicts,
+    }

@@ -3,7 +3,7 @@ run is too noisy to judge."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -12,7 +12,8 @@ from textual.widgets import Static
 
 from redline.presentation import result_headline_style, short_model_id
 from redline.vocabulary.outcome import add_counts, too_noisy
-from redline.vocabulary.records import CaseRecord, CiOrigin, RunRecord
+from redline.vocabulary.records import CiOrigin, RunRecord
+from redline.vocabulary.verdicts import Verdict
 from redline_tui.widgets.verdict_bar import VerdictBar
 
 
@@ -75,10 +76,11 @@ class RunSummary(Vertical):
         self._header.update(Text("No runs in the store yet: start with `redline run`."))
 
     def show_run(
-        self, run: RunRecord, cases: Sequence[CaseRecord], origin: CiOrigin | None
+        self, run: RunRecord, counts: Mapping[Verdict, int], origin: CiOrigin | None
     ) -> None:
+        """The run's header, and its samples' verdicts (summed over its cases)."""
         self._header.update(header_text(run, origin))
-        counts = add_counts(c.verdicts for c in cases)
+        counts = add_counts([counts])
         self._bar.set_counts(counts)
         noisy = too_noisy(counts)
         if noisy:

@@ -1,0 +1,135 @@
+"""The Run screen on a merged night's size of run: its cases are read a page at a time,
+the failures first, and every one of them stays reachable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers import settle
+from textual.widgets import Input, Static
+
+from redline.deciding.case_rows import CaseFilter, CaseView
+from redline.vocabulary.records import CaseOutcome, CaseRecord
+from redline.vocabulary.verdicts import Verdict
+from redline_tui.app import TriageApp
+from redline_tui.context import TriageContext
+from redline_tui.screens.run import RunScreen
+from redline_tui.widgets.case_table import PAGE
+from runfactory import CaseSpec, RunSpec, open_store, write_run
+
+pytestmark = pytest.mark.anyio
+
+CASES = 20_000
+FAILING = [f"{i:05d}" for i in range(0, CASES, 97)]
+
+
+def _large_run(tmp_path: Path) -> TriageContext:
+    store = open_store(tmp_path)
+    specs = [
+        CaseSpec(
+            f"{i:05d}",
+            [Verdict.WRONG if i % 97 == 0 else Verdict.OK],
+            suite="nightly",
+            tier="contract",
+        )
+        for i in range(CASES)
+    ]
+    write_run(store, RunSpec("big000000001", specs, manifest={}))
+    return TriageContext(store=store, root=tmp_path)
+
+
+def _status(app: TriageApp) -> str:
+    return str(app.screen.query_one("#run-status", Static).render())
+
+
+async def test_large_run_shows_failures_first_and_scrolls_to_the_last_case(
+    tmp_path: Path,
+) -> None:
+    app = TriageApp(_large_run(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        assert f"{CASES} of {CASES} cases · {len(FAILING)} failing" in _status(app)
+        table = screen.table
+        assert len(screen.shown) < CASES  # read a page at a time, not the whole run
+        assert [c.case_id for c in screen.shown[:PAGE]] == FAILING[:PAGE]
+        assert table.get_row_at(0)[2].plain == "nightly/00000"
+
+        for _ in range(12):
+            await pilot.press("pagedown")
+        await settle(pilot)
+        assert len(screen.shown) > PAGE  # scrolling read the next pages
+        assert [c.case_id for c in screen.shown[: len(FAILING)]] == FAILING
+
+        await pilot.press("end")
+        await settle(pilot)
+        assert len(screen.shown) == CASES
+        last = screen.selected_case()
+        assert last is not None and last.case_id == "19999"
+        assert table.cursor_row == CASES - 1
+        assert table.get_row_at(table.cursor_row)[2].plain == "nightly/19999"
+
+        await pilot.press("home")
+        await pilot.press("slash")
+        screen.query_one("#case-filter", Input).value = "v:wrong"
+        await settle(pilot)
+        assert [c.case_id for c in screen.shown] == FAILING[:PAGE]  # the filter ran in SQL
+        assert f"{len(FAILING)} of {CASES} cases" in _status(app)
+
+
+_RANK = {CaseOutcome.FAIL: 0, CaseOutcome.INCONCLUSIVE: 1, CaseOutcome.MARGINAL: 2}
+
+
+def _rate(c: CaseRecord) -> float:
+    return c.passes / c.samples if c.samples else 0.0
+
+
+def _outcome(c: CaseRecord) -> tuple[object, ...]:
+    return (_RANK.get(c.result, 3), _rate(c), c.suite, c.case_id)
+
+
+#: What each sort column means, as a person reads the table: failing first, ties by pass
+#: rate, then suite and id.
+_ORDERS: dict[str, Callable[[CaseRecord], tuple[object, ...]]] = {
+    "outcome": _outcome,
+    "case": lambda c: (c.suite, c.case_id),
+    "tier": lambda c: (c.tier, *_outcome(c)),
+    "passes": lambda c: (_rate(c), c.passes, c.suite, c.case_id),
+    "required": lambda c: (c.required, *_outcome(c)),
+}
+
+
+def test_the_store_pages_a_view_in_the_order_and_filter_the_table_shows(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    specs = [
+        CaseSpec(
+            f"c{i:03d}" + ("-Ärger" if i % 5 == 0 else ""),
+            [Verdict.OK if (i * 7 + k) % 3 else Verdict.WRONG for k in range(i % 4 + 1)],
+            suite=f"suite-{i % 3}",
+            tier=("quality", "contract")[i % 2],
+        )
+        for i in range(60)
+    ]
+    write_run(store, RunSpec("order0000001", specs, manifest={}))
+    cases = store.cases("order0000001")
+    assert {c.result for c in cases} >= {CaseOutcome.FAIL, CaseOutcome.PASS}
+    for column, order in _ORDERS.items():
+        for reverse in (False, True):
+            view = CaseView(sort_column=column, reverse=reverse)
+            paged = [
+                c
+                for offset in range(0, len(cases), 7)
+                for c in view.query().page(store, "order0000001", offset, 7)
+            ]
+            assert paged == sorted(cases, key=order, reverse=reverse), (column, reverse)
+    ärger = CaseView(case_filter=CaseFilter.parse("äRGER v:wrong")).query()
+    expected = [
+        c
+        for c in cases
+        if "ärger" in f"{c.suite}/{c.case_id}".lower() and c.verdicts[Verdict.WRONG]
+    ]
+    assert expected and ärger.page(store, "order0000001", 0) == sorted(expected, key=_outcome)
+    assert ärger.count(store, "order0000001") == len(expected)
