@@ -217,6 +217,28 @@ def _http(base_url: str, key_variable: str, *own: Option) -> tuple[Option, ...]:
     )
 
 
+#: A rate limit is ridden up to this many samples in flight unless a table says otherwise.
+DEFAULT_MAX_CONCURRENCY = 256
+
+#: How a provider with a rate limit is ridden (see redline.providers.ratelimit).
+_RATE_LIMIT = (
+    Option(
+        "adaptive_concurrency",
+        OptionKind.BOOLEAN,
+        True,
+        "pace requests by the rate-limit headers and 429s, growing concurrency while "
+        "they show room (false: a fixed concurrency)",
+    ),
+    Option(
+        "max_concurrency",
+        OptionKind.WHOLE,
+        DEFAULT_MAX_CONCURRENCY,
+        "the most samples in flight a rate limit's headroom may grow a run to",
+        minimum=1,
+    ),
+)
+
+
 def default_slots() -> int:
     """Samples the local model decodes at once when the config does not say: four per core
     (four slots batch a fifth more tokens per second than two on one copy; eight, no more)."""
@@ -227,7 +249,7 @@ PROVIDER_KINDS: Mapping[str, ProviderKind] = {
     "openai": ProviderKind(
         "openai",
         "OpenAI",
-        _http("https://api.openai.com/v1", "OPENAI_API_KEY"),
+        _http("https://api.openai.com/v1", "OPENAI_API_KEY", *_RATE_LIMIT),
         own_url_when_renamed=True,
     ),
     "anthropic": ProviderKind(
@@ -237,6 +259,7 @@ PROVIDER_KINDS: Mapping[str, ProviderKind] = {
             "https://api.anthropic.com",
             "ANTHROPIC_API_KEY",
             Option("anthropic_version", OptionKind.TEXT, "2023-06-01", "anthropic-version header"),
+            *_RATE_LIMIT,
         ),
     ),
     "local": ProviderKind(

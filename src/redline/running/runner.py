@@ -32,6 +32,7 @@ from redline.running.execution import (
     Tally,
     concurrency,
     draw_samples,
+    rate_limiter,
 )
 from redline.running.options import RunOptions, resume_options
 from redline.running.pipeline import SamplePipeline, refuse_unsupported
@@ -163,12 +164,28 @@ async def _execute(
             try:
                 await draw_samples(limit, pipeline, Commits(store, tally, budget), budget)
             except RunStopped as stopped:
-                finish_run(store, record.id, identity, plan, interrupted=True, budget=budget)
+                finish_run(
+                    store,
+                    record.id,
+                    identity,
+                    plan,
+                    interrupted=True,
+                    budget=budget,
+                    rate_limit=rate_limiter(provider),
+                )
                 raise stopped.kept_in(len(store.sample_keys(record.id)), record.id) from None
             except StoreFull:
                 raise
             except BaseException:
-                finish_run(store, record.id, identity, plan, interrupted=True, budget=budget)
+                finish_run(
+                    store,
+                    record.id,
+                    identity,
+                    plan,
+                    interrupted=True,
+                    budget=budget,
+                    rate_limit=rate_limiter(provider),
+                )
                 raise
             return finish_run(
                 store,
@@ -178,6 +195,7 @@ async def _execute(
                 interrupted=False,
                 budget=budget,
                 down=pipeline.down,
+                rate_limit=rate_limiter(provider),
             )
     except StoreFull:
         store.mark_interrupted(record.id)
