@@ -29,7 +29,7 @@ import asyncio
 import math
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,6 +47,8 @@ class Stats:
     #: When the first and the last admitted request arrived (monotonic seconds).
     first_s: float | None = None
     last_s: float | None = None
+    #: Every request as it arrived: (monotonic seconds, status, retry-after-ms sent).
+    arrivals: list[tuple[float, int, float | None]] = field(default_factory=list)
 
 
 class _Bucket:
@@ -204,8 +206,13 @@ class RateLimitedServer:
                     headers["retry-after"] = str(math.ceil(wait))
                     if api == "openai":
                         headers["retry-after-ms"] = str(round(wait * 1000))
+                with self._lock:
+                    told = wait if self.retry_after else None
+                    self.stats.arrivals.append((time.monotonic(), 429, told))
                 error = {"type": "rate_limit_error", "message": "rate limit reached"}
                 return web.json_response({"error": error}, status=429, headers=headers)
+            with self._lock:
+                self.stats.arrivals.append((time.monotonic(), 200, None))
             await asyncio.sleep(self.latency_s)
             return web.json_response(self._body(api, body, input_tokens), headers=headers)
         finally:
@@ -309,7 +316,9 @@ class RateLimitedServer:
 
     async def _stats(self, request: web.Request) -> web.Response:
         with self._lock:
-            return web.json_response(asdict(self.stats))
+            figures = asdict(self.stats)
+        figures.pop("arrivals")
+        return web.json_response(figures)
 
     def reset_stats(self) -> None:
         with self._lock:

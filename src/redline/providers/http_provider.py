@@ -149,13 +149,20 @@ class HttpProvider(ABC):
         """Read a 2xx JSON body; raise MalformedResponse when it is not usable."""
 
     async def complete(self, request: ChatRequest) -> Completion:
+        limiter = self.rate_limiter
+        if limiter is None:
+            return await self._attempts(request, None)
+        async with limiter.request():
+            return await self._attempts(request, limiter)
+
+    async def _attempts(self, request: ChatRequest, limiter: RateLimiter | None) -> Completion:
+        """Try the request until it is answered, fails for good, or runs out of retries."""
         content = json.dumps(
             self.payload(request), ensure_ascii=False, separators=(",", ":")
         ).encode()
         if self._fixed is None:
             self._fixed = (self.endpoint, self.headers())
         url, headers = self._fixed
-        limiter = self.rate_limiter
         cost = None if limiter is None else _cost(request, len(content))
         went = 0.0
         started = time.perf_counter()

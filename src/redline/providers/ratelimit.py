@@ -24,11 +24,12 @@ Garbled or missing headers are ignored one limit at a time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -62,7 +63,7 @@ DEFAULT_WINDOW_S = 60.0
 _SCALE_BOUNDS = (0.05, 20.0)
 #: Observations of a refill rate kept (a ratio of sums: rounded reset times average out).
 _RATE_SAMPLES = 64
-#: Recent requests' spends kept, to tell what went after a server counted its figure.
+#: Recent requests kept, to tell what went after a server counted its figure.
 _SPENDS_KEPT = 4096
 _SPENDS_S = 120.0
 #: Longest single sleep of a paced request before it looks again (answers may free room).
@@ -193,6 +194,10 @@ class Cost:
         return self.input_tokens + self.output_tokens
 
 
+#: Recent requests in the order they went: (when, what each was expected to cost).
+Sent = deque[tuple[float, Cost]]
+
+
 class _Bucket:
     """redline's copy of one limit: spent as requests go, refilled at the rate the resets
     show, and set from the server's figure at each answer.
@@ -209,8 +214,6 @@ class _Bucket:
         self.stamp = 0.0
         #: Server charge / redline's estimate, learned from the answers (1 for requests).
         self.scale = 1.0
-        #: (when it went, what it was expected to cost) of the recent requests, in order.
-        self._spends: deque[tuple[float, float]] = deque()
         #: The last answer's figure: when its request went, what the server had left.
         self._last: tuple[float, float] | None = None
         #: Expected and really charged over the answers since the scale was last learned.
@@ -249,30 +252,24 @@ class _Bucket:
     def spend(self, amount: float, at: float) -> None:
         self.level = self.now(at) - amount
         self.stamp = at
-        self._spends.append((at, amount))
-        while len(self._spends) > _SPENDS_KEPT or self._spends[0][0] < at - _SPENDS_S:
-            self._spends.popleft()
 
-    def refund(self, amount: float, went: float, at: float) -> None:
+    def refund(self, amount: float, at: float) -> None:
         """A request the server refused: it was not charged."""
         self.level = self.now(at) + amount
         self.stamp = at
-        for i in range(len(self._spends) - 1, -1, -1):
-            if self._spends[i][0] == went:
-                del self._spends[i]
-                break
 
-    def _spent_between(self, after: float, until: float) -> float:
+    def _spent_between(self, sent: Sent, after: float, until: float) -> float:
         total = 0.0
-        for when, amount in reversed(self._spends):
+        for when, cost in reversed(sent):
             if when <= after:
                 break
             if when <= until:
-                total += amount
+                total += self.need(cost)
         return total
 
-    def observe(self, reading: Reading, went: float, at: float) -> None:
-        """The server's figure in the answer to a request that went at `went`."""
+    def observe(self, reading: Reading, went: float, at: float, sent: Sent) -> None:
+        """The server's figure in the answer to a request that went at `went`; `sent` is
+        every recent request's (when it went, what it was expected to cost)."""
         self.capacity = reading.limit
         used = reading.limit - reading.remaining
         if reading.reset_s is not None and reading.reset_s > 0 and used > 0:
@@ -285,13 +282,13 @@ class _Bucket:
                 self._span -= old_span
         rate = self.rate
         if self.name != "requests":
-            self._learn_scale(reading, went, rate)
-        since = self._spent_between(went, math.inf)
+            self._learn_scale(reading, went, rate, sent)
+        since = self._spent_between(sent, went, math.inf)
         admitted = reading.remaining + rate * max(0.0, at - went) - since
         self.level = min(self.capacity, reading.remaining, admitted)
         self.stamp = at
 
-    def _learn_scale(self, reading: Reading, went: float, rate: float) -> None:
+    def _learn_scale(self, reading: Reading, went: float, rate: float, sent: Sent) -> None:
         """Between two answers' figures the server charged what it held less what it
         holds, plus the refill: against what redline expected those requests to cost,
         that is how far off its estimate is."""
@@ -301,7 +298,7 @@ class _Bucket:
         before, held = last
         if held >= self.capacity:
             return  # a full bucket hides what was charged
-        self._sum_expected += self._spent_between(before, went)
+        self._sum_expected += self._spent_between(sent, before, went)
         self._sum_charged += held + rate * (went - before) - reading.remaining
         if self._sum_expected < RESERVE * self.capacity:
             return  # too little spent yet to tell
@@ -314,12 +311,45 @@ class _Bucket:
         return self.rate * 60.0
 
 
+class _Gate:
+    """At most the limiter's `limit` holders; the others wait in turn."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    async def acquire(self, limiter: RateLimiter) -> None:
+        while self.count >= limiter.limit:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                if waiter.done() and not waiter.cancelled():
+                    self.wake(limiter)  # pass the turn it was given on
+                raise
+        self.count += 1
+
+    def release(self, limiter: RateLimiter) -> None:
+        self.count -= 1
+        self.wake(limiter)
+
+    def wake(self, limiter: RateLimiter) -> None:
+        free = limiter.limit - self.count
+        while free > 0 and self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                free -= 1
+
+
 class RateLimiter:
     """The concurrency and pacing of one provider's requests (see the module's docstring).
 
-    Workers take a `slot()` per sample (at most `limit` at once, and `limit` never above
-    `maximum`); each request is `admit`ted before it goes and reported by `answered` or
-    `throttled`.
+    Workers `acquire` a slot per sample (at most `limit` at once, and `limit` never
+    above `maximum`) and `release` it; each request runs inside `request()` (at most
+    `limit` of those too), each of its tries is `admit`ted before it goes and reported
+    by `answered` or `throttled`.
     """
 
     def __init__(
@@ -334,10 +364,13 @@ class RateLimiter:
         self.limit = self.start
         self.peak = self.start
         self.lowest = self.start
-        self.in_use = 0
+        #: Samples holding a slot, and requests on the wire: each at most `limit` (a
+        #: sample's slot is kept until it ends, so after a cut the requests bound it).
+        self._slots = _Gate()
+        self._sending = _Gate()
         self._clock = clock
         self._buckets: dict[str, _Bucket] = {}
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._sent: Sent = deque()
         self._paused_until = 0.0
         self._last_cut = -math.inf
         self._good_in_row = 0
@@ -351,30 +384,28 @@ class RateLimiter:
 
     # -- concurrency -------------------------------------------------------------------
 
+    @property
+    def in_use(self) -> int:
+        """Samples holding a slot now."""
+        return self._slots.count
+
     async def acquire(self) -> None:
         """A slot for one sample: at once while fewer than `limit` are busy."""
-        while self.in_use >= self.limit:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            try:
-                await waiter
-            except BaseException:
-                if waiter.done() and not waiter.cancelled():
-                    self._wake()  # pass the slot it was given on
-                raise
-        self.in_use += 1
+        await self._slots.acquire(self)
 
     def release(self) -> None:
-        self.in_use -= 1
-        self._wake()
+        self._slots.release(self)
 
-    def _wake(self) -> None:
-        free = self.limit - self.in_use
-        while free > 0 and self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                free -= 1
+    @contextlib.asynccontextmanager
+    async def request(self) -> AsyncIterator[None]:
+        """One request from its first try to its last: at most `limit` at once, so that
+        after a cut (a sample keeps its slot until it ends) and while a 429's retry waits,
+        no other request takes its turn."""
+        await self._sending.acquire(self)
+        try:
+            yield
+        finally:
+            self._sending.release(self)
 
     def _resize(self, limit: int) -> None:
         limit = max(1, min(self.maximum, limit))
@@ -384,7 +415,8 @@ class RateLimiter:
         self.peak = max(self.peak, limit)
         self.lowest = min(self.lowest, limit)
         self._note = None
-        self._wake()
+        self._slots.wake(self)
+        self._sending.wake(self)
 
     # -- pacing ------------------------------------------------------------------------
 
@@ -395,22 +427,27 @@ class RateLimiter:
         waited = False
         self._last_cost = cost
         started = at = self._clock()
-        while True:
-            wait = 0.0 if retrying else self._paused_until - at
-            if wait <= 0 and self._buckets:
-                wait = max(b.wait_s(b.need(cost), at) for b in self._buckets.values())
+        while not retrying and (wait := self._paused_until - at) > 0:
+            waited = True
+            await asyncio.sleep(wait)
+            at = self._clock()
+        while self._buckets:
+            wait = max(b.wait_s(b.need(cost), at) for b in self._buckets.values())
             if wait <= 0:
                 break
-            if not waited:
-                waited = True
-                self.waits += 1
-                self._note = None
+            waited = True
             await asyncio.sleep(min(wait, _MAX_NAP_S))
             at = self._clock()
         if waited:
+            self.waits += 1
             self.waited_s += at - started
+            self._note = None
         for bucket in self._buckets.values():
             bucket.spend(bucket.need(cost), at)
+        sent = self._sent
+        sent.append((at, cost))
+        while len(sent) > _SPENDS_KEPT or sent[0][0] < at - _SPENDS_S:
+            sent.popleft()
         return at
 
     def answered(self, headers: Mapping[str, str], went: float) -> None:
@@ -426,13 +463,13 @@ class RateLimiter:
             if bucket is None:
                 bucket = self._buckets[reading.name] = _Bucket(reading.name)
                 self._note = None
-            bucket.observe(reading, went, at)
+            bucket.observe(reading, went, at, self._sent)
         if readings:
             if self.in_use >= self.limit and self.limit < self._useful() and self._has_room(at):
                 self._resize(self.limit + 1)
-        elif self.limit < self.start:
+        elif self.limit < self.start and at > self._paused_until:
             self._good_in_row += 1
-            if self._good_in_row >= self.limit:  # one more slot per round of answers
+            if self._good_in_row >= 2 * self.limit:  # one more slot per two rounds
                 self._good_in_row = 0
                 self._resize(self.limit + 1)
 
@@ -470,11 +507,15 @@ class RateLimiter:
         self.throttles += 1
         self._note = None
         for bucket in self._buckets.values():
-            bucket.refund(bucket.need(cost), went, at)
+            bucket.refund(bucket.need(cost), at)
+        for i in range(len(self._sent) - 1, -1, -1):
+            if self._sent[i][0] == went:
+                del self._sent[i]  # never charged
+                break
         readings = read_limits(headers)
         for reading in readings:
             bucket = self._buckets.setdefault(reading.name, _Bucket(reading.name))
-            bucket.observe(reading, went, at)
+            bucket.observe(reading, went, at, self._sent)
         wait = retry_after_ms(headers.get("retry-after-ms"))
         if wait is None:
             wait = parse_retry_after(headers.get("retry-after"))
