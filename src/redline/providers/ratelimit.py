@@ -63,6 +63,8 @@ DEFAULT_WINDOW_S = 60.0
 _SCALE_BOUNDS = (0.05, 20.0)
 #: Observations of a refill rate kept (a ratio of sums: rounded reset times average out).
 _RATE_SAMPLES = 64
+#: Requests an estimate of what the server charges is learned over, at the least.
+_LEARN_REQUESTS = 8
 #: Recent requests kept, to tell what went after a server counted its figure.
 _SPENDS_KEPT = 4096
 _SPENDS_S = 120.0
@@ -219,6 +221,7 @@ class _Bucket:
         #: Expected and really charged over the answers since the scale was last learned.
         self._sum_expected = 0.0
         self._sum_charged = 0.0
+        self._sum_requests = 0
         self._refills: deque[tuple[float, float]] = deque()
         self._used = 0.0
         self._span = 0.0
@@ -258,14 +261,17 @@ class _Bucket:
         self.level = self.now(at) + amount
         self.stamp = at
 
-    def _spent_between(self, sent: Sent, after: float, until: float) -> float:
-        total = 0.0
+    def _spent_between(self, sent: Sent, after: float, until: float) -> tuple[float, int]:
+        """What the requests that went in (after, until] were expected to cost, and how
+        many they were."""
+        total, count = 0.0, 0
         for when, cost in reversed(sent):
             if when <= after:
                 break
             if when <= until:
                 total += self.need(cost)
-        return total
+                count += 1
+        return total, count
 
     def observe(self, reading: Reading, went: float, at: float, sent: Sent) -> None:
         """The server's figure in the answer to a request that went at `went`; `sent` is
@@ -283,7 +289,7 @@ class _Bucket:
         rate = self.rate
         if self.name != "requests":
             self._learn_scale(reading, went, rate, sent)
-        since = self._spent_between(sent, went, math.inf)
+        since, _ = self._spent_between(sent, went, math.inf)
         admitted = reading.remaining + rate * max(0.0, at - went) - since
         self.level = min(self.capacity, reading.remaining, admitted)
         self.stamp = at
@@ -298,14 +304,17 @@ class _Bucket:
         before, held = last
         if held >= self.capacity:
             return  # a full bucket hides what was charged
-        self._sum_expected += self._spent_between(sent, before, went)
+        expected, count = self._spent_between(sent, before, went)
+        self._sum_expected += expected
+        self._sum_requests += count
         self._sum_charged += held + rate * (went - before) - reading.remaining
-        if self._sum_expected < RESERVE * self.capacity:
+        if self._sum_requests < _LEARN_REQUESTS or self._sum_expected < RESERVE * self.capacity:
             return  # too little spent yet to tell
         ratio = min(4.0, max(0.25, self._sum_charged / self._sum_expected))
         low, high = _SCALE_BOUNDS
         self.scale = min(high, max(low, self.scale * math.sqrt(ratio)))
         self._sum_expected = self._sum_charged = 0.0
+        self._sum_requests = 0
 
     def per_minute(self) -> float:
         return self.rate * 60.0
@@ -457,7 +466,7 @@ class RateLimiter:
         at = self._clock()
         took = max(0.0, at - went)
         self._latency = took if self._latency is None else 0.8 * self._latency + 0.2 * took
-        readings = read_limits(headers)
+        readings = read_limits(headers, now=_wall(went, at))
         for reading in readings:
             bucket = self._buckets.get(reading.name)
             if bucket is None:
@@ -512,7 +521,7 @@ class RateLimiter:
             if self._sent[i][0] == went:
                 del self._sent[i]  # never charged
                 break
-        readings = read_limits(headers)
+        readings = read_limits(headers, now=_wall(went, at))
         for reading in readings:
             bucket = self._buckets.setdefault(reading.name, _Bucket(reading.name))
             bucket.observe(reading, went, at, self._sent)
@@ -559,6 +568,12 @@ class RateLimiter:
                 name: round(b.per_minute()) for name, b in sorted(self._buckets.items())
             },
         }
+
+
+def _wall(went: float, at: float) -> float:
+    """The wall-clock time of monotonic `went`, `at` being now: a reset given as a time is
+    counted from when the server counted its figures (as it admitted the request)."""
+    return time.time() - (at - went)
 
 
 def _note(info: Mapping[str, Any]) -> str:

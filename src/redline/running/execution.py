@@ -237,14 +237,14 @@ async def _worker(pipeline: SamplePipeline, commits: Commits, budget: Budget | N
             return
         while True:
             await limiter.acquire()
-            try:
-                while await _draw(pipeline, commits, budget, once=True):
-                    if limiter.in_use > limiter.limit:
-                        break  # the limit came down: give this slot back
-                else:
-                    return
-            finally:
+            # An exception ends the run: the slot is not handed on to a waiting worker.
+            while await _draw(pipeline, commits, budget, once=True):
+                if limiter.in_use > limiter.limit:
+                    break  # the limit came down: give this slot back
+            else:
                 limiter.release()
+                return
+            limiter.release()
     finally:
         commits.worker_done()
 
