@@ -197,6 +197,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window-s", type=float, default=5.0, help="the limits' window")
     parser.add_argument("--quick", action="store_true", help="fewer samples")
+    parser.add_argument("--only", metavar="WORD", help="only the scenarios whose name has it")
     args = parser.parse_args()
     os.environ[KEY_ENV] = "bench-key"
     w = args.window_s
@@ -230,6 +231,8 @@ def main() -> None:
     )
     failed = False
     for s in scenarios:
+        if args.only and args.only not in s.name:
+            continue
         print(f"\n{s.name}: {s.samples} samples")
         fixed = _run(s, w, adaptive=False)
         adaptive = _run(s, w, adaptive=True)

@@ -63,6 +63,8 @@ DEFAULT_WINDOW_S = 60.0
 _SCALE_BOUNDS = (0.05, 20.0)
 #: Observations of a refill rate kept (a ratio of sums: rounded reset times average out).
 _RATE_SAMPLES = 64
+#: A limit is named in what a run says once an answer showed less than this share left.
+_DRAWN_SHARE = 0.5
 #: Requests an estimate of what the server charges is learned over, at the least.
 _LEARN_REQUESTS = 8
 #: Recent requests kept, to tell what went after a server counted its figure.
@@ -222,6 +224,8 @@ class _Bucket:
         self._sum_expected = 0.0
         self._sum_charged = 0.0
         self._sum_requests = 0
+        #: The smallest share of the limit an answer showed left (1: never drawn on).
+        self.lowest_share = 1.0
         self._refills: deque[tuple[float, float]] = deque()
         self._used = 0.0
         self._span = 0.0
@@ -277,6 +281,7 @@ class _Bucket:
         """The server's figure in the answer to a request that went at `went`; `sent` is
         every recent request's (when it went, what it was expected to cost)."""
         self.capacity = reading.limit
+        self.lowest_share = min(self.lowest_share, reading.remaining / reading.limit)
         used = reading.limit - reading.remaining
         if reading.reset_s is not None and reading.reset_s > 0 and used > 0:
             self._refills.append((used, reading.reset_s))
@@ -564,16 +569,20 @@ class RateLimiter:
             "waits": self.waits,
             "waited_s": round(self.waited_s, 3),
             "throttled": self.throttles,
+            # The limits the run drew on: a limit barely touched shows no refill to go by.
             "limits_per_min": {
-                name: round(b.per_minute()) for name, b in sorted(self._buckets.items())
+                name: round(b.per_minute())
+                for name, b in sorted(self._buckets.items())
+                if b.lowest_share < _DRAWN_SHARE
             },
         }
 
 
 def _wall(went: float, at: float) -> float:
-    """The wall-clock time of monotonic `went`, `at` being now: a reset given as a time is
-    counted from when the server counted its figures (as it admitted the request)."""
-    return time.time() - (at - went)
+    """The wall-clock time a reset given as a time is counted from: between when the
+    request went (a server that counts its figures as it admits the request) and now (one
+    that counts them as it answers)."""
+    return time.time() - (at - went) / 2
 
 
 def _note(info: Mapping[str, Any]) -> str:
