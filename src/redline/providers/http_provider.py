@@ -31,9 +31,14 @@ from redline.httpio import HttpClient, HttpFailure, HttpPolicy
 from redline.providers.ratelimit import Cost, RateLimiter
 from redline.providers.retries import RetryPolicy
 from redline.redaction import redact_url
-from redline.running.budget import BYTES_PER_TOKEN, UNSET_MAX_TOKENS
 from redline.version import __version__
-from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
+from redline.vocabulary.completion import (
+    BYTES_PER_TOKEN,
+    UNSET_MAX_TOKENS,
+    ChatRequest,
+    Completion,
+    FinishReason,
+)
 from redline.vocabulary.messages import ToolCall
 
 USER_AGENT = f"redline/{__version__}"
