@@ -236,6 +236,27 @@ _BATCH = (
     ),
 )
 
+#: A rate limit is ridden up to this many samples in flight unless a table says otherwise.
+DEFAULT_MAX_CONCURRENCY = 256
+
+#: How a provider with a rate limit is ridden (see redline.providers.ratelimit).
+_RATE_LIMIT = (
+    Option(
+        "adaptive_concurrency",
+        OptionKind.BOOLEAN,
+        True,
+        "pace requests by the rate-limit headers and 429s, growing concurrency while "
+        "they show room (false: a fixed concurrency)",
+    ),
+    Option(
+        "max_concurrency",
+        OptionKind.WHOLE,
+        DEFAULT_MAX_CONCURRENCY,
+        "the most samples in flight a rate limit's headroom may grow a run to",
+        minimum=1,
+    ),
+)
+
 
 def default_slots() -> int:
     """Samples the local model decodes at once when the config does not say: four per core
@@ -247,7 +268,7 @@ PROVIDER_KINDS: Mapping[str, ProviderKind] = {
     "openai": ProviderKind(
         "openai",
         "OpenAI",
-        _http("https://api.openai.com/v1", "OPENAI_API_KEY", *_BATCH),
+        _http("https://api.openai.com/v1", "OPENAI_API_KEY", *_BATCH, *_RATE_LIMIT),
         own_url_when_renamed=True,
     ),
     "anthropic": ProviderKind(
@@ -258,6 +279,7 @@ PROVIDER_KINDS: Mapping[str, ProviderKind] = {
             "ANTHROPIC_API_KEY",
             Option("anthropic_version", OptionKind.TEXT, "2023-06-01", "anthropic-version header"),
             *_BATCH,
+            *_RATE_LIMIT,
         ),
     ),
     "local": ProviderKind(

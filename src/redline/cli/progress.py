@@ -1,7 +1,8 @@
 """How `redline run` shows a run in progress: a live bar on a terminal, lines in a log.
 
 Both say the same things: samples done, verdict counts, elapsed time, the observed
-rate, the time left at that rate, and the case in flight.
+rate, the time left at that rate, the case in flight, and what riding the provider's rate
+limit did (waits, 429s, concurrency).
 """
 
 from __future__ import annotations
@@ -135,6 +136,7 @@ class PlainProgress:
             ]
             if p.done < p.total:
                 parts += [_eta_text(p), _now_text(p)]
+            parts.append(p.rate_limit)
             print("  ".join(part for part in parts if part), flush=True)
 
 
@@ -160,6 +162,7 @@ class LiveProgress:
             TextColumn("{task.fields[rate]}"),
             TextColumn("{task.fields[eta]}"),
             TextColumn("{task.fields[now]}"),
+            TextColumn("{task.fields[limit]}"),
             console=console,
             transient=False,
         )
@@ -182,7 +185,14 @@ class LiveProgress:
         if self._task is None:
             self._progress.console.print(Text(_start_line(p, self._replay)))
             self._task = self._progress.add_task(
-                "run", total=p.total, run_id=p.run_id, counts="", rate="", eta="", now=""
+                "run",
+                total=p.total,
+                run_id=p.run_id,
+                counts="",
+                rate="",
+                eta="",
+                now="",
+                limit="",
             )
         now = time.monotonic()
         if p.done != p.total and now - self._last < 0.1 and p.batch == self._batch:
@@ -198,4 +208,5 @@ class LiveProgress:
             eta=_eta_text(p) if p.done < p.total else "",
             # Text, not markup: a case id is the user's text and may hold brackets.
             now=Text(p.batch or _now_text(p)).markup if p.done < p.total else "",
+            limit=Text(p.rate_limit, style="dim").markup,
         )

@@ -88,7 +88,8 @@ def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"samples in flight at once (default: the config's concurrency, "
         f"{DEFAULT_CONCURRENCY}); the local model takes at most {IN_FLIGHT_PER_SLOT} per "
         f"parallel slot ({IN_FLIGHT_PER_SLOT * default_slots()} with this machine's default "
-        f"of {default_slots()} slots)",
+        f"of {default_slots()} slots); an OpenAI or Anthropic run starts there and rides "
+        "the rate limit up to the provider's max_concurrency (adaptive_concurrency)",
     )
     parser.add_argument("--shard", metavar="K/N", help="run only shard K of N (CI matrices)")
     parser.add_argument(

@@ -19,6 +19,7 @@ from redline.cli.show import case_table
 from redline.config import Config
 from redline.deciding.compare import compare_runs
 from redline.presentation import result_headline_style
+from redline.providers.ratelimit import rate_limit_note
 from redline.running.budget import budget_note
 from redline.running.options import RunOptions
 from redline.running.quarantine import (
@@ -27,7 +28,7 @@ from redline.running.quarantine import (
     describe_counts,
     quarantined_cases,
 )
-from redline.running.run_record import PROVIDER_DOWN_ARG
+from redline.running.run_record import PROVIDER_DOWN_ARG, RATE_LIMIT_ARG
 from redline.running.runner import select_cases
 from redline.running.store import RunStore
 from redline.running.usage import usage_of, usage_summary
@@ -110,6 +111,7 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[CaseReco
         )
     _print_budget_stop(console, record)
     _print_provider_down(console, record)
+    _print_rate_limit(console, record)
     _print_judges(console, record)
     held = quarantined_cases(record, cases)
     if held:
@@ -150,6 +152,13 @@ def _print_provider_down(console: Console, record: RunRecord) -> None:
             style="dim",
         )
     )
+
+
+def _print_rate_limit(console: Console, record: RunRecord) -> None:
+    """What riding the provider's rate limit did, when the run met one."""
+    note = rate_limit_note(record.args.get(RATE_LIMIT_ARG))
+    if note is not None:
+        console.print(Text(note, style="dim"))
 
 
 def _print_budget_stop(console: Console, record: RunRecord) -> None:

@@ -8,7 +8,12 @@ from typing import Any
 
 from redline.providers.http_provider import Answer, HttpProvider, MalformedResponse, optional_int
 from redline.providers.openai import arguments_text
-from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
+from redline.vocabulary.completion import (
+    UNSET_MAX_TOKENS,
+    ChatRequest,
+    Completion,
+    FinishReason,
+)
 from redline.vocabulary.messages import (
     Message,
     Part,
@@ -19,7 +24,7 @@ from redline.vocabulary.messages import (
     ToolChoiceMode,
 )
 
-DEFAULT_MAX_TOKENS = 1024
+DEFAULT_MAX_TOKENS = UNSET_MAX_TOKENS
 """The Messages API requires max_tokens; used when the suite sets none."""
 
 _STOP_REASONS = {

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
 import random
 import time
 from abc import ABC, abstractmethod
@@ -27,10 +28,17 @@ from typing import Any
 
 from redline.config import ModelRef, Price, ProviderConfig
 from redline.httpio import HttpClient, HttpFailure, HttpPolicy
+from redline.providers.ratelimit import Cost, RateLimiter
 from redline.providers.retries import RetryPolicy
 from redline.redaction import redact_url
 from redline.version import __version__
-from redline.vocabulary.completion import ChatRequest, Completion, FinishReason
+from redline.vocabulary.completion import (
+    BYTES_PER_TOKEN,
+    UNSET_MAX_TOKENS,
+    ChatRequest,
+    Completion,
+    FinishReason,
+)
 from redline.vocabulary.messages import ToolCall
 
 USER_AGENT = f"redline/{__version__}"
@@ -105,6 +113,18 @@ class HttpProvider(ABC):
         self._answered = False
         #: The endpoint and headers, built at the first request: the same for every one.
         self._fixed: tuple[str, dict[str, str]] | None = None
+        #: Paces requests and sizes the run's concurrency by the provider's rate limit,
+        #: once a run asks for it (`ride_rate_limit`).
+        self.rate_limiter: RateLimiter | None = None
+
+    def ride_rate_limit(self, start: int) -> RateLimiter | None:
+        """The limiter a run draws through, starting at `start` samples in flight; None
+        when the provider's table turns adaptation off (concurrency stays fixed)."""
+        options = self.config.options
+        if self.rate_limiter is None and options.get("adaptive_concurrency", False):
+            maximum = int(options.get("max_concurrency") or start)
+            self.rate_limiter = RateLimiter(min(start, maximum), maximum)
+        return self.rate_limiter
 
     def __repr__(self) -> str:
         base_url = redact_url(self.base_url)
@@ -171,16 +191,28 @@ class HttpProvider(ABC):
         return dataclasses.replace(self._failure(error, 1, time.perf_counter()), latency_ms=None)
 
     async def complete(self, request: ChatRequest) -> Completion:
+        limiter = self.rate_limiter
+        if limiter is None:
+            return await self._attempts(request, None)
+        async with limiter.request():
+            return await self._attempts(request, limiter)
+
+    async def _attempts(self, request: ChatRequest, limiter: RateLimiter | None) -> Completion:
+        """Try the request until it is answered, fails for good, or runs out of retries."""
         content = json.dumps(
             self.payload(request), ensure_ascii=False, separators=(",", ":")
         ).encode()
         if self._fixed is None:
             self._fixed = (self.endpoint, self.headers())
         url, headers = self._fixed
+        cost = None if limiter is None else _cost(request, len(content))
+        went = 0.0
         started = time.perf_counter()
         attempt = 0
         while True:
             attempt += 1
+            if limiter is not None and cost is not None:
+                went = await limiter.admit(cost, retrying=attempt > 1)
             attempt_started = time.perf_counter()
             wait: float | None = None
             try:
@@ -194,6 +226,8 @@ class HttpProvider(ABC):
             else:
                 latency_ms = (time.perf_counter() - attempt_started) * 1000
                 status, raw = response.status, response.body
+                if limiter is not None and status != 429:
+                    limiter.answered(response.headers, went)
                 if 200 <= status < 300:
                     try:
                         answer = self.parse(_json(raw, self._api_key))
@@ -210,7 +244,16 @@ class HttpProvider(ABC):
                         )
                 elif status == 429:
                     error = "HTTP 429 Too Many Requests"
-                    wait = self.policy.retry_after_s(response.headers.get("retry-after"))
+                    if limiter is not None and cost is not None:
+                        wait = limiter.throttled(
+                            response.headers,
+                            cost,
+                            went,
+                            backoff_s=self.policy.backoff_s(attempt, self._rng),
+                            longest_s=self.policy.backoff_max_s,
+                        )
+                    else:
+                        wait = self.policy.retry_after_s(response.headers.get("retry-after"))
                 elif status >= 500:
                     error = f"HTTP {status}: {_snippet(raw, self._api_key)}"
                 else:
@@ -294,6 +337,15 @@ class HttpProvider(ABC):
 
     def _redact(self, text: str) -> str:
         return self._client.redact(text)
+
+
+def _cost(request: ChatRequest, body_bytes: int) -> Cost:
+    """What one request is expected to spend of a tokens limit: its body's length in
+    tokens (as the cost estimate counts a prompt) and its max_tokens."""
+    return Cost(
+        input_tokens=math.ceil(body_bytes / BYTES_PER_TOKEN),
+        output_tokens=request.max_tokens or UNSET_MAX_TOKENS,
+    )
 
 
 def _json(raw: bytes, secret: str | None = None) -> Any:

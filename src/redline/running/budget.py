@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from redline.config import Config, Price
 from redline.running.usage import usd
+from redline.vocabulary.completion import BYTES_PER_TOKEN, UNSET_MAX_TOKENS
 
 if TYPE_CHECKING:
     from redline.running.store import RunStore
@@ -32,12 +33,8 @@ if TYPE_CHECKING:
 
 #: How many recent runs a case's token history is averaged over.
 HISTORY_RUNS = 20
-#: Prompt-length estimate: UTF-8 bytes per token (about 4 for English text; CJK counts more).
-BYTES_PER_TOKEN = 4
 #: Chat formatting around each message (role markers), in tokens.
 MESSAGE_OVERHEAD_TOKENS = 4
-#: Output bound when a suite sets no max_tokens (the Anthropic provider's default).
-UNSET_MAX_TOKENS = 1024
 
 
 class Basis(StrEnum):

@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from redline.providers.base import in_flight
 from redline.running.budget import Budget
@@ -27,6 +27,7 @@ from redline.vocabulary.verdicts import Verdict
 if TYPE_CHECKING:
     from redline.config import Config
     from redline.providers.base import Provider
+    from redline.providers.ratelimit import RateLimiter
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class RunProgress:
     up_to: bool = False
     #: Where the run's batch stands (`--batch`): `batch abc in progress 120/500 (...)`.
     batch: str = ""
+    #: What riding the provider's rate limit did so far, in words ("" when nothing).
+    rate_limit: str = ""
 
     @property
     def rate(self) -> float:
@@ -88,6 +91,8 @@ class Tally:
         #: `suite/case` → samples of it in flight (insertion order: oldest first).
         self.running: dict[str, int] = {}
         self.batch = ""
+        #: The provider's rate limiter, when the run rides one.
+        self.limiter: RateLimiter | None = None
 
     def batch_state(self, text: str) -> None:
         """The run's batch changed state (submitted, counts, ended): report it."""
@@ -125,6 +130,7 @@ class Tally:
                     running=tuple(self.running),
                     up_to=self.up_to,
                     batch=self.batch,
+                    rate_limit=self.limiter.note() if self.limiter is not None else "",
                 )
             )
 
@@ -185,9 +191,25 @@ class Commits:
 
 def concurrency(options: RunOptions, config: Config, provider: Provider, plan: Plan) -> int:
     """Workers for this run: `--concurrency` or the configured one, capped by the
-    provider's own limit and by the samples there are to draw."""
+    provider's own limit and by the samples there are to draw. A provider that rides its
+    rate limit gets its limiter here, starting at that number: then there are as many
+    workers as it may grow to (it holds all but its current limit back)."""
     limit = in_flight(provider, options.concurrency or config.concurrency)
+    limiter = ride_rate_limit(provider, limit)
+    if limiter is not None:
+        limit = limiter.maximum
     return max(1, min(limit, max(len(plan.todo), len(plan.sequential)) or 1))
+
+
+def ride_rate_limit(provider: Provider, start: int) -> RateLimiter | None:
+    """The provider's rate limiter for a run starting at `start` in flight, when it has
+    one (an HTTP API whose table leaves adaptation on)."""
+    ride = getattr(provider, "ride_rate_limit", None)
+    return None if ride is None else cast("RateLimiter | None", ride(start))
+
+
+def rate_limiter(provider: Provider) -> RateLimiter | None:
+    return cast("RateLimiter | None", getattr(provider, "rate_limiter", None))
 
 
 async def draw_samples(
@@ -196,6 +218,7 @@ async def draw_samples(
     """Draw every scheduled sample with `limit` workers and one writer committing what
     they finish; on any exception (Ctrl-C included) store what finished, stop them all,
     say so, and let it propagate."""
+    commits.tally.limiter = rate_limiter(pipeline.provider)
     commits.tally.report()
     commits.workers = limit
     tasks = [asyncio.ensure_future(_worker(pipeline, commits, budget)) for _ in range(limit)]
@@ -214,32 +237,58 @@ async def draw_samples(
 
 
 async def _worker(pipeline: SamplePipeline, commits: Commits, budget: Budget | None) -> None:
-    """Draw samples until the schedule is empty; each finished one goes to `commits`."""
-    jobs = commits.jobs
+    """Draw samples until the schedule is empty; each finished one goes to `commits`.
+    With a rate limiter, a worker draws while it holds one of its slots, and gives it
+    back when the limit comes down."""
+    limiter = rate_limiter(pipeline.provider)
     try:
-        while (job := await jobs.next()) is not None:
-            if pipeline.down is not None:
-                jobs.dropped()
+        if limiter is None:
+            await _draw(pipeline, commits, budget)
+            return
+        while True:
+            await limiter.acquire()
+            # An exception ends the run: the slot is not handed on to a waiting worker.
+            while await _draw(pipeline, commits, budget, once=True):
+                if limiter.in_use > limiter.limit:
+                    break  # the limit came down: give this slot back
+            else:
+                limiter.release()
                 return
-            reserved = 0.0
-            if budget is not None:
-                admitted = budget.admit(job.case.suite, job.case.id)
-                if admitted is None:
-                    jobs.dropped()
-                    return
-                reserved = admitted
-            try:
-                commits.tally.start(job)
-                sample = await pipeline.draw(job)
-            except ProviderDown:
-                jobs.dropped()
-                return
-            except BaseException:
-                jobs.in_flight -= 1
-                raise
-            commits.add(job, sample, reserved)
+            limiter.release()
     finally:
         commits.worker_done()
+
+
+async def _draw(
+    pipeline: SamplePipeline, commits: Commits, budget: Budget | None, *, once: bool = False
+) -> bool:
+    """Draw samples until the schedule is empty (or one, with `once`); False when the
+    worker is to stop."""
+    jobs = commits.jobs
+    while (job := await jobs.next()) is not None:
+        if pipeline.down is not None:
+            jobs.dropped()
+            return False
+        reserved = 0.0
+        if budget is not None:
+            admitted = budget.admit(job.case.suite, job.case.id)
+            if admitted is None:
+                jobs.dropped()
+                return False
+            reserved = admitted
+        try:
+            commits.tally.start(job)
+            sample = await pipeline.draw(job)
+        except ProviderDown:
+            jobs.dropped()
+            return False
+        except BaseException:
+            jobs.in_flight -= 1
+            raise
+        commits.add(job, sample, reserved)
+        if once:
+            return True
+    return False
 
 
 __all__ = [
@@ -250,4 +299,6 @@ __all__ = [
     "Tally",
     "concurrency",
     "draw_samples",
+    "rate_limiter",
+    "ride_rate_limit",
 ]

@@ -37,6 +37,7 @@ from redline.vocabulary.verdicts import NON_CONTENT_VERDICTS, VERDICT_ORDER, Ver
 
 if TYPE_CHECKING:
     from redline.config import Config, ModelRef
+    from redline.providers.ratelimit import RateLimiter
     from redline.suite.cases import Case, Suite
 
 #: The run argument listing how a run was completed after it first finished.
@@ -232,9 +233,11 @@ def finish_run(
     interrupted: bool,
     budget: Budget | None = None,
     down: str | None = None,
+    rate_limit: RateLimiter | None = None,
 ) -> RunRecord:
     """Store each case's result and the run's, and close the run; `down` is why the
-    circuit breaker stopped it (the run is then inconclusive and can be resumed)."""
+    circuit breaker stopped it (the run is then inconclusive and can be resumed);
+    `rate_limit` is the provider's limiter, whose story the run keeps when it has one."""
     counts = store.verdict_counts(run_id)
     records: list[CaseRecord] = []
     not_run: dict[str, int] = {}
@@ -280,6 +283,8 @@ def finish_run(
         # Money ran out, not evidence: the samples not run could have gone either way.
         result_of_run = RunResult.INCONCLUSIVE
     _record_down(store, run_id, down)
+    if rate_limit is not None and rate_limit.eventful:
+        store.update_args(run_id, {**store.run(run_id).args, RATE_LIMIT_ARG: rate_limit.record()})
     if down is not None and not interrupted:
         result_of_run = RunResult.INCONCLUSIVE  # the provider failed, not the prompt
     status = RunStatus.INTERRUPTED if interrupted else RunStatus.FINISHED
@@ -287,6 +292,9 @@ def finish_run(
     return store.run(run_id)
 
 
+#: The run argument keeping what riding the provider's rate limit did (a resumed run
+#: keeps its last part's).
+RATE_LIMIT_ARG = "rate_limit"
 #: The run argument saying why the circuit breaker stopped the run (the provider died).
 PROVIDER_DOWN_ARG = "provider_down"
 
@@ -316,6 +324,7 @@ def _record_budget(
 
 __all__ = [
     "PROVIDER_DOWN_ARG",
+    "RATE_LIMIT_ARG",
     "RETRIES_ARG",
     "CaseResult",
     "case_result",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -32,6 +33,7 @@ from redline.running.execution import (
     Tally,
     concurrency,
     draw_samples,
+    rate_limiter,
 )
 from redline.running.options import RunOptions, resume_options
 from redline.running.pipeline import SamplePipeline, refuse_unsupported
@@ -196,27 +198,28 @@ async def _execute(
         # A batch answers its failures together: no probe can tell a dead provider there.
         breaker=batches is None,
     )
+    finish = functools.partial(
+        finish_run,
+        store,
+        record.id,
+        identity,
+        plan,
+        budget=budget,
+        rate_limit=rate_limiter(provider),
+    )
     try:
         async with _holding(store, record, resume=options.resume is not None):
             try:
                 await draw_samples(limit, pipeline, Commits(store, tally, budget), budget)
             except RunStopped as stopped:
-                finish_run(store, record.id, identity, plan, interrupted=True, budget=budget)
+                finish(interrupted=True)
                 raise stopped.kept_in(len(store.sample_keys(record.id)), record.id) from None
             except StoreFull:
                 raise
             except BaseException:
-                finish_run(store, record.id, identity, plan, interrupted=True, budget=budget)
+                finish(interrupted=True)
                 raise
-            return finish_run(
-                store,
-                record.id,
-                identity,
-                plan,
-                interrupted=False,
-                budget=budget,
-                down=pipeline.down,
-            )
+            return finish(interrupted=False, down=pipeline.down)
     except StoreFull:
         store.mark_interrupted(record.id)
         kept = len(store.sample_keys(record.id))

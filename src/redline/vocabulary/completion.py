@@ -18,6 +18,10 @@ from redline.vocabulary.messages import (
 
 #: `Completion.extra` key naming the batch that answered (`redline run --batch`).
 BATCH_KEY = "batch"
+#: Prompt-length estimate: UTF-8 bytes per token (about 4 for English text; CJK counts more).
+BYTES_PER_TOKEN = 4
+#: Output bound when a suite sets no max_tokens (the Anthropic provider's default).
+UNSET_MAX_TOKENS = 1024
 
 
 @dataclass(frozen=True)
@@ -106,4 +110,4 @@ class Completion:
         return self.error is None
 
 
-__all__ = ["ChatRequest", "Completion", "FinishReason"]
+__all__ = ["BYTES_PER_TOKEN", "UNSET_MAX_TOKENS", "ChatRequest", "Completion", "FinishReason"]
