@@ -126,6 +126,18 @@ async def test_step_1_shows_its_cost_and_asks_over_the_threshold(
     assert len(history.store.runs(kind=RunKind.RERUN)) == 2
 
 
+def _four_nightlies(
+    tmp_path: Path, llm_server: LoopbackLLMServer, monkeypatch: pytest.MonkeyPatch, prefix: str
+) -> History:
+    ids = itertools.count()
+    monkeypatch.setattr(runner, "new_run_id", lambda: f"{prefix}{next(ids):011d}")
+    history = History.create(tmp_path, llm_server)
+    monkeypatch.chdir(history.root)
+    for _ in range(4):
+        history.run()
+    return history
+
+
 @pytest.fixture
 def red_after_nightlies(
     tmp_path: Path,
@@ -134,12 +146,7 @@ def red_after_nightlies(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[tuple[History, RunRecord]]:
     """Four green nightlies on main (one is the reference), then a red run on a branch."""
-    ids = itertools.count()
-    monkeypatch.setattr(runner, "new_run_id", lambda: f"s{next(ids):011d}")
-    history = History.create(tmp_path, llm_server)
-    monkeypatch.chdir(history.root)
-    for _ in range(4):
-        history.run()
+    history = _four_nightlies(tmp_path, llm_server, monkeypatch, "s")
     history.repo.git.checkout("-b", "feature")
     history.set_prompt(BROKEN_PROMPT)
     history.commit("shorter amounts")
@@ -196,12 +203,7 @@ def drifted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[tuple[History, RunRecord]]:
     """Four green nightlies, then a night where the server behind the same id fails."""
-    ids = itertools.count()
-    monkeypatch.setattr(runner, "new_run_id", lambda: f"d{next(ids):011d}")
-    history = History.create(tmp_path, llm_server)
-    monkeypatch.chdir(history.root)
-    for _ in range(4):
-        history.run()
+    history = _four_nightlies(tmp_path, llm_server, monkeypatch, "d")
     llm_server.model_pass_rates["good-model"] = 0.0
     red_run = history.run()
     llm_server.model_pass_rates["good-model"] = 1.0
