@@ -110,6 +110,7 @@ async def test_step_1_shows_its_cost_and_asks_over_the_threshold(
         )
         await pilot.press("r")
         await wait_until(pilot, lambda: isinstance(app.screen, QuestionDialog))
+        await wait_until(pilot, lambda: bool(app.screen.query("#question-body")))
         body = str(app.screen.query_one("#question-body", Static).render())
         assert "over $0.01 (confirm_cost_above)" in body
         await pilot.press("n")
