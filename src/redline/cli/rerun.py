@@ -53,7 +53,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=Settings.budget,
         metavar="N",
         help=f"samples per arm (default {Settings.budget}); when an arm holds stored runs, "
-        "Step 1 may draw up to twice that per arm to decide, as its plan says",
+        "Step 1 may draw up to twice that per arm on average, most of it for the arm with the "
+        "fewest samples (it prints how many each arm may draw)",
     )
     parser.add_argument(
         "--batch",

@@ -43,9 +43,10 @@ LEAST_DRAWN = 10
 #: With stored evidence, Step 1 plans to bring every arm to this many times the budget in
 #: all (stored + drawn): 120 samples at the default 40, where a difference of two rates
 #: near 80% is measured to about ±5 points and "noise on balance" tells a harmless change
-#: from a 20-point drop (`bench/sim_triage.py`) ...
+#: from a 20-point drop (`bench/sim_triage.py`), drawing at most MOST_DRAWN times the
+#: budget per arm (on average over one model's arms).
 EVIDENCE_PER_ARM = 3.0
-#: ... drawing at most this many times the budget per arm (on average over one model's arms).
+#: The most Step 1 draws per arm with stored evidence, as a multiple of the budget.
 MOST_DRAWN = 2.0
 
 
