@@ -6,10 +6,11 @@ Each trial is one red case on a branch whose prompt changed. The reference confi
 has stored nightlies (5 samples each, the red run's bar 4 of 5) inside the window; the
 red configuration has the runs stored for it (none for a branch's first run). Step 1 then
 runs exactly as `redline rerun` does: `look_by_look` at the default looks and error
-spending, each look's samples shared between the arms by `look_shares`, `decide_arms` on
-the arms' counts (stored + drawn) at every look, "noise on balance" at the last. A
-harmless change keeps the rate; a drop takes 20 points off it. Reported per row: the
-conclusion's shares and the mean samples drawn by the reference arm and by yours.
+spending, each look's samples planned and shared between the arms by `look_shares` (more
+drawn when stored evidence is thin), `decide_arms` on the arms' counts (stored + drawn) at
+every look, "noise on balance" at the last. A harmless change keeps the rate; a drop takes
+20 points off it. Reported per row: the conclusion's shares and the mean samples drawn by
+the reference arm and by yours (the most each may draw is `look_shares` at the budget).
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from redline.deciding.arms import ArmCounts, ArmKind, StoredRun, look_shares
+from redline.deciding.arms import (
+    EVIDENCE_PER_ARM,
+    MOST_DRAWN,
+    ArmCounts,
+    ArmKind,
+    StoredRun,
+    look_shares,
+)
 from redline.deciding.decision import (
     Bar,
     Decision,
@@ -62,7 +70,7 @@ def trial(
     def draw(target: int) -> bool:
         kinds = list(drawn)
         have = [("m", sum(r.samples for r in stored[kind])) for kind in kinds]
-        for kind, share in zip(kinds, look_shares(have, target), strict=True):
+        for kind, share in zip(kinds, look_shares(have, target, settings.budget), strict=True):
             counts = drawn[kind]
             more = share - counts[1]
             counts[0] += sum(rng.random() < rates[kind] for _ in range(more))
@@ -94,8 +102,8 @@ def table(seed: int, trials: int) -> list[str]:
     lines = [
         "| stored runs (reference / yours) | case | harmless change: noise | harmless: "
         "called prompt | 20-point drop: prompt | drop called noise | "
-        "mean drawn: reference / yours |",
-        "|---|---|---|---|---|---|---|",
+        "mean drawn: reference / yours | most drawn |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     rows = [
         (0, 0, "80%", lambda: 0.8),
@@ -110,6 +118,8 @@ def table(seed: int, trials: int) -> list[str]:
         same: Counter[Cause] = Counter()
         drop: Counter[Cause] = Counter()
         used: list[tuple[int, int]] = []
+        stored = [("m", ref_runs * NIGHTLY), ("m", red_runs * NIGHTLY)]
+        most = look_shares(stored, settings.budget, settings.budget)
         for _ in range(trials):
             base = base_rate()
             cause, n = trial(rng, settings, base, base, ref_runs, red_runs)
@@ -122,7 +132,7 @@ def table(seed: int, trials: int) -> list[str]:
             f"| {ref_runs} / {red_runs} | {name} | {same[Cause.NOISE] / trials:.1%} | "
             f"{same[Cause.PROMPT] / trials:.1%} | {drop[Cause.PROMPT] / trials:.1%} | "
             f"{drop[Cause.NOISE] / trials:.1%} | {statistics.fmean(u[0] for u in used):.1f} / "
-            f"{statistics.fmean(u[1] for u in used):.1f} |"
+            f"{statistics.fmean(u[1] for u in used):.1f} | {most[0]} / {most[1]} |"
         )
     return lines
 
@@ -135,8 +145,10 @@ def main() -> None:
     started = time.perf_counter()
     settings = Settings()
     print(
-        f"Step 1 at the default budget ({settings.budget} drawn per arm, looks at "
-        f"{', '.join(map(str, settings.looks))}), a 4-of-5 bar, {args.trials} trials a row:\n"
+        f"Step 1 at the default budget ({settings.budget} per arm; with stored evidence up "
+        f"to what brings every arm to {EVIDENCE_PER_ARM:g} × it, at most {MOST_DRAWN:g} × it "
+        f"per arm; looks at {', '.join(map(str, settings.looks))} of {settings.budget}), a "
+        f"4-of-5 bar, {args.trials} trials a row:\n"
     )
     print("\n".join(table(args.seed, args.trials)))
     print(f"\n({time.perf_counter() - started:.1f} s)")

@@ -207,30 +207,44 @@ def test_noise_on_balance_needs_the_difference_one_standard_error_below_the_marg
 
 
 def test_a_well_sampled_reference_leaves_its_share_to_your_configuration() -> None:
-    # Two weeks of nightlies (70 samples) of the reference, none of yours: the reference
-    # draws one batch of 10 a look, your configuration the rest of the 2 × 40.
+    # Two weeks of nightlies (70 samples) of the reference, none of yours: Step 1 plans to
+    # bring both arms toward 3 × 40 in all, drawing at most 2 × 40 per arm; the reference
+    # draws one batch of 10 at the first look, your configuration most of the rest.
     two_weeks = [("m", 70), ("m", 0)]
-    assert [look_shares(two_weeks, n) for n in (10, 20, 30, 40)] == [
-        [10, 10],
+    assert [look_shares(two_weeks, n, 40) for n in (10, 20, 30, 40)] == [
         [10, 30],
-        [10, 50],
         [10, 70],
+        [25, 95],
+        [45, 115],
     ]
     # Without stored evidence every arm draws the look's size, as before.
-    assert look_shares([("m", 0), ("old", 0), ("m", 0)], 30) == [30, 30, 30]
-    # The shares go to the arm with the fewest samples in all, and add up to the looks.
+    assert look_shares([("m", 0), ("old", 0), ("m", 0)], 30, 40) == [30, 30, 30]
+    # Nor does one arm alone (nothing to compare, no "noise on balance") draw more.
+    assert look_shares([("m", 25)], 40, 40) == [40]
+    # The shares go to the arm with the fewest samples in all, and add up to the plan.
     arms = [("m", 40), ("m", 5), ("m", 0)]
-    shares = look_shares(arms, 40)
+    shares = look_shares(arms, 40, 40)
     totals = [stored + drawn for (_, stored), drawn in zip(arms, shares, strict=True)]
-    assert sum(shares) == 120 and min(shares) >= 10 and max(totals) - min(totals) <= 1
+    assert sum(shares) == 240 and min(shares) >= 10 and max(totals) - min(totals) <= 1
     # Samples never move to another model (its price differs): the old model's arm draws
-    # its own share, however much is stored of it.
-    assert look_shares([("m", 70), ("old", 70), ("m", 0)], 40) == [10, 40, 70]
+    # by its own stored evidence, whatever is stored or drawn on the other model.
+    assert look_shares([("m", 70), ("old", 70), ("m", 0)], 40, 40) == [45, 50, 115]
+    assert look_shares([("old", 70), ("m", 0)], 40, 40)[0] == 50
     # Each look only adds to what every arm drew at the one before.
-    for stored in ([70, 0], [40, 0], [70, 35], [12, 3, 0]):
-        looks = [look_shares([("m", n) for n in stored], k) for k in range(1, 81)]
+    for stored in ([70, 0], [40, 0], [70, 35], [12, 3, 0], [0, 0]):
+        looks = [look_shares([("m", n) for n in stored], k, 80) for k in range(1, 81)]
         for before, after in itertools.pairwise(looks):
             assert all(a <= b for a, b in zip(before, after, strict=True))
+
+
+def test_the_thinner_the_stored_evidence_the_more_step_1_draws() -> None:
+    def most(*stored: int) -> int:
+        return sum(look_shares([("m", n) for n in stored], 40, 40))
+
+    # Never fewer than the budget per arm, never more than twice it.
+    assert most(0, 0) == 80 and most(200, 200) == 80
+    assert most(70, 70) == 100 and most(70, 35) == 135 and most(70, 0) == 160
+    assert most(40, 0) == most(5, 0) == 160
 
 
 def _step_one(rate_ref: float, rate_mine: float, nightlies: int, trials: int) -> Counter[Cause]:
@@ -257,3 +271,19 @@ def test_with_two_weeks_of_reference_nightlies_a_harmless_change_ends_as_noise()
     drop = _step_one(0.8, 0.6, 14, 300)
     assert drop[Cause.PROMPT] / 300 >= 0.68  # 46% with no stored run, 62% before the shares
     assert drop[Cause.NOISE] / 300 <= 0.07
+
+
+@pytest.mark.parametrize("nightlies", [8, 14])
+def test_with_stored_reference_nightlies_noise_is_decided_and_drops_still_convicted(
+    nightlies: int,
+) -> None:
+    # The bar: at the default budget, at least 90% of harmless changes on an 80% case end
+    # as noise, at most 2% are convicted, and a 20-point drop is convicted at least as
+    # often as before Step 1 drew more on thin evidence (61% with 8 nightlies, 75% with 14).
+    trials = 2000
+    same = _step_one(0.8, 0.8, nightlies, trials)
+    assert same[Cause.NOISE] / trials >= 0.92
+    assert same[Cause.PROMPT] / trials <= 0.015
+    drop = _step_one(0.8, 0.6, nightlies, trials)
+    assert drop[Cause.PROMPT] / trials >= (0.7 if nightlies == 8 else 0.77)
+    assert drop[Cause.NOISE] / trials <= 0.05

@@ -166,7 +166,9 @@ def test_identical_flaky_arms_with_agreeing_history_are_noise_and_say_what_count
     ids = {r["run_id"] for r in ref_arm["stored_runs"]}
     assert ids and ids <= {r.id for r in nightlies}
     assert ref_arm["stored_samples"] == sum(r["samples"] for r in ref_arm["stored_runs"])
-    assert 10 <= ref_arm["samples"] - ref_arm["stored_samples"] <= 40  # drawn now
+    # Drawn now: at least a batch, at most what the plan (and the cost estimate) said.
+    assert 10 <= ref_arm["samples"] - ref_arm["stored_samples"] <= ref_arm["most_drawn"]
+    assert sum(a["most_drawn"] for a in data["arms"]) <= 2 * 2 * 40
     assert "stored runs" in data["sentence"]
 
 
@@ -298,8 +300,10 @@ def test_a_reference_with_stored_nightlies_leaves_its_draws_to_your_configuratio
     mine = next(a for a in d.arms if a.kind is ArmKind.RED)
     assert ref.stored_counts[1] >= 30 and mine.stored_counts[1] == 0
     drawn = [ref.drawn_counts[1], mine.drawn_counts[1]]
-    # The 2 × 40 samples of the look, shared so both arms end with about as many in all.
-    assert drawn == look_shares([(ref.model_id, ref.stored_counts[1]), (mine.model_id, 0)], 40)
-    assert sum(drawn) == 80 and drawn[0] >= 10 and drawn[1] > 40
+    # Your configuration has no stored run: Step 1 plans for the evidence "noise on
+    # balance" needs, up to twice the 2 × 40, shared so both arms end with about as many.
+    assert drawn == look_shares([(ref.model_id, ref.stored_counts[1]), (mine.model_id, 0)], 40, 40)
+    assert [ref.most, mine.most] == drawn
+    assert sum(drawn) == 160 and drawn[0] >= 10 and drawn[1] > 80
     assert abs(ref.samples - mine.samples) <= 1
     assert {r.parent_id for r in history.store.runs() if r.kind is RunKind.RERUN} == {red.id}

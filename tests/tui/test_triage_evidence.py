@@ -12,8 +12,10 @@ from rich.console import Console
 from textual.widgets import Static
 from triage_repo import app_on_run
 
-from cause_repo import CASE, SUITE, History
+from cause_repo import BROKEN_PROMPT, CASE, SUITE, History
 from cause_repo import prompt_regression as regression
+from redline.deciding.arms import look_shares
+from redline.deciding.cause import CauseAnalysis
 from redline.running import runner
 from redline.vocabulary.records import RunKind, RunRecord
 from redline_tui.app import TriageApp
@@ -101,9 +103,14 @@ async def test_step_1_shows_its_cost_and_asks_over_the_threshold(
         screen = app.screen
         assert isinstance(screen, RerunScreen)
         status = str(screen.query_one("#cause-status", Static).render())
-        assert "estimated cost $" in status and "2 arms of up to 40" in status
+        assert "estimated cost $" in status
+        assert (
+            "at most 80 sample(s): the reference prompt up to 40, your configuration up to 40"
+            in status
+        )
         await pilot.press("r")
         await wait_until(pilot, lambda: isinstance(app.screen, QuestionDialog))
+        await wait_until(pilot, lambda: bool(app.screen.query("#question-body")))
         body = str(app.screen.query_one("#question-body", Static).render())
         assert "over $0.01 (confirm_cost_above)" in body
         await pilot.press("n")
@@ -120,6 +127,75 @@ async def test_step_1_shows_its_cost_and_asks_over_the_threshold(
     assert len(history.store.runs(kind=RunKind.RERUN)) == 2
 
 
+def _four_nightlies(
+    tmp_path: Path, llm_server: LoopbackLLMServer, monkeypatch: pytest.MonkeyPatch, prefix: str
+) -> History:
+    ids = itertools.count()
+    monkeypatch.setattr(runner, "new_run_id", lambda: f"{prefix}{next(ids):011d}")
+    history = History.create(tmp_path, llm_server)
+    monkeypatch.chdir(history.root)
+    for _ in range(4):
+        history.run()
+    return history
+
+
+@pytest.fixture
+def red_after_nightlies(
+    tmp_path: Path,
+    llm_server: LoopbackLLMServer,
+    loopback_key: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[History, RunRecord]]:
+    """Four green nightlies on main (one is the reference), then a red run on a branch."""
+    history = _four_nightlies(tmp_path, llm_server, monkeypatch, "s")
+    history.repo.git.checkout("-b", "feature")
+    history.set_prompt(BROKEN_PROMPT)
+    history.commit("shorter amounts")
+    red_run = history.run()
+    yield history, red_run
+    history.close()
+
+
+async def test_step_1_estimates_the_plan_that_stored_evidence_raises(
+    red_after_nightlies: tuple[History, RunRecord],
+) -> None:
+    history, red_run = red_after_nightlies
+    _priced(history, 0.01)
+    with CauseAnalysis(history.store, history.config, red_run, history.case(red_run)) as plan:
+        ref, mine = plan.current()
+        expected = look_shares([(ref.model_id, 15), (mine.model_id, 0)], 40, 40)
+        assert ref.stored_counts[1] == 15 and [ref.most, mine.most] == expected
+    app = app_on_run(history, red_run.id)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RerunScreen)
+        # Three stored nightlies of the reference, none of yours: up to 2 × 2 × 40 drawn.
+        plan_text = (
+            f"at most 160 sample(s): the reference prompt up to {expected[0]}, "
+            f"your configuration up to {expected[1]}"
+        )
+        await wait_until(
+            pilot, lambda: plan_text in str(screen.query_one("#cause-status", Static).render())
+        )
+        await pilot.press("r")
+        await wait_until(pilot, lambda: bool(app.screen.query("#question-body")))
+        body = str(app.screen.query_one("#question-body", Static).render())
+        assert plan_text in body and "over $0.01 (confirm_cost_above)" in body
+        await pilot.press("n")
+        await settle(pilot)
+        assert not history.store.runs(kind=RunKind.RERUN)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, QuestionDialog))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: screen.diagnosis is not None)
+        d = screen.diagnosis
+        assert d is not None and d.cause.value == "prompt"
+        assert all(a.drawn_counts[1] <= a.most for a in d.arms)
+
+
 @pytest.fixture
 def drifted(
     tmp_path: Path,
@@ -128,12 +204,7 @@ def drifted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[tuple[History, RunRecord]]:
     """Four green nightlies, then a night where the server behind the same id fails."""
-    ids = itertools.count()
-    monkeypatch.setattr(runner, "new_run_id", lambda: f"d{next(ids):011d}")
-    history = History.create(tmp_path, llm_server)
-    monkeypatch.chdir(history.root)
-    for _ in range(4):
-        history.run()
+    history = _four_nightlies(tmp_path, llm_server, monkeypatch, "d")
     llm_server.model_pass_rates["good-model"] = 0.0
     red_run = history.run()
     llm_server.model_pass_rates["good-model"] = 1.0

@@ -52,7 +52,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=int,
         default=Settings.budget,
         metavar="N",
-        help=f"most samples per arm (default {Settings.budget})",
+        help=f"samples per arm (default {Settings.budget}); when an arm holds stored runs, "
+        "Step 1 may draw up to twice that per arm on average, most of it for the arm with the "
+        "fewest samples (it prints how many each arm may draw)",
     )
     parser.add_argument(
         "--batch",
@@ -127,7 +129,7 @@ class _Progress:
         if p.done // step != self._last or p.done == p.total:
             self._last = p.done // step
             arms = "  ".join(f"{a.passes}/{a.samples}" for a in p.arms if a.skipped is None)
-            print(f"  {p.done}/{p.total} samples  {arms}", file=sys.stderr, flush=True)
+            print(f"  {p.done} of up to {p.total} samples  {arms}", file=sys.stderr, flush=True)
 
 
 def _print_plan(console: Console, analysis: CauseAnalysis) -> None:
@@ -141,6 +143,9 @@ def _print_plan(console: Console, analysis: CauseAnalysis) -> None:
     console.print(Text("reference: ", style="bold") + Text(ref.describe()))
     changes = "; ".join(f"{c.kind.value} ({c.detail})" for c in analysis.changes) or "nothing"
     console.print(Text("changed:   ", style="bold") + Text(changes))
+    plan = ", ".join(f"{a.label} up to {a.most}" for a in analysis.arms)
+    if plan:
+        console.print(Text("draws:     ", style="bold") + Text(plan))
     for note in analysis.notes:
         console.print(Text(f"note: {note}", style="yellow"))
 

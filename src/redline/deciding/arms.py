@@ -40,6 +40,14 @@ if TYPE_CHECKING:
 #: Samples an arm draws at a look at least (or all of the look, if fewer), so that its
 #: stored evidence is checked against samples drawn now.
 LEAST_DRAWN = 10
+#: With stored evidence, Step 1 plans to bring every arm to this many times the budget in
+#: all (stored + drawn): 120 samples at the default 40, where a difference of two rates
+#: near 80% is measured to about ±5 points and "noise on balance" tells a harmless change
+#: from a 20-point drop (`bench/sim_triage.py`), drawing at most MOST_DRAWN times the
+#: budget per arm (on average over one model's arms).
+EVIDENCE_PER_ARM = 3.0
+#: The most Step 1 draws per arm with stored evidence, as a multiple of the budget.
+MOST_DRAWN = 2.0
 
 
 class ArmKind(StrEnum):
@@ -100,6 +108,8 @@ class ArmCounts:
     run_id: str | None = None
     skipped: str | None = None
     stored: tuple[StoredRun, ...] = ()
+    #: The most samples the arm's rerun draws in this analysis (`look_shares` at the budget).
+    most: int = 0
 
     def interval(self, confidence: float = 0.95) -> tuple[float, float]:
         return wilson_interval(self.passes, self.samples, confidence)
@@ -135,6 +145,7 @@ class ArmCounts:
             "stored_passes": stored_passes,
             "stored_samples": stored_samples,
             "stored_runs": [r.to_json() for r in self.stored],
+            "most_drawn": self.most,
         }
 
     @classmethod
@@ -149,6 +160,7 @@ class ArmCounts:
             run_id=data.get("run_id"),
             skipped=data.get("skipped"),
             stored=tuple(StoredRun.from_json(r) for r in data.get("stored_runs", ())),
+            most=int(data.get("most_drawn", 0)),
         )
 
 
@@ -168,6 +180,7 @@ class Arm:
     samples: int = 0
     verdicts: dict[Verdict, int] = field(default_factory=dict)
     stored: tuple[StoredRun, ...] = ()
+    most: int = 0
 
     def configuration(self, case_id: str) -> str:
         """The arm's `sample_configuration`: stored results with it count toward the arm."""
@@ -218,6 +231,7 @@ class Arm:
             samples,
             self.run_id,
             stored=self.stored,
+            most=self.most,
         )
 
 
@@ -404,41 +418,66 @@ class DrawTarget:
     budget: float | None
 
 
-def look_shares(arms: Sequence[tuple[str, int]], per_arm: int) -> list[int]:
-    """Samples each arm has drawn at a look of `per_arm` samples per arm, for arms given
-    as (model id, stored samples).
+def look_shares(arms: Sequence[tuple[str, int]], look: int, budget: int) -> list[int]:
+    """Samples each arm has drawn at a look of `look` samples per arm (of `budget`), for
+    arms given as (model id, stored samples).
 
-    The arms on one model share their `per_arm` each where it tells most: every arm draws
-    at least LEAST_DRAWN (or `per_arm`, if smaller), enough to check that its stored
-    evidence still holds, and the rest goes to the arm with the fewest samples in all
-    (stored + drawn). The variance of a difference of rates is smallest when both arms
-    hold about as many samples, so a reference with two weeks of stored nightlies leaves
-    most of its share to the rerun of your configuration. Samples never move to another
-    model, whose price differs, so Step 1's cost estimate holds. Without stored evidence
-    every arm draws `per_arm`.
+    What the arms on one model draw in all (`group_draws`) is spread evenly over the looks
+    and shared where it tells most: every arm draws at least LEAST_DRAWN (or `look`, if
+    smaller), enough to check that its stored evidence still holds, and the rest goes to
+    the arm with the fewest samples in all (stored + drawn). The variance of a difference
+    of rates is smallest when both arms hold about as many samples, so a reference with two
+    weeks of stored nightlies leaves most of the draws to the rerun of your configuration.
+    Samples never move to another model, whose price differs. `look_shares(arms, budget,
+    budget)` is the most each arm draws: what Step 1's cost estimate counts.
     """
-    drawn = [min(per_arm, LEAST_DRAWN)] * len(arms)
+    drawn = [min(look, LEAST_DRAWN)] * len(arms)
+    planned = len(arms) > 1 and any(n for _, n in arms)
     for model in {m for m, _ in arms}:
         group = [i for i, (m, _) in enumerate(arms) if m == model]
-        for _ in range(len(group) * (per_arm - drawn[group[0]])):
+        total = group_draws([arms[i][1] for i in group], budget, planned) * look // budget
+        for _ in range(total - sum(drawn[i] for i in group)):
             fewest = min(group, key=lambda i: (arms[i][1] + drawn[i], -i))
             drawn[fewest] += 1
     return drawn
 
 
+def group_draws(stored: Sequence[int], budget: int, planned: bool) -> int:
+    """The most the arms on one model (given by their stored samples) draw in all.
+
+    `budget` per arm, unless `planned`: when an analysis compares arms and some arm holds
+    stored evidence, "noise on balance" can be decided at the last look, and Step 1 plans
+    for the evidence that needs — enough to bring every arm to EVIDENCE_PER_ARM × `budget`
+    samples in all (stored + drawn), never less than `budget` per arm and at most
+    MOST_DRAWN × `budget` per arm. The thinner the stored evidence, the more is drawn.
+    """
+    least = budget * len(stored)
+    if not planned:
+        return least
+    target = round(EVIDENCE_PER_ARM * budget)
+    needed = sum(max(min(budget, LEAST_DRAWN), target - n) for n in stored)
+    return min(max(least, needed), round(MOST_DRAWN * least))
+
+
+def arm_evidence(arms: Sequence[Arm]) -> list[tuple[str, int]]:
+    """The arms as `look_shares` takes them: (model id, stored samples)."""
+    return [(a.model_id, sum(r.samples for r in a.stored)) for a in arms]
+
+
 def draw_arms(
     arms: Sequence[Arm],
     target: int,
+    budget: int,
     where: DrawTarget,
     on_live: Callable[[Mapping[ArmKind, Mapping[Verdict, int]]], None],
     cancelled: Callable[[], bool],
 ) -> bool:
-    """Bring the arms' reruns to a look of `target` samples per arm, shared out by
-    `look_shares`, side by side; True when cancelled.
+    """Bring the arms' reruns to a look of `target` samples per arm (of `budget`), shared
+    out by `look_shares`, side by side; True when cancelled.
 
     `on_live` gets each arm's verdict counts of the batch in flight.
     """
-    shares = look_shares([(a.model_id, a.counts().stored_counts[1]) for a in arms], target)
+    shares = look_shares(arm_evidence(arms), target, budget)
     live: dict[ArmKind, Mapping[Verdict, int]] = {}
 
     def report(arm: Arm) -> Callable[[RunProgress], None]:

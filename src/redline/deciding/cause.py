@@ -23,7 +23,9 @@ from redline.deciding.arms import (
     ArmKind,
     DrawTarget,
     StoredRun,
+    arm_evidence,
     draw_arms,
+    look_shares,
     plan_arms,
     stored_evidence,
     window_start,
@@ -49,6 +51,13 @@ from redline.running.usage import usd
 from redline.vocabulary.causes import Cause, TriageState
 from redline.vocabulary.records import CaseRecord, RunKind, RunRecord, SampleRecord, TriageRecord
 from redline.vocabulary.verdicts import Verdict
+
+#: Each arm in the cost estimate's few words.
+_ARM_WORDS = {
+    ArmKind.REFERENCE_PROMPT: "the reference prompt",
+    ArmKind.REFERENCE_MODEL: "the reference model",
+    ArmKind.RED: "your configuration",
+}
 
 #: What a provider says about itself on each sample, in words, as `provider_change` names it.
 _SELF_DESCRIPTION = (
@@ -145,6 +154,11 @@ class CauseAnalysis:
         self.skipped: list[ArmCounts] = plan.skipped
         self.notes.extend(plan.notes)
         self._count_stored_evidence()
+        budget = self.settings.budget
+        for arm, most in zip(
+            self.arms, look_shares(arm_evidence(self.arms), budget, budget), strict=True
+        ):
+            arm.most = most
         self.history = self._history()
         self.provider_change = self._provider_change() if self.history.drift_possible else ""
 
@@ -220,19 +234,17 @@ class CauseAnalysis:
     # -- sampling ------------------------------------------------------------------------
 
     def estimate(self) -> StepEstimate:
-        """The estimated cost of drawing every arm to the budget: what Step 1 may spend."""
+        """The estimated cost of drawing every arm to the most it draws: what Step 1 may
+        spend."""
         where = self._where()
-        estimates = [arm.estimate(self.settings.budget, where) for arm in self.arms]
+        estimates = [arm.estimate(arm.most, where) for arm in self.arms]
         samples = sum(e.samples for e in estimates)
         if any(e.price is None for e in estimates):
             unpriced = next(e for e in estimates if e.price is None)
             return StepEstimate(None, unpriced.describe(), priced=False)
         cost = sum(e.cost or 0.0 for e in estimates)
-        arms = len(self.arms)
-        text = (
-            f"estimated cost {usd(cost)} for at most {samples} sample(s): "
-            f"{arms} arm{'s' if arms != 1 else ''} of up to {self.settings.budget}"
-        )
+        plan = ", ".join(f"{_ARM_WORDS[arm.kind]} up to {arm.most}" for arm in self.arms)
+        text = f"estimated cost {usd(cost)} for at most {samples} sample(s): {plan}"
         return StepEstimate(cost, text, priced=True)
 
     def _where(self) -> DrawTarget:
@@ -270,7 +282,7 @@ class CauseAnalysis:
             diagnosis = self._diagnose(Decision(Cause.CASE_CHANGED, {}), final=True)
             self._store_state(TriageState.found(diagnosis.cause), 1.0, diagnosis)
             return diagnosis
-        total = len(self.arms) * self.settings.budget
+        total = sum(a.most for a in self.arms)
         try:
             return self._sample(total, progress, cancelled)
         except BaseException:
@@ -301,7 +313,9 @@ class CauseAnalysis:
 
         looked = look_by_look(
             self.settings,
-            lambda target: draw_arms(self.arms, target, where, on_live, cancelled),
+            lambda target: draw_arms(
+                self.arms, target, self.settings.budget, where, on_live, cancelled
+            ),
             self._decide,
             # With the old model gone and the prompt unchanged, more samples cannot help.
             single_look=bool(self.skipped) and len(self.arms) == 1,

@@ -43,6 +43,13 @@ ON_BALANCE_CONFIDENCE = NormalDist().cdf(1.0)
 #: The red run was picked for being red: to call that one run drift, its drop against the
 #: stored history must be this many times less likely than the error rate of a look.
 DRIFT_STRICTNESS = 10
+#: A conviction that counts stored samples is held to this share of a look's error rate.
+#: Stored samples were drawn on other days than the rerun, and with them Step 1 draws more
+#: (`arms.group_draws`), where Fisher's exact test is less conservative than at 40 a side:
+#: this share keeps false convictions under 1% (about 2% at the full rate), and the extra
+#: samples keep the power to convict a real drop above what the full rate had with the
+#: budget alone (`bench/sim_triage.py`).
+STORED_CONVICTION = 0.4
 
 
 @dataclass(frozen=True)
@@ -140,7 +147,7 @@ def decide(
 
     In this order:
     - a change is convicted when undoing it raises the pass rate (one-sided Fisher p <
-      alpha);
+      alpha, or alpha × STORED_CONVICTION when some arm counts stored samples);
     - drift, when nothing in the repository changed and the same configuration now fails
       significantly more than its stored history: the samples drawn since the red run at
       `alpha`, or the red run alone at `alpha / DRIFT_STRICTNESS`;
@@ -164,7 +171,8 @@ def decide(
         u.kind.value: fisher_one_sided(u.passes, u.samples, red.passes, red.samples, "greater")
         for u in undo
     }
-    convicted = [u for u in undo if p_values[u.kind.value] < alpha]
+    strict = STORED_CONVICTION if any(a.stored for a in [red, *undo]) else 1.0
+    convicted = [u for u in undo if p_values[u.kind.value] < alpha * strict]
     if convicted:
         best = min(convicted, key=lambda u: p_values[u.kind.value])
         cause = Cause.PROMPT if best.kind is ArmKind.REFERENCE_PROMPT else Cause.MODEL

@@ -41,12 +41,13 @@ class Diagnosis:
 
     @property
     def progress(self) -> float:
-        """How much of the sample budget the arms used."""
+        """How much of the most the arms could draw they drew."""
         sampled = [a for a in self.arms if a.skipped is None]
-        if not sampled or not self.budget:
+        most = sum(a.most or self.budget for a in sampled)
+        if not most:
             return 1.0
         drawn = sum(a.drawn_counts[1] for a in sampled)
-        return min(1.0, drawn / (self.budget * len(sampled)))
+        return min(1.0, drawn / most)
 
     @property
     def change_kinds(self) -> list[str]:

@@ -236,10 +236,7 @@ class RerunScreen(CaseStepScreen):
             self.panel.failed(str(exc))
             return
         if estimate.cost is not None and estimate.cost > threshold:
-            body = (
-                f"Step 1 draws every arm up to {settings.budget} samples: {estimate.text}. "
-                f"That is over {usd(threshold)} (confirm_cost_above)."
-            )
+            body = f"Step 1: {estimate.text}. That is over {usd(threshold)} (confirm_cost_above)."
             if not await self.app.push_screen_wait(
                 QuestionDialog("Over the cost threshold", body, "Run it")
             ):
