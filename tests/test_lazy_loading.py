@@ -67,3 +67,19 @@ def test_a_suite_that_uses_more_loads_what_it_uses(
 
     assert result["types"] == [assertion.split(",")[0].split(": ")[1]]
     assert module in result["loaded"]
+
+
+def test_the_after_run_summary_loads_no_model_judge_or_schema_machinery(tmp_path: Path) -> None:
+    """Every `redline run` prints its summary: that must not cost the semantic backend's
+    start-up (numpy and the rest) for a suite that never uses it."""
+    folder = write_suite(
+        tmp_path, {"a.yaml": "id: a\n" + CASE_HEAD + "assert:\n  - {type: contains, value: ok}\n"}
+    )
+    code = _LOAD.replace(
+        "suites = load_suites",
+        "import redline.cli.run_summary, redline.cli.run\nsuites = load_suites",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=True
+    )
+    assert json.loads(done.stdout)["loaded"] == []

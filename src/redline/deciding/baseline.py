@@ -41,7 +41,6 @@ from typing import Any
 
 from redline.errors import BaselineMissing, CaseNotFound, ConfigError, RunNotFinished, UsageError
 from redline.running.store import RunStore
-from redline.suite.behavior import answer_of
 from redline.text.words import words
 from redline.transcript import answer_text, sample_answer
 from redline.vocabulary.records import (
@@ -578,6 +577,10 @@ def golden_answer(golden: str) -> str:
     turns = data if isinstance(data, list) else [data]
     if not turns or not all(isinstance(m, dict) and m.get("role") for m in turns):
         return golden
+    # Loaded here: the pytest API registers every optional check (numpy, the semantic
+    # backend) on import, which every run's summary would pay for otherwise.
+    from redline.suite.behavior import answer_of
+
     try:
         answer = answer_of(data)
     except ValueError:
