@@ -11,16 +11,24 @@ from redline_tui.app import TriageApp
 
 #: Worker groups that wait for the user (a dialog or a picker), never for data.
 _WAITING = frozenset({"case-action", "compare-choose", "run-pick"})
+#: Rounds of waiting before a test goes on regardless (a worker that never ends).
+_MOST_ROUNDS = 50
 
 
 async def settle(pilot: Pilot[None]) -> None:
     """Let every loading worker finish (not those waiting on a dialog or a picker for keys)."""
     app = pilot.app
-    for _ in range(3):
+    quiet = 0
+    for _ in range(_MOST_ROUNDS):
         await pilot.pause()
         pending = [w for w in app.workers if w.group not in _WAITING and not w.is_finished]
         for worker in pending:
             await worker.wait()
+        # A finished worker's results may start the next one (rows, then marks, then the
+        # failure groups): settled once two rounds in a row found nothing running.
+        quiet = 0 if pending else quiet + 1
+        if quiet == 2:
+            break
     await pilot.pause()
 
 
