@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from redline.assertions.evaluate import evaluate_sample
+from redline.casemodel.python_data import answer_of
 from redline.config import load_config
 from redline.deciding.baseline import load_baseline
 from redline.running.manifest import case_hash
-from redline.suite.behavior import answer_of
 from redline.suite.cases import load_suites
 from redline.vocabulary.completion import Completion, FinishReason
 from redline.vocabulary.verdicts import AssertionStatus, Verdict

@@ -39,6 +39,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from redline.casemodel.python_data import answer_of
 from redline.errors import BaselineMissing, CaseNotFound, ConfigError, RunNotFinished, UsageError
 from redline.running.store import RunStore
 from redline.text.words import words
@@ -577,10 +578,6 @@ def golden_answer(golden: str) -> str:
     turns = data if isinstance(data, list) else [data]
     if not turns or not all(isinstance(m, dict) and m.get("role") for m in turns):
         return golden
-    # Loaded here: the pytest API registers every optional check (numpy, the semantic
-    # backend) on import, which every run's summary would pay for otherwise.
-    from redline.suite.behavior import answer_of
-
     try:
         answer = answer_of(data)
     except ValueError:
