@@ -271,3 +271,37 @@ def test_a_check_in_two_processes_finds_what_one_process_finds(
     assert found[0] == found[1]
     text = "\n".join(m for _, _, m in found[1])
     assert text.count("unknown_key") == 1 and "case id 'same-id' is also used by" in text
+
+
+def test_loading_pauses_the_cycle_collector_only_while_it_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large suite is read with Python's cycle collector paused; a process that loads a
+    suite (the app, a pytest session) gets it back as it was, on success and on problems."""
+    import gc
+
+    folder = _suite(tmp_path, cases=3)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "redline.toml").write_text('[models]\nfake = "openai:gpt-x-2025-01-01"\n')
+    seen: list[bool] = []
+    real = cases_module._CaseLoader.load
+
+    def load(self: cases_module._CaseLoader) -> Case | None:
+        seen.append(gc.isenabled())
+        return real(self)
+
+    monkeypatch.setattr(cases_module._CaseLoader, "load", load)
+    assert len(load_suites([Path("cases")], load_config())[0].cases) == 3
+    assert gc.isenabled()
+    (folder / "bad.yaml").write_text("id: bad\nassert: [1\n")
+    with pytest.raises(ProblemsError):
+        load_suites([Path("cases")], load_config())
+    assert gc.isenabled()
+    assert seen and not any(seen)
+    gc.disable()
+    try:
+        with pytest.raises(ProblemsError):
+            load_suites([Path("cases")], load_config())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -33,7 +33,43 @@ def _pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_libyaml_is_what_parses_valid_files() -> None:
     assert yaml.__with_libyaml__
-    assert yamlsource._CLoader is yaml.CSafeLoader
+    assert yamlsource._CLoader is not None
+    assert issubclass(yamlsource._CLoader, yaml.CSafeLoader)
+
+
+#: Every implicit type PyYAML's safe loader resolves, and the near misses that stay text.
+SCALARS = [
+    *("yes", "no", "on", "off", "y", "n", "True", "TRUE", "Yes", "NO", "false"),
+    *("017", "0o17", "0x1f", "-0x1f", "0b101", "1_000", "1:30", "190:20:30", "12:30:00"),
+    *(".inf", "-.Inf", "1e3", "1.0e+3", "1.5e3", "6.8523015e+5", "685.230_15e+03", ".5", "3."),
+    *("+12", "-0", "00", "09", "1,000", "0.", "0o", "~", "null", "Null", "NULL", ""),
+    *("2026-01-02", "2026-01-02T10:00:00Z", "2026-01-02 10:00:00", "2001-12-14t21:59:43.10-05:00"),
+    *("'1'", '"yes"', "!!str 12", "!!int '12'", "!!binary aGVsbG8=", "plain text", "=x", "<<x"),
+]
+
+
+@pytest.mark.parametrize("scalar", SCALARS)
+def test_scalars_mean_what_pyyaml_says_they_mean(scalar: str) -> None:
+    text = f"a: {scalar}\nb: [{scalar}]\n"
+    expected = yaml.load(text, Loader=yaml.SafeLoader)
+    node, problems = load_text(text, "case.yaml")
+
+    assert problems == []
+    assert node is not None
+    got = node.plain()
+    assert got == expected
+    assert [type(v) for v in (got["a"], *got["b"])] == [
+        type(v) for v in (expected["a"], *expected["b"])
+    ]
+
+
+def test_merge_keys_and_aliases_are_read_as_pyyaml_reads_them() -> None:
+    text = "base: &b {x: 1, y: [1, 2]}\ncase:\n  <<: *b\n  y: 3\n  z: *b\n"
+    node, problems = load_text(text, "case.yaml")
+
+    assert problems == []
+    assert node is not None
+    assert node.plain() == yaml.load(text, Loader=yaml.SafeLoader)
 
 
 @pytest.mark.parametrize("path", REPO_YAML, ids=lambda p: str(p.relative_to(ROOT)))
