@@ -240,6 +240,7 @@ class Spec:
         *,
         type_name: str,
         node: Node,
+        written: Mapping[str, Any] | None = None,
         index: int,
         case_dir: Path,
         case_vars: Mapping[str, str] | None = None,
@@ -252,6 +253,8 @@ class Spec:
     ) -> None:
         self.type_name = type_name
         self.node = node
+        #: The entry as plain data (read from `node` when the caller has not already).
+        self.written: Mapping[str, Any] = node.plain() if written is None else written
         self.index = index
         self.case_dir = case_dir
         self.case_vars: Mapping[str, str] = case_vars or {}
@@ -278,7 +281,7 @@ class Spec:
         """The entry read alone, as a case file's would be (a check built in code); None,
         with its problems recorded, when it is unusable."""
         found, issues, files = read_assertion(
-            self.node.plain(),
+            self.written,
             self.index,
             self.case_dir.as_posix(),
             file_bytes,
@@ -362,7 +365,7 @@ class Assertion(ABC):
 
     def __init__(self, spec: Spec) -> None:
         self.index = spec.index
-        self.params: Mapping[str, Any] = spec.node.plain()
+        self.params: Mapping[str, Any] = spec.written
         note = spec.node.get("note")
         self.note = str(note.value) if note is not None and note.value is not None else ""
         self.threshold: float | None = None

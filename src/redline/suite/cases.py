@@ -482,6 +482,7 @@ class _SuiteLoader(NodeReader):
         self.checked: list[CheckedCase] = []
         self.folder = folder.resolve()
         self._cwd = Path.cwd().resolve()
+        self._cwd_prefix = os.path.join(self._cwd, "")
         self.config = config
         #: Case files read from these texts instead of the disk (None: left out).
         self.overrides = {p.resolve(): t for p, t in (overrides or {}).items()}
@@ -500,6 +501,9 @@ class _SuiteLoader(NodeReader):
     def show(self, path: Path) -> str:
         """`path` as the user typed it (relative to the working directory when under it)."""
         if path.is_absolute():
+            text = str(path)
+            if text.startswith(self._cwd_prefix):  # relative_to's answer, without its cost
+                return text[len(self._cwd_prefix) :]
             try:
                 return str(path.relative_to(self._cwd))
             except ValueError:
@@ -870,7 +874,7 @@ class _CaseLoader:
         self.response_format = case.conversation.response_format or (
             self.bar.conversation.response_format
         )
-        assertions = self.assertions(root, case, types)
+        assertions = self.assertions(root, data.get("assert"), case, types)
         if len(suite.problems) == before:
             suite.check_templates(root, case.vars)
             self.check_message_templates(root, case.conversation.messages, case.vars)
@@ -916,9 +920,14 @@ class _CaseLoader:
                 )
 
     def assertions(
-        self, root: Node, case: EffectiveCase, types: Mapping[int, type[Assertion] | None]
+        self,
+        root: Node,
+        written: Any,
+        case: EffectiveCase,
+        types: Mapping[int, type[Assertion] | None],
     ) -> tuple[Assertion, ...]:
-        """Each assertion the reader found usable, built by its registered type."""
+        """Each assertion the reader found usable, built by its registered type (`written`:
+        the `assert:` list as plain data, read once with the whole case)."""
         entries = root.get("assert")
         unusable = {_assertion_index(i) for i in case.issues}
         parsed: list[Assertion] = []
@@ -935,7 +944,7 @@ class _CaseLoader:
                     "reinstall redline with its optional dependencies, or remove this assertion",
                 )
                 continue
-            assertion = self.assertion(cls, entry, reading, case.vars)
+            assertion = self.assertion(cls, entry, written[reading.index], reading, case.vars)
             if assertion is not None:
                 parsed.append(assertion)
         return tuple(parsed)
@@ -944,6 +953,7 @@ class _CaseLoader:
         self,
         cls: type[Assertion],
         entry: Node,
+        written: Mapping[str, Any],
         reading: EffectiveAssertion,
         variables: Mapping[str, str],
     ) -> Assertion | None:
@@ -951,6 +961,7 @@ class _CaseLoader:
         spec = Spec(
             type_name=reading.type,
             node=entry,
+            written=written,
             index=reading.index,
             case_dir=self.folder,
             case_vars=variables,
