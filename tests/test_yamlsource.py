@@ -123,3 +123,23 @@ def test_invalid_yaml_is_reported_at_the_same_place_and_in_the_same_words(
     assert problems == slow
     assert [(p.line, p.column) for p in problems] == [(line, column)]
     assert problems[0].message.startswith("not valid YAML: ")
+
+
+def test_an_alias_inside_the_value_it_names_is_a_problem_not_a_crash() -> None:
+    node, problems = load_text("id: a\nvars: &v\n  self: *v\n", "case.yaml")
+
+    assert node is None
+    assert [(p.path, p.line, p.column) for p in problems] == [("case.yaml", 3, 3)]
+    assert "refers to a value that contains it" in problems[0].message
+
+
+def test_aliases_that_expand_past_the_limit_are_one_problem() -> None:
+    """A file of nested aliases ("billion laughs") is refused, not expanded into memory."""
+    lines = ['l0: &l0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for n in range(1, 7):
+        lines.append(f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 10)}]")
+    node, problems = load_text("\n".join(lines) + "\n", "bomb.yaml")
+
+    assert node is None
+    assert len(problems) == 1
+    assert f"more than {yamlsource.MAX_VALUES:,} values" in problems[0].message

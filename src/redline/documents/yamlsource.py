@@ -180,7 +180,7 @@ def load_text(text: str, path: str) -> tuple[Node | None, list[Problem]]:
         root = loader.get_single_node()
         if root is None:
             return None, problems
-        return _convert(loader, root, path, None, problems), problems
+        return _document(loader, root, path)
     except yaml.MarkedYAMLError as exc:
         problems.append(yaml_problem(exc, text, path))
         return None, problems
@@ -233,10 +233,9 @@ def _load_with_libyaml(text: str, path: str) -> tuple[Node | None, list[Problem]
     loader = _CLoader(text)
     try:
         root = loader.get_single_node()
-        problems: list[Problem] = []
         if root is None:
-            return None, problems
-        return _convert(loader, root, path, None, problems), problems
+            return None, []
+        return _document(loader, root, path)
     except yaml.YAMLError:
         return None
     finally:
@@ -297,20 +296,75 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 _REWRITTEN_KEYS = frozenset({_MERGE_TAG, "tag:yaml.org,2002:value"})
 
 
-def _value(loader: yaml.SafeLoader | yaml.CSafeLoader, node: yaml.Node) -> Any:
+#: How many values a document may hold once its aliases are expanded: far more than any
+#: case file, far fewer than exhaust memory (a file of nested aliases doubles at each level).
+MAX_VALUES = 1_000_000
+
+_Loader = yaml.SafeLoader | yaml.CSafeLoader
+
+
+class _AliasProblem(Exception):
+    """A document whose aliases cannot be read as values: one that contains itself, or
+    one that expands past `MAX_VALUES`."""
+
+    def __init__(self, place: _Place, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.problem = _placed(place).problem(message, hint)
+
+
+class _Expansion:
+    """The values read so far, and the collections being read (an alias back into one of
+    them would never end)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.left = MAX_VALUES
+        self.open: set[int] = set()
+
+    def enter(self, node: yaml.Node, key_mark: _Place | None) -> None:
+        """Count `node` (reached from the key at `key_mark`, if any) as read."""
+        self.left -= 1
+        if self.left < 0:
+            raise _AliasProblem(
+                key_mark or (self.path, node.start_mark),
+                f"the document's aliases expand to more than {MAX_VALUES:,} values",
+                "write the values out, or use fewer nested aliases (*name)",
+            )
+        if id(node) in self.open:
+            raise _AliasProblem(
+                key_mark or (self.path, node.start_mark),
+                "an alias (*name) refers to a value that contains it",
+                "a value cannot contain itself; copy what you need instead",
+            )
+
+
+def _document(loader: _Loader, root: yaml.Node, path: str) -> tuple[Node | None, list[Problem]]:
+    """The document's nodes and the problems of its keys; an alias that never ends is the
+    document's one problem."""
+    problems: list[Problem] = []
+    try:
+        return _convert(loader, root, path, None, problems, _Expansion(path)), problems
+    except _AliasProblem as exc:
+        return None, [exc.problem]
+
+
+def _value(loader: _Loader, node: yaml.Node) -> Any:
     if node.tag == _STR_TAG and type(node) is yaml.ScalarNode:
         return node.value
     return loader.construct_object(node, deep=True)
 
 
 def _convert(
-    loader: yaml.SafeLoader | yaml.CSafeLoader,
+    loader: _Loader,
     node: yaml.Node,
     path: str,
     key_mark: _Place | None,
     problems: list[Problem],
+    seen: _Expansion,
 ) -> Node:
+    seen.enter(node, key_mark)
     if isinstance(node, yaml.MappingNode):
+        seen.open.add(id(node))
         #: The keys written in this mapping (None: all are); the others came from a `<<`
         #: merge, and a key written here overrides them as YAML says, without a problem.
         own: set[int] | None = None
@@ -349,10 +403,13 @@ def _convert(
                         "keep only one; YAML would silently use the last",
                     )
                 )
-            entries[key] = _convert(loader, value_node, path, kmark, problems)
+            entries[key] = _convert(loader, value_node, path, kmark, problems, seen)
+        seen.open.discard(id(node))
         return Node(None, (path, node.start_mark), key_mark, "map", entries)
     if isinstance(node, yaml.SequenceNode):
-        items = [_convert(loader, child, path, None, problems) for child in node.value]
+        seen.open.add(id(node))
+        items = [_convert(loader, child, path, None, problems, seen) for child in node.value]
+        seen.open.discard(id(node))
         return Node(items, (path, node.start_mark), key_mark, "seq")
     return Node(_value(loader, node), (path, node.start_mark), key_mark, "scalar")
 
