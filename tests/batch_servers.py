@@ -9,6 +9,8 @@ One port, both wire formats, as the providers document them:
     POST /v1/messages/batches           {requests: [{custom_id, params}]}
     GET  /v1/messages/batches/{id}      the Message Batch: processing_status, request_counts
     GET  /v1/messages/batches/{id}/results   JSONL results, once the batch has ended
+    POST /v1/batches/{id}/cancel        cancel: `cancelling`, then `cancelled` at the next look
+    POST /v1/messages/batches/{id}/cancel    cancel: `canceling`, then `ended` likewise
 
 Each request line is answered as `tests/servers.py` answers the same request body (its
 control tokens: MODE:json, MODE:429, MODE:500, RATE:..., ...), plus `MODE:400`: an invalid
@@ -18,6 +20,8 @@ What a batch does as a whole is the next entry of `plans` when it is created (el
 `default`): a `Plan` says how many looks (`GET`) it takes to end, and how it ends:
 `complete`, `expire` / `cancel` after answering its first `answered` requests, `fail`
 (OpenAI validation failure: no request runs), or `hold` (in progress until `release()`).
+A batch cancelled by its client ends at its next look with its plan's first `answered`
+requests answered (`cancel_requests` counts the cancel calls).
 
 Everything is recorded: `batches` (each batch's id, api, custom ids, plan, looks) and
 `submitted` (a Counter of custom ids over every batch), so tests can check that no
@@ -64,6 +68,8 @@ class Batch:
     never_ran: set[str] = field(default_factory=set)
     output_file: str | None = None
     error_file: str | None = None
+    #: Its client asked to cancel it; it ends at its next look.
+    cancelling: bool = False
 
     @property
     def custom_ids(self) -> list[str]:
@@ -78,6 +84,7 @@ class BatchServer:
         self.plans: list[Plan] = []
         self.batches: list[Batch] = []
         self.submitted: Counter[str] = Counter()
+        self.cancel_requests: Counter[str] = Counter()
         self.files: dict[str, bytes] = {}
         self.released = threading.Event()
         self._ids = itertools.count(1)
@@ -152,6 +159,16 @@ class BatchServer:
                 return
             self._end(batch)
 
+    def cancel(self, batch: Batch) -> bool:
+        """The client's cancel: False when the batch had ended already."""
+        with self._lock:
+            self.cancel_requests[batch.id] += 1
+            if batch.ended:
+                return False
+            batch.cancelling = True
+            batch.plan = Plan("cancel", looks=0, answered=batch.plan.answered)
+            return True
+
     def _end(self, batch: Batch) -> None:
         outcome = batch.plan.outcome
         runs = batch.lines
@@ -184,6 +201,7 @@ class BatchServer:
         outcome = batch.plan.outcome
         if not batch.ended:
             status = "validating" if batch.looks == 0 else "in_progress"
+            status = "cancelling" if batch.cancelling else status
         else:
             status = {
                 "complete": "completed",
@@ -231,12 +249,16 @@ class BatchServer:
         return {
             "id": batch.id,
             "type": "message_batch",
-            "processing_status": "ended" if batch.ended else "in_progress",
+            "processing_status": "ended"
+            if batch.ended
+            else "canceling"
+            if batch.cancelling
+            else "in_progress",
             "request_counts": counts,
             "ended_at": "2026-12-01T00:00:00Z" if batch.ended else None,
             "created_at": "2026-12-01T00:00:00Z",
             "expires_at": "2026-12-02T00:00:00Z",
-            "cancel_initiated_at": None,
+            "cancel_initiated_at": "2026-12-01T00:00:00Z" if batch.cancelling else None,
             "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results"
             if batch.ended
             else None,
@@ -340,6 +362,23 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         raw = self._read()
         owner = self.owner
+        parts = path.strip("/").split("/")
+        if parts[-1:] == ["cancel"] and parts[:-2] in (
+            ["v1", "batches"],
+            ["v1", "messages", "batches"],
+        ):
+            api = "openai" if parts[1] == "batches" else "anthropic"
+            if not self._authorized(api):
+                return
+            batch = owner.find(parts[-2])
+            if batch is None or batch.api != api:
+                self._error(404, "no such batch", api)
+            elif not owner.cancel(batch):
+                self._error(400, f"batch {batch.id} has ended: it cannot be cancelled", api)
+            else:
+                status = owner.openai_status if api == "openai" else owner.anthropic_status
+                self._send(200, status(batch))
+            return
         if path == "/v1/files":
             if not self._authorized("openai"):
                 return

@@ -440,3 +440,60 @@ def test_a_suite_target_has_no_batch_api(project: Path) -> None:
         batch_wanted(model, config, asked=True, if_supported=False, target=True)
     assert not batch_wanted(model, config, asked=None, if_supported=True, target=True)
     assert batch_wanted(model, config, asked=None, if_supported=True, target=False)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_cancel_stops_a_pending_batch_keeps_what_it_answered_and_resume_sends_the_rest(
+    project: Path, server: BatchServer, model: str
+) -> None:
+    server.default = Plan("hold", answered=2)
+    write_suite(project, "s", {"a": "MODE:json", "b": "MODE:json v"}, samples=3)
+    first = redline(project, "run", "s", "--batch", "--no-wait", "--quiet", "--model", model)
+    assert first.returncode == 3, first.stderr
+    run_id = only_run(project)
+    (batch,) = server.batches
+
+    cancel = redline(project, "cancel", run_id[:6])
+    assert cancel.returncode == 0, cancel.stderr
+    state = "cancelling" if model == "fake" else "canceling"
+    assert f"cancelling batch {batch.id} {state} 0/6" in cancel.stdout
+    assert f"`redline run --resume {run_id}`" in cancel.stdout
+    assert server.cancel_requests == {batch.id: 1}
+    with store(project) as s:
+        assert s.batches(run_id)[0].status == state
+
+    collected = redline(project, "run", "--resume", run_id, "--no-wait", "--quiet")
+    assert collected.returncode == 3
+    resent = server.batches[1]
+    assert f"batch {resent.id} is in progress (0/4)" in collected.stderr
+    assert set(resent.custom_ids) == batch.never_ran and len(batch.never_ran) == 4
+    with store(project) as s:
+        assert len(s.samples(run_id)) == 2
+        assert [b.ended for b in s.batches(run_id)] == [True, False]
+
+    server.release()
+    done = redline(project, "run", "--resume", run_id, "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert len(server.batches) == 2  # only what never ran went out twice
+    assert {c for c, n in server.submitted.items() if n > 1} == batch.never_ran
+    with store(project) as s:
+        assert len(s.samples(run_id)) == 6
+    again = redline(project, "cancel", run_id)
+    assert again.returncode == 0
+    assert "no batch is pending (2 batch(es), all ended)" in again.stdout
+    assert server.cancel_requests == {batch.id: 1}
+
+
+def test_cancel_of_a_run_without_batches_is_a_usage_error(
+    project: Path, server: BatchServer
+) -> None:
+    from servers import LoopbackLLMServer
+
+    write_suite(project, "s", {"a": "MODE:json"}, samples=1)
+    with LoopbackLLMServer() as plain_server:
+        (project / "redline.toml").write_text(plain_server.redline_toml(), encoding="utf-8")
+        assert redline(project, "run", "s", "--quiet").returncode == 0
+        cancel = redline(project, "cancel", only_run(project))
+    assert cancel.returncode == 2
+    assert "sent no batches" in cancel.stderr and "--batch" in cancel.stderr
+    assert not server.cancel_requests

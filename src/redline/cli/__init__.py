@@ -144,6 +144,7 @@ COMMANDS: dict[str, _Command] = {
     "validate": _Command("validate", "check suites and cases without calling a model"),
     "run": _Command("run", "run suites N samples per case and judge the rates"),
     "runs": _Command("runs", "list stored runs, newest first"),
+    "cancel": _Command("cancel", "cancel the provider batches a run is waiting for"),
     "show": _Command("show", "print a stored run, or one case's raw samples"),
     "search": _Command("search", "find text in a run's raw outputs, failure reasons and case ids"),
     "export": _Command("export", "write a run as results.json + samples.jsonl"),

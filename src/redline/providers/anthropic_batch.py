@@ -59,6 +59,9 @@ class AnthropicBatchApi:
     async def status(self, batch_id: str) -> BatchStatus:
         return read_status(await self.calls.json("GET", f"{self.url}/{batch_id}"))
 
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        return read_status(await self.calls.json("POST", f"{self.url}/{batch_id}/cancel"))
+
     async def results(self, status: BatchStatus) -> dict[str, LineResult]:
         if not status.results:
             return {}

@@ -95,7 +95,8 @@ class LineResult:
 
 
 class BatchApi(Protocol):
-    """One provider's batch API: submit requests, look at a batch, read its results."""
+    """One provider's batch API: submit requests, look at a batch, read its results, cancel
+    it."""
 
     #: What the API is called in messages ("OpenAI's Batch API").
     name: str
@@ -112,6 +113,11 @@ class BatchApi(Protocol):
     async def status(self, batch_id: str) -> BatchStatus: ...
 
     async def results(self, status: BatchStatus) -> dict[str, LineResult]: ...
+
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        """Ask the provider to stop the batch: what it answered stays (and is billed), the
+        rest never runs. It ends a little later (`cancelling`, then `cancelled`)."""
+        ...
 
 
 class BatchLedger(Protocol):
@@ -468,6 +474,43 @@ def _fail(waiting: list[_Waiting], error: BaseException) -> None:
     for w in waiting:
         if not w.answer.done():
             w.answer.set_exception(error)
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """One pending batch of a run after `cancel_pending`: where the provider says it stands
+    now, or why it could not be asked."""
+
+    batch: BatchRecord
+    status: BatchStatus | None
+    #: Whether the provider was asked to cancel it (no: it had ended meanwhile).
+    asked: bool = False
+    error: str = ""
+
+
+async def cancel_pending(
+    run_id: str, ledger: BatchLedger, api_for: Callable[[str], BatchApi]
+) -> list[Cancelled]:
+    """Cancel every batch of run `run_id` the ledger has not seen end, on the batch API
+    `api_for` gives for its provider table; a batch that ended meanwhile is only recorded
+    as it ended. The ledger keeps what each provider answered."""
+    found: list[Cancelled] = []
+    for record in ledger.batches(run_id):
+        if record.ended:
+            continue
+        api = api_for(record.provider)
+        asked = False
+        try:
+            status = await api.status(record.batch_id)
+            if not status.ended:
+                asked = True
+                status = await api.cancel(record.batch_id)
+        except BatchCallFailed as exc:
+            found.append(Cancelled(record, None, asked, str(exc)))
+            continue
+        ledger.update_batch(run_id, status.id, status.status, status.counts, ended=status.ended)
+        found.append(Cancelled(record, status, asked))
+    return found
 
 
 class BatchCallFailed(Exception):

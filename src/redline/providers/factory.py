@@ -19,7 +19,7 @@ from redline.proxies import proxy_problems
 from redline.text.lines import breaks_line
 
 if TYPE_CHECKING:
-    from redline.providers.batching import BatchLedger, BatchProvider
+    from redline.providers.batching import BatchApi, BatchLedger, BatchProvider
     from redline.providers.http_provider import HttpProvider
 
 
@@ -153,21 +153,11 @@ def batch_provider(
     on_state: Callable[[str], None] | None,
 ) -> BatchProvider:
     """`provider`'s requests through its batch API (`batch_wanted` said it has one)."""
-    from redline.providers.anthropic import AnthropicProvider
-    from redline.providers.batching import BatchApi, BatchProvider
-    from redline.providers.openai import OpenAIProvider
+    from redline.providers.batching import BatchProvider
+    from redline.providers.http_provider import HttpProvider
 
-    api: BatchApi
-    if isinstance(provider, AnthropicProvider):
-        from redline.providers.anthropic_batch import AnthropicBatchApi
-
-        api = AnthropicBatchApi(provider)
-    elif isinstance(provider, OpenAIProvider):
-        from redline.providers.openai_batch import OpenAIBatchApi
-
-        api = OpenAIBatchApi(provider, run_id)
-    else:
-        raise UsageError(f"--batch: {provider!r} has no batch API")
+    api = batch_api(provider, run_id)
+    assert isinstance(provider, HttpProvider), "only HTTP providers have a batch API"
     return BatchProvider(
         provider,
         api,
@@ -180,6 +170,23 @@ def batch_provider(
         direct_limit=direct_limit,
         on_state=on_state,
     )
+
+
+def batch_api(provider: Provider, run_id: str) -> BatchApi:
+    """The batch API of `provider` (OpenAI's Batch API, Anthropic's Message Batches) for the
+    batches of run `run_id`; UsageError for a provider that has none."""
+    from redline.providers.anthropic import AnthropicProvider
+    from redline.providers.openai import OpenAIProvider
+
+    if isinstance(provider, AnthropicProvider):
+        from redline.providers.anthropic_batch import AnthropicBatchApi
+
+        return AnthropicBatchApi(provider)
+    if isinstance(provider, OpenAIProvider):
+        from redline.providers.openai_batch import OpenAIBatchApi
+
+        return OpenAIBatchApi(provider, run_id)
+    raise UsageError(f"--batch: {provider!r} has no batch API")
 
 
 def _api_key(settings: ProviderConfig, env: Mapping[str, str], model: ModelRef) -> str | None:

@@ -74,6 +74,10 @@ class OpenAIBatchApi:
     async def status(self, batch_id: str) -> BatchStatus:
         return read_status(await self.calls.json("GET", f"{self.base}/batches/{batch_id}"))
 
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        url = f"{self.base}/batches/{batch_id}/cancel"
+        return read_status(await self.calls.json("POST", url))
+
     async def results(self, status: BatchStatus) -> dict[str, LineResult]:
         found: dict[str, LineResult] = {}
         for file_id in status.results:
