@@ -456,7 +456,7 @@ def test_cancel_stops_a_pending_batch_keeps_what_it_answered_and_resume_sends_th
     cancel = redline(project, "cancel", run_id[:6])
     assert cancel.returncode == 0, cancel.stderr
     state = "cancelling" if model == "fake" else "canceling"
-    assert f"cancelling batch {batch.id} {state} 0/6" in cancel.stdout
+    assert f"cancel sent: batch {batch.id} {state} 0/6" in cancel.stdout
     assert f"`redline run --resume {run_id}`" in cancel.stdout
     assert server.cancel_requests == {batch.id: 1}
     with store(project) as s:

@@ -95,4 +95,4 @@ def _said(cancelled: Cancelled) -> str:
         )
     if not cancelled.asked:
         return f"{status.describe()}: it had already ended, nothing to cancel"
-    return f"cancelling {status.describe()}"
+    return f"cancel sent: {status.describe()}"
