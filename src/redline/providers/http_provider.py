@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redline.config import ModelRef, Price, ProviderConfig
+from redline.config import DEFAULT_CONCURRENCY, ModelRef, Price, ProviderConfig
 from redline.httpio import HttpClient, HttpFailure, HttpPolicy
-from redline.providers.ratelimit import Cost, RateLimiter
+from redline.providers.ratelimit import Cost, RateLimiter, endpoint_limiter
 from redline.providers.retries import RetryPolicy
 from redline.redaction import redact_url
 from redline.version import __version__
@@ -113,17 +113,21 @@ class HttpProvider(ABC):
         self._answered = False
         #: The endpoint and headers, built at the first request: the same for every one.
         self._fixed: tuple[str, dict[str, str]] | None = None
-        #: Paces requests and sizes the run's concurrency by the provider's rate limit,
-        #: once a run asks for it (`ride_rate_limit`).
+        #: Paces requests and sizes concurrency by the endpoint's rate limit: the one
+        #: limiter of the endpoint, joined when a run asks for it (`ride_rate_limit`) or
+        #: at the first request of whatever else sends (a judge, calibrate).
         self.rate_limiter: RateLimiter | None = None
 
     def ride_rate_limit(self, start: int) -> RateLimiter | None:
-        """The limiter a run draws through, starting at `start` samples in flight; None
-        when the provider's table turns adaptation off (concurrency stays fixed)."""
+        """The endpoint's limiter, starting at `start` in flight when this is its first
+        caller; None when the provider's table turns adaptation off (concurrency stays
+        fixed)."""
         options = self.config.options
         if self.rate_limiter is None and options.get("adaptive_concurrency", False):
             maximum = int(options.get("max_concurrency") or start)
-            self.rate_limiter = RateLimiter(min(start, maximum), maximum)
+            self.rate_limiter = endpoint_limiter(
+                self.base_url, self._api_key, min(start, maximum), maximum
+            )
         return self.rate_limiter
 
     def __repr__(self) -> str:
@@ -191,7 +195,7 @@ class HttpProvider(ABC):
         return dataclasses.replace(self._failure(error, 1, time.perf_counter()), latency_ms=None)
 
     async def complete(self, request: ChatRequest) -> Completion:
-        limiter = self.rate_limiter
+        limiter = self.rate_limiter or self.ride_rate_limit(DEFAULT_CONCURRENCY)
         if limiter is None:
             return await self._attempts(request, None)
         async with limiter.request():
