@@ -3,6 +3,7 @@ its cases, failing first."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import ClassVar
@@ -16,6 +17,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
 from redline.deciding.case_rows import (
     CaseFilter,
@@ -48,6 +50,8 @@ from redline_tui.widgets.run_summary import RunSummary
 
 #: Typed first in the filter box, searches inside the outputs instead of filtering.
 SEARCH_PREFIX = '"'
+#: Samples indexed for search per transaction while the run is open (~0.1 s each).
+INDEXED_AT_A_TIME = 2_000
 
 
 class RunLoaded(Message):
@@ -341,6 +345,7 @@ class RunScreen(Screen[None]):
         # bubble past it to the app, which runs the bindings.
         self.call_after_refresh(self.app.call_later, self._replay_early_keys)
         self.call_after_refresh(self._load_groups, run)
+        self.call_after_refresh(self._index_for_search, run.id)
 
     def _show_quarantined(self, held: list[QuarantinedCase]) -> None:
         """Quarantined cases on their own: they ran, but cannot turn the run red."""
@@ -390,6 +395,16 @@ class RunScreen(Screen[None]):
             self.ctx.store, run, failing, trends, describer(self.ctx.config, failing)
         )
         self.post_message(GroupsFound(run.id, groups))
+
+    @work(thread=True, exclusive=True, group="run-index", description="index the run's outputs")
+    def _index_for_search(self, run_id: str) -> None:
+        """An imported run is not indexed for search yet: it is, a part at a time (a
+        search meanwhile scans what the index lacks), between the table's reads."""
+        worker = get_current_worker()
+        while not worker.is_cancelled and not self.ctx.store.index_for_search(
+            run_id, most=INDEXED_AT_A_TIME
+        ):
+            time.sleep(0.01)  # the table's page reads go in between
 
     def _is_open(self, run_id: str) -> bool:
         return self.run is not None and self.run.id == run_id
