@@ -3,7 +3,6 @@ its cases, failing first."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import ClassVar
@@ -17,7 +16,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
 from redline.deciding.case_rows import (
     CaseFilter,
@@ -31,6 +30,7 @@ from redline.deciding.failure_groups import GroupRow, describer, failure_groups
 from redline.deciding.groups import CaseTrend
 from redline.deciding.history import DEFAULT_MARGINAL_RUNS
 from redline.running.quarantine import QuarantinedCase, quarantined, quarantined_cases
+from redline.running.store import RunStore
 from redline.vocabulary.causes import TriageState, is_conclusion
 from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
@@ -50,7 +50,7 @@ from redline_tui.widgets.run_summary import RunSummary
 
 #: Typed first in the filter box, searches inside the outputs instead of filtering.
 SEARCH_PREFIX = '"'
-#: Samples indexed for search per transaction while the run is open (~0.1 s each).
+#: Samples indexed for search per transaction while the run is open.
 INDEXED_AT_A_TIME = 2_000
 
 
@@ -398,13 +398,19 @@ class RunScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="run-index", description="index the run's outputs")
     def _index_for_search(self, run_id: str) -> None:
-        """An imported run is not indexed for search yet: it is, a part at a time (a
-        search meanwhile scans what the index lacks), between the table's reads."""
+        """An imported run is not indexed for search yet: it is, a part at a time, through
+        a connection of its own (the store's log lets the table read meanwhile; a search
+        meanwhile scans what the index lacks)."""
         worker = get_current_worker()
-        while not worker.is_cancelled and not self.ctx.store.index_for_search(
-            run_id, most=INDEXED_AT_A_TIME
-        ):
-            time.sleep(0.01)  # the table's page reads go in between
+        with RunStore.open(self.ctx.store.path) as own:
+            while not self._index_stops(worker) and not own.index_for_search(
+                run_id, most=INDEXED_AT_A_TIME
+            ):
+                pass
+
+    def _index_stops(self, worker: Worker[None]) -> bool:
+        """The run's indexing stops with the screen (and the app), or when cancelled."""
+        return worker.is_cancelled or not self.is_running
 
     def _is_open(self, run_id: str) -> bool:
         return self.run is not None and self.run.id == run_id
