@@ -13,7 +13,10 @@ import pytest
 from casefiles import slop_rubric
 from ratelimit_server import RateLimitedServer
 from redline.config import parse_config
+from redline.judge.calibration import calibrate
 from redline.judge.call import judge_provider
+from redline.judge.labels import Label
+from redline.judge.rubric import load_rubric
 from redline.providers.base import ride_rate_limit
 from redline.providers.ratelimit import endpoint_limiter
 from redline.running.execution import rate_limiter
@@ -129,3 +132,39 @@ def test_one_limiter_per_endpoint_whoever_sends(tmp_path: Path) -> None:
         ridden, judged, elsewhere, other_key = asyncio.run(limiters())
     assert judged is ridden  # the judge's request went through the run's limiter
     assert elsewhere is not ridden and other_key is not ridden
+
+
+async def _calibrate(config_path: Path, labels: list[Label]) -> int:
+    config = parse_config(config_path)
+    rubric = load_rubric(config_path.parent / "cases" / "limited" / "rubrics" / "slop.yaml")
+    model = config.model("judge")
+    provider = judge_provider(model, config)
+    try:
+        result = await calibrate(rubric, labels, provider, model, concurrency=8)
+    finally:
+        await provider.aclose()
+    return result.calibration.n
+
+
+def test_calibrate_paces_its_judge_calls_by_the_endpoint_limit(tmp_path: Path) -> None:
+    """`redline calibrate` sends every labelled output to the judge at its concurrency: once
+    the first answers tell the limit, it is kept by pacing, not found through 429s."""
+    labels = [
+        Label(f"s{i}", f"Output {i}, straight to the point.", i % 2 == 0, "qa", "2026-12-01")
+        for i in range(40)
+    ]
+    servers = {}
+    for name, table in (("fixed", "adaptive_concurrency = false\n"), ("paced", "")):
+        with RateLimitedServer(**_LIMITS) as server:  # type: ignore[arg-type]
+            path = _project(tmp_path / name, server, judge_table=table)
+            assert asyncio.run(_calibrate(path, labels)) == len(labels)
+        servers[name] = server.stats
+    fixed, paced = servers["fixed"], servers["paced"]
+    print("STATS", fixed.throttled, paced.throttled)
+    assert fixed.answered == paced.answered == len(labels)
+    assert fixed.throttled > 3 * max(1, paced.throttled)
+    # What 429s the paced calls met, they met in the first burst, before any answer had
+    # told the limiter where the limit is.
+    first_answer = min(t for t, status, _ in paced.arrivals if status == 200)
+    latency = _LIMITS["latency_ms"] / 1000
+    assert all(t < first_answer + latency for t, status, _ in paced.arrivals if status == 429)

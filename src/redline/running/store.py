@@ -600,7 +600,7 @@ class RunStore:
         Rows: (suite, case id, index, verdict, output, failure reasons, tool calls as
         `name arguments` lines).
         """
-        if self._unindexed(run_id) <= INDEXED_AT_SEARCH:
+        if self._unindexed(run_id, INDEXED_AT_SEARCH) <= INDEXED_AT_SEARCH:
             self.index_for_search(run_id)
         columns = f"s.suite, s.case_id, s.idx, s.verdict, s.output, {_SEARCHED_REASONS}, {_TOOLS}"
         values = {
@@ -640,11 +640,13 @@ class RunStore:
             for r in rows[:limit]
         ]
 
-    def _unindexed(self, run_id: str) -> int:
+    def _unindexed(self, run_id: str, most: int) -> int:
+        """How many of a run's samples the index lacks, counted up to `most` + 1."""
         with self._lock:
             last = self._indexed_up_to(self._db, run_id)
             (count,) = self._db.execute(
-                "SELECT count(*) FROM samples WHERE run_id = ? AND id > ?", (run_id, last)
+                "SELECT count(*) FROM (SELECT 1 FROM samples WHERE run_id = ? AND id > ? LIMIT ?)",
+                (run_id, last, most + 1),
             ).fetchone()
         return int(count)
 
