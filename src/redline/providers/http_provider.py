@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redline.config import DEFAULT_CONCURRENCY, ModelRef, Price, ProviderConfig
+from redline.config import ModelRef, Price, ProviderConfig
 from redline.httpio import HttpClient, HttpFailure, HttpPolicy
+from redline.provider_options import DEFAULT_MAX_CONCURRENCY
 from redline.providers.ratelimit import Cost, RateLimiter, endpoint_limiter
 from redline.providers.retries import RetryPolicy
 from redline.redaction import redact_url
@@ -118,15 +119,16 @@ class HttpProvider(ABC):
         #: at the first request of whatever else sends (a judge, calibrate).
         self.rate_limiter: RateLimiter | None = None
 
-    def ride_rate_limit(self, start: int) -> RateLimiter | None:
+    def ride_rate_limit(self, start: int | None = None) -> RateLimiter | None:
         """The endpoint's limiter, starting at `start` in flight when this is its first
-        caller; None when the provider's table turns adaptation off (concurrency stays
-        fixed)."""
+        caller (None: a caller that bounds its own concurrency, a judge's or calibrate's,
+        starts at the most the limit may grow to: paced by the headers, cut by 429s);
+        None when the provider's table turns adaptation off (concurrency stays fixed)."""
         options = self.config.options
         if self.rate_limiter is None and options.get("adaptive_concurrency", False):
-            maximum = int(options.get("max_concurrency") or start)
+            maximum = int(options.get("max_concurrency") or start or DEFAULT_MAX_CONCURRENCY)
             self.rate_limiter = endpoint_limiter(
-                self.base_url, self._api_key, min(start, maximum), maximum
+                self.base_url, self._api_key, min(start or maximum, maximum), maximum
             )
         return self.rate_limiter
 
@@ -195,7 +197,7 @@ class HttpProvider(ABC):
         return dataclasses.replace(self._failure(error, 1, time.perf_counter()), latency_ms=None)
 
     async def complete(self, request: ChatRequest) -> Completion:
-        limiter = self.rate_limiter or self.ride_rate_limit(DEFAULT_CONCURRENCY)
+        limiter = self.rate_limiter or self.ride_rate_limit()
         if limiter is None:
             return await self._attempts(request, None)
         async with limiter.request():

@@ -278,9 +278,11 @@ class CaseTable(PagedTable[Text]):
         return triage_text(self.triage.get(case_key(case)), live, running)
 
     def selected_case(self) -> CaseRecord | None:
-        if not self.is_valid_row_index(self.cursor_row):
-            return None
-        return self._cases.get(str(self.row_key_at(self.cursor_row).value))
+        try:
+            key = self.row_key_at(self.cursor_row) if self.row_count else None
+        except LookupError:  # the run lost the row since it was counted
+            key = None
+        return None if key is None else self._cases.get(str(key.value))
 
     def redraw_triages(self, cases: Sequence[CaseRecord]) -> None:
         """Redraw the triage cells of these cases (a batch queued them)."""

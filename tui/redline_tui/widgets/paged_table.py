@@ -116,7 +116,9 @@ class PagedTable(RowTable[CellType]):
             self._new_rows.add(row_key)
             keys.append(row_key)
         if len(keys) < min(PAGE, self._total - start):
-            raise LookupError(f"the table's source has no row {start + len(keys)}")
+            # The source lost rows since they were counted: the table ends where it does.
+            self._total = start + len(keys)
+            self.cursor_coordinate = self.cursor_coordinate
         self._held[page] = keys
         self._update_count += 1
         self._require_update_dimensions = True
