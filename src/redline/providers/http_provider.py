@@ -116,7 +116,7 @@ class HttpProvider(ABC):
         self._fixed: tuple[str, dict[str, str]] | None = None
         #: Paces requests and sizes concurrency by the endpoint's rate limit: the one
         #: limiter of the endpoint, joined when a run asks for it (`ride_rate_limit`) or
-        #: at the first request of whatever else sends (a judge, calibrate).
+        #: at the first request of whatever else sends (a judge, the semantic checker).
         self.rate_limiter: RateLimiter | None = None
 
     def ride_rate_limit(self, start: int | None = None) -> RateLimiter | None:
