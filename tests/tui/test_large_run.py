@@ -186,6 +186,17 @@ def test_the_store_pages_a_view_in_the_order_and_filter_the_table_shows(tmp_path
                 for c in view.query().page(store, "order0000001", offset, 7)
             ]
             assert paged == sorted(cases, key=order, reverse=reverse), (column, reverse)
+            # Knowing the total, pages past the middle are read from the end: the same rows.
+            total = len(cases)
+            from_end = [
+                c
+                for offset in range(0, total + 7, 7)
+                for c in view.query().page(store, "order0000001", offset, 7, total)
+            ]
+            assert from_end == paged, (column, reverse)
+            for case in cases[::13]:
+                position = view.query().position(store, "order0000001", case.suite, case.case_id)
+                assert position == paged.index(case), (column, reverse)
     ärger = CaseView(case_filter=CaseFilter.parse("äRGER v:wrong")).query()
     expected = [
         c
@@ -194,6 +205,8 @@ def test_the_store_pages_a_view_in_the_order_and_filter_the_table_shows(tmp_path
     ]
     assert expected and ärger.page(store, "order0000001", 0) == sorted(expected, key=_outcome)
     assert ärger.count(store, "order0000001") == len(expected)
+    left_out = next(c for c in cases if c not in expected)
+    assert ärger.position(store, "order0000001", left_out.suite, left_out.case_id) is None
 
 
 async def test_search_finds_a_case_of_a_large_imported_run(tmp_path: Path) -> None:

@@ -104,7 +104,18 @@ class CaseQuery:
     def count(self, store: RunStore, run_id: str) -> int:
         return int(store.case_values(run_id, "count(*)", self.where, self.params)[0][0])
 
-    def page(self, store: RunStore, run_id: str, offset: int, limit: int = -1) -> list[CaseRecord]:
+    def page(
+        self, store: RunStore, run_id: str, offset: int, limit: int = -1, total: int | None = None
+    ) -> list[CaseRecord]:
+        """`limit` cases from `offset` on (-1: all). Given how many the query holds in all,
+        a page past the middle is read from the end, in the reverse order: the store's sort
+        then keeps the rows up to it from that end, not all those before it."""
+        if total is not None and limit >= 0 and offset > total // 2:
+            start, end = max(0, total - offset - limit), total - offset
+            if end <= start:
+                return []
+            back = replace(self, descending=not self.descending)
+            return back.page(store, run_id, start, end - start)[::-1]
         return store.select_cases(run_id, self.where, self.params, self.order, limit, offset)
 
     def failing(self) -> CaseQuery:

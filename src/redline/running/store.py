@@ -320,7 +320,8 @@ def _scanned(needle: str) -> str:
     return " OR ".join(
         (
             holds("s.case_id"),
-            holds(f"substr(s.output, 1, {SEARCH_PREFIX_CHARS})"),
+            # the start of the output, looked at where the whole output holds it
+            f"({holds('s.output')} AND {holds(f'substr(s.output, 1, {SEARCH_PREFIX_CHARS})')})",
             holds("s.error"),
             f"((s.tool_calls IS NOT NULL OR s.steps IS NOT NULL) AND {holds(_TOOLS)})",
             f"s.id IN ({reasons}{holds('a.reason')})",

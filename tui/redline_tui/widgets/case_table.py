@@ -158,7 +158,7 @@ class CaseTable(PagedTable[Text]):
         """The view's rows `start` to `start + count`, from the store."""
         if self._store is None:
             return []
-        cases = self._query.page(self._store, self.run_id, start, count)
+        cases = self._query.page(self._store, self.run_id, start, count, self.row_count)
         self._cases.update((case_key(c), c) for c in cases)
         if cases:
             self.post_message(self.PageRead(self.run_id, cases))
