@@ -3,6 +3,7 @@ its cases, failing first."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import ClassVar
@@ -29,6 +30,7 @@ from redline.deciding.case_rows import (
 from redline.deciding.failure_groups import GroupRow, describer, failure_groups
 from redline.deciding.groups import CaseTrend
 from redline.deciding.history import DEFAULT_MARGINAL_RUNS
+from redline.errors import RedlineError
 from redline.running.quarantine import QuarantinedCase, quarantined, quarantined_cases
 from redline.running.store import RunStore
 from redline.vocabulary.causes import TriageState, is_conclusion
@@ -402,11 +404,14 @@ class RunScreen(Screen[None]):
         a connection of its own (the store's log lets the table read meanwhile; a search
         meanwhile scans what the index lacks)."""
         worker = get_current_worker()
-        with RunStore.open(self.ctx.store.path) as own:
-            while not self._index_stops(worker) and not own.index_for_search(
-                run_id, most=INDEXED_AT_A_TIME
-            ):
-                pass
+        try:
+            with RunStore.open(self.ctx.store.path) as own:
+                while not self._index_stops(worker) and not own.index_for_search(
+                    run_id, most=INDEXED_AT_A_TIME
+                ):
+                    pass
+        except (RedlineError, sqlite3.Error):
+            pass  # only a speed-up: a store that cannot take it (read-only, full) is scanned
 
     def _index_stops(self, worker: Worker[None]) -> bool:
         """The run's indexing stops with the screen (and the app), or when cancelled."""
