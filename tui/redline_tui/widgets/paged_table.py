@@ -211,31 +211,26 @@ class PagedTable(RowTable[CellType]):
         width = columns[column_index].get_render_width(self)
         return Region(x, self._row_top(row_index), width, 1)
 
-    def _page_height(self) -> int:
-        return self.scrollable_content_region.height - (
-            self.header_height if self.show_header else 0
-        )
-
     def action_page_down(self) -> None:
-        """One screen down, as DataTable moves over rows of one line."""
-        self._set_hover_cursor(False)
-        if not (self.show_cursor and self.cursor_type in ("cell", "row")):
+        if not self._page_cursor(1):
             super().action_page_down()
-            return
-        height = self._page_height()
-        row_index = self.cursor_row
-        rows = min(height + 1, self._total - row_index)
-        self.scroll_relative(y=height, animate=False, force=True)
-        self.move_cursor(row=row_index + rows - 1, scroll=False)
 
     def action_page_up(self) -> None:
-        """One screen up, as DataTable moves over rows of one line."""
+        if not self._page_cursor(-1):
+            super().action_page_up()
+
+    def _page_cursor(self, direction: int) -> bool:
+        """The view and the cursor one screen down (1) or up (-1), as DataTable moves them
+        over rows of one line (without walking every row before the cursor); False when
+        there is no row cursor to move."""
         self._set_hover_cursor(False)
         if not (self.show_cursor and self.cursor_type in ("cell", "row")):
-            super().action_page_up()
-            return
-        height = self._page_height()
-        row_index = self.cursor_row
-        rows = min(height + 1, row_index + 1)
-        self.scroll_relative(y=-height, animate=False)
-        self.move_cursor(row=row_index - rows + 1, scroll=False)
+            return False
+        height = self.scrollable_content_region.height - (
+            self.header_height if self.show_header else 0
+        )
+        row = self.cursor_row
+        rows = min(height + 1, self._total - row if direction > 0 else row + 1)
+        self.scroll_relative(y=direction * height, animate=False, force=direction > 0)
+        self.move_cursor(row=row + direction * (rows - 1), scroll=False)
+        return True
