@@ -4,8 +4,10 @@ A generated night: N shard exports (`--shard K/N`), each C cases × S samples wi
 assertion result per sample and a manifest entry per case file (defaults: 50 shards ×
 2,000 cases × 5 samples = 500,000 samples). Each command runs in its own process, as a
 user runs it; the figures are its wall time, CPU time and peak RSS. Targets: merge + import
-≤ 30 s and ≤ 500 MB; `show` of the merged run and the app's first paint (the Run screen
-with its counts and the first failing case) ≤ 1 s.
+≤ 30 s and ≤ 500 MB; `show` of the merged run, the app's first paint (the Run screen
+with its counts and the first failing case), and in the app End, PageUp, PageDown, sort,
+filter and the first search of the merged run (its index not built: import defers it)
+each ≤ 1 s from the key to the painted screen; `redline search`'s first search ≤ 1 s.
 
     uv run python bench/bench_merge.py [--shards 50] [--cases 2000] [--samples 5]
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -110,33 +113,101 @@ def timed(argv: list[str], cwd: Path) -> tuple[float, float, float, str]:
         return wall, cpu, usage.ru_maxrss / 1024, out.read().decode()
 
 
-_PAINT = """
-import asyncio, sys, time
+_APP = """
+import asyncio, json, re, sys, time
 from pathlib import Path
 started = time.perf_counter()
+from textual import events
 from redline.running.store import RunStore
 from redline.vocabulary.records import CaseOutcome
 from redline_tui.app import TriageApp
 from redline_tui.context import TriageContext
 from redline_tui.screens.run import RunScreen
+from redline_tui.screens.search import SearchScreen
+
+async def painted(screen):
+    done = asyncio.get_running_loop().create_future()
+    screen.call_after_refresh(lambda: done.set_result(time.perf_counter()))
+    return await done
+
+async def until(pilot, condition):
+    while not condition():
+        await asyncio.sleep(0.001)
+
+def drawn(table):
+    lines = (table.render_line(y).text for y in range(1, table.size.height))
+    return [m.group(0) for line in lines if (m := re.search(r"nightly/s\\d+-\\d+", line))]
 
 async def main():
+    figures = {}
     with RunStore.open(Path(sys.argv[1])) as store:
         app = TriageApp(TriageContext(store=store, root=Path(sys.argv[2])))
         opened = time.perf_counter()
         async with app.run_test(size=(120, 40)) as pilot:
-            while not (isinstance(app.screen, RunScreen) and app.screen.run is not None
-                       and app.screen.shown):
-                await asyncio.sleep(0.001)
-            painted = asyncio.get_running_loop().create_future()
-            app.screen.call_after_refresh(lambda: painted.set_result(time.perf_counter()))
-            painted = await painted
-            first = app.screen.shown[0]
+            await until(pilot, lambda: isinstance(app.screen, RunScreen)
+                        and app.screen.run is not None and app.screen.shown)
+            screen = app.screen
+            table = screen.table
+            figures["paint"] = await painted(screen) - opened
+            figures["paint_with_imports"] = figures["paint"] + opened - started
+            first = screen.shown[0]
             assert first.result is CaseOutcome.FAIL, first
-            assert app.screen.table.get_row_at(0)[2].plain == f"{first.suite}/{first.case_id}"
-            print(painted - opened, painted - started, first.case_id)
+            assert table.get_row_at(0)[2].plain == f"{first.suite}/{first.case_id}"
+            figures["cases"] = table.row_count
+
+            def press(key, character=None):
+                # As a terminal sends it: Pilot's press also waits for the process to
+                # go idle, which it does not while the app indexes the run.
+                app.post_message(events.Key(key, character))
+
+            async def timed(name, key, condition, character=None):
+                at = time.perf_counter()
+                press(key, character)
+                await until(pilot, condition)
+                figures[name] = await painted(screen) - at
+
+            await timed("end", "end", lambda: table.cursor_row == table.row_count - 1)
+            last = table.selected_case()
+            assert drawn(table)[-1] == f"{last.suite}/{last.case_id}", drawn(table)[-3:]
+            figures["held_after_end"] = table.held_rows
+            row = table.cursor_row
+            await timed("pageup", "pageup", lambda: table.cursor_row < row)
+            for _ in range(40):  # into rows never read
+                row = table.cursor_row
+                press("pageup")
+                await until(pilot, lambda: table.cursor_row < row)
+            row = table.cursor_row
+            await timed("pagedown", "pagedown", lambda: table.cursor_row > row)
+            await pilot.press("home")
+            await timed("sort", "s", lambda: screen.sort_column == "case", "s")
+            await pilot.press("slash")
+            box = screen.filter_box
+            at = time.perf_counter()
+            box.value = "v:wrong"
+            await until(pilot, lambda: table.row_count < figures["cases"])
+            figures["filter"] = await painted(screen) - at
+            figures["filtered"] = table.row_count
+            await pilot.press("escape", "escape")
+            await pilot.press("F")
+            await until(pilot, lambda: isinstance(app.screen, SearchScreen))
+            search = app.screen
+            await pilot.press(*sys.argv[3])
+            at = time.perf_counter()
+            press("enter", "\\r")
+            await until(pilot, lambda: bool(search.hits))
+            figures["search"] = await painted(search) - at
+            figures["hits"] = len(search.hits)
+    print(json.dumps(figures))
 
 asyncio.run(main())
+"""
+
+_INDEX = """
+import sys
+from pathlib import Path
+from redline.running.store import RunStore
+with RunStore.open(Path(sys.argv[1])) as store:
+    assert store.index_for_search(sys.argv[2])
 """
 
 
@@ -176,17 +247,50 @@ def main() -> None:
             f"show (merged run): {wall:6.2f} s wall {cpu:6.2f} s CPU {rss:5.0f} MB peak RSS  "
             f"(target 1 s: wall {wall:.2f}×, CPU {cpu:.2f}×)"
         )
-        paint = subprocess.run(
-            [sys.executable, "-c", _PAINT, str(work / ".redline" / "redline.db"), tmp],
-            cwd=work,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
+        store = work / ".redline" / "redline.db"
+        phrase = "order 1234 is"
+        wall, cpu, rss, out = timed([*redline, "search", run_id, phrase], work)
         print(
-            f"app first paint:   {float(paint[0]):6.2f} s wall after start, "
-            f"{float(paint[1]):.2f} s with imports, first row {paint[2]} (failing)  "
-            f"(target 1 s: {float(paint[0]):.2f}×)"
+            f"first search (CLI):{wall:6.2f} s wall {cpu:6.2f} s CPU {rss:5.0f} MB peak RSS, "
+            f"index not built: {out.strip().splitlines()[-1]}  (target 1 s: wall {wall:.2f}×)"
+        )
+        copy = work / "indexed.db"
+        shutil.copyfile(store, copy)
+        wall, cpu, rss, _ = timed([sys.executable, "-c", _INDEX, str(copy), run_id], work)
+        copy.unlink()
+        print(
+            f"search index, whole run: {wall:6.2f} s wall {cpu:6.2f} s CPU {rss:5.0f} MB peak "
+            "RSS (what building it at import would add; the app builds it in the background)"
+        )
+        app = json.loads(
+            subprocess.run(
+                [sys.executable, "-c", _APP, str(store), tmp, phrase],
+                cwd=work,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        print(
+            f"app first paint:   {app['paint']:6.2f} s wall after start, "
+            f"{app['paint_with_imports']:.2f} s with imports, first row failing  "
+            f"(target 1 s: {app['paint']:.2f}×)"
+        )
+        for name, words in (
+            ("end", "End (last case)"),
+            ("pageup", "PageUp"),
+            ("pagedown", "PageDown (unread)"),
+            ("sort", "sort (s)"),
+            ("filter", "filter v:wrong"),
+            ("search", "first search"),
+        ):
+            print(
+                f"app {words + ':':19}{app[name]:6.2f} s wall, key to painted  "
+                f"(target 1 s: {app[name]:.2f}×)"
+            )
+        print(
+            f"app holds {app['held_after_end']:,} of {app['cases']:,} rows after End; filter "
+            f"shows {app['filtered']:,}; search found {app['hits']} samples"
         )
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 

@@ -49,6 +49,9 @@ class Stats:
     last_s: float | None = None
     #: Every request as it arrived: (monotonic seconds, status, retry-after-ms sent).
     arrivals: list[tuple[float, int, float | None]] = field(default_factory=list)
+    #: Admitted requests by model, and their input tokens plus max_tokens.
+    answered_by_model: dict[str, int] = field(default_factory=dict)
+    tokens_by_model: dict[str, float] = field(default_factory=dict)
 
 
 class _Bucket:
@@ -195,6 +198,11 @@ class RateLimitedServer:
             admitted, wait, headers = self._admit(api, input_tokens, max_tokens)
             if admitted:
                 self.stats.answered += 1
+                model = str(body.get("model", ""))
+                by_model = self.stats.answered_by_model
+                by_model[model] = by_model.get(model, 0) + 1
+                tokens = self.stats.tokens_by_model
+                tokens[model] = tokens.get(model, 0.0) + input_tokens + max_tokens
                 now = time.monotonic()
                 self.stats.first_s = self.stats.first_s or now
                 self.stats.last_s = now

@@ -9,6 +9,7 @@ import pytest
 
 from redline.cli import main
 from redline.errors import UsageError
+from redline.running.exchange import export_run, import_run
 from redline.running.search import search_run
 from redline.running.store import RunStore
 from runfactory import OK, WRONG, CaseSpec, RunSpec, open_store, write_config, write_run
@@ -85,3 +86,27 @@ def test_cli_prints_hits_and_json(
         ("zh", 0, "wrong"),
         ("zh", 1, "ok"),
     ]
+
+
+def test_an_imported_run_is_searched_before_its_index_is_built_as_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An imported run is not indexed (merge defers it): its first search scans the
+    samples the index lacks, with the index's answers, whether none, part or all of the
+    run is indexed."""
+    import redline.running.store as store_module
+
+    monkeypatch.setattr(store_module, "INDEXED_AT_SEARCH", 0)
+    store = _store(tmp_path)
+    export_run(store, "night1", tmp_path / "export")
+    queries = ["here is THE json", "退款", "无法提供退款", "pengembalian", "found 'Here is'", "zh"]
+    expected = {q: search_run(store, "night1", q) for q in queries}
+    assert all(expected.values())
+    with RunStore.open(tmp_path / "imported.db") as imported:
+        run = import_run(imported, tmp_path / "export")
+        scanned = {q: search_run(imported, run.id, q) for q in queries}
+        assert not imported.index_for_search(run.id, most=4)  # a part, as the app does
+        partly = {q: search_run(imported, run.id, q) for q in queries}
+        assert imported.index_for_search(run.id)
+        indexed = {q: search_run(imported, run.id, q) for q in queries}
+    assert scanned == partly == indexed == expected

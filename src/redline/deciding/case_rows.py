@@ -69,26 +69,53 @@ _SORT_SQL = {
 }
 
 
-def sort_sql(column: str = "outcome", reverse: bool = False) -> str:
-    """The ORDER BY of a sort column (reversed: every key descending)."""
-    return ", ".join(f"{key} DESC" if reverse else key for key in _SORT_SQL[column])
-
-
 @dataclass(frozen=True)
 class CaseQuery:
     """Which of a run's case results to read, as SQL over the store's `cases` columns."""
 
     where: str = "1"
     params: tuple[Any, ...] = ()
-    order: str = "suite, case_id"
+    #: The order: these keys (the last of them unique together), each descending or not.
+    keys: tuple[str, ...] = ("suite", "case_id")
+    descending: bool = False
+
+    @property
+    def order(self) -> str:
+        return ", ".join(f"{key} DESC" if self.descending else key for key in self.keys)
 
     def also(self, where: str, *params: Any) -> CaseQuery:
         return replace(self, where=f"{self.where} AND {where}", params=(*self.params, *params))
 
+    def position(self, store: RunStore, run_id: str, suite: str, case_id: str) -> int | None:
+        """Where a case stands in this order (0: first), counted in SQL; None when the
+        query leaves it out."""
+        if not self.also("suite = ? AND case_id = ?", suite, case_id).count(store, run_id):
+            return None
+        keys = ", ".join(self.keys)
+        before = self.also(
+            f"({keys}) {'>' if self.descending else '<'} "
+            f"(SELECT {keys} FROM cases WHERE run_id = ? AND suite = ? AND case_id = ?)",
+            run_id,
+            suite,
+            case_id,
+        )
+        return before.count(store, run_id)
+
     def count(self, store: RunStore, run_id: str) -> int:
         return int(store.case_values(run_id, "count(*)", self.where, self.params)[0][0])
 
-    def page(self, store: RunStore, run_id: str, offset: int, limit: int = -1) -> list[CaseRecord]:
+    def page(
+        self, store: RunStore, run_id: str, offset: int, limit: int = -1, total: int | None = None
+    ) -> list[CaseRecord]:
+        """`limit` cases from `offset` on (-1: all). Given how many the query holds in all,
+        a page past the middle is read from the end, in the reverse order: the store's sort
+        then keeps the rows up to it from that end, not all those before it."""
+        if total is not None and limit >= 0 and offset > total // 2:
+            start, end = max(0, total - offset - limit), total - offset
+            if end <= start:
+                return []
+            back = replace(self, descending=not self.descending)
+            return back.page(store, run_id, start, end - start)[::-1]
         return store.select_cases(run_id, self.where, self.params, self.order, limit, offset)
 
     def failing(self) -> CaseQuery:
@@ -178,7 +205,7 @@ class CaseView:
 
     def query(self) -> CaseQuery:
         """The cases shown, in their order, as the store reads them a page at a time."""
-        query = CaseQuery(order=sort_sql(self.sort_column, self.reverse))
+        query = CaseQuery(keys=_SORT_SQL[self.sort_column], descending=self.reverse)
         if self.group is not None:
             query = query.also(
                 "suite || '/' || case_id IN (SELECT value FROM json_each(?))",

@@ -28,7 +28,7 @@ from redline.judge.answer import Judgement, JudgeStatus, judge_prompt_template
 from redline.judge.call import judge_output
 from redline.judge.labels import Label
 from redline.judge.rubric import Rubric
-from redline.providers.base import Provider, in_flight
+from redline.providers.base import Provider, in_flight, ride_rate_limit
 
 MIN_LABELS = 20
 CALIBRATION_SUFFIX = ".calibration.json"
@@ -250,6 +250,7 @@ async def calibrate(
     (it is never a pass) and is counted separately.
     """
     gate = asyncio.Semaphore(in_flight(provider, concurrency))
+    ride_rate_limit(provider, concurrency)  # the judge's endpoint paces these calls
 
     async def one(label: Label) -> Judgement:
         async with gate:

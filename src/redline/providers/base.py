@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 from redline.vocabulary.completion import ChatRequest, Completion
+
+if TYPE_CHECKING:
+    from redline.providers.ratelimit import RateLimiter
 
 
 @runtime_checkable
@@ -32,3 +35,10 @@ def in_flight(provider: Provider, wanted: int) -> int:
     """Calls to keep in flight at once: `wanted`, capped by the provider's own limit."""
     limit = provider.max_parallel
     return max(1, wanted if limit is None else min(wanted, limit))
+
+
+def ride_rate_limit(provider: Provider, start: int) -> RateLimiter | None:
+    """The limiter of the provider's endpoint, starting at `start` in flight when nothing
+    sent to it yet, when it has one (an HTTP API whose table leaves adaptation on)."""
+    ride = getattr(provider, "ride_rate_limit", None)
+    return None if ride is None else cast("RateLimiter | None", ride(start))

@@ -28,7 +28,8 @@ from typing import Any
 
 from redline.config import ModelRef, Price, ProviderConfig
 from redline.httpio import HttpClient, HttpFailure, HttpPolicy
-from redline.providers.ratelimit import Cost, RateLimiter
+from redline.provider_options import DEFAULT_MAX_CONCURRENCY
+from redline.providers.ratelimit import Cost, RateLimiter, endpoint_limiter
 from redline.providers.retries import RetryPolicy
 from redline.redaction import redact_url
 from redline.version import __version__
@@ -113,17 +114,22 @@ class HttpProvider(ABC):
         self._answered = False
         #: The endpoint and headers, built at the first request: the same for every one.
         self._fixed: tuple[str, dict[str, str]] | None = None
-        #: Paces requests and sizes the run's concurrency by the provider's rate limit,
-        #: once a run asks for it (`ride_rate_limit`).
+        #: Paces requests and sizes concurrency by the endpoint's rate limit: the one
+        #: limiter of the endpoint, joined when a run asks for it (`ride_rate_limit`) or
+        #: at the first request of whatever else sends (a judge, the semantic checker).
         self.rate_limiter: RateLimiter | None = None
 
-    def ride_rate_limit(self, start: int) -> RateLimiter | None:
-        """The limiter a run draws through, starting at `start` samples in flight; None
-        when the provider's table turns adaptation off (concurrency stays fixed)."""
+    def ride_rate_limit(self, start: int | None = None) -> RateLimiter | None:
+        """The endpoint's limiter, starting at `start` in flight when this is its first
+        caller (None: a caller that bounds its own concurrency, a judge's or calibrate's,
+        starts at the most the limit may grow to: paced by the headers, cut by 429s);
+        None when the provider's table turns adaptation off (concurrency stays fixed)."""
         options = self.config.options
         if self.rate_limiter is None and options.get("adaptive_concurrency", False):
-            maximum = int(options.get("max_concurrency") or start)
-            self.rate_limiter = RateLimiter(min(start, maximum), maximum)
+            maximum = int(options.get("max_concurrency") or start or DEFAULT_MAX_CONCURRENCY)
+            self.rate_limiter = endpoint_limiter(
+                self.base_url, self._api_key, min(start or maximum, maximum), maximum
+            )
         return self.rate_limiter
 
     def __repr__(self) -> str:
@@ -191,7 +197,7 @@ class HttpProvider(ABC):
         return dataclasses.replace(self._failure(error, 1, time.perf_counter()), latency_ms=None)
 
     async def complete(self, request: ChatRequest) -> Completion:
-        limiter = self.rate_limiter
+        limiter = self.rate_limiter or self.ride_rate_limit()
         if limiter is None:
             return await self._attempts(request, None)
         async with limiter.request():

@@ -19,15 +19,21 @@ its own copy of every bucket, set to the server's figure at each answer:
   (after a 429 it halves, then climbs back to the start as answers succeed).
 
 Garbled or missing headers are ignored one limit at a time.
+
+An endpoint (a base URL and key) has one limiter per event loop, whoever sends to it: a
+run's model calls, its judge's, `redline calibrate`'s all spend the same buckets and hold
+the same concurrency, so none finds the limit by hitting it because another did not count.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import math
 import re
 import time
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -479,7 +485,8 @@ class RateLimiter:
                 self._note = None
             bucket.observe(reading, went, at, self._sent)
         if readings:
-            if self.in_use >= self.limit and self.limit < self._useful() and self._has_room(at):
+            busy = max(self.in_use, self._sending.count) >= self.limit
+            if busy and self.limit < self._useful() and self._has_room(at):
                 self._resize(self.limit + 1)
         elif self.limit < self.start and at > self._paused_until:
             self._good_in_row += 1
@@ -578,6 +585,27 @@ class RateLimiter:
         }
 
 
+#: Each event loop's limiters by endpoint: they end with the loop that used them.
+_ENDPOINTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], RateLimiter]]
+_ENDPOINTS = weakref.WeakKeyDictionary()
+
+
+def endpoint_limiter(base_url: str, api_key: str | None, start: int, maximum: int) -> RateLimiter:
+    """The limiter of the endpoint at `base_url` called with `api_key` in the running event
+    loop: made by its first caller (starting at `start`, at most `maximum`), shared by every
+    later one. Outside an event loop, a limiter of its own."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return RateLimiter(start, maximum)
+    key = (base_url.rstrip("/"), hashlib.sha256((api_key or "").encode()).hexdigest())
+    limiters = _ENDPOINTS.setdefault(loop, {})
+    limiter = limiters.get(key)
+    if limiter is None:
+        limiter = limiters[key] = RateLimiter(start, maximum)
+    return limiter
+
+
 def _wall(went: float, at: float) -> float:
     """The wall-clock time a reset given as a time is counted from: between when the
     request went (a server that counts its figures as it admits the request) and now (one
@@ -621,6 +649,7 @@ __all__ = [
     "Cost",
     "RateLimiter",
     "Reading",
+    "endpoint_limiter",
     "parse_reset",
     "rate_limit_note",
     "read_limits",

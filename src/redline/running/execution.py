@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, cast
 
-from redline.providers.base import in_flight
+from redline.providers.base import in_flight, ride_rate_limit
 from redline.running.budget import Budget
 from redline.running.options import RunOptions
 from redline.running.pipeline import ProviderDown, SampleJob, SamplePipeline
@@ -199,13 +199,6 @@ def concurrency(options: RunOptions, config: Config, provider: Provider, plan: P
     if limiter is not None:
         limit = limiter.maximum
     return max(1, min(limit, max(len(plan.todo), len(plan.sequential)) or 1))
-
-
-def ride_rate_limit(provider: Provider, start: int) -> RateLimiter | None:
-    """The provider's rate limiter for a run starting at `start` in flight, when it has
-    one (an HTTP API whose table leaves adaptation on)."""
-    ride = getattr(provider, "ride_rate_limit", None)
-    return None if ride is None else cast("RateLimiter | None", ride(start))
 
 
 def rate_limiter(provider: Provider) -> RateLimiter | None:

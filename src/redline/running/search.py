@@ -1,10 +1,11 @@
 """Find text across a run's raw outputs, failure reasons, tool calls and case ids.
 
 A nightly of 200 cases × 100 samples is too much to read case by case: "which samples said
-'Here is the JSON'?" is one query. The store keeps an SQLite FTS5 trigram index (built a run
-at a time, on first search), so a query is a substring match in any script, case-insensitive,
-answered by the index rather than by scanning outputs in Python. Text under three characters
-(a two-character Chinese word, say) is too short for trigrams and is matched with LIKE.
+'Here is the JSON'?" is one query. The store keeps an SQLite FTS5 trigram index (built as a
+run finishes; an imported run's a part at a time, by the app in the background), so a query
+is a substring match in any script, case-insensitive, answered by the index for the samples
+it covers and by an SQL scan for the others. Text under three characters (a two-character
+Chinese word, say) is too short for trigrams and is scanned for.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from redline.vocabulary.verdicts import Verdict
 
 #: Characters of context on each side of a match in a snippet.
 CONTEXT = 40
-_TRIGRAM = 3
 
 
 @dataclass(frozen=True)
@@ -43,11 +43,8 @@ def search_run(store: RunStore, run_id: str, text: str, limit: int = 500) -> lis
     if not needle:
         raise UsageError("nothing to search for: give a word or phrase")
     run = store.run(run_id)
-    if len(needle) >= _TRIGRAM:
-        rows = store.search(run.id, _phrase(needle), None, limit)
-    else:
-        rows = store.search(run.id, None, f"%{_like_escape(needle)}%", limit)
     hits = []
+    rows = store.search(run.id, needle, limit)
     for suite, case_id, index, verdict, output, reasons, tools in rows:
         places = (
             ("output", output),
@@ -73,15 +70,6 @@ def search_run(store: RunStore, run_id: str, text: str, limit: int = 500) -> lis
                 )
                 break
     return hits
-
-
-def _phrase(text: str) -> str:
-    """The text as one FTS5 string: every character literal, quotes doubled."""
-    return '"' + text.replace('"', '""') + '"'
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _snippet(text: str, at: int, length: int) -> tuple[str, int]:

@@ -297,6 +297,37 @@ _SEARCHED_REASONS = (
     "WHERE a.sample_id = s.id AND a.status = 'failed'))"
 )
 
+#: What the index holds of a sample's output: its start and its tool calls.
+_INDEXED_OUTPUT = (
+    f"substr(s.output, 1, {SEARCH_PREFIX_CHARS}) || coalesce(char(10) || {_TOOLS}, '')"
+)
+#: Samples the index may lack for a search to index them first (a run's last few).
+INDEXED_AT_SEARCH = 5_000
+_TRIGRAM = 3
+
+
+def _scanned(needle: str) -> str:
+    """SQL that holds for a sample (`s`) where the index would find `needle`: in its case
+    id, the start of its output, its tool calls, its error or a failed assertion's reason.
+    LIKE folds ASCII letters only: other text is compared as `str.lower` folds it."""
+
+    def holds(column: str) -> str:
+        if needle.isascii():
+            return f"{column} LIKE :like ESCAPE '\\'"
+        return f"instr(py_lower({column}), :lower) > 0"
+
+    reasons = "SELECT a.sample_id FROM assertion_results a WHERE a.status = 'failed' AND "
+    return " OR ".join(
+        (
+            holds("s.case_id"),
+            # the start of the output, looked at where the whole output holds it
+            f"({holds('s.output')} AND {holds(f'substr(s.output, 1, {SEARCH_PREFIX_CHARS})')})",
+            holds("s.error"),
+            f"((s.tool_calls IS NOT NULL OR s.steps IS NOT NULL) AND {holds(_TOOLS)})",
+            f"s.id IN ({reasons}{holds('a.reason')})",
+        )
+    )
+
 
 class RunStore:
     """Read and write runs, case results and samples in one SQLite file.
@@ -558,35 +589,45 @@ class RunStore:
             for s, c, i, v, e, o, at in rows
         ]
 
-    def search(self, run_id: str, match: str | None, like: str | None, limit: int) -> list[Any]:
-        """Samples of a run whose case id, raw output or failure reasons hold the text.
+    def search(self, run_id: str, needle: str, limit: int) -> list[Any]:
+        """Samples of a run whose case id, raw output, failure reasons or tool calls hold
+        `needle` (case-insensitive), in suite, case and sample order, up to `limit`.
 
-        `match` is an FTS5 query over the trigram index (built when a run finishes, and
-        here for samples added since: an imported run's on its first search); `like` is a LIKE
-        pattern for text too short for trigrams.
+        The samples the trigram index covers are found through it; those it does not yet
+        (an imported run's until `index_for_search` reaches them) are scanned, so a first
+        search of a 500,000-sample run answers without building the index first. A few
+        left out are indexed here; text under three characters is too short for trigrams
+        and is scanned for over the whole run.
         Rows: (suite, case id, index, verdict, output, failure reasons, tool calls as
         `name arguments` lines).
         """
-        with self._transaction() as db:
-            self._index_for_search(db, run_id)
-        reasons = _SEARCHED_REASONS
-        columns = f"s.suite, s.case_id, s.idx, s.verdict, s.output, {reasons}, {_TOOLS}"
+        if self._unindexed(run_id, INDEXED_AT_SEARCH) <= INDEXED_AT_SEARCH:
+            self.index_for_search(run_id)
+        columns = f"s.suite, s.case_id, s.idx, s.verdict, s.output, {_SEARCHED_REASONS}, {_TOOLS}"
+        values = {
+            "run": run_id,
+            "like": "%" + _like_escape(needle) + "%",
+            "lower": _lower(needle),
+            "limit": limit,
+        }
         with self._lock:
-            if match is not None:
+            last = self._indexed_up_to(self._db, run_id) if len(needle) >= _TRIGRAM else 0
+            rows = []
+            if last:
+                values["match"] = '"' + needle.replace('"', '""') + '"'
                 rows = self._db.execute(
                     f"SELECT {columns} FROM sample_search f JOIN samples s ON s.id = f.rowid "
-                    "WHERE sample_search MATCH ? AND s.run_id = ? "
-                    "ORDER BY s.suite, s.case_id, s.idx LIMIT ?",
-                    (match, run_id, limit),
-                ).fetchall()
-            else:
-                rows = self._db.execute(
-                    f"SELECT {columns} FROM samples s WHERE s.run_id = :run AND "
-                    f"(s.output LIKE :like ESCAPE '\\' OR s.case_id LIKE :like ESCAPE '\\' "
-                    f"OR {reasons} LIKE :like ESCAPE '\\' OR {_TOOLS} LIKE :like ESCAPE '\\') "
+                    "WHERE sample_search MATCH :match AND s.run_id = :run "
                     "ORDER BY s.suite, s.case_id, s.idx LIMIT :limit",
-                    {"run": run_id, "like": like, "limit": limit},
+                    values,
                 ).fetchall()
+            values["last"] = last
+            rows += self._db.execute(
+                f"SELECT {columns} FROM samples s WHERE s.run_id = :run AND s.id > :last AND "
+                f"({_scanned(needle)}) ORDER BY s.suite, s.case_id, s.idx LIMIT :limit",
+                values,
+            ).fetchall()
+        rows.sort(key=lambda r: (r[0], r[1], r[2]))
         return [
             (
                 str(r[0]),
@@ -597,27 +638,56 @@ class RunStore:
                 r[5] or "",
                 r[6] or "",
             )
-            for r in rows
+            for r in rows[:limit]
         ]
 
+    def _unindexed(self, run_id: str, most: int) -> int:
+        """How many of a run's samples the index lacks, counted up to `most` + 1."""
+        with self._lock:
+            last = self._indexed_up_to(self._db, run_id)
+            (count,) = self._db.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM samples WHERE run_id = ? AND id > ? LIMIT ?)",
+                (run_id, last, most + 1),
+            ).fetchone()
+        return int(count)
+
+    def index_for_search(self, run_id: str, most: int | None = None) -> bool:
+        """Add a run's samples the search index does not cover yet (at most `most`, the
+        oldest first, each call its own transaction: a caller in the background indexes
+        a large run a part at a time); True once the index covers the whole run."""
+        with self._transaction() as db:
+            self._index_for_search(db, run_id, most)
+            last = self._indexed_up_to(db, run_id)
+            left = db.execute(
+                "SELECT 1 FROM samples WHERE run_id = ? AND id > ? LIMIT 1", (run_id, last)
+            ).fetchone()
+        return left is None
+
     @staticmethod
-    def _index_for_search(db: sqlite3.Connection, run_id: str) -> None:
+    def _indexed_up_to(db: sqlite3.Connection, run_id: str) -> int:
+        """The index covers the run's samples up to this id."""
         row = db.execute(
             "SELECT last_sample FROM sample_search_runs WHERE run_id = ?", (run_id,)
         ).fetchone()
-        last = int(row[0]) if row else 0
+        return int(row[0]) if row else 0
+
+    @classmethod
+    def _index_for_search(
+        cls, db: sqlite3.Connection, run_id: str, most: int | None = None
+    ) -> None:
+        last = cls._indexed_up_to(db, run_id)
         newest = db.execute(
-            "SELECT max(id) FROM samples WHERE run_id = ? AND id > ?", (run_id, last)
+            "SELECT max(id) FROM (SELECT id FROM samples WHERE run_id = ? AND id > ? "
+            "ORDER BY id LIMIT ?)",
+            (run_id, last, -1 if most is None else most),
         ).fetchone()[0]
         if newest is None:
             return
         db.execute(
             "INSERT INTO sample_search (rowid, case_id, output, reasons) "
-            f"SELECT s.id, s.case_id, substr(s.output, 1, {SEARCH_PREFIX_CHARS}) "
-            f"|| coalesce(char(10) || {_TOOLS}, ''), "
-            f"{_SEARCHED_REASONS} "
-            "FROM samples s WHERE s.run_id = ? AND s.id > ?",
-            (run_id, last),
+            f"SELECT s.id, s.case_id, {_INDEXED_OUTPUT}, {_SEARCHED_REASONS} "
+            "FROM samples s WHERE s.run_id = ? AND s.id > ? AND s.id <= ?",
+            (run_id, last, int(newest)),
         )
         db.execute(
             "INSERT OR REPLACE INTO sample_search_runs (run_id, last_sample) VALUES (?, ?)",

@@ -3,6 +3,7 @@ its cases, failing first."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import ClassVar
@@ -16,6 +17,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import Worker, get_current_worker
 
 from redline.deciding.case_rows import (
     CaseFilter,
@@ -28,7 +30,9 @@ from redline.deciding.case_rows import (
 from redline.deciding.failure_groups import GroupRow, describer, failure_groups
 from redline.deciding.groups import CaseTrend
 from redline.deciding.history import DEFAULT_MARGINAL_RUNS
+from redline.errors import RedlineError
 from redline.running.quarantine import QuarantinedCase, quarantined, quarantined_cases
+from redline.running.store import RunStore
 from redline.vocabulary.causes import TriageState, is_conclusion
 from redline.vocabulary.records import CaseOutcome, CaseRecord, CiOrigin, RunRecord, TriageRecord
 from redline.vocabulary.verdicts import VERDICT_ORDER, Verdict
@@ -48,6 +52,8 @@ from redline_tui.widgets.run_summary import RunSummary
 
 #: Typed first in the filter box, searches inside the outputs instead of filtering.
 SEARCH_PREFIX = '"'
+#: Samples indexed for search per transaction while the run is open.
+INDEXED_AT_A_TIME = 2_000
 
 
 class RunLoaded(Message):
@@ -341,6 +347,7 @@ class RunScreen(Screen[None]):
         # bubble past it to the app, which runs the bindings.
         self.call_after_refresh(self.app.call_later, self._replay_early_keys)
         self.call_after_refresh(self._load_groups, run)
+        self.call_after_refresh(self._index_for_search, run.id)
 
     def _show_quarantined(self, held: list[QuarantinedCase]) -> None:
         """Quarantined cases on their own: they ran, but cannot turn the run red."""
@@ -390,6 +397,25 @@ class RunScreen(Screen[None]):
             self.ctx.store, run, failing, trends, describer(self.ctx.config, failing)
         )
         self.post_message(GroupsFound(run.id, groups))
+
+    @work(thread=True, exclusive=True, group="run-index", description="index the run's outputs")
+    def _index_for_search(self, run_id: str) -> None:
+        """An imported run is not indexed for search yet: it is, a part at a time, through
+        a connection of its own (the store's log lets the table read meanwhile; a search
+        meanwhile scans what the index lacks)."""
+        worker = get_current_worker()
+        try:
+            with RunStore.open(self.ctx.store.path) as own:
+                while not self._index_stops(worker) and not own.index_for_search(
+                    run_id, most=INDEXED_AT_A_TIME
+                ):
+                    pass
+        except (RedlineError, sqlite3.Error):
+            pass  # only a speed-up: a store that cannot take it (read-only, full) is scanned
+
+    def _index_stops(self, worker: Worker[None]) -> bool:
+        """The run's indexing stops with the screen (and the app), or when cancelled."""
+        return worker.is_cancelled or not self.is_running
 
     def _is_open(self, run_id: str) -> bool:
         return self.run is not None and self.run.id == run_id

@@ -1,9 +1,9 @@
 """The home screen's table of cases: which of the run's cases it shows (a reactive
 `CaseView`: filter, group and sort), their marks and triage states.
 
-A merged night holds 100,000 cases: the rows are read from the store a page at a time in
-the view's order (filtering and sorting run in SQL), the first page paints at once, and the
-next is read as the cursor or the scroll comes near the last row read.
+A merged night holds 100,000 cases: filtering and sorting run in SQL, the table knows how
+many cases the view shows and holds only the pages of them near the screen, read from the
+store in the view's order as they come into view (End reads the last page, not the rest).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 from textual import on
-from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
@@ -34,7 +33,8 @@ from redline.running.store import RunStore
 from redline.vocabulary.records import CaseRecord, TriageRecord
 from redline.vocabulary.verdicts import VERDICT_ORDER
 from redline_tui.cause_jobs import CauseJobs
-from redline_tui.widgets.row_table import ColumnSpec, RowTable, fit_columns
+from redline_tui.widgets.paged_table import PagedTable
+from redline_tui.widgets.row_table import ColumnSpec, fit_columns
 
 _OUTCOME_LABELS = {
     outcome: Text(label, style=OUTCOME_STYLES[outcome]) for outcome, label in OUTCOME_LABELS.items()
@@ -60,15 +60,9 @@ _MARKS_WIDTH = 26
 _MARKS_MIN = 12
 _HISTORY_WIDTH = 10
 _HISTORY_MIN = 6
-#: Rows read from the store at a time (a run of up to 200 cases is read whole); the next
-#: page is read when the cursor or the bottom of the view comes within half a page of
-#: the last row read.
-PAGE = 200
-#: Rows read at most to find the highlighted case again after the view changed.
-_FIND_AGAIN = 5000
 
 
-class CaseTable(RowTable[Text]):
+class CaseTable(PagedTable[Text]):
     """One row per case of the open run; `view` picks and orders the rows shown."""
 
     DEFAULT_CSS = """
@@ -90,7 +84,7 @@ class CaseTable(RowTable[Text]):
             return self.table
 
     class PageRead(Message):
-        """More of the view's rows were read from the store (their marks are not yet)."""
+        """A page of the view's rows was read from the store (their marks are not yet)."""
 
         def __init__(self, run_id: str, cases: list[CaseRecord]) -> None:
             super().__init__()
@@ -102,17 +96,14 @@ class CaseTable(RowTable[Text]):
         self._jobs = jobs
         self.run_id = ""
         self._store: RunStore | None = None
-        #: The view's rows read so far, in its order.
-        self.shown: list[CaseRecord] = []
-        #: How many cases the view shows in all (read or not).
-        self.view_total = 0
+        #: The cases of the rows held, by row key.
+        self._cases: dict[str, CaseRecord] = {}
         self._query = CaseQuery()
         self._widths: dict[str, int] = {}
         self.marks: dict[str, CaseMarks] = {}
         self.triage: dict[str, TriageRecord] = {}
         #: The columns shown and their widths (those the terminal's width fits).
         self.shown_columns: dict[str, int] = {}
-        self._generation = 0
 
     def show_cases(
         self,
@@ -128,11 +119,20 @@ class CaseTable(RowTable[Text]):
         self._widths = dict(widths)
         self._refill()
 
+    @property
+    def shown(self) -> list[CaseRecord]:
+        """The cases of the rows held (all of a small view's), in the view's order."""
+        return [self._cases[str(key.value)] for key in self.held_keys()]
+
+    @property
+    def view_total(self) -> int:
+        """How many cases the view shows in all (held or not)."""
+        return self.row_count
+
     def forget_run(self) -> None:
         """Another run opens: its marks and columns are its own."""
         self.marks.clear()
         self._store = None
-        self.shown = []
         self.clear(columns=True)
 
     def watch_view(self) -> None:
@@ -145,58 +145,28 @@ class CaseTable(RowTable[Text]):
             self._add_columns()
         selected = self.selected_case()
         self._query = self.view.query()
-        self.view_total = self._query.count(self._store, self.run_id)
-        self.shown = []
-        self.clear()
-        self._generation += 1
-        self._read_page()
+        self.show_rows(self._query.count(self._store, self.run_id))
+        if self.row_count:
+            self.row_key_at(0)  # the first page, read with the view
         if selected is not None:
-            while selected not in self.shown and self._unread() and len(self.shown) < _FIND_AGAIN:
-                self._read_page()
-            if selected in self.shown:
-                self.move_cursor(row=self.shown.index(selected), animate=False)
+            row = self._query.position(self._store, self.run_id, selected.suite, selected.case_id)
+            if row is not None:
+                self.move_cursor(row=row, animate=False)
         self.post_message(self.Refilled(self))
 
-    def _unread(self) -> bool:
-        return len(self.shown) < self.view_total
-
-    def _read_page(self) -> None:
-        """The view's next page of rows, from the store."""
+    def read_page(self, start: int, count: int) -> list[tuple[str, Sequence[Text]]]:
+        """The view's rows `start` to `start + count`, from the store."""
         if self._store is None:
-            return
-        cases = self._query.page(self._store, self.run_id, len(self.shown), PAGE)
-        self.shown.extend(cases)
-        for case in cases:
-            self.add_row(*self._cells(case), key=case_key(case))
+            return []
+        cases = self._query.page(self._store, self.run_id, start, count, self.row_count)
+        self._cases.update((case_key(c), c) for c in cases)
         if cases:
             self.post_message(self.PageRead(self.run_id, cases))
+        return [(case_key(c), self._cells(c)) for c in cases]
 
-    def _read_ahead(self, generation: int) -> None:
-        """The next page, once the cursor or the bottom of the view nears the last row read."""
-        if generation != self._generation or not self._unread() or not self.is_attached:
-            return
-        bottom = self.scroll_y + self.size.height
-        if max(self.cursor_row, bottom) >= len(self.shown) - PAGE // 2:
-            self._read_page()
-            self.call_after_refresh(self._read_ahead, generation)
-
-    def watch_cursor_coordinate(
-        self, old_coordinate: Coordinate, new_coordinate: Coordinate
-    ) -> None:
-        super().watch_cursor_coordinate(old_coordinate, new_coordinate)
-        if self._unread():
-            self.call_later(self._read_ahead, self._generation)
-
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        if self._unread():
-            self.call_later(self._read_ahead, self._generation)
-
-    def action_scroll_bottom(self) -> None:
-        """The last row of the view: the rows up to it are read first."""
-        while self._unread():
-            self._read_page()
-        super().action_scroll_bottom()
+    def let_go(self, keys: Sequence[str]) -> None:
+        for key in keys:
+            self._cases.pop(key, None)
 
     def view_cases(self, query: CaseQuery | None = None) -> list[CaseRecord]:
         """Every case the view shows (read or not), or those of `query` narrowing it."""
@@ -296,7 +266,7 @@ class CaseTable(RowTable[Text]):
         self.redraw_triage(row)
 
     def redraw_triage(self, row: str) -> None:
-        case = next((c for c in self.shown if case_key(c) == row), None)
+        case = self._cases.get(row)
         if case is not None:
             self._set(row, "triage", self._triage_cell(case))
 
@@ -308,9 +278,11 @@ class CaseTable(RowTable[Text]):
         return triage_text(self.triage.get(case_key(case)), live, running)
 
     def selected_case(self) -> CaseRecord | None:
-        if not self.shown or not 0 <= self.cursor_row < len(self.shown):
-            return None
-        return self.shown[self.cursor_row]
+        try:
+            key = self.row_key_at(self.cursor_row) if self.row_count else None
+        except LookupError:  # the run lost the row since it was counted
+            key = None
+        return None if key is None else self._cases.get(str(key.value))
 
     def redraw_triages(self, cases: Sequence[CaseRecord]) -> None:
         """Redraw the triage cells of these cases (a batch queued them)."""
