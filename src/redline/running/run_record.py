@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 from redline.errors import UsageError
 from redline.gitio import repo_branch, repo_state
 from redline.running.budget import Budget
-from redline.running.manifest import case_hash, input_in_words, sample_configuration, suite_manifest
+from redline.running.manifest import (
+    SuiteParts,
+    case_hash,
+    input_in_words,
+    sample_configuration,
+    suite_manifest,
+)
 from redline.running.options import RunOptions
 from redline.running.planning import Plan
 from redline.running.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
@@ -241,7 +247,8 @@ def finish_run(
     counts = store.verdict_counts(run_id)
     records: list[CaseRecord] = []
     not_run: dict[str, int] = {}
-    folders: dict[Path, str] = {}
+    folders: dict[str, str] = {}
+    shared: dict[int, SuiteParts] = {}
     for suite, case, samples in plan.cases:
         verdicts = counts.get((case.suite, case.id))
         stored = sum(verdicts.values()) if verdicts is not None else 0
@@ -264,7 +271,7 @@ def finish_run(
                     result=result.outcome,
                     verdicts=result.verdicts,
                     case_hash=case_hash(case, folders),
-                    config_hash=sample_configuration(suite, case, model_id),
+                    config_hash=sample_configuration(suite, case, model_id, shared),
                     uncounted=result.uncounted,
                     bar=result.bar,
                     margin=result.margin,

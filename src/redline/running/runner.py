@@ -210,7 +210,8 @@ async def _execute(
     try:
         async with _holding(store, record, resume=options.resume is not None):
             try:
-                await draw_samples(limit, pipeline, Commits(store, tally, budget), budget)
+                commits = Commits(store, tally, budget, off_loop=True)
+                await draw_samples(limit, pipeline, commits, budget)
             except RunStopped as stopped:
                 finish(interrupted=True)
                 raise stopped.kept_in(len(store.sample_keys(record.id)), record.id) from None

@@ -297,6 +297,14 @@ _SEARCHED_REASONS = (
     "WHERE a.sample_id = s.id AND a.status = 'failed'))"
 )
 
+#: What a sample puts in the search index (followed by the WHERE choosing the samples).
+_INDEX_SEARCH = (
+    "INSERT INTO sample_search (rowid, case_id, output, reasons) "
+    f"SELECT s.id, s.case_id, substr(s.output, 1, {SEARCH_PREFIX_CHARS}) "
+    f"|| coalesce(char(10) || {_TOOLS}, ''), {_SEARCHED_REASONS} "
+    "FROM samples s "
+)
+
 
 class RunStore:
     """Read and write runs, case results and samples in one SQLite file.
@@ -308,6 +316,9 @@ class RunStore:
         self._db = connection
         self._lock = _Guard(path)
         self._finished: dict[str, RunRecord] = {}
+        #: Runs this process holds (`claim_run`), indexed for search as their samples are
+        #: committed: run id → whether every sample stored before has been indexed.
+        self._indexing: dict[str, bool] = {}
         self.path = path
 
     @classmethod
@@ -391,6 +402,7 @@ class RunStore:
                 "VALUES (?, ?, ?, ?, ?)",
                 (run_id, host, pid, now_iso(), time.time()),
             )
+        self._indexing[run_id] = False
 
     def heartbeat(self, run_id: str) -> None:
         """This process still runs `run_id`."""
@@ -401,6 +413,7 @@ class RunStore:
             )
 
     def release_run(self, run_id: str) -> None:
+        self._indexing.pop(run_id, None)
         with self._transaction() as db:
             db.execute(
                 "DELETE FROM run_holders WHERE run_id = ? AND host = ? AND pid = ?",
@@ -471,19 +484,38 @@ class RunStore:
 
     def add_samples(self, samples: Iterable[SampleRecord]) -> None:
         """Store several samples in one transaction. A sample whose output is too large
-        for SQLite is stored as a transport failure keeping the output's beginning."""
+        for SQLite is stored as a transport failure keeping the output's beginning.
+        The samples of a run this process holds enter the search index in the same
+        transaction, so closing the run has nothing left to index."""
         batch = list(samples)
         try:
             with self._transaction() as db:
-                self._insert_samples(db, batch)
+                caught_up = self._insert_searched(db, batch)
         except sqlite3.DataError:
+            caught_up = []
             for sample in batch:
                 try:
                     with self._transaction() as db:
-                        self._insert_samples(db, (sample,))
+                        caught_up += self._insert_searched(db, (sample,))
                 except sqlite3.DataError:
                     with self._transaction() as db:
-                        self._insert_samples(db, (_too_large_to_store(sample),))
+                        caught_up += self._insert_searched(db, (_too_large_to_store(sample),))
+        for run_id in caught_up:  # committed: from now on only new samples need indexing
+            self._indexing[run_id] = True
+
+    def _insert_searched(
+        self, db: sqlite3.Connection, samples: Sequence[SampleRecord]
+    ) -> list[str]:
+        """Insert the samples and index those of held runs; the runs indexed whole here."""
+        first = self._insert_samples(db, samples)
+        caught_up = []
+        for run_id in {s.run_id for s in samples if s.run_id in self._indexing}:
+            if self._indexing[run_id]:
+                self._index_range(db, run_id, first, first + len(samples) - 1)
+            else:  # with what an earlier, killed process left unindexed
+                self._index_for_search(db, run_id)
+                caught_up.append(run_id)
+        return caught_up
 
     def put_case(self, record: CaseRecord) -> None:
         """Write (or replace, on resume) one case's result in its run."""
@@ -611,18 +643,20 @@ class RunStore:
         ).fetchone()[0]
         if newest is None:
             return
-        db.execute(
-            "INSERT INTO sample_search (rowid, case_id, output, reasons) "
-            f"SELECT s.id, s.case_id, substr(s.output, 1, {SEARCH_PREFIX_CHARS}) "
-            f"|| coalesce(char(10) || {_TOOLS}, ''), "
-            f"{_SEARCHED_REASONS} "
-            "FROM samples s WHERE s.run_id = ? AND s.id > ?",
-            (run_id, last),
-        )
+        db.execute(_INDEX_SEARCH + "WHERE s.run_id = ? AND s.id > ?", (run_id, last))
         db.execute(
             "INSERT OR REPLACE INTO sample_search_runs (run_id, last_sample) VALUES (?, ?)",
             (run_id, int(newest)),
         )
+
+    @staticmethod
+    def _index_range(db: sqlite3.Connection, run_id: str, first: int, last: int) -> None:
+        """Index the samples just written (ids `first` to `last`) of a run indexed up to
+        them: by id, never scanning the run's earlier samples."""
+        db.execute(
+            _INDEX_SEARCH + "WHERE s.id BETWEEN ? AND ? AND +s.run_id = ?", (first, last, run_id)
+        )
+        db.execute("UPDATE sample_search_runs SET last_sample = ? WHERE run_id = ?", (last, run_id))
 
     def add_batch(self, batch: BatchRecord) -> None:
         """Record a batch the run submitted, before anything waits on it."""
@@ -708,13 +742,15 @@ class RunStore:
     @staticmethod
     def _insert_samples(
         db: sqlite3.Connection, samples: Iterable[SampleRecord | StoredSample]
-    ) -> None:
+    ) -> int:
         """Samples as they come (an import streams them from its file), written a batch
-        at a time so a long stream never piles up in memory.
+        at a time so a long stream never piles up in memory; the first one's id.
 
-        Inside the write transaction no one else adds a sample, so ids are given here and
-        each batch is one statement per table."""
-        next_id = int(db.execute("SELECT coalesce(max(id), 0) FROM samples").fetchone()[0]) + 1
+        Inside the write transaction no one else adds a sample, so ids are given here,
+        one after the other, and each batch is one statement per table."""
+        first = next_id = 1 + int(
+            db.execute("SELECT coalesce(max(id), 0) FROM samples").fetchone()[0]
+        )
         rows: list[Any] = []
         assertions: list[Any] = []
         for s in samples:
@@ -728,6 +764,7 @@ class RunStore:
             if len(rows) >= _BATCH:
                 _write_batch(db, rows, assertions)
         _write_batch(db, rows, assertions)
+        return first
 
     def put_triage(self, record: TriageRecord) -> None:
         """Record where the triage of one case stands (replacing the previous state)."""
