@@ -267,8 +267,20 @@ _SUITE, _CASE_ID, _INDEX = (_SAMPLES.names.index(n) for n in ("suite", "case_id"
 
 
 def now_iso() -> str:
-    """The store's timestamp format: UTC, ISO 8601, millisecond precision."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    """The store's timestamp format: UTC, ISO 8601, millisecond precision (as
+    `datetime.isoformat(timespec="milliseconds")` writes it; every sample gets one, so the
+    date and time of the current second are formatted once)."""
+    global _second
+    ms = time.time_ns() // 1_000_000
+    second, millisecond = divmod(ms, 1000)
+    if second != _second[0]:
+        stamp = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _second = (second, stamp)
+    return f"{_second[1]}.{millisecond:03d}+00:00"
+
+
+#: The last second `now_iso` formatted, and its text.
+_second: tuple[int, str] = (-1, "")
 
 
 def new_run_id() -> str:
