@@ -33,7 +33,19 @@ def _texts() -> list[str]:
         "ok",
     ]
     texts = []
-    for size in (1, 3, 40, 249, 250, 251, 762, 763, 1786, 1787, 4000, 16122, 16123, 40000):
+    # Window edges, and the edges of the smaller zlib memory levels a short output uses.
+    for size in (1, 3, 40, 249, 250, 251, 762, 763, 1786, 1787, 4000, 16122, 16123, 40000) + (
+        63,
+        64,
+        127,
+        128,
+        511,
+        512,
+        1023,
+        1024,
+        2047,
+        2048,
+    ):
         loop = ("the answer is " * (size // 14 + 1))[:size]
         prose = " ".join(rng.choice(words) for _ in range(size))[:size]
         texts += [loop, prose]
