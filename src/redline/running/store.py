@@ -228,6 +228,9 @@ _INSERT_SAMPLE = (
 )
 #: Rows read or written per statement when a whole run streams through (import, export).
 _BATCH = 5000
+#: A running run's samples enter the search index this many at a time (one FTS5 segment
+#: each, instead of one per commit).
+_INDEX_EVERY = 256
 _INSERT_ASSERTION = (
     f"INSERT INTO assertion_results (sample_id, {_ASSERTIONS.select()}) "
     f"VALUES (?, {', '.join('?' * len(_ASSERTIONS.names))})"
@@ -328,9 +331,10 @@ class RunStore:
         self._db = connection
         self._lock = _Guard(path)
         self._finished: dict[str, RunRecord] = {}
-        #: Runs this process holds (`claim_run`), indexed for search as their samples are
-        #: committed: run id → whether every sample stored before has been indexed.
-        self._indexing: dict[str, bool] = {}
+        #: Runs this process holds (`claim_run`), indexed for search while their samples
+        #: are committed: run id → samples committed since its last indexing, None before
+        #: its first batch.
+        self._indexing: dict[str, int | None] = {}
         self.path = path
 
     @classmethod
@@ -414,7 +418,7 @@ class RunStore:
                 "VALUES (?, ?, ?, ?, ?)",
                 (run_id, host, pid, now_iso(), time.time()),
             )
-        self._indexing[run_id] = False
+        self._indexing[run_id] = None
 
     def heartbeat(self, run_id: str) -> None:
         """This process still runs `run_id`."""
@@ -502,32 +506,38 @@ class RunStore:
         batch = list(samples)
         try:
             with self._transaction() as db:
-                caught_up = self._insert_searched(db, batch)
+                waiting = self._insert_searched(db, batch)
         except sqlite3.DataError:
-            caught_up = []
+            waiting = {}
             for sample in batch:
                 try:
                     with self._transaction() as db:
-                        caught_up += self._insert_searched(db, (sample,))
+                        waiting |= self._insert_searched(db, (sample,))
                 except sqlite3.DataError:
                     with self._transaction() as db:
-                        caught_up += self._insert_searched(db, (_too_large_to_store(sample),))
-        for run_id in caught_up:  # committed: from now on only new samples need indexing
-            self._indexing[run_id] = True
+                        waiting |= self._insert_searched(db, (_too_large_to_store(sample),))
+        self._indexing.update(waiting)  # committed: what is indexed now
 
     def _insert_searched(
         self, db: sqlite3.Connection, samples: Sequence[SampleRecord]
-    ) -> list[str]:
-        """Insert the samples and index those of held runs; the runs indexed whole here."""
-        first = self._insert_samples(db, samples)
-        caught_up = []
+    ) -> dict[str, int]:
+        """Insert the samples; a held run is indexed at its first batch (with what an
+        earlier, killed process left unindexed) and then every `_INDEX_EVERY` samples,
+        so the index grows by large steps and closing the run has little left to index.
+        Each held run's samples left waiting for the index."""
+        last = self._insert_samples(db, samples) + len(samples) - 1
+        waiting = {}
         for run_id in {s.run_id for s in samples if s.run_id in self._indexing}:
-            if self._indexing[run_id]:
-                self._index_range(db, run_id, first, first + len(samples) - 1)
-            else:  # with what an earlier, killed process left unindexed
+            before = self._indexing[run_id]
+            count = sum(1 for s in samples if s.run_id == run_id) + (before or 0)
+            if before is None:
                 self._index_for_search(db, run_id)
-                caught_up.append(run_id)
-        return caught_up
+                count = 0
+            elif count >= _INDEX_EVERY:
+                self._index_since_last(db, run_id, last)
+                count = 0
+            waiting[run_id] = count
+        return waiting
 
     def put_case(self, record: CaseRecord) -> None:
         """Write (or replace, on resume) one case's result in its run."""
@@ -661,14 +671,24 @@ class RunStore:
             (run_id, int(newest)),
         )
 
-    @staticmethod
-    def _index_range(db: sqlite3.Connection, run_id: str, first: int, last: int) -> None:
-        """Index the samples just written (ids `first` to `last`) of a run indexed up to
-        them: by id, never scanning the run's earlier samples."""
+    @classmethod
+    def _index_since_last(cls, db: sqlite3.Connection, run_id: str, newest: int) -> None:
+        """Index a run's samples after its last indexed one, up to sample id `newest`, by
+        id (only the newest rows of the table are read, never the run's earlier ones)."""
+        row = db.execute(
+            "SELECT last_sample FROM sample_search_runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        if row is None:
+            cls._index_for_search(db, run_id)
+            return
+        last = int(row[0])
+        if last >= newest:
+            return  # a search (from another process) indexed them already
+        db.execute(_INDEX_SEARCH + "WHERE s.id > ? AND +s.run_id = ?", (last, run_id))
         db.execute(
-            _INDEX_SEARCH + "WHERE s.id BETWEEN ? AND ? AND +s.run_id = ?", (first, last, run_id)
+            "INSERT OR REPLACE INTO sample_search_runs (run_id, last_sample) VALUES (?, ?)",
+            (run_id, newest),
         )
-        db.execute("UPDATE sample_search_runs SET last_sample = ? WHERE run_id = ?", (last, run_id))
 
     def add_batch(self, batch: BatchRecord) -> None:
         """Record a batch the run submitted, before anything waits on it."""
