@@ -136,6 +136,10 @@ class Tally:
             )
 
 
+#: The smallest batch `Commits` hands to a thread (`off_loop`).
+OFF_LOOP_BATCH = 4
+
+
 class Commits:
     """Finished samples on their way to the sink: committed in batches, each sample
     counted as done (progress, schedule, budget) only once its commit returned.
@@ -145,8 +149,9 @@ class Commits:
     waits for it, and no finished sample waits on a timer, so a kill loses no more than
     committing each sample on its own would. With a budget each sample is committed on
     arrival, so it settles its cost before its worker asks the budget for the next sample.
-    `off_loop` commits each batch on a thread (the run store: SQLite lets go of the
-    interpreter while it writes), so the workers go on drawing meanwhile; a batch being
+    `off_loop` commits each batch of `OFF_LOOP_BATCH` samples or more on a thread (the
+    run store: SQLite lets go of the interpreter while it writes), so the workers go on
+    drawing meanwhile (a smaller batch costs less to write than to hand over); a batch being
     committed when the run is stopped is counted once its commit returned, before the
     stop goes on.
     """
@@ -182,7 +187,7 @@ class Commits:
             if self.pending:
                 await asyncio.sleep(0)  # one loop turn: answers that arrived with it
             self._wake.clear()
-            if self.off_loop:
+            if self.off_loop and len(self.pending) >= OFF_LOOP_BATCH:
                 await self._commit_off_loop()
             else:
                 self.flush()
