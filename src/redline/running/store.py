@@ -501,8 +501,8 @@ class RunStore:
     def add_samples(self, samples: Iterable[SampleRecord]) -> None:
         """Store several samples in one transaction. A sample whose output is too large
         for SQLite is stored as a transport failure keeping the output's beginning.
-        The samples of a run this process holds enter the search index in the same
-        transaction, so closing the run has nothing left to index."""
+        The samples of a run this process holds enter the search index while it runs
+        (see `_insert_searched`), so closing the run has little left to index."""
         batch = list(samples)
         try:
             with self._transaction() as db:
