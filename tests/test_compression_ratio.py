@@ -33,7 +33,9 @@ def _texts() -> list[str]:
         "ok",
     ]
     texts = []
-    for size in (1, 3, 40, 249, 250, 251, 762, 763, 1786, 1787, 4000, 16122, 16123, 40000):
+    window_edges = (1, 3, 40, 249, 250, 251, 762, 763, 1786, 1787, 4000, 16122, 16123, 40000)
+    memory_level_edges = (63, 64, 127, 128, 511, 512, 1023, 1024, 2047, 2048)
+    for size in window_edges + memory_level_edges:
         loop = ("the answer is " * (size // 14 + 1))[:size]
         prose = " ".join(rng.choice(words) for _ in range(size))[:size]
         texts += [loop, prose]

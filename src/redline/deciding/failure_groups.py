@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from redline.config import Config
 from redline.deciding.groups import (
@@ -57,7 +56,7 @@ def describer(config: Config | None, cases: Sequence[CaseRecord]) -> Describe | 
     except RedlineError:
         return None
     recorded = {(c.suite, c.case_id): c.case_hash for c in cases}
-    folders: dict[Path, str] = {}
+    folders: dict[str, str] = {}
     unchanged: dict[tuple[str, str], Case] = {}
     for suite in suites:
         for case in suite.cases:

@@ -28,14 +28,13 @@ the same concurrency, so none finds the limit by hitting it because another did 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import math
 import re
 import time
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -363,6 +362,22 @@ class _Gate:
                 free -= 1
 
 
+class _Sending:
+    """`RateLimiter.request()`: holds one of the limiter's sending turns (a plain context
+    manager, not a generator's: every request enters one)."""
+
+    __slots__ = ("_limiter",)
+
+    def __init__(self, limiter: RateLimiter) -> None:
+        self._limiter = limiter
+
+    async def __aenter__(self) -> None:
+        await self._limiter._sending.acquire(self._limiter)
+
+    async def __aexit__(self, *_: object) -> None:
+        self._limiter._sending.release(self._limiter)
+
+
 class RateLimiter:
     """The concurrency and pacing of one provider's requests (see the module's docstring).
 
@@ -416,16 +431,11 @@ class RateLimiter:
     def release(self) -> None:
         self._slots.release(self)
 
-    @contextlib.asynccontextmanager
-    async def request(self) -> AsyncIterator[None]:
-        """One request from its first try to its last: at most `limit` at once, so that
-        after a cut (a sample keeps its slot until it ends) and while a 429's retry waits,
-        no other request takes its turn."""
-        await self._sending.acquire(self)
-        try:
-            yield
-        finally:
-            self._sending.release(self)
+    def request(self) -> _Sending:
+        """One request from its first try to its last (`async with`): at most `limit` at
+        once, so that after a cut (a sample keeps its slot until it ends) and while a
+        429's retry waits, no other request takes its turn."""
+        return _Sending(self)
 
     def _resize(self, limit: int) -> None:
         limit = max(1, min(self.maximum, limit))

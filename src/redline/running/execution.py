@@ -2,9 +2,10 @@
 
 All samples of a run share one concurrency bound (`--concurrency`, capped further by the
 provider, e.g. the local model's 1). The samples that finish in one turn of the event loop
-are committed together at the end of it, and none is counted (progress, schedule, budget)
-before its commit returns, so an interrupt loses nothing finished and a crash only the
-samples in flight or finished in that same turn.
+are committed together at the end of it (or, while the batch before them is being
+committed, as soon as that commit returns), and none is counted (progress, schedule,
+budget) before its commit returns, so an interrupt loses nothing finished and a crash only
+the samples in flight or finished since the last commit began.
 """
 
 from __future__ import annotations
@@ -135,6 +136,10 @@ class Tally:
             )
 
 
+#: The smallest batch `Commits` hands to a thread (`off_loop`).
+OFF_LOOP_BATCH = 4
+
+
 class Commits:
     """Finished samples on their way to the sink: committed in batches, each sample
     counted as done (progress, schedule, budget) only once its commit returned.
@@ -144,13 +149,21 @@ class Commits:
     waits for it, and no finished sample waits on a timer, so a kill loses no more than
     committing each sample on its own would. With a budget each sample is committed on
     arrival, so it settles its cost before its worker asks the budget for the next sample.
+    `off_loop` commits each batch of `OFF_LOOP_BATCH` samples or more on a thread (the
+    run store: SQLite lets go of the interpreter while it writes), so the workers go on
+    drawing meanwhile (a smaller batch costs less to write than to hand over); a batch being
+    committed when the run is stopped is counted once its commit returned, before the
+    stop goes on.
     """
 
-    def __init__(self, sink: SampleSink, tally: Tally, budget: Budget | None) -> None:
+    def __init__(
+        self, sink: SampleSink, tally: Tally, budget: Budget | None, *, off_loop: bool = False
+    ) -> None:
         self.sink = sink
         self.jobs = tally.jobs
         self.tally = tally
         self.budget = budget
+        self.off_loop = off_loop and budget is None
         self.pending: list[tuple[SampleJob, SampleRecord, float]] = []
         #: Workers still drawing: the writer stops when none is left.
         self.workers = 0
@@ -174,7 +187,25 @@ class Commits:
             if self.pending:
                 await asyncio.sleep(0)  # one loop turn: answers that arrived with it
             self._wake.clear()
-            self.flush()
+            if self.off_loop and len(self.pending) >= OFF_LOOP_BATCH:
+                await self._commit_off_loop()
+            else:
+                self.flush()
+
+    async def _commit_off_loop(self) -> None:
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        samples = [sample for _, sample, _ in batch]
+        committing = asyncio.ensure_future(asyncio.to_thread(self.sink.add_samples, samples))
+        try:
+            await asyncio.shield(committing)
+        except asyncio.CancelledError:
+            await asyncio.wait([committing])  # the commit ends before the stop goes on
+            if committing.exception() is None:
+                self._count(batch)
+            raise
+        self._count(batch)
 
     def flush(self) -> None:
         """Commit the pending samples, then count them (progress, schedule, budget)."""
@@ -182,6 +213,9 @@ class Commits:
         if not batch:
             return
         self.sink.add_samples(sample for _, sample, _ in batch)
+        self._count(batch)
+
+    def _count(self, batch: list[tuple[SampleJob, SampleRecord, float]]) -> None:
         for job, sample, reserved in batch:
             if self.budget is not None:
                 self.budget.settle(sample.suite, sample.case_id, sample.cost, reserved)

@@ -32,21 +32,28 @@ def _file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _key(path: Path, base: Path, folders: dict[Path, str]) -> str:
-    return Path(os.path.relpath(_real(path, folders), _real_folder(base, folders))).as_posix()
+def _key(path: Path, base: Path, folders: dict[str, str]) -> str:
+    real = _real(path, folders)
+    root = _real_folder(os.fspath(base), folders)
+    if real.startswith(root) and real[len(root) : len(root) + 1] == os.sep:
+        relative = real[len(root) + 1 :]  # what relpath answers for a path under `base`
+    else:
+        relative = os.path.relpath(real, root)
+    return relative if os.sep == "/" else Path(relative).as_posix()
 
 
-def _real(path: Path, folders: dict[Path, str]) -> str:
+def _real(path: Path, folders: dict[str, str]) -> str:
     """`path.resolve()`, resolving each folder once for all the files in it (`folders`)."""
     if os.path.islink(path):
         return str(path.resolve())
-    return os.path.join(_real_folder(path.parent, folders), path.name)
+    folder, name = os.path.split(os.fspath(path))
+    return os.path.join(_real_folder(folder or ".", folders), name)
 
 
-def _real_folder(folder: Path, folders: dict[Path, str]) -> str:
+def _real_folder(folder: str, folders: dict[str, str]) -> str:
     real = folders.get(folder)
     if real is None:
-        real = folders[folder] = str(folder.resolve())
+        real = folders[folder] = str(Path(folder).resolve())
     return real
 
 
@@ -80,7 +87,7 @@ def suite_manifest(suite: Suite, model_id: str) -> dict[str, str]:
     for case in suite.cases:
         files.append(case.path)
         files.extend(case.files)
-    folders: dict[Path, str] = {}
+    folders: dict[str, str] = {}
     manifest = {_key(p, base, folders): _file_hash(p) for p in files}
     manifest[prompt_key(suite, "system")] = _text_hash(suite.system_template)
     manifest[prompt_key(suite, "user")] = _text_hash(suite.user_template)
@@ -117,7 +124,7 @@ def code_digest(root: Path, files: tuple[Path, ...]) -> str:
     return digest.hexdigest()
 
 
-def case_hash(case: Case, folders: dict[Path, str] | None = None) -> str:
+def case_hash(case: Case, folders: dict[str, str] | None = None) -> str:
     """SHA-256 over the case file and every fixture and schema it reads.
 
     Not the prompt or the model: a changed case is "case changed", a changed
@@ -166,7 +173,9 @@ def _bytes_digest(value: object) -> str:
 _NOT_SAMPLE_KEYS = frozenset({"samples", "required", "tier", "provenance", "quarantine", "golden"})
 
 
-def sample_configuration(suite: Suite, case: Case, model_id: str) -> str:
+def sample_configuration(
+    suite: Suite, case: Case, model_id: str, shared: dict[int, SuiteParts] | None = None
+) -> str:
     """SHA-256 of everything that shapes one sample of `case` and its verdict.
 
     The model id, the prompt text and prompt files, the settings a sample is generated
@@ -174,31 +183,57 @@ def sample_configuration(suite: Suite, case: Case, model_id: str) -> str:
     asked and checked (vars, assertions, fixtures) — not its bar, tier or provenance.
     Two runs with the same value drew samples of the same configuration: their samples
     are evidence of one pass rate (the cause analysis counts them together).
+    `shared` keeps what the cases of one suite have in common (its prompt files, its
+    conversation, its target's code) between the calls of one run, read once.
     """
-    digest = hashlib.sha256()
-    parts: tuple[str, ...] = (
-        model_id,
-        suite.system_template,
-        suite.user_template,
-        repr((suite.max_tokens, suite.temperature, suite.seed)),
-        COUNTING_RULE,
-        _case_content(case.path.read_bytes()),
-    )
-    conversation = conversation_digest(suite)
-    if conversation is not None:  # a suite without one hashes as it did before
-        parts += (conversation,)
-    for part in parts:
-        _add(digest, part.encode("utf-8"))
-    for path in suite.prompt_files:
-        _add(digest, path.read_bytes())
-    if suite.target is not None:  # the app's code shapes its answers as its prompt does
-        _add(digest, suite.target.label.encode("utf-8"))
-        _add(digest, code_digest(suite.target.root, suite.target.code_files()).encode("ascii"))
+    parts = _suite_parts(suite, model_id, shared)
+    digest = parts.head.copy()
+    _add(digest, _case_content(case.path.read_bytes()).encode("utf-8"))
+    for data in parts.tail:
+        _add(digest, data)
     base = case.path.parent
     for path in sorted(case.files, key=lambda p: os.path.relpath(p, base)):
         _add(digest, os.path.relpath(path, base).encode("utf-8"))
         _add(digest, path.read_bytes())
     return digest.hexdigest()
+
+
+@dataclasses.dataclass(frozen=True)
+class SuiteParts:
+    """What `sample_configuration` hashes of a suite: the parts before the case's content
+    (as a digest to copy) and the parts after it."""
+
+    suite: Suite
+    model_id: str
+    head: hashlib._Hash
+    tail: tuple[bytes, ...]
+
+
+def _suite_parts(suite: Suite, model_id: str, shared: dict[int, SuiteParts] | None) -> SuiteParts:
+    known = None if shared is None else shared.get(id(suite))
+    if known is not None and known.suite is suite and known.model_id == model_id:
+        return known
+    head = hashlib.sha256()
+    for part in (
+        model_id,
+        suite.system_template,
+        suite.user_template,
+        repr((suite.max_tokens, suite.temperature, suite.seed)),
+        COUNTING_RULE,
+    ):
+        _add(head, part.encode("utf-8"))
+    tail: list[bytes] = []
+    conversation = conversation_digest(suite)
+    if conversation is not None:  # a suite without one hashes as it did before
+        tail.append(conversation.encode("utf-8"))
+    tail.extend(path.read_bytes() for path in suite.prompt_files)
+    if suite.target is not None:  # the app's code shapes its answers as its prompt does
+        tail.append(suite.target.label.encode("utf-8"))
+        tail.append(code_digest(suite.target.root, suite.target.code_files()).encode("ascii"))
+    parts = SuiteParts(suite, model_id, head, tuple(tail))
+    if shared is not None:
+        shared[id(suite)] = parts
+    return parts
 
 
 def _add(digest: hashlib._Hash, data: bytes) -> None:

@@ -19,8 +19,9 @@ from redline.assertions import LAYER_1, SampleEvaluation, evaluate_sample, settl
 from redline.errors import ConfigError, CredentialsRejected, EndpointUnreachable
 from redline.redaction import KeyRedactor
 from redline.running.store import now_iso
+from redline.text.templates import is_jinja
 from redline.vocabulary.completion import ChatRequest, Completion
-from redline.vocabulary.messages import Message, Role, Step, ToolResult
+from redline.vocabulary.messages import Message, Role, Step, TextPart, ToolResult
 from redline.vocabulary.records import SampleRecord
 
 T = TypeVar("T", int, float)
@@ -101,6 +102,9 @@ class SamplePipeline:
         self._settled: dict[tuple[str, str], Callable[[Completion], str | None] | None] = {}
         #: The provider has answered at least once (so its key works).
         self.answered = False
+        #: Each case's first request, when its prompts are filled without Jinja (so every
+        #: sample's is the same but for its seed and index): rendered once, not per sample.
+        self._requests: dict[tuple[str, str], ChatRequest] = {}
 
     async def draw(self, job: SampleJob) -> SampleRecord:
         """The sample's record: its raw output, every assertion's result, its verdict."""
@@ -109,14 +113,22 @@ class SamplePipeline:
         return self.redactor.sample(self.record(job, completion, evaluation))
 
     def request(self, job: SampleJob) -> ChatRequest:
-        return case_request(
+        key = (job.case.suite, job.case.id)
+        sample = (job.case.suite, job.case.id, job.index)
+        first = self._requests.get(key)
+        if first is not None:
+            return dataclasses.replace(first, seed=job.seed, sample=sample)
+        request = case_request(
             job.suite,
             job.case,
             self.model_name,
             seed=job.seed,
-            sample=(job.case.suite, job.case.id, job.index),
+            sample=sample,
             settled=self._settled_check(job),
         )
+        if _renders_alike(job.suite, job.case):
+            self._requests[key] = request
+        return request
 
     def _settled_check(self, job: SampleJob) -> Callable[[Completion], str | None] | None:
         if not self.stop_when_settled:
@@ -226,6 +238,24 @@ def case_request(
         settled=settled,
         vars=case.vars,
     )
+
+
+def _renders_alike(suite: Suite, case: Case) -> bool:
+    """Whether every sample of the case renders the same prompts: `{{var}}` placeholders
+    only, no Jinja (a template may draw at random or include a file that changes)."""
+    system, user = suite.template_names
+    if is_jinja(suite.system_template, system) or is_jinja(suite.user_template, user):
+        return False
+    for message in suite.messages + case.messages:
+        content = message.content
+        texts = (
+            [content]
+            if isinstance(content, str)
+            else [p.text for p in content if isinstance(p, TextPart)]
+        )
+        if any(is_jinja(text) for text in texts):
+            return False
+    return True
 
 
 def refuse_unsupported(

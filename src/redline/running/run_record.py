@@ -7,16 +7,22 @@ result stored at the end (or at an interrupt), and the run closed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from redline.errors import UsageError
 from redline.gitio import repo_branch, repo_state
 from redline.running.budget import Budget
-from redline.running.manifest import case_hash, input_in_words, sample_configuration, suite_manifest
+from redline.running.manifest import (
+    SuiteParts,
+    case_hash,
+    input_in_words,
+    sample_configuration,
+    suite_manifest,
+)
 from redline.running.options import RunOptions
 from redline.running.planning import Plan
 from redline.running.quarantine import QUARANTINED_ARG, active_quarantines, quarantined
@@ -224,6 +230,46 @@ def case_result(
     return CaseResult(case_outcome(required, undecided), required, dict(verdicts))
 
 
+class CaseInputs:
+    """Each case's hash and sample configuration, as its result records them.
+
+    `ahead` works them out while the run draws its samples, one case per turn of the
+    event loop (in time the loop would mostly spend waiting for answers), so closing
+    the run does not read and hash every case file after the last sample; a case it has
+    not reached is worked out when asked.
+    """
+
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+        self._folders: dict[str, str] = {}
+        self._shared: dict[int, SuiteParts] = {}
+        self._done: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def case_hash(self, suite: Suite, case: Case) -> str:
+        return self._of(suite, case)[0]
+
+    def configuration(self, suite: Suite, case: Case) -> str:
+        return self._of(suite, case)[1]
+
+    def _of(self, suite: Suite, case: Case) -> tuple[str, str]:
+        key = (case.suite, case.id)
+        found = self._done.get(key)
+        if found is None:
+            found = self._done[key] = (
+                case_hash(case, self._folders),
+                sample_configuration(suite, case, self.model_id, self._shared),
+            )
+        return found
+
+    async def ahead(self, cases: Iterable[tuple[Suite, Case, int]]) -> None:
+        for suite, case, _ in cases:
+            await asyncio.sleep(0)
+            try:
+                self._of(suite, case)
+            except Exception:
+                return  # a file gone meanwhile: closing the run says so, asking again
+
+
 def finish_run(
     store: RunStore,
     run_id: str,
@@ -234,14 +280,16 @@ def finish_run(
     budget: Budget | None = None,
     down: str | None = None,
     rate_limit: RateLimiter | None = None,
+    inputs: CaseInputs | None = None,
 ) -> RunRecord:
     """Store each case's result and the run's, and close the run; `down` is why the
     circuit breaker stopped it (the run is then inconclusive and can be resumed);
-    `rate_limit` is the provider's limiter, whose story the run keeps when it has one."""
+    `rate_limit` is the provider's limiter, whose story the run keeps when it has one;
+    `inputs` holds the case hashes worked out while the run drew its samples."""
     counts = store.verdict_counts(run_id)
     records: list[CaseRecord] = []
     not_run: dict[str, int] = {}
-    folders: dict[Path, str] = {}
+    inputs = inputs or CaseInputs(model_id)
     for suite, case, samples in plan.cases:
         verdicts = counts.get((case.suite, case.id))
         stored = sum(verdicts.values()) if verdicts is not None else 0
@@ -263,8 +311,8 @@ def finish_run(
                     passes=result.passes,
                     result=result.outcome,
                     verdicts=result.verdicts,
-                    case_hash=case_hash(case, folders),
-                    config_hash=sample_configuration(suite, case, model_id),
+                    case_hash=inputs.case_hash(suite, case),
+                    config_hash=inputs.configuration(suite, case),
                     uncounted=result.uncounted,
                     bar=result.bar,
                     margin=result.margin,
@@ -326,6 +374,7 @@ __all__ = [
     "PROVIDER_DOWN_ARG",
     "RATE_LIMIT_ARG",
     "RETRIES_ARG",
+    "CaseInputs",
     "CaseResult",
     "case_result",
     "finish_run",

@@ -48,6 +48,7 @@ from redline.running.planning import (
 from redline.running.replay import ReplayProvider
 from redline.running.run_record import (
     RETRIES_ARG,
+    CaseInputs,
     case_result,
     finish_run,
     open_record,
@@ -198,6 +199,7 @@ async def _execute(
         # A batch answers its failures together: no probe can tell a dead provider there.
         breaker=batches is None,
     )
+    inputs = CaseInputs(identity)
     finish = functools.partial(
         finish_run,
         store,
@@ -206,11 +208,14 @@ async def _execute(
         plan,
         budget=budget,
         rate_limit=rate_limiter(provider),
+        inputs=inputs,
     )
+    ahead = asyncio.ensure_future(inputs.ahead(plan.cases))
     try:
         async with _holding(store, record, resume=options.resume is not None):
             try:
-                await draw_samples(limit, pipeline, Commits(store, tally, budget), budget)
+                commits = Commits(store, tally, budget, off_loop=True)
+                await draw_samples(limit, pipeline, commits, budget)
             except RunStopped as stopped:
                 finish(interrupted=True)
                 raise stopped.kept_in(len(store.sample_keys(record.id)), record.id) from None
@@ -225,6 +230,7 @@ async def _execute(
         kept = len(store.sample_keys(record.id))
         raise StoreFull(store.path, kept=kept, run_id=record.id) from None
     finally:
+        ahead.cancel()
         if batches is not None:
             await batches.aclose()
         if judges is not None:

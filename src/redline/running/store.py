@@ -228,6 +228,9 @@ _INSERT_SAMPLE = (
 )
 #: Rows read or written per statement when a whole run streams through (import, export).
 _BATCH = 5000
+#: A running run's samples enter the search index this many at a time (one FTS5 segment
+#: each, instead of one per commit).
+_INDEX_EVERY = 256
 _INSERT_ASSERTION = (
     f"INSERT INTO assertion_results (sample_id, {_ASSERTIONS.select()}) "
     f"VALUES (?, {', '.join('?' * len(_ASSERTIONS.names))})"
@@ -267,8 +270,20 @@ _SUITE, _CASE_ID, _INDEX = (_SAMPLES.names.index(n) for n in ("suite", "case_id"
 
 
 def now_iso() -> str:
-    """The store's timestamp format: UTC, ISO 8601, millisecond precision."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    """The store's timestamp format: UTC, ISO 8601, millisecond precision (as
+    `datetime.isoformat(timespec="milliseconds")` writes it; every sample gets one, so the
+    date and time of the current second are formatted once)."""
+    global _second
+    ms = time.time_ns() // 1_000_000
+    second, millisecond = divmod(ms, 1000)
+    if second != _second[0]:
+        stamp = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _second = (second, stamp)
+    return f"{_second[1]}.{millisecond:03d}+00:00"
+
+
+#: The last second `now_iso` formatted, and its text.
+_second: tuple[int, str] = (-1, "")
 
 
 def new_run_id() -> str:
@@ -304,6 +319,12 @@ _INDEXED_OUTPUT = (
 #: Samples the index may lack for a search to index them first (a run's last few).
 INDEXED_AT_SEARCH = 5_000
 _TRIGRAM = 3
+#: What a sample puts in the search index (followed by the WHERE choosing the samples).
+_INDEX_SEARCH = (
+    "INSERT INTO sample_search (rowid, case_id, output, reasons) "
+    f"SELECT s.id, s.case_id, {_INDEXED_OUTPUT}, {_SEARCHED_REASONS} "
+    "FROM samples s "
+)
 
 
 def _scanned(needle: str) -> str:
@@ -339,6 +360,10 @@ class RunStore:
         self._db = connection
         self._lock = _Guard(path)
         self._finished: dict[str, RunRecord] = {}
+        #: Runs this process holds (`claim_run`), indexed for search while their samples
+        #: are committed: run id → samples committed since its last indexing, None before
+        #: its first batch.
+        self._indexing: dict[str, int | None] = {}
         self.path = path
 
     @classmethod
@@ -422,6 +447,7 @@ class RunStore:
                 "VALUES (?, ?, ?, ?, ?)",
                 (run_id, host, pid, now_iso(), time.time()),
             )
+        self._indexing[run_id] = None
 
     def heartbeat(self, run_id: str) -> None:
         """This process still runs `run_id`."""
@@ -432,6 +458,7 @@ class RunStore:
             )
 
     def release_run(self, run_id: str) -> None:
+        self._indexing.pop(run_id, None)
         with self._transaction() as db:
             db.execute(
                 "DELETE FROM run_holders WHERE run_id = ? AND host = ? AND pid = ?",
@@ -502,19 +529,44 @@ class RunStore:
 
     def add_samples(self, samples: Iterable[SampleRecord]) -> None:
         """Store several samples in one transaction. A sample whose output is too large
-        for SQLite is stored as a transport failure keeping the output's beginning."""
+        for SQLite is stored as a transport failure keeping the output's beginning.
+        The samples of a run this process holds enter the search index while it runs
+        (see `_insert_searched`), so closing the run has little left to index."""
         batch = list(samples)
         try:
             with self._transaction() as db:
-                self._insert_samples(db, batch)
+                waiting = self._insert_searched(db, batch)
         except sqlite3.DataError:
+            waiting = {}
             for sample in batch:
                 try:
                     with self._transaction() as db:
-                        self._insert_samples(db, (sample,))
+                        waiting |= self._insert_searched(db, (sample,))
                 except sqlite3.DataError:
                     with self._transaction() as db:
-                        self._insert_samples(db, (_too_large_to_store(sample),))
+                        waiting |= self._insert_searched(db, (_too_large_to_store(sample),))
+        self._indexing.update(waiting)  # committed: what is indexed now
+
+    def _insert_searched(
+        self, db: sqlite3.Connection, samples: Sequence[SampleRecord]
+    ) -> dict[str, int]:
+        """Insert the samples; a held run is indexed at its first batch (with what an
+        earlier, killed process left unindexed) and then every `_INDEX_EVERY` samples,
+        so the index grows by large steps and closing the run has little left to index.
+        Each held run's samples left waiting for the index."""
+        last = self._insert_samples(db, samples) + len(samples) - 1
+        waiting = {}
+        for run_id in {s.run_id for s in samples if s.run_id in self._indexing}:
+            before = self._indexing[run_id]
+            count = sum(1 for s in samples if s.run_id == run_id) + (before or 0)
+            if before is None:
+                self._index_for_search(db, run_id)
+                count = 0
+            elif count >= _INDEX_EVERY:
+                self._index_since_last(db, run_id, last)
+                count = 0
+            waiting[run_id] = count
+        return waiting
 
     def put_case(self, record: CaseRecord) -> None:
         """Write (or replace, on resume) one case's result in its run."""
@@ -684,14 +736,31 @@ class RunStore:
         if newest is None:
             return
         db.execute(
-            "INSERT INTO sample_search (rowid, case_id, output, reasons) "
-            f"SELECT s.id, s.case_id, {_INDEXED_OUTPUT}, {_SEARCHED_REASONS} "
-            "FROM samples s WHERE s.run_id = ? AND s.id > ? AND s.id <= ?",
+            _INDEX_SEARCH + "WHERE s.run_id = ? AND s.id > ? AND s.id <= ?",
             (run_id, last, int(newest)),
         )
         db.execute(
             "INSERT OR REPLACE INTO sample_search_runs (run_id, last_sample) VALUES (?, ?)",
             (run_id, int(newest)),
+        )
+
+    @classmethod
+    def _index_since_last(cls, db: sqlite3.Connection, run_id: str, newest: int) -> None:
+        """Index a run's samples after its last indexed one, up to sample id `newest`, by
+        id (only the newest rows of the table are read, never the run's earlier ones)."""
+        row = db.execute(
+            "SELECT last_sample FROM sample_search_runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        if row is None:
+            cls._index_for_search(db, run_id)
+            return
+        last = int(row[0])
+        if last >= newest:
+            return  # a search (from another process) indexed them already
+        db.execute(_INDEX_SEARCH + "WHERE s.id > ? AND +s.run_id = ?", (last, run_id))
+        db.execute(
+            "INSERT OR REPLACE INTO sample_search_runs (run_id, last_sample) VALUES (?, ?)",
+            (run_id, newest),
         )
 
     def add_batch(self, batch: BatchRecord) -> None:
@@ -778,13 +847,15 @@ class RunStore:
     @staticmethod
     def _insert_samples(
         db: sqlite3.Connection, samples: Iterable[SampleRecord | StoredSample]
-    ) -> None:
+    ) -> int:
         """Samples as they come (an import streams them from its file), written a batch
-        at a time so a long stream never piles up in memory.
+        at a time so a long stream never piles up in memory; the first one's id.
 
-        Inside the write transaction no one else adds a sample, so ids are given here and
-        each batch is one statement per table."""
-        next_id = int(db.execute("SELECT coalesce(max(id), 0) FROM samples").fetchone()[0]) + 1
+        Inside the write transaction no one else adds a sample, so ids are given here,
+        one after the other, and each batch is one statement per table."""
+        first = next_id = 1 + int(
+            db.execute("SELECT coalesce(max(id), 0) FROM samples").fetchone()[0]
+        )
         rows: list[Any] = []
         assertions: list[Any] = []
         for s in samples:
@@ -798,6 +869,7 @@ class RunStore:
             if len(rows) >= _BATCH:
                 _write_batch(db, rows, assertions)
         _write_batch(db, rows, assertions)
+        return first
 
     def put_triage(self, record: TriageRecord) -> None:
         """Record where the triage of one case stands (replacing the previous state)."""
