@@ -34,6 +34,7 @@ from redline.semantic.calibration import (
 )
 from redline.semantic.concept import Concept, Rendering
 from redline.semantic.embeddings import Embeddings, Role, Vectors, load_embeddings
+from redline.semantic.glossary import Glossary, shipped_glossary
 from redline.semantic.settings import SemanticSettings
 from redline.semantic.tones import (
     COURTESY_TONES,
@@ -73,6 +74,11 @@ class ConceptMatch:
     reply_detected: bool = True
     #: Languages the backend is calibrated for (named when this pair is not).
     calibrated_languages: tuple[str, ...] = ()
+    #: The rendering the case wrote when `concept` is the shipped glossary's rendering of it.
+    glossary_of: str | None = None
+    #: Further renderings scored on the same sentence, each on its own pair; then
+    #: `calibrated` is the mean of this match's own calibrated score and theirs.
+    readings: tuple[ConceptMatch, ...] = ()
 
     @property
     def decided(self) -> bool:
@@ -88,21 +94,40 @@ class ConceptMatch:
             reply = f"{reply} reply"
         return f"{languages.name(self.concept_lang)} concept, {reply}"
 
+    def named(self) -> str:
+        """`'退款' (the glossary's rendering of 'refund')`, or the concept as written."""
+        if self.glossary_of is None:
+            return repr(self.concept)
+        return f"{self.concept!r} (the glossary's rendering of {self.glossary_of!r})"
+
     def describe(self) -> str:
         shown = _clip(self.sentence) if self.sentence else "(empty output)"
         if self.literal:
-            return f"the output names {self.concept!r} in {shown!r} (a literal mention)"
+            return f"the output names {self.named()} in {shown!r} (a literal mention)"
         if self.pair is None:
             known = ", ".join(languages.name(lang) for lang in self.calibrated_languages)
             return (
                 f"{self.languages()}: {self.backend} has no mentions calibration for this "
                 f"pair of languages (calibrated for concepts and replies in {known})"
             )
+        if not self.readings:
+            return f"best sentence {shown!r}: calibrated {self.calibrated:.2f} ({self._figures()})"
+        parts = [self, *self.readings]
+        own = " and ".join(f"{m.named()} {m.own_calibrated():.2f} ({m._figures()})" for m in parts)
+        return f"best sentence {shown!r}: calibrated {self.calibrated:.2f}, the mean of {own}"
+
+    def own_calibrated(self) -> float:
+        """This rendering's calibrated score alone (without the other readings')."""
+        if not self.readings or self.pair is None:
+            return self.calibrated
+        return self.pair.calibrated(self.score)
+
+    def _figures(self) -> str:
+        assert self.pair is not None
         return (
-            f"best sentence {shown!r}: calibrated {self.calibrated:.2f} "
-            f"({self.languages()}, pair {self.pair.key} calibrated at score "
+            f"{self.languages()}, pair {self.pair.key} calibrated at score "
             f"{self.pair.threshold:+.3f}, this sentence {self.score:+.3f}; raw cosine "
-            f"{self.raw:.3f}, {self.backend})"
+            f"{self.raw:.3f}, {self.backend}"
         )
 
 
@@ -169,10 +194,18 @@ def _clip(text: str, limit: int = 120) -> str:
 class SemanticScorer:
     """Scores with one backend, its calibration and the tone templates; safe across threads."""
 
-    def __init__(self, embeddings: Embeddings, calibration: Calibration, tones: ToneBook) -> None:
+    def __init__(
+        self,
+        embeddings: Embeddings,
+        calibration: Calibration,
+        tones: ToneBook,
+        glossary: Glossary | None = None,
+    ) -> None:
         self.embeddings = embeddings
         self.calibration = calibration
         self.tones = tones
+        #: Shipped renderings that concepts gain in other languages (None: as written only).
+        self.glossary = glossary
         self._evidence = Evidence(embeddings, shipped_set(), calibration.centroids)
         self._sides: dict[tuple[tuple[str, ...], str, str], ConceptSide] = {}
         #: Recent sentence vectors by (role, sentence), oldest first.
@@ -215,13 +248,18 @@ class SemanticScorer:
         (the concept's language, the reply's language).
 
         A sentence that names any rendering in its own words (case-insensitive; "refund"
-        also in "refunds") mentions it with score 1.0: embeddings blur negations ("we
-        cannot offer a refund" can score low for "refund"), but saying the word is talking
-        about it. Such an output needs no encoding at all. Otherwise the rendering in the
-        reply's language is scored when the concept has one, else every rendering, and the
+        also in "refunds"; the glossary's renderings too) mentions it with score 1.0:
+        embeddings blur negations ("we cannot offer a refund" can score low for "refund"),
+        but saying the word is talking about it. Such an output needs no encoding at all.
+        Otherwise, when the concept has a rendering in the reply's language (written, or
+        the glossary's) and the case wrote another first, each sentence's calibrated score
+        is the mean of the two renderings' (each on its own pair): two noisy readings agree
+        more often than either alone. When it has none, every rendering is scored and the
         best calibrated score counts.
         """
         wanted = concept if isinstance(concept, Concept) else Concept.of(concept)
+        if self.glossary is not None:
+            wanted = wanted.completed(self.glossary)
         found = split_sentences(text)
         detected = languages.detect(text)
         for rendering in wanted.renderings:
@@ -238,19 +276,58 @@ class SemanticScorer:
                         literal=True,
                         concept_lang=rendering.lang,
                         reply_lang=detected,
+                        glossary_of=rendering.glossary_of,
                     )
+        written = [r for r in wanted.renderings if r.glossary_of is None]
         own = wanted.in_language(detected)
-        chosen = [own] if own is not None else list(wanted.renderings)
-        matches = [self._scored(found, r, detected, wanted.texts()) for r in chosen]
+        if own is not None and own != written[0]:
+            return self._scored(found, [written[0], own], detected, wanted.texts())
+        chosen = [own] if own is not None else written
+        matches = [self._scored(found, [r], detected, wanted.texts()) for r in chosen]
         decided = [m for m in matches if m.pair is not None]
         return max(decided, key=lambda m: m.calibrated) if decided else matches[0]
 
     def _scored(
-        self, found: list[str], rendering: Rendering, detected: str | None, all_texts: list[str]
+        self,
+        found: list[str],
+        renderings: list[Rendering],
+        detected: str | None,
+        all_texts: list[str],
     ) -> ConceptMatch:
+        """The best sentence by the mean calibrated score of `renderings`, each on its own
+        pair; the first rendering's figures lead the match, the others are `readings`."""
+        matches = [self._match_base(r, detected) for r in renderings]
+        if any(m.pair is None for m in matches) or not found:
+            return matches[0]
+        # Fragments count only when nothing longer is there, so they are not even encoded.
+        candidates = [s for s in found if _substantial(s)] or found
+        vectors = self._vectors(candidates, "query")
+        per_rendering = []
+        for rendering, match in zip(renderings, matches, strict=True):
+            assert match.pair is not None
+            target = self.embeddings.embed_fixed([rendering.text], "query")[0]
+            side = self._side(all_texts, rendering.text, match.pair)
+            figures = self._evidence.figures(vectors, match.pair.reply_lang, side)
+            scores = self.calibration.combination.score(figures)
+            calibrated = np.array([match.pair.calibrated(float(v)) for v in scores])
+            per_rendering.append((vectors @ target, scores, calibrated))
+        mean = np.mean([calibrated for _, _, calibrated in per_rendering], axis=0)
+        best = int(np.argmax(mean))
+        filled = [
+            replace(
+                match,
+                sentence=candidates[best],
+                raw=float(cosines[best]),
+                score=float(scores[best]),
+                calibrated=float(calibrated[best]),
+            )
+            for match, (cosines, scores, calibrated) in zip(matches, per_rendering, strict=True)
+        ]
+        return replace(filled[0], calibrated=float(mean[best]), readings=tuple(filled[1:]))
+
+    def _match_base(self, rendering: Rendering, detected: str | None) -> ConceptMatch:
         reply_lang = detected if detected is not None else rendering.lang
-        pair = self.calibration.pair(rendering.lang, reply_lang)
-        base = ConceptMatch(
+        return ConceptMatch(
             concept=rendering.text,
             sentence="",
             raw=0.0,
@@ -259,27 +336,10 @@ class SemanticScorer:
             backend=self.backend,
             concept_lang=rendering.lang,
             reply_lang=reply_lang,
-            pair=pair,
+            pair=self.calibration.pair(rendering.lang, reply_lang),
             reply_detected=detected is not None,
             calibrated_languages=tuple(self.calibration.languages),
-        )
-        if pair is None or not found:
-            return base
-        # Fragments count only when nothing longer is there, so they are not even encoded.
-        candidates = [s for s in found if _substantial(s)] or found
-        target = self.embeddings.embed_fixed([rendering.text], "query")[0]
-        vectors = self._vectors(candidates, "query")
-        cosines = vectors @ target
-        side = self._side(all_texts, rendering.text, pair)
-        figures = self._evidence.figures(vectors, pair.reply_lang, side)
-        scores = self.calibration.combination.score(figures)
-        best = int(np.argmax(scores))
-        return replace(
-            base,
-            sentence=candidates[best],
-            raw=float(cosines[best]),
-            score=float(scores[best]),
-            calibrated=pair.calibrated(float(scores[best])),
+            glossary_of=rendering.glossary_of,
         )
 
     def _side(self, texts: list[str], text: str, pair: PairCalibration) -> ConceptSide:
@@ -362,7 +422,9 @@ def semantic_scorer(settings: SemanticSettings) -> SemanticScorer:
         if key not in _SCORERS:
             embeddings = load_embeddings(settings)
             calibration = load_calibration(embeddings, settings.calibration_cache)
-            _SCORERS[key] = SemanticScorer(embeddings, calibration, load_tones(settings.tones))
+            _SCORERS[key] = SemanticScorer(
+                embeddings, calibration, load_tones(settings.tones), shipped_glossary()
+            )
         return _SCORERS[key]
 
 
