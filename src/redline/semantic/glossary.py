@@ -7,6 +7,10 @@ is a literal mention ("我们无法退款"), otherwise it is scored on the reply
 pair beside the concept as written (see scorer.py; measured in
 docs/semantic-languages.md). Entries are glossary.json and the concepts of the
 calibration split (its groups and distractors), each written once.
+
+Some entries have an opposite outcome ("flight on time" for "flight delay"): the
+embeddings place a reply of the opposite outcome close to the concept, and a sentence
+that reads as the opposite more than as the concept is not a mention of it.
 """
 
 from __future__ import annotations
@@ -27,12 +31,20 @@ def _key(text: str) -> str:
 class Glossary:
     """Entries (language -> rendering), found by any of their renderings."""
 
-    def __init__(self, entries: Sequence[Mapping[str, str]]) -> None:
+    def __init__(
+        self,
+        entries: Sequence[Mapping[str, str]],
+        opposites: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         self._by_rendering: dict[tuple[str, str], Mapping[str, str]] = {}
         for entry in entries:
             frozen = MappingProxyType(dict(entry))
             for lang, text in entry.items():
                 self._by_rendering.setdefault((lang, _key(text)), frozen)
+        self._opposites = {
+            _key(english): MappingProxyType(dict(opposite))
+            for english, opposite in (opposites or {}).items()
+        }
 
     def __len__(self) -> int:
         return len({id(entry) for entry in self._by_rendering.values()})
@@ -43,14 +55,22 @@ class Glossary:
             return None
         return self._by_rendering.get((lang, _key(text)))
 
+    def opposite(self, text: str, lang: str | None) -> Mapping[str, str] | None:
+        """The opposite outcome of the entry that renders `text` in `lang`, if it has one."""
+        entry = self.entry(text, lang)
+        if entry is None or "en" not in entry:
+            return None
+        return self._opposites.get(_key(entry["en"]))
+
 
 @lru_cache(maxsize=1)
 def shipped_glossary() -> Glossary:
     raw = resources.files("redline.semantic").joinpath("glossary.json").read_bytes()
-    written = [dict(entry) for entry in json.loads(raw)["entries"]]
+    data = json.loads(raw)
     calibration = shipped_set()
     return Glossary(
-        written
+        [dict(entry) for entry in data["entries"]]
         + [dict(group.concept) for group in calibration.groups]
-        + [dict(row) for row in calibration.distractors]
+        + [dict(row) for row in calibration.distractors],
+        data["opposites"],
     )

@@ -30,7 +30,9 @@ from redline.semantic.calibration import (
     Evidence,
     PairCalibration,
     load_calibration,
+    opposed,
     shipped_set,
+    weighed,
 )
 from redline.semantic.concept import Concept, Rendering
 from redline.semantic.embeddings import Embeddings, Role, Vectors, load_embeddings
@@ -77,8 +79,18 @@ class ConceptMatch:
     #: The rendering the case wrote when `concept` is the shipped glossary's rendering of it.
     glossary_of: str | None = None
     #: Further renderings scored on the same sentence, each on its own pair; then
-    #: `calibrated` is the mean of this match's own calibrated score and theirs.
+    #: `unopposed` is the weighed mean of this match's own calibrated score and theirs.
     readings: tuple[ConceptMatch, ...] = ()
+    #: The mean calibrated score before the opposite outcome was weighed (= `calibrated`
+    #: unless the sentence reads as the opposite).
+    unopposed: float = 0.0
+    #: The glossary's opposite outcome when the sentence reads as it more than as the
+    #: concept, and its mean calibrated score; then the score decided on is
+    #: min(unopposed, 1 − it).
+    opposite: str | None = None
+    opposite_calibrated: float | None = None
+    #: With `readings`: the calibration's threshold on their weighed mean (0.5 there).
+    readings_threshold: float | None = None
 
     @property
     def decided(self) -> bool:
@@ -110,15 +122,29 @@ class ConceptMatch:
                 f"{self.languages()}: {self.backend} has no mentions calibration for this "
                 f"pair of languages (calibrated for concepts and replies in {known})"
             )
-        if not self.readings:
+        if not self.readings and self.opposite is None:
             return f"best sentence {shown!r}: calibrated {self.calibrated:.2f} ({self._figures()})"
-        parts = [self, *self.readings]
-        own = " and ".join(f"{m.named()} {m.own_calibrated():.2f} ({m._figures()})" for m in parts)
-        return f"best sentence {shown!r}: calibrated {self.calibrated:.2f}, the mean of {own}"
+        told = f"{self.named()} {self.own_calibrated():.2f} ({self._figures()})"
+        if self.readings:
+            others = ", ".join(
+                f"{m.named()} {m.own_calibrated():.2f} (pair {m.pair.key if m.pair else '-'})"
+                for m in self.readings
+            )
+            told = f"mean {self.unopposed:.2f} of {told} counting half, and {others}"
+        if self.opposite is not None and self.opposite_calibrated is not None:
+            told += (
+                f"; it reads more as the opposite outcome {self.opposite!r} (mean "
+                f"{self.opposite_calibrated:.2f}, the glossary's), so at most "
+                f"{1 - self.opposite_calibrated:.2f}"
+            )
+        if self.readings_threshold is not None:
+            told += f"; threshold {self.readings_threshold:.3f} on the mean is 0.50"
+        told = f"calibrated {self.calibrated:.2f}: {told}"
+        return f"best sentence {shown!r}: {told}"
 
     def own_calibrated(self) -> float:
         """This rendering's calibrated score alone (without the other readings')."""
-        if not self.readings or self.pair is None:
+        if self.pair is None:
             return self.calibrated
         return self.pair.calibrated(self.score)
 
@@ -279,13 +305,33 @@ class SemanticScorer:
                         glossary_of=rendering.glossary_of,
                     )
         written = [r for r in wanted.renderings if r.glossary_of is None]
+        opposite = self._opposite(written)
         own = wanted.in_language(detected)
         if own is not None and own != written[0]:
-            return self._scored(found, [written[0], own], detected, wanted.texts())
+            reply_lang = str(detected)
+            others = [
+                r
+                for r in wanted.renderings
+                if r != written[0] and self.calibration.pair(r.lang, reply_lang) is not None
+            ]
+            return self._scored(found, [written[0], *others], detected, wanted.texts(), opposite)
         chosen = [own] if own is not None else written
-        matches = [self._scored(found, [r], detected, wanted.texts()) for r in chosen]
+        matches = [self._scored(found, [r], detected, wanted.texts(), opposite) for r in chosen]
         decided = [m for m in matches if m.pair is not None]
         return max(decided, key=lambda m: m.calibrated) if decided else matches[0]
+
+    def _opposite(self, written: list[Rendering]) -> Mapping[str, str] | None:
+        """The glossary's opposite outcome of the concept as written, if it has one."""
+        if self.glossary is None:
+            return None
+        return next(
+            (
+                found
+                for r in written
+                if (found := self.glossary.opposite(r.text, r.lang)) is not None
+            ),
+            None,
+        )
 
     def _scored(
         self,
@@ -293,26 +339,41 @@ class SemanticScorer:
         renderings: list[Rendering],
         detected: str | None,
         all_texts: list[str],
+        opposite: Mapping[str, str] | None = None,
     ) -> ConceptMatch:
-        """The best sentence by the mean calibrated score of `renderings`, each on its own
-        pair; the first rendering's figures lead the match, the others are `readings`."""
+        """The best sentence by the weighed mean calibrated score of `renderings` (the
+        first counts half, see calibration.weighed), each on its own pair; the first
+        rendering's figures lead the match, the others are `readings`. Several renderings'
+        mean is placed on the calibration's threshold for it (0.5 there).
+
+        With an `opposite` outcome, a sentence whose mean score for the opposite (its
+        renderings in the same languages, on the same pairs) is higher than the concept's
+        reads as the opposite: its score becomes at most 1 − the opposite's (below 0.5)."""
         matches = [self._match_base(r, detected) for r in renderings]
         if any(m.pair is None for m in matches) or not found:
             return matches[0]
+        pairs = [m.pair for m in matches if m.pair is not None]
         # Fragments count only when nothing longer is there, so they are not even encoded.
         candidates = [s for s in found if _substantial(s)] or found
         vectors = self._vectors(candidates, "query")
-        per_rendering = []
-        for rendering, match in zip(renderings, matches, strict=True):
-            assert match.pair is not None
-            target = self.embeddings.embed_fixed([rendering.text], "query")[0]
-            side = self._side(all_texts, rendering.text, match.pair)
-            figures = self._evidence.figures(vectors, match.pair.reply_lang, side)
-            scores = self.calibration.combination.score(figures)
-            calibrated = np.array([match.pair.calibrated(float(v)) for v in scores])
-            per_rendering.append((vectors @ target, scores, calibrated))
-        mean = np.mean([calibrated for _, _, calibrated in per_rendering], axis=0)
-        best = int(np.argmax(mean))
+        per_rendering = [
+            self._per_sentence(vectors, r.text, pair, all_texts)
+            for r, pair in zip(renderings, pairs, strict=True)
+        ]
+        mean = weighed([calibrated for _, _, calibrated in per_rendering])
+        decided = mean
+        against = None
+        flipped: list[str] = []
+        if opposite is not None and all(r.lang in opposite for r in renderings):
+            flipped = [opposite[str(r.lang)] for r in renderings]
+            against = weighed(
+                [
+                    self._per_sentence(vectors, text, pair, flipped)[2]
+                    for text, pair in zip(flipped, pairs, strict=True)
+                ]
+            )
+            decided = opposed(mean, against)
+        best = int(np.argmax(decided))
         filled = [
             replace(
                 match,
@@ -323,7 +384,33 @@ class SemanticScorer:
             )
             for match, (cosines, scores, calibrated) in zip(matches, per_rendering, strict=True)
         ]
-        return replace(filled[0], calibrated=float(mean[best]), readings=tuple(filled[1:]))
+        reads_opposite = against is not None and bool(against[best] > mean[best])
+        final = float(decided[best])
+        if len(renderings) > 1:
+            final = self.calibration.readings_calibrated(final)
+        return replace(
+            filled[0],
+            calibrated=final,
+            readings=tuple(filled[1:]),
+            unopposed=float(mean[best]),
+            opposite=" / ".join(flipped) if reads_opposite else None,
+            opposite_calibrated=(
+                float(against[best]) if reads_opposite and against is not None else None
+            ),
+            readings_threshold=self.calibration.readings_threshold if len(renderings) > 1 else None,
+        )
+
+    def _per_sentence(
+        self, vectors: Vectors, text: str, pair: PairCalibration, all_texts: list[str]
+    ) -> tuple[Vectors, Vectors, Vectors]:
+        """Per sentence: cosine to `text`, its combined score and its calibrated score."""
+        target = self.embeddings.embed_fixed([text], "query")[0]
+        side = self._side(all_texts, text, pair)
+        scores = self.calibration.combination.score(
+            self._evidence.figures(vectors, pair.reply_lang, side)
+        )
+        calibrated = np.array([pair.calibrated(float(v)) for v in scores])
+        return vectors @ target, scores, calibrated
 
     def _match_base(self, rendering: Rendering, detected: str | None) -> ConceptMatch:
         reply_lang = detected if detected is not None else rendering.lang
