@@ -214,6 +214,10 @@ def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
             raise BackendUnavailable(f"no calibration for {item['pair']}")
         return score >= DEFAULT_MENTION_THRESHOLD
 
+    earlier = [it for it in mentions if not it["batch"].startswith("fresh")]
+    print(f"\n  the earlier evaluation split ({len(earlier) // 16} groups, as measured before):")
+    pair_report(earlier, predict)
+    print(f"\n  every group ({len(mentions) // 16}, the fresh held-out batch included):")
     pair_report(mentions, predict)
     glossary_report(scorer, mentions, predict)
     report(

@@ -62,21 +62,31 @@ def test_a_refusal_in_the_customers_language_mentions_an_english_concept(
     assert "a literal mention" in reason and "the glossary's rendering of 'refund'" in reason
 
 
-def test_a_chinese_refund_paraphrase_is_scored_with_both_renderings(tmp_path: Path) -> None:
+def test_a_chinese_refund_paraphrase_is_read_in_every_rendering_of_the_concept(
+    tmp_path: Path,
+) -> None:
     passed, reason = _check(tmp_path, "refund", "钱已经退回到您的银行卡，三到五天到账。")
     assert passed, reason
-    assert "the mean of 'refund'" in reason
+    assert "of 'refund'" in reason and "counting half" in reason
     assert "pair en>zh" in reason and "pair zh>zh" in reason
     assert "'退款' (the glossary's rendering of 'refund')" in reason
+    assert "on the mean is 0.50" in reason
 
 
-def test_the_mean_printed_is_the_mean_of_the_two_scores_printed(scorer: SemanticScorer) -> None:
+def test_the_mean_decided_on_is_made_of_the_scores_printed(scorer: SemanticScorer) -> None:
     match = scorer.concept("Kami sudah mengirim kembali uang Anda ke rekening bank.", "refund")
-    (other,) = match.readings
-    assert other.concept_lang == "id" and other.glossary_of == "refund"
-    shown = [round(match.own_calibrated(), 2), round(other.own_calibrated(), 2)]
-    assert f"{shown[0]:.2f}" in match.describe() and f"{shown[1]:.2f}" in match.describe()
-    assert match.calibrated == pytest.approx((match.own_calibrated() + other.calibrated) / 2)
+    assert {m.concept_lang for m in match.readings} == {"zh", "id", "vi"}
+    assert all(m.glossary_of == "refund" for m in match.readings)
+    others = [m.own_calibrated() for m in match.readings]
+    assert match.unopposed == pytest.approx(
+        match.own_calibrated() / 2 + sum(others) / len(others) / 2
+    )
+    assert match.opposite is None
+    assert match.calibrated == pytest.approx(
+        scorer.calibration.readings_calibrated(match.unopposed)
+    )
+    for shown in (match.own_calibrated(), *others, match.unopposed):
+        assert f"{shown:.2f}" in match.describe()
 
 
 @pytest.mark.parametrize(
@@ -92,6 +102,21 @@ def test_an_opposite_outcome_or_another_topic_fails_an_english_concept(
 ) -> None:
     passed, reason = _check(tmp_path, concept, reply)
     assert not passed, reason
+
+
+def test_a_reply_that_reads_as_the_opposite_outcome_says_so(tmp_path: Path) -> None:
+    """ "Departs on time" is close to "flight delay" for the embeddings (the concept alone
+    scores it a mention); the glossary's opposite outcome decides it."""
+    passed, reason = _check(
+        tmp_path, "flight delay", "Penerbangan Anda berangkat tepat waktu sesuai jadwal."
+    )
+    assert not passed, reason
+    assert "reads more as the opposite outcome" in reason and "flight on time" in reason
+    # A delay told in other words is still a mention.
+    passed, reason = _check(
+        tmp_path / "b", "flight delay", "Pesawat Anda baru akan berangkat tiga jam lebih lambat."
+    )
+    assert passed, reason
 
 
 def test_not_mentions_fails_when_the_reply_names_the_concept_in_its_own_language(
