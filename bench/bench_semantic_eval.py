@@ -226,8 +226,9 @@ def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
         "related",
         predict,
     )
+    print("\n  (the not-mentions sweep: the earlier evaluation split, as measured before)")
     not_mentions_sweep(
-        same_language(mentions), [scores[id(item)] or 0.0 for item in same_language(mentions)]
+        same_language(earlier), [scores[id(item)] or 0.0 for item in same_language(earlier)]
     )
 
     def said(item: Item) -> str | None:
