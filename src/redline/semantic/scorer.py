@@ -5,7 +5,9 @@ mentions and tone share the output's vectors) and the best sentence counts (one-
 two-word fragments only when there is nothing longer); its score (language-centred,
 hubness-corrected figures of the concept and of its framed reading, combined) is
 calibrated per backend and per (concept language, reply language) pair, the reply's
-language detected cheaply (see calibration.py, languages.py).
+language detected cheaply (see calibration.py, languages.py). A concept the shipped
+glossary knows is also read in its other languages' renderings, and weighed against its
+opposite outcome when the glossary ships one (glossary.py).
 Tone compares sentences with the templates of every tone ("query: " on both
 sides, the e5 recipe for symmetric similarity) and needs the requested tone to
 lead the runner-up by a margin measured in the backend's calibrated scale.
