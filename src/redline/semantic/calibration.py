@@ -429,14 +429,14 @@ def compute_calibration(embeddings: Embeddings, shipped: CalibrationSet) -> Cali
             for j, b in enumerate(langs):
                 side = evidence.side(renderings, a, b)
                 figures[pair_key(a, b)].append(evidence.figures(texts[j : j + 1], b, side)[0])
+                if a == b and group.kind in ("paraphrase", "other-topic"):
+                    (same_related if group.related else same_unrelated).append(float(raw[j]))
                 if opposite is None:
                     against[pair_key(a, b)].append(None)
                     continue
                 flip = [opposite[a], *(t for lang, t in opposite.items() if lang != a)]
                 flipped = evidence.figures(texts[j : j + 1], b, evidence.side(flip, a, b))[0]
                 against[pair_key(a, b)].append(flipped)
-                if a == b and group.kind in ("paraphrase", "other-topic"):
-                    (same_related if group.related else same_unrelated).append(float(raw[j]))
     related = np.array([g.related for g in shipped.groups])
     kinds = np.array([g.kind for g in shipped.groups])
     spread = float(np.mean(same_related) - np.mean(same_unrelated))

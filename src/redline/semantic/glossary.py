@@ -2,9 +2,9 @@
 
 Suites write `mentions: refund` once, in English, for a product that answers in Chinese,
 and the small embedding model compares languages noisily. When a concept is a glossary
-entry, its rendering in the reply's language is a second reading: named in the reply it
-is a literal mention ("我们无法退款"), otherwise it is scored on the reply's own language
-pair beside the concept as written (see scorer.py; measured in
+entry, its renderings are further readings: named in the reply they are a literal
+mention ("我们无法退款"), otherwise the reply is read in every rendering, each on its own
+pair of languages, beside the concept as written (see scorer.py; measured in
 docs/semantic-languages.md). Entries are glossary.json and the concepts of the
 calibration split (its groups and distractors), each written once.
 

@@ -280,10 +280,12 @@ class SemanticScorer:
         embeddings blur negations ("we cannot offer a refund" can score low for "refund"),
         but saying the word is talking about it. Such an output needs no encoding at all.
         Otherwise, when the concept has a rendering in the reply's language (written, or
-        the glossary's) and the case wrote another first, each sentence's calibrated score
-        is the mean of the two renderings' (each on its own pair): two noisy readings agree
-        more often than either alone. When it has none, every rendering is scored and the
-        best calibrated score counts.
+        the glossary's) and the case wrote another first, each sentence is read in every
+        rendering (each on its own pair; the first written counts half) and the mean is
+        decided on its own calibrated threshold: several noisy readings agree more often
+        than one. When it has none, every written rendering is scored and the best
+        calibrated score counts. A concept the glossary ships an opposite outcome for is
+        weighed against it (see `_scored`).
         """
         wanted = concept if isinstance(concept, Concept) else Concept.of(concept)
         if self.glossary is not None:
