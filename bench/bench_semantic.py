@@ -16,6 +16,7 @@ import time
 
 from redline.semantic.calibration import load_calibration
 from redline.semantic.embeddings import load_embeddings
+from redline.semantic.glossary import shipped_glossary
 from redline.semantic.scorer import SemanticScorer
 from redline.semantic.settings import SemanticSettings
 from redline.semantic.tones import load_tones
@@ -74,7 +75,7 @@ def main() -> None:
     start = time.perf_counter()
     calibration = load_calibration(embeddings, None)
     calibrate_s = time.perf_counter() - start
-    scorer = SemanticScorer(embeddings, calibration, load_tones())
+    scorer = SemanticScorer(embeddings, calibration, load_tones(), shipped_glossary())
     texts = outputs(args.outputs)
     sentences = sum(len(t.split(". ")) for t in texts)
 

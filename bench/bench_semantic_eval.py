@@ -47,10 +47,11 @@ from redline.config import parse_config  # noqa: E402
 from redline.semantic.checker import ModelChecker, load_checker  # noqa: E402
 from redline.semantic.concept import Concept  # noqa: E402
 from redline.semantic.embeddings import BackendUnavailable  # noqa: E402
+from redline.semantic.glossary import shipped_glossary  # noqa: E402
 from redline.semantic.grounding import ENTAILMENT_THRESHOLD  # noqa: E402
 from redline.semantic.languages import detect  # noqa: E402
 from redline.semantic.nli import load_nli  # noqa: E402
-from redline.semantic.scorer import semantic_scorer  # noqa: E402
+from redline.semantic.scorer import SemanticScorer, semantic_scorer  # noqa: E402
 from redline.semantic.settings import SemanticSettings  # noqa: E402
 from redline.semantic.tones import load_tones, requestable_tones  # noqa: E402
 from redline.text.sentences import split_sentences  # noqa: E402
@@ -199,10 +200,7 @@ def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
     for line in scorer.calibration.report():
         print(f"  {line}")
     start = time.perf_counter()
-    scores = {}
-    for item in mentions:
-        match = scorer.concept(item["text"], Concept.of({item["concept_lang"]: item["concept"]}))
-        scores[id(item)] = match.calibrated if match.decided else None
+    scores = mention_scores(scorer, mentions)
     seconds = time.perf_counter() - start
     detected = sum(1 for it in mentions if detect(it["text"]) == it["lang"])
     print(
@@ -216,15 +214,21 @@ def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
             raise BackendUnavailable(f"no calibration for {item['pair']}")
         return score >= DEFAULT_MENTION_THRESHOLD
 
+    earlier = [it for it in mentions if not it["batch"].startswith("fresh")]
+    print(f"\n  the earlier evaluation split ({len(earlier) // 16} groups, as measured before):")
+    pair_report(earlier, predict)
+    print(f"\n  every group ({len(mentions) // 16}, the fresh held-out batch included):")
     pair_report(mentions, predict)
+    glossary_report(scorer, mentions, predict)
     report(
         f"mentions, embeddings {scorer.backend}, threshold 0.5, same-language pairs",
         same_language(mentions),
         "related",
         predict,
     )
+    print("\n  (the not-mentions sweep: the earlier evaluation split, as measured before)")
     not_mentions_sweep(
-        same_language(mentions), [scores[id(item)] or 0.0 for item in same_language(mentions)]
+        same_language(earlier), [scores[id(item)] or 0.0 for item in same_language(earlier)]
     )
 
     def said(item: Item) -> str | None:
@@ -232,6 +236,60 @@ def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
         return winner if scorer.tone(item["text"], winner).margin >= DEFAULT_TONE_MARGIN else None
 
     tone_report(f"embeddings {scorer.backend}, margin {DEFAULT_TONE_MARGIN}", tones, said)
+
+
+def mention_scores(scorer: SemanticScorer, mentions: Sequence[Item]) -> dict[int, float | None]:
+    """Each item's calibrated score (None when no calibration decides it), by `id(item)`."""
+    scores: dict[int, float | None] = {}
+    for item in mentions:
+        match = scorer.concept(item["text"], Concept.of({item["concept_lang"]: item["concept"]}))
+        scores[id(item)] = match.calibrated if match.decided else None
+    return scores
+
+
+def glossary_report(
+    scorer: SemanticScorer, mentions: Sequence[Item], predict: Callable[[Item], bool]
+) -> None:
+    """The shipped glossary's part: each slice scored as shipped and with no glossary (as
+    any concept outside it is scored), for concepts whose written rendering is an entry
+    and those that are not; the earlier split (every batch before the glossary) apart."""
+    glossary = shipped_glossary()
+    bare = SemanticScorer(scorer.embeddings, scorer.calibration, scorer.tones)
+    bare_scores = mention_scores(bare, mentions)
+
+    def bare_predict(item: Item) -> bool:
+        score = bare_scores[id(item)]
+        return score is not None and score >= DEFAULT_MENTION_THRESHOLD
+
+    def covered(item: Item) -> bool:
+        return glossary.entry(item["concept"], item["concept_lang"]) is not None
+
+    english = [it for it in mentions if it["concept_lang"] == "en" and it["lang"] != "en"]
+    entries = len({it["concept"] for it in english if covered(it)})
+    print(
+        f"\n  the glossary ({len(glossary)} entries) renders {entries} of the "
+        f"{len({it['concept'] for it in english})} English concepts here"
+    )
+    print(f"  {'slice':<44} {'n':>4} {'as shipped P / R / acc':>24} {'no glossary':>20}")
+    earlier = [it for it in mentions if not it["batch"].startswith("fresh")]
+    fresh = [it for it in mentions if it["batch"].startswith("fresh")]
+    for split, chosen in (("earlier split", earlier), ("fresh held-out", fresh)):
+        for label, test in (
+            ("en > zh/id/vi", lambda it: it["concept_lang"] == "en" and it["lang"] != "en"),
+            ("same language", lambda it: it["concept_lang"] == it["lang"]),
+            ("other cross-lingual", lambda it: it["concept_lang"] not in ("en", it["lang"])),
+        ):
+            for part, inside in (("", None), (", in the glossary", True), (", outside", False)):
+                idx = [it for it in chosen if test(it) and inside in (None, covered(it))]
+                if not idx:
+                    continue
+                shipped = " / ".join(_rates([(bool(it["related"]), predict(it)) for it in idx]))
+                without = " / ".join(
+                    _rates([(bool(it["related"]), bare_predict(it)) for it in idx])
+                )
+                print(
+                    f"  {split + ': ' + label + part:<44} {len(idx):>4} {shipped:>24} {without:>20}"
+                )
 
 
 def pair_report(mentions: Sequence[Item], predict: Callable[[Item], bool]) -> None:

