@@ -54,3 +54,28 @@ def test_a_small_run_lists_every_case(
     assert main(["show", "small0000001"]) == 0
     out = capsys.readouterr().out
     assert all(f"c{i}" in out for i in range(5)) and "not listed" not in out
+
+
+def test_a_large_run_prints_what_did_not_pass_and_counts_the_rest(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    loopback_config: object,
+    loopback_key: str,
+) -> None:
+    """`redline run` of more cases than a table lists ends as `show` lists the run: the
+    cases that did not pass, and how many passed (a 100,000-case table takes a minute)."""
+    from test_runner import write_suite
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "160")
+    cases = {f"c{i:03d}": "MODE:preamble" if i in (5, 250) else "MODE:json" for i in range(260)}
+    write_suite(tmp_path, "big", cases, samples=1)
+
+    assert main(["run", "big", "--quiet", "--yes"]) == 1
+    out = capsys.readouterr().out
+    assert "c005" in out
+    assert "c250" in out
+    assert "c006" not in out and "c249" not in out
+    assert "258 of 260 cases passed and are not listed" in out
+    assert "260 case(s): 258 pass, 2 fail" in out

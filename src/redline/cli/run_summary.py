@@ -7,6 +7,7 @@ code to load.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from rich.console import Console
@@ -15,7 +16,7 @@ from rich.text import Text
 from redline.cli import ExitCode
 from redline.cli.compare import comparison_exit, print_comparison
 from redline.cli.output import verdict_breakdown
-from redline.cli.show import case_table
+from redline.cli.show import LIST_EVERY_CASE_UP_TO, case_table, not_listed
 from redline.config import Config
 from redline.deciding.compare import compare_runs
 from redline.presentation import result_headline_style
@@ -97,7 +98,13 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[CaseReco
             )
         )
         return
-    console.print(case_table(cases, title=f"run {record.id} ({record.kind})"))
+    title = f"run {record.id} ({record.kind})"
+    if len(cases) <= LIST_EVERY_CASE_UP_TO:
+        console.print(case_table(cases, title=title))
+    else:  # as `redline show` lists a large run: what did not pass, and the count of the rest
+        listed = [c for c in cases if c.result is not CaseOutcome.PASS][:LIST_EVERY_CASE_UP_TO]
+        console.print(case_table(listed, title=title))
+        console.print(not_listed(Counter(c.result for c in cases), len(listed), record.id))
     totals = add_counts(c.verdicts for c in cases)
     console.print(_result_line(record, cases, totals))
     share = non_content_share(totals)

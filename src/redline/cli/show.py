@@ -95,7 +95,7 @@ def _show(args: argparse.Namespace) -> int:
                 console.print(run_header(run, origin))
                 listed = store.cases_not_passed(run.id, LIST_EVERY_CASE_UP_TO)
                 console.print(case_table(listed))
-                console.print(_not_listed(counts, len(listed), run.id))
+                console.print(not_listed(counts, len(listed), run.id))
                 return 0
             cases = store.cases(run.id)
             if args.format == "json":
@@ -144,7 +144,8 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _not_listed(counts: Mapping[CaseOutcome, int], listed: int, run_id: str) -> Text:
+def not_listed(counts: Mapping[CaseOutcome, int], listed: int, run_id: str) -> Text:
+    """What a large run's table leaves out, and the commands that list it."""
     passed = counts.get(CaseOutcome.PASS, 0)
     total = sum(counts.values())
     others = total - passed - listed
