@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
 from redline.cli.show import require_store
 from redline.config import Config, ModelRef, load_config
@@ -44,7 +45,7 @@ def _cancel(args: argparse.Namespace) -> int:
         results = asyncio.run(_cancel_all(config, store, run))
     failed = [c for c in results if c.status is None]
     for cancelled in results:
-        print(_said(cancelled))
+        print(_said(cancelled), file=sys.stderr if cancelled.status is None else sys.stdout)
     if any(c.status is not None for c in results):
         print(
             f"the answered requests are kept in run {run.id}: `redline run --resume "
