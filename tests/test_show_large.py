@@ -79,3 +79,24 @@ def test_a_large_run_prints_what_did_not_pass_and_counts_the_rest(
     assert "c006" not in out and "c249" not in out
     assert "258 of 260 cases passed and are not listed" in out
     assert "260 case(s): 258 pass, 2 fail" in out
+
+
+def test_a_run_of_a_few_cases_ends_with_every_case_listed(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    loopback_config: object,
+    loopback_key: str,
+) -> None:
+    from redline.cli.run_summary import LISTS_EVERY_CASE_UP_TO
+    from test_runner import write_suite
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "160")
+    count = LISTS_EVERY_CASE_UP_TO
+    write_suite(tmp_path, "few", {f"c{i:03d}": "MODE:json" for i in range(count)}, samples=1)
+
+    assert main(["run", "few", "--quiet", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"c{i:03d}" in out for i in range(count))
+    assert "not listed" not in out

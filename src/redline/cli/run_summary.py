@@ -14,11 +14,9 @@ from rich.console import Console
 from rich.text import Text
 
 from redline.cli import ExitCode
-from redline.cli.compare import comparison_exit, print_comparison
 from redline.cli.output import verdict_breakdown
 from redline.cli.show import LIST_EVERY_CASE_UP_TO, case_table, not_listed
 from redline.config import Config
-from redline.deciding.compare import compare_runs
 from redline.presentation import result_headline_style
 from redline.providers.ratelimit import rate_limit_note
 from redline.running.budget import budget_note
@@ -73,6 +71,9 @@ def against_report(
     console: Console, config: Config, store: RunStore, reference: RunRecord, record: RunRecord
 ) -> int:
     """The comparison with the reference run; its exit code unless this run is inconclusive."""
+    from redline.cli.compare import comparison_exit, print_comparison  # --against only
+    from redline.deciding.compare import compare_runs
+
     comparison = compare_runs(store, reference.id, record.id, config.price)
     console.rule(Text(f"compared with run {reference.id}"))
     print_comparison(console, comparison)
@@ -87,6 +88,12 @@ def against_report(
     return int(comparison_exit(comparison))
 
 
+#: The table a run ends with lists every case up to this many; above, the cases that did
+#: not pass (where a red run's reasons are) and the count of the rest, as `redline show`
+#: lists a run of more than its own limit.
+LISTS_EVERY_CASE_UP_TO = 50
+
+
 def _print_summary(console: Console, record: RunRecord, cases: Sequence[CaseRecord]) -> None:
     shard = record.args.get("shard")
     if not cases and shard:
@@ -99,7 +106,7 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[CaseReco
         )
         return
     title = f"run {record.id} ({record.kind})"
-    if len(cases) <= LIST_EVERY_CASE_UP_TO:
+    if len(cases) <= LISTS_EVERY_CASE_UP_TO:
         console.print(case_table(cases, title=title))
     else:  # as `redline show` lists a large run: what did not pass, and the count of the rest
         listed = [c for c in cases if c.result is not CaseOutcome.PASS][:LIST_EVERY_CASE_UP_TO]
