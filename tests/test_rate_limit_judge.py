@@ -36,7 +36,9 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, "sk-rate-limit-test")
 
 
-def _project(tmp_path: Path, server: RateLimitedServer, *, judge_table: str = "") -> Path:
+def _project(
+    tmp_path: Path, server: RateLimitedServer, *, judge_table: str = "", cases: int = 5
+) -> Path:
     """Model and judge on one endpoint; `judge_table` puts the judge on a provider entry
     of its own (same base URL and key) with those settings."""
     judge_provider_name = "judgeside" if judge_table else "limited"
@@ -60,7 +62,7 @@ def _project(tmp_path: Path, server: RateLimitedServer, *, judge_table: str = ""
         "model: fake\nsamples: 6\ntier: quality\nmax_tokens: 30\n",
         encoding="utf-8",
     )
-    for n in range(5):
+    for n in range(cases):
         (suite / f"c{n:03d}.yaml").write_text(
             f"id: c{n:03d}\nprovenance: {{ticket: RL-{n}, reported: 2026-12-01, note: test}}\n"
             f"vars:\n  msg: 'where is my order {n}? it has been two weeks now'\n"
@@ -89,18 +91,17 @@ def test_a_judged_run_keeps_the_limit_its_judge_shares(tmp_path: Path) -> None:
     with RateLimitedServer(**_LIMITS) as apart:  # type: ignore[arg-type]
         # The judge on its own entry with adaptation off: its calls are not counted.
         off = "adaptive_concurrency = false\n"
-        _judged_run(_project(tmp_path / "apart", apart, judge_table=off))
+        _judged_run(_project(tmp_path / "apart", apart, judge_table=off, cases=10))
     with RateLimitedServer(**_LIMITS) as shared:  # type: ignore[arg-type]
-        info = _judged_run(_project(tmp_path / "shared", shared))
+        info = _judged_run(_project(tmp_path / "shared", shared, cases=10))
     for server in (apart, shared):
-        assert server.stats.answered_by_model == {MODEL: 30, JUDGE: 30}
+        assert server.stats.answered_by_model == {MODEL: 60, JUDGE: 60}
         # The judge's calls are most of the tokens: the limit binds on them.
         tokens = server.stats.tokens_by_model
         assert tokens[JUDGE] > 4 * tokens[MODEL] and sum(tokens.values()) > 4 * _LIMITS["tokens"]
     assert apart.stats.throttled > 3  # what a run hits when its limiter does not count them
-    # 61 requests against a one-second bucket: one 429 is a loaded machine's timing, not
-    # the limiter (the ≤ 1% bar over thousands of requests is bench/bench_ratelimit.py's).
-    assert shared.stats.throttled <= 1
+    requests = shared.stats.answered + shared.stats.throttled
+    assert shared.stats.throttled <= 0.01 * requests
     assert info["waits"] > 0 and "tokens" in info["limits_per_min"]  # type: ignore[operator]
 
 
@@ -161,7 +162,6 @@ def test_calibrate_paces_its_judge_calls_by_the_endpoint_limit(tmp_path: Path) -
             assert asyncio.run(_calibrate(path, labels)) == len(labels)
         servers[name] = server.stats
     fixed, paced = servers["fixed"], servers["paced"]
-    print("STATS", fixed.throttled, paced.throttled)
     assert fixed.answered == paced.answered == len(labels)
     assert fixed.throttled > 3 * max(1, paced.throttled)
     # What 429s the paced calls met, they met in the first burst, before any answer had
