@@ -88,12 +88,12 @@ def test_a_run_of_a_few_cases_ends_with_every_case_listed(
     loopback_config: object,
     loopback_key: str,
 ) -> None:
-    from redline.cli.run_summary import LISTS_EVERY_CASE_UP_TO
+    from redline.cli.run_summary import SUMMARY_LISTS_EVERY_CASE_UP_TO
     from test_runner import write_suite
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "160")
-    count = LISTS_EVERY_CASE_UP_TO
+    count = SUMMARY_LISTS_EVERY_CASE_UP_TO
     write_suite(tmp_path, "few", {f"c{i:03d}": "MODE:json" for i in range(count)}, samples=1)
 
     assert main(["run", "few", "--quiet", "--yes"]) == 0

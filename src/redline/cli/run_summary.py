@@ -7,7 +7,6 @@ code to load.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from rich.console import Console
@@ -46,7 +45,7 @@ def report_run(
 ) -> None:
     """The summary of a finished run, what it spent, and for a replay what it could not score."""
     cases = store.cases(record.id)
-    _print_summary(console, record, cases)
+    _print_summary(console, record, cases, store)
     spent = usage_of([u for per in store.usage(record.id).values() for u in per], None)
     console.print(Text(usage_summary(spent), style="dim"))
     if options.replay is None:
@@ -90,11 +89,13 @@ def against_report(
 
 #: The table a run ends with lists every case up to this many; above, the cases that did
 #: not pass (where a red run's reasons are) and the count of the rest, as `redline show`
-#: lists a run of more than its own limit.
-LISTS_EVERY_CASE_UP_TO = 50
+#: lists a run of more than `LIST_EVERY_CASE_UP_TO`.
+SUMMARY_LISTS_EVERY_CASE_UP_TO = 50
 
 
-def _print_summary(console: Console, record: RunRecord, cases: Sequence[CaseRecord]) -> None:
+def _print_summary(
+    console: Console, record: RunRecord, cases: Sequence[CaseRecord], store: RunStore
+) -> None:
     shard = record.args.get("shard")
     if not cases and shard:
         console.print(
@@ -106,12 +107,12 @@ def _print_summary(console: Console, record: RunRecord, cases: Sequence[CaseReco
         )
         return
     title = f"run {record.id} ({record.kind})"
-    if len(cases) <= LISTS_EVERY_CASE_UP_TO:
+    if len(cases) <= SUMMARY_LISTS_EVERY_CASE_UP_TO:
         console.print(case_table(cases, title=title))
     else:  # as `redline show` lists a large run: what did not pass, and the count of the rest
-        listed = [c for c in cases if c.result is not CaseOutcome.PASS][:LIST_EVERY_CASE_UP_TO]
+        listed = store.cases_not_passed(record.id, LIST_EVERY_CASE_UP_TO)
         console.print(case_table(listed, title=title))
-        console.print(not_listed(Counter(c.result for c in cases), len(listed), record.id))
+        console.print(not_listed(store.outcome_counts(record.id), len(listed), record.id))
     totals = add_counts(c.verdicts for c in cases)
     console.print(_result_line(record, cases, totals))
     share = non_content_share(totals)

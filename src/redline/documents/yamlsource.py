@@ -375,19 +375,14 @@ def _convert(
         entries: dict[str, Node] = {}
         for key_node, value_node in node.value:
             kmark = (path, key_node.start_mark)
-            key = (
-                key_node.value
-                if key_node.tag == _STR_TAG and type(key_node) is yaml.ScalarNode
-                else _value(loader, key_node)
-            )
-            if type(key) is not str:
-                if not isinstance(key, str):
-                    problems.append(
-                        _placed(kmark).problem(
-                            f"key {key!r} is not a string",
-                            "quote it, or check that a list item is not written as a key",
-                        )
+            key = _value(loader, key_node)
+            if not isinstance(key, str):
+                problems.append(
+                    _placed(kmark).problem(
+                        f"key {key!r} is not a string",
+                        "quote it, or check that a list item is not written as a key",
                     )
+                )
                 key = str(key)
             overrides = key in merged
             if own is not None and id(key_node) not in own:

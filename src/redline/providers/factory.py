@@ -186,7 +186,9 @@ def batch_api(provider: Provider, run_id: str) -> BatchApi:
         from redline.providers.openai_batch import OpenAIBatchApi
 
         return OpenAIBatchApi(provider, run_id)
-    raise UsageError(f"--batch: {provider!r} has no batch API")
+    raise UsageError(
+        f"{provider!r} has no batch API: batch mode needs an OpenAI or Anthropic provider"
+    )
 
 
 def _api_key(settings: ProviderConfig, env: Mapping[str, str], model: ModelRef) -> str | None:
