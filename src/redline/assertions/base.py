@@ -296,7 +296,7 @@ class Spec:
 
     def has(self, key: str) -> bool:
         """Whether the entry writes `key` (a default does not count)."""
-        return self.node.get(key) is not None
+        return key in self.written
 
     def problem(self, message: str, hint: str = "", key: str | None = None) -> None:
         """Record a problem at `key`'s value (or at the entry when key is None or absent)."""
@@ -366,8 +366,8 @@ class Assertion(ABC):
     def __init__(self, spec: Spec) -> None:
         self.index = spec.index
         self.params: Mapping[str, Any] = spec.written
-        note = spec.node.get("note")
-        self.note = str(note.value) if note is not None and note.value is not None else ""
+        note = spec.written.get("note")
+        self.note = "" if note is None else str(note)
         self.threshold: float | None = None
 
     @classmethod

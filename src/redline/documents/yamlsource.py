@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -180,7 +180,7 @@ def load_text(text: str, path: str) -> tuple[Node | None, list[Problem]]:
         root = loader.get_single_node()
         if root is None:
             return None, problems
-        return _document(loader, root, path)
+        return _document(loader, root, text, path)
     except yaml.MarkedYAMLError as exc:
         problems.append(yaml_problem(exc, text, path))
         return None, problems
@@ -235,7 +235,7 @@ def _load_with_libyaml(text: str, path: str) -> tuple[Node | None, list[Problem]
         root = loader.get_single_node()
         if root is None:
             return None, []
-        return _document(loader, root, path)
+        return _document(loader, root, text, path)
     except yaml.YAMLError:
         return None
     finally:
@@ -338,12 +338,17 @@ class _Expansion:
             )
 
 
-def _document(loader: _Loader, root: yaml.Node, path: str) -> tuple[Node | None, list[Problem]]:
+def _document(
+    loader: _Loader, root: yaml.Node, text: str, path: str
+) -> tuple[Node | None, list[Problem]]:
     """The document's nodes and the problems of its keys; an alias that never ends is the
     document's one problem."""
     problems: list[Problem] = []
+    # Only an alias (`*name`, so a `*` in the text) reaches a node twice: without one the
+    # document holds no more values than it writes, and none contains itself.
+    seen = _Expansion(path) if "*" in text else None
     try:
-        return _convert(loader, root, path, None, problems, _Expansion(path)), problems
+        return _convert(loader, root, path, None, problems, seen), problems
     except _AliasProblem as exc:
         return None, [exc.problem]
 
@@ -354,59 +359,70 @@ def _value(loader: _Loader, node: yaml.Node) -> Any:
     return loader.construct_object(node, deep=True)
 
 
+_SequenceNode, _ScalarNode = yaml.SequenceNode, yaml.ScalarNode
+
+
 def _convert(
     loader: _Loader,
     node: yaml.Node,
     path: str,
     key_mark: _Place | None,
     problems: list[Problem],
-    seen: _Expansion,
+    seen: _Expansion | None,
 ) -> Node:
-    seen.enter(node, key_mark)
-    if isinstance(node, yaml.MappingNode):
+    if seen is not None:
+        seen.enter(node, key_mark)
+    kind = type(node)
+    if kind is _ScalarNode:
+        return Node(_value(loader, node), (path, node.start_mark), key_mark)
+    if seen is not None:
         seen.open.add(id(node))
-        #: The keys written in this mapping (None: all are); the others came from a `<<`
-        #: merge, and a key written here overrides them as YAML says, without a problem.
-        own: set[int] | None = None
-        if any(key.tag in _REWRITTEN_KEYS for key, _ in node.value):
+    if kind is _SequenceNode:
+        items = [_convert(loader, child, path, None, problems, seen) for child in node.value]
+        if seen is not None:
+            seen.open.discard(id(node))
+        return Node(items, (path, node.start_mark), key_mark, "seq")
+    #: The keys written in this mapping (None: all are); the others came from a `<<`
+    #: merge, and a key written here overrides them as YAML says, without a problem.
+    own: set[int] | None = None
+    for key_node, _ in node.value:
+        if key_node.tag in _REWRITTEN_KEYS:
             own = {id(key) for key, _ in node.value if key.tag != _MERGE_TAG}
-            loader.flatten_mapping(node)
-        merged: set[str] = set()
-        entries: dict[str, Node] = {}
-        for key_node, value_node in node.value:
-            kmark = (path, key_node.start_mark)
-            key = _value(loader, key_node)
-            if not isinstance(key, str):
-                problems.append(
-                    _placed(kmark).problem(
-                        f"key {key!r} is not a string",
-                        "quote it, or check that a list item is not written as a key",
-                    )
+            loader.flatten_mapping(cast(yaml.MappingNode, node))
+            break
+    merged: set[str] = set()
+    entries: dict[str, Node] = {}
+    for key_node, value_node in node.value:
+        kmark = (path, key_node.start_mark)
+        key = _value(loader, key_node)
+        if not isinstance(key, str):
+            problems.append(
+                _placed(kmark).problem(
+                    f"key {key!r} is not a string",
+                    "quote it, or check that a list item is not written as a key",
                 )
-                key = str(key)
+            )
+            key = str(key)
+        overrides = False
+        if own is not None:
             overrides = key in merged
-            if own is not None and id(key_node) not in own:
+            if id(key_node) not in own:
                 merged.add(key)
                 overrides = True
             else:
                 merged.discard(key)
-            if key in entries and not overrides:
-                first = entries[key].where
-                problems.append(
-                    _placed(kmark).problem(
-                        f"duplicate key {key!r} (first written at line {first.line})",
-                        "keep only one; YAML would silently use the last",
-                    )
+        if key in entries and not overrides:
+            first = entries[key].where
+            problems.append(
+                _placed(kmark).problem(
+                    f"duplicate key {key!r} (first written at line {first.line})",
+                    "keep only one; YAML would silently use the last",
                 )
-            entries[key] = _convert(loader, value_node, path, kmark, problems, seen)
+            )
+        entries[key] = _convert(loader, value_node, path, kmark, problems, seen)
+    if seen is not None:
         seen.open.discard(id(node))
-        return Node(None, (path, node.start_mark), key_mark, "map", entries)
-    if isinstance(node, yaml.SequenceNode):
-        seen.open.add(id(node))
-        items = [_convert(loader, child, path, None, problems, seen) for child in node.value]
-        seen.open.discard(id(node))
-        return Node(items, (path, node.start_mark), key_mark, "seq")
-    return Node(_value(loader, node), (path, node.start_mark), key_mark, "scalar")
+    return Node(None, (path, node.start_mark), key_mark, "map", entries)
 
 
 def load_data(text: str, path: str) -> tuple[Any, Problem | None]:

@@ -108,6 +108,8 @@ class ParseCache:
         )
 
     def put(self, key: str, case: CheckedCase, inputs: Iterable[Path]) -> None:
+        if self.path is None:
+            return  # nothing is kept
         hashes = [(str(p), self.file_hash(p)) for p in inputs]
         if any(h is None for _, h in hashes):
             return
@@ -164,7 +166,9 @@ class ParseCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with contextlib.closing(self._connect()) as db:
-                db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?)", self._new.items())
+                # In key order: each insert lands beside the last, not at a random page.
+                rows = sorted(self._new.items())
+                db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?)", rows)
                 db.commit()
         except (OSError, sqlite3.Error):
             pass
