@@ -21,8 +21,9 @@ from redline.providers.factory import request_problems
 from redline.running.options import RunOptions
 from redline.running.planning import mixed_models, samples_for
 from redline.suite.cases import PARALLEL_FILES, Suite, check_suites
-from redline.suite.parsecache import CACHE_FILE, CheckedCase, ParseCache
+from redline.suite.parsecache import CACHE_FILE, ParseCache
 from redline.suite.shards import parse_shard
+from redline.vocabulary.sequential import SequentialPlan
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -100,8 +101,12 @@ def run(args: argparse.Namespace) -> int:
         raise ProblemsError(environment)
     suites = [entry.suite for entry in checked]
     every = [case for entry in checked for case in entry.cases]
+    options = RunOptions()  # what a plain `redline run` asks of each case
+    plans: list[tuple[int, SequentialPlan | None]] = []
     for entry in checked:
         suite, cases = entry.suite, entry.cases
+        planned = [samples_for(options, c) for c in cases]
+        plans.extend(planned)
         alias = suite.model
         pinned = config.models[alias].id if alias in config.models else alias
         answered = f"model {alias} = {pinned}"
@@ -111,9 +116,8 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{suite.name}: {len(cases)} cases, "
             f"{sum(c.assertions for c in cases)} assertions, "
-            f"{answered}, {_samples_text(suite, cases)}, tier {suite.tier}"
+            f"{answered}, {_samples_text(suite, planned)}, tier {suite.tier}"
         )
-    plans = [samples_for(RunOptions(), c) for c in every]
     most = sum(n for n, _ in plans)
     per_run = f"up to {most}" if any(p is not None for _, p in plans) else f"{most}"
     share = f" of shard {shard[0]}/{shard[1]}" if shard else ""
@@ -128,12 +132,13 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.GREEN
 
 
-def _samples_text(suite: Suite, cases: Sequence[CheckedCase]) -> str:
-    """`5 samples`, or how far sequentially sampled cases may go (a maximum, not a count)."""
-    sequential = [n for n, plan in (samples_for(RunOptions(), c) for c in cases) if plan]
+def _samples_text(suite: Suite, plans: Sequence[tuple[int, SequentialPlan | None]]) -> str:
+    """`5 samples`, or how far sequentially sampled cases may go (a maximum, not a count):
+    `plans` are the suite's cases' `samples_for`."""
+    sequential = [n for n, plan in plans if plan]
     if not sequential:
         return f"{suite.samples} samples"
-    if len(sequential) == len(cases) and set(sequential) == {suite.samples}:
+    if len(sequential) == len(plans) and set(sequential) == {suite.samples}:
         return f"up to {suite.samples} samples (sequential)"
     return (
         f"{suite.samples} samples, {len(sequential)} case(s) sequential "

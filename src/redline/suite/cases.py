@@ -386,12 +386,14 @@ def _check_in_parallel(
             cache.close()
     counted: dict[Path, tuple[CheckedCase, ...]] = {}
     for folder, every in merged.items():
-        ids: dict[str, Path] = {}
+        ids: dict[str, str] = {}
         kept: list[CheckedCase] = []
         show = _SuiteLoader(folder, config, []).show
-        for case in sorted(every, key=lambda c: c.path.parts):
+        # In the order of a path's parts, as one process reads them (`case_files`).
+        for case in sorted(every, key=lambda c: c.path.split(os.sep)):
             if case.id in ids:  # two shares' files with one id
-                problems.append(_same_id(show, case.path, case.id, ids[case.id]))
+                first = Path(ids[case.id])
+                problems.append(_same_id(show, Path(case.path), case.id, first))
                 continue
             ids[case.id] = case.path
             kept.append(case)
@@ -792,7 +794,7 @@ class _SuiteLoader(NodeReader):
         except OSError:
             return None, None, None
         key = self.cache.key(self._context, data)
-        return data, key, self.cache.get(key, path)
+        return data, key, self.cache.get(key, str(path))
 
     def checked_case(self, key: str | None, case: Case) -> CheckedCase | None:
         """`case` as validate counts it, kept under `key` for the next check."""
@@ -801,7 +803,7 @@ class _SuiteLoader(NodeReader):
         checked = CheckedCase(
             id=case.id,
             suite=case.suite,
-            path=case.path,
+            path=str(case.path),
             tier=case.tier,
             samples=case.samples,
             required=case.required,

@@ -38,7 +38,9 @@ class CheckedCase:
 
     id: str
     suite: str
-    path: Path
+    #: The case file's resolved path, as text: a parallel check hands its shares' cases to
+    #: one process, and text crosses in a fraction of a `Path`'s time.
+    path: str
     tier: Tier
     samples: int
     required: int
@@ -87,7 +89,7 @@ class ParseCache:
                 self._hashes[path] = None
         return self._hashes[path]
 
-    def get(self, key: str, path: Path) -> CheckedCase | None:
+    def get(self, key: str, path: str) -> CheckedCase | None:
         """The case kept under `key`, when every file it read is unchanged."""
         text = self._load().get(key)
         entry = None if text is None else json.loads(text)
