@@ -194,8 +194,9 @@ def load_text(text: str, path: str) -> tuple[Node | None, list[Problem]]:
 def _libyaml_loader() -> type[yaml.CSafeLoader] | None:
     """libyaml's safe loader (the same nodes and marks as the pure-Python one, ~20x faster),
     with PyYAML's tag resolution called from C made cheaper: the same lookup in PyYAML's own
-    table of implicit tags, without the list it builds on every scalar, and without the
-    path-resolver hooks, which do nothing while no path resolver is registered."""
+    table of implicit tags (as it stands when redline is imported), without the list it
+    builds on every scalar, and without the path-resolver hooks, which do nothing while no
+    path resolver is registered."""
     base: type[yaml.CSafeLoader] | None = getattr(yaml, "CSafeLoader", None)
     if base is None:
         return None
@@ -206,14 +207,24 @@ def _libyaml_loader() -> type[yaml.CSafeLoader] | None:
         yaml.SafeLoader.DEFAULT_MAPPING_TAG,
     )
 
+    # Each first character's resolvers, then those for any first character, as PyYAML
+    # tries them; tuples made once rather than on every scalar.
+    anywhere = tuple((str(tag), regexp) for tag, regexp in table.get(None, ()))
+    by_first = {
+        first: (*((str(tag), regexp) for tag, regexp in resolvers), *anywhere)
+        for first, resolvers in table.items()
+        if first is not None
+    }
+    scalar_node, sequence_node = yaml.ScalarNode, yaml.SequenceNode
+
     def resolve(self: yaml.CSafeLoader, kind: type, value: Any, implicit: Any) -> str:
-        if kind is yaml.ScalarNode:
+        if kind is scalar_node:
             if implicit[0]:
-                for tag, regexp in (*table.get(value[:1], ()), *table.get(None, ())):
+                for tag, regexp in by_first.get(value[:1], anywhere):
                     if regexp.match(value):
-                        return str(tag)
+                        return tag
             return scalar
-        return seq if kind is yaml.SequenceNode else mapping
+        return seq if kind is sequence_node else mapping
 
     members: dict[str, Any] = {"resolve": resolve}
     if not yaml.SafeLoader.yaml_path_resolvers:
