@@ -68,6 +68,14 @@ def load_set() -> tuple[list[Item], list[Item], list[Item]]:
     return expand(data["mentions"]), data["grounding"], data["tone"]
 
 
+def load_held_out() -> list[Item]:
+    """The held-out slice's mentions items (bench/data/semantic_heldout.json): concepts in
+    neither the glossary nor any other split, the figure that predicts concepts a suite
+    writes that nobody here saw."""
+    data = json.loads((ROOT / "bench" / "data" / "semantic_heldout.json").read_text("utf-8"))
+    return expand(data["mentions"])
+
+
 def expand(groups: Sequence[Item]) -> list[Item]:
     """One item per group and pair of languages: the concept in one, the reply in another."""
     return [
@@ -189,7 +197,7 @@ def report(name: str, items: Sequence[Item], truth: str, predict: Callable[[Item
     print("  right per kind and language:\n" + "\n".join(matrix))
 
 
-def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
+def embeddings_backend(mentions: list[Item], tones: list[Item], held_out: list[Item]) -> None:
     settings = SemanticSettings()
     try:
         scorer = semantic_scorer(settings)
@@ -220,6 +228,7 @@ def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
     print(f"\n  every group ({len(mentions) // 16}, the fresh held-out batch included):")
     pair_report(mentions, predict)
     glossary_report(scorer, mentions, predict)
+    held_out_report(scorer, held_out)
     report(
         f"mentions, embeddings {scorer.backend}, threshold 0.5, same-language pairs",
         same_language(mentions),
@@ -292,7 +301,28 @@ def glossary_report(
                 )
 
 
-def pair_report(mentions: Sequence[Item], predict: Callable[[Item], bool]) -> None:
+def held_out_report(scorer: SemanticScorer, held_out: Sequence[Item]) -> None:
+    """The held-out slice per pair, as shipped and with no glossary (its concepts are not
+    entries, so the two differ only if an entry's rendering happens to match)."""
+    bare = SemanticScorer(scorer.embeddings, scorer.calibration, scorer.tones)
+    for label, chosen in (("as shipped", scorer), ("no glossary", bare)):
+        scores = mention_scores(chosen, held_out)
+
+        def predict(item: Item, scores: dict[int, float | None] = scores) -> bool:
+            score = scores[id(item)]
+            return score is not None and score >= DEFAULT_MENTION_THRESHOLD
+
+        concepts = len({it["concept"] for it in held_out if it["concept_lang"] == "en"})
+        print(
+            f"\n  the held-out slice ({len(held_out) // 16} groups, {concepts} concepts outside "
+            f"the glossary and every other split; never fitted on), {label}:"
+        )
+        pair_report(held_out, predict, batches=False)
+
+
+def pair_report(
+    mentions: Sequence[Item], predict: Callable[[Item], bool], *, batches: bool = True
+) -> None:
     """Precision / recall / accuracy per (concept language, reply language) pair, per kind,
     and for the groups the targets are about, per batch of the set."""
     verdicts = [(bool(it["related"]), predict(it)) for it in mentions]
@@ -321,6 +351,8 @@ def pair_report(mentions: Sequence[Item], predict: Callable[[Item], bool]) -> No
     row("same language", lambda it: it["concept_lang"] == it["lang"])
     row("other cross-lingual", lambda it: it["concept_lang"] not in ("en", it["lang"]))
     row("all pairs", lambda it: True)
+    if not batches:
+        return
     for batch in dict.fromkeys(it["batch"] for it in mentions):
         print(f"  batch: {batch}")
         row(
@@ -451,10 +483,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     mentions, grounding, tones = load_set()
+    held_out = load_held_out()
     checks = set(args.checks.split(","))
     print(
         f"evaluation set: {len(mentions)} mentions items ({len(mentions) // 16} groups x 16 "
-        f"language pairs), {len(grounding)} grounding items, {len(tones)} tone items"
+        f"language pairs), {len(held_out)} held-out mentions items ({len(held_out) // 16} "
+        f"groups), {len(grounding)} grounding items, {len(tones)} tone items"
     )
     print(
         f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
@@ -462,9 +496,9 @@ def main() -> None:
     )
 
     if args.embeddings_only:
-        embeddings_backend(mentions, tones)
+        embeddings_backend(mentions, tones, held_out)
     elif not args.local_only:
-        other_backends(mentions, grounding, tones)
+        other_backends(mentions, grounding, tones, held_out)
     if args.local or args.local_only:
         limit = args.local_limit or None
         with tempfile.TemporaryDirectory() as tmp:
@@ -485,8 +519,10 @@ def local_tones(tones: list[Item], limit: int | None) -> list[Item]:
     return [t for t in tones if t["tone"] in ("empathetic", "neutral")] if limit else tones
 
 
-def other_backends(mentions: list[Item], grounding: list[Item], tones: list[Item]) -> None:
-    embeddings_backend(mentions, tones)
+def other_backends(
+    mentions: list[Item], grounding: list[Item], tones: list[Item], held_out: list[Item]
+) -> None:
+    embeddings_backend(mentions, tones, held_out)
     nli_backend(grounding)
     with LoopbackLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
         server.responder = ScriptedChecker()
