@@ -45,11 +45,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN  # noqa: E402
 from redline.config import parse_config  # noqa: E402
 from redline.semantic.checker import ModelChecker, load_checker  # noqa: E402
-from redline.semantic.concept import Concept  # noqa: E402
+from redline.semantic.concept import Concept, Rendering  # noqa: E402
 from redline.semantic.embeddings import BackendUnavailable  # noqa: E402
 from redline.semantic.glossary import shipped_glossary  # noqa: E402
 from redline.semantic.grounding import ENTAILMENT_THRESHOLD  # noqa: E402
-from redline.semantic.languages import detect  # noqa: E402
+from redline.semantic.languages import detect, detect_concept  # noqa: E402
 from redline.semantic.nli import load_nli  # noqa: E402
 from redline.semantic.scorer import SemanticScorer, semantic_scorer  # noqa: E402
 from redline.semantic.settings import SemanticSettings  # noqa: E402
@@ -68,12 +68,41 @@ def load_set() -> tuple[list[Item], list[Item], list[Item]]:
     return expand(data["mentions"]), data["grounding"], data["tone"]
 
 
-def load_held_out() -> list[Item]:
+def load_held_out() -> tuple[list[Item], list[Item]]:
     """The held-out slice's mentions items (bench/data/semantic_heldout.json): concepts in
     neither the glossary nor any other split, the figure that predicts concepts a suite
-    writes that nobody here saw."""
+    writes that nobody here saw; and the same sentences as whole replies (see `replies`)."""
     data = json.loads((ROOT / "bench" / "data" / "semantic_heldout.json").read_text("utf-8"))
-    return expand(data["mentions"])
+    return expand(data["mentions"]), expand(replies(data["mentions"], data["courtesy"]))
+
+
+def replies(groups: Sequence[Item], courtesy: dict[str, list[list[str]]]) -> list[Item]:
+    """Replies as a product writes them: a greeting, two sentences on the concept's domain
+    and a closing. A mention's reply holds one related sentence and one same-domain
+    sentence; a non-mention's, two of the concept's unrelated sentences. The best
+    sentence decides, so more sentences give an unrelated reply more chances to pass."""
+    by_concept: dict[str, list[Item]] = {}
+    for group in groups:
+        by_concept.setdefault(group["concept"]["en"], []).append(group)
+    made = []
+    for n, concept_groups in enumerate(by_concept.values()):
+        related = [g for g in concept_groups if g["related"]]
+        unrelated = [g for g in concept_groups if not g["related"]]
+        for i, group in enumerate(related + unrelated):
+            if group["related"]:
+                other = [g for g in unrelated if g["kind"] == "same-domain"][i % 2]
+            else:
+                other = unrelated[(unrelated.index(group) + 1) % len(unrelated)]
+            first, second = (group, other) if i % 2 == 0 else (other, group)
+            text = {}
+            for lang in LANGS:
+                greeting, closing = courtesy[lang][(n + i) % len(courtesy[lang])]
+                joint = "" if lang == "zh" else " "
+                text[lang] = joint.join(
+                    (greeting, first["text"][lang], second["text"][lang], closing)
+                )
+            made.append(group | {"text": text, "batch": group["batch"] + ", as whole replies"})
+    return made
 
 
 def expand(groups: Sequence[Item]) -> list[Item]:
@@ -197,7 +226,9 @@ def report(name: str, items: Sequence[Item], truth: str, predict: Callable[[Item
     print("  right per kind and language:\n" + "\n".join(matrix))
 
 
-def embeddings_backend(mentions: list[Item], tones: list[Item], held_out: list[Item]) -> None:
+def embeddings_backend(
+    mentions: list[Item], tones: list[Item], held_out: tuple[list[Item], list[Item]]
+) -> None:
     settings = SemanticSettings()
     try:
         scorer = semantic_scorer(settings)
@@ -228,7 +259,9 @@ def embeddings_backend(mentions: list[Item], tones: list[Item], held_out: list[I
     print(f"\n  every group ({len(mentions) // 16}, the fresh held-out batch included):")
     pair_report(mentions, predict)
     glossary_report(scorer, mentions, predict)
-    held_out_report(scorer, held_out)
+    held_out_report(scorer, *held_out)
+    earlier = [it for it in mentions if not it["batch"].startswith("fresh")]
+    written_report(scorer, (("earlier split", earlier), ("held-out slice", held_out[0])))
     report(
         f"mentions, embeddings {scorer.backend}, threshold 0.5, same-language pairs",
         same_language(mentions),
@@ -247,13 +280,74 @@ def embeddings_backend(mentions: list[Item], tones: list[Item], held_out: list[I
     tone_report(f"embeddings {scorer.backend}, margin {DEFAULT_TONE_MARGIN}", tones, said)
 
 
-def mention_scores(scorer: SemanticScorer, mentions: Sequence[Item]) -> dict[int, float | None]:
-    """Each item's calibrated score (None when no calibration decides it), by `id(item)`."""
+def mention_scores(
+    scorer: SemanticScorer, mentions: Sequence[Item], written: str = "declared"
+) -> dict[int, float | None]:
+    """Each item's calibrated score (None when no calibration decides it), by `id(item)`.
+
+    `written`: "declared" gives the concept under its language code (`{id: kursi anak}`);
+    "string" as one string, its language detected as a case's `value: kursi anak` is;
+    "word lists" the same with the language the word lists alone guess (before the
+    embeddings settled short concepts)."""
     scores: dict[int, float | None] = {}
     for item in mentions:
-        match = scorer.concept(item["text"], Concept.of({item["concept_lang"]: item["concept"]}))
+        text = item["concept"]
+        if written == "declared":
+            concept = Concept.of({item["concept_lang"]: text})
+        elif written == "string":
+            concept = Concept.of(text)
+        else:
+            concept = Concept((Rendering(text, detect_concept(text)),))
+        match = scorer.concept(item["text"], concept)
         scores[id(item)] = match.calibrated if match.decided else None
     return scores
+
+
+def written_report(scorer: SemanticScorer, slices: Sequence[tuple[str, list[Item]]]) -> None:
+    """Concepts written as one string, as most cases write them: the language the scorer
+    takes for each concept, and what that does to the checks, against the language
+    declared."""
+    print("\n  concepts written as one string (their language detected) against declared:")
+    print(
+        f"  {'slice':<44} {'n':>4} {'declared P / R / acc':>22} {'word lists':>18} "
+        f"{'now':>18}  concept language right (word lists, now)"
+    )
+    for name, items in slices:
+        results = {
+            way: mention_scores(scorer, items, way) for way in ("declared", "word lists", "string")
+        }
+        concepts = {(it["concept_lang"], it["concept"]) for it in items}
+        by_words = sum(1 for lang, text in concepts if detect_concept(text) == lang)
+        now = sum(
+            1
+            for lang, text in concepts
+            if Concept.of(text).settled(scorer.language_of).renderings[0].lang == lang
+        )
+        for label, test in (
+            ("Indonesian concepts", lambda it: it["concept_lang"] == "id"),
+            ("all pairs", lambda it: True),
+        ):
+            idx = [it for it in items if test(it)]
+            cells = []
+            for way in ("declared", "word lists", "string"):
+                score = results[way]
+                cells.append(
+                    " / ".join(
+                        _rates(
+                            [
+                                (
+                                    bool(it["related"]),
+                                    (score[id(it)] or 0.0) >= DEFAULT_MENTION_THRESHOLD,
+                                )
+                                for it in idx
+                            ]
+                        )
+                    )
+                )
+            print(
+                f"  {name + ': ' + label:<44} {len(idx):>4} {cells[0]:>22} {cells[1]:>18} "
+                f"{cells[2]:>18}  {by_words}, {now} of {len(concepts)}"
+            )
 
 
 def glossary_report(
@@ -301,23 +395,27 @@ def glossary_report(
                 )
 
 
-def held_out_report(scorer: SemanticScorer, held_out: Sequence[Item]) -> None:
+def held_out_report(
+    scorer: SemanticScorer, held_out: Sequence[Item], whole_replies: Sequence[Item]
+) -> None:
     """The held-out slice per pair, as shipped and with no glossary (its concepts are not
-    entries, so the two differ only if an entry's rendering happens to match)."""
+    entries, so the two differ only if an entry's rendering happens to match), then its
+    sentences inside whole replies."""
     bare = SemanticScorer(scorer.embeddings, scorer.calibration, scorer.tones)
-    for label, chosen in (("as shipped", scorer), ("no glossary", bare)):
-        scores = mention_scores(chosen, held_out)
+    concepts = len({it["concept"] for it in held_out if it["concept_lang"] == "en"})
+    for items, what in ((held_out, "one sentence each"), (whole_replies, "as whole replies")):
+        for label, chosen in (("as shipped", scorer), ("no glossary", bare)):
+            scores = mention_scores(chosen, items)
 
-        def predict(item: Item, scores: dict[int, float | None] = scores) -> bool:
-            score = scores[id(item)]
-            return score is not None and score >= DEFAULT_MENTION_THRESHOLD
+            def predict(item: Item, scores: dict[int, float | None] = scores) -> bool:
+                score = scores[id(item)]
+                return score is not None and score >= DEFAULT_MENTION_THRESHOLD
 
-        concepts = len({it["concept"] for it in held_out if it["concept_lang"] == "en"})
-        print(
-            f"\n  the held-out slice ({len(held_out) // 16} groups, {concepts} concepts outside "
-            f"the glossary and every other split; never fitted on), {label}:"
-        )
-        pair_report(held_out, predict, batches=False)
+            print(
+                f"\n  the held-out slice ({len(items) // 16} groups, {concepts} concepts outside "
+                f"the glossary and every other split; never fitted on), {what}, {label}:"
+            )
+            pair_report(items, predict, batches=False)
 
 
 def pair_report(
@@ -487,8 +585,9 @@ def main() -> None:
     checks = set(args.checks.split(","))
     print(
         f"evaluation set: {len(mentions)} mentions items ({len(mentions) // 16} groups x 16 "
-        f"language pairs), {len(held_out)} held-out mentions items ({len(held_out) // 16} "
-        f"groups), {len(grounding)} grounding items, {len(tones)} tone items"
+        f"language pairs), {len(held_out[0])} held-out mentions items ({len(held_out[0]) // 16} "
+        f"groups; as many again as whole replies), {len(grounding)} grounding items, "
+        f"{len(tones)} tone items"
     )
     print(
         f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
@@ -520,7 +619,10 @@ def local_tones(tones: list[Item], limit: int | None) -> list[Item]:
 
 
 def other_backends(
-    mentions: list[Item], grounding: list[Item], tones: list[Item], held_out: list[Item]
+    mentions: list[Item],
+    grounding: list[Item],
+    tones: list[Item],
+    held_out: tuple[list[Item], list[Item]],
 ) -> None:
     embeddings_backend(mentions, tones, held_out)
     nli_backend(grounding)

@@ -2,16 +2,18 @@
 
 `value: refund`, `value: [refund, 退款]` or `value: {en: refund, zh: 退款}`. A rendering
 written under a language code has that language; any other has the language its words
-show (`languages.detect_concept`). A concept the shipped glossary knows gains the
-glossary's renderings in the languages the case did not write.
+show (`languages.detect_concept`), and a few words that show none ("kursi anak") are
+settled by the scorer on the embeddings (`settled`). A concept the shipped glossary knows
+gains the glossary's renderings in the languages the case did not write.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from redline.semantic.glossary import Glossary
-from redline.semantic.languages import detect_concept
+from redline.semantic.languages import detect_concept, shown
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,9 @@ class Rendering:
     declared: bool = False
     #: The rendering the case wrote that the shipped glossary rendered as this one.
     glossary_of: str | None = None
+    #: Whether the language is shown (declared, or by script, letters or function words)
+    #: rather than guessed from a few words.
+    certain: bool = True
 
 
 @dataclass(frozen=True)
@@ -31,10 +36,10 @@ class Concept:
     @classmethod
     def of(cls, value: str | list[str] | dict[str, str]) -> Concept:
         if isinstance(value, str):
-            return cls((Rendering(value, detect_concept(value)),))
+            return cls((_detected(value),))
         if isinstance(value, dict):
             return cls(tuple(Rendering(text, lang, True) for lang, text in value.items()))
-        return cls(tuple(Rendering(text, detect_concept(text)) for text in value))
+        return cls(tuple(_detected(text) for text in value))
 
     @property
     def label(self) -> str:
@@ -57,6 +62,18 @@ class Concept:
                     added.append(Rendering(text, lang, glossary_of=rendering.text))
         return Concept(self.renderings + tuple(added))
 
+    def settled(self, language_of: Callable[[str], str | None]) -> Concept:
+        """With each guessed language replaced by `language_of(text)` where that tells one."""
+        renderings = []
+        for rendering in self.renderings:
+            found = None if rendering.certain else language_of(rendering.text)
+            renderings.append(rendering if found is None else replace(rendering, lang=found))
+        return Concept(tuple(renderings))
+
     def in_language(self, lang: str | None) -> Rendering | None:
         """The rendering written in `lang`, if any."""
         return next((r for r in self.renderings if lang is not None and r.lang == lang), None)
+
+
+def _detected(text: str) -> Rendering:
+    return Rendering(text, detect_concept(text), certain=shown(text))

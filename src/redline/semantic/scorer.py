@@ -288,6 +288,7 @@ class SemanticScorer:
         weighed against it (see `_scored`).
         """
         wanted = concept if isinstance(concept, Concept) else Concept.of(concept)
+        wanted = wanted.settled(self.language_of)
         if self.glossary is not None:
             wanted = wanted.completed(self.glossary)
         found = split_sentences(text)
@@ -323,6 +324,24 @@ class SemanticScorer:
         matches = [self._scored(found, [r], detected, wanted.texts(), opposite) for r in chosen]
         decided = [m for m in matches if m.pair is not None]
         return max(decided, key=lambda m: m.calibrated) if decided else matches[0]
+
+    def language_of(self, text: str) -> str | None:
+        """The calibrated language, among those told apart only by their words, whose
+        concepts' mean direction is closest to this concept's vector: a short concept
+        ("kursi anak", "bonus referral") has no function word to show it, and the small
+        vocabulary that guesses otherwise misses most support terms (measured in
+        docs/semantic-languages.md)."""
+        candidates = [lang for lang in self.calibration.languages if lang in languages.WORDS_ONLY]
+        if len(candidates) < 2:
+            return None
+        vector = self.embeddings.embed_fixed([text], "query")[0]
+        means = self.calibration.centroids.concept
+
+        def closeness(lang: str) -> float:
+            mean = np.asarray(means[lang], dtype=np.float32)
+            return float(vector @ mean) / float(np.linalg.norm(mean) or 1.0)
+
+        return max(candidates, key=closeness)
 
     def _opposite(self, written: list[Rendering]) -> Mapping[str, str] | None:
         """The glossary's opposite outcome of the concept as written, if it has one."""
