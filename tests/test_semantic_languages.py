@@ -272,6 +272,7 @@ def test_a_cached_calibration_decides_as_the_fresh_one(scorer: SemanticScorer) -
         scorer.embeddings,
         Calibration.from_json(json.loads(json.dumps(fresh.to_json()))),
         scorer.tones,
+        scorer.glossary,
     )
     for concept, text, _ in CROSS_LINGUAL:
         assert again.concept(text, concept).score == pytest.approx(

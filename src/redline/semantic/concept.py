@@ -9,11 +9,14 @@ gains the glossary's renderings in the languages the case did not write.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from redline.semantic.glossary import Glossary
 from redline.semantic.languages import detect_concept, shown
+
+#: Finds the glossary entry a rendering (text, language) is, if any.
+EntryOf = Callable[[str, str | None], Mapping[str, str] | None]
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,9 @@ class Rendering:
     #: Whether the language is shown (declared, or by script, letters or function words)
     #: rather than guessed from a few words.
     certain: bool = True
+    #: With `glossary_of`: the entry's own rendering in the written language, when the
+    #: case wrote that entry in other words ("refund" for "refunds").
+    read_as: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,17 +55,24 @@ class Concept:
     def texts(self) -> list[str]:
         return [r.text for r in self.renderings]
 
-    def completed(self, glossary: Glossary) -> Concept:
+    def completed(self, glossary: Glossary, entry_of: EntryOf | None = None) -> Concept:
         """With the glossary's renderings of what the case wrote, in the languages the case
-        did not write (after the case's own renderings)."""
+        did not write (after the case's own renderings). `entry_of` finds a rendering's
+        entry (default: the glossary's own, case and spacing aside)."""
+        find = entry_of or glossary.entry
         have = {r.lang for r in self.renderings}
         added: list[Rendering] = []
         for rendering in self.renderings:
-            entry = glossary.entry(rendering.text, rendering.lang)
-            for lang, text in (entry or {}).items():
+            entry = find(rendering.text, rendering.lang)
+            if entry is None:
+                continue
+            own = entry.get(rendering.lang or "")
+            reworded = own is not None and _key(own) != _key(rendering.text)
+            read_as = own if reworded else None
+            for lang, text in entry.items():
                 if lang not in have:
                     have.add(lang)
-                    added.append(Rendering(text, lang, glossary_of=rendering.text))
+                    added.append(Rendering(text, lang, glossary_of=rendering.text, read_as=read_as))
         return Concept(self.renderings + tuple(added))
 
     def settled(self, language_of: Callable[[str], str | None]) -> Concept:
@@ -77,3 +90,7 @@ class Concept:
 
 def _detected(text: str) -> Rendering:
     return Rendering(text, detect_concept(text), certain=shown(text))
+
+
+def _key(text: str) -> str:
+    return " ".join(text.split()).casefold()

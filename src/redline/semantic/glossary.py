@@ -55,10 +55,22 @@ class Glossary:
             return None
         return self._by_rendering.get((lang, _key(text)))
 
+    def texts(self, lang: str) -> list[str]:
+        """Every entry's rendering in `lang` (as written in the entry)."""
+        return [
+            entry[lang]
+            for (language, _), entry in self._by_rendering.items()
+            if language == lang and lang in entry
+        ]
+
     def opposite(self, text: str, lang: str | None) -> Mapping[str, str] | None:
         """The opposite outcome of the entry that renders `text` in `lang`, if it has one."""
         entry = self.entry(text, lang)
-        if entry is None or "en" not in entry:
+        return None if entry is None else self.opposite_of(entry)
+
+    def opposite_of(self, entry: Mapping[str, str]) -> Mapping[str, str] | None:
+        """The opposite outcome of an entry, if it has one."""
+        if "en" not in entry:
             return None
         return self._opposites.get(_key(entry["en"]))
 
