@@ -6,7 +6,9 @@ entry, its renderings are further readings: named in the reply they are a litera
 mention ("我们无法退款"), otherwise the reply is read in every rendering, each on its own
 pair of languages, beside the concept as written (see scorer.py; measured in
 docs/semantic-languages.md). Entries are glossary.json and the concepts of the
-calibration split (its groups and distractors), each written once.
+calibration split (its groups and distractors), each written once. An entry is found by
+any rendering (case and spacing aside); the scorer also reads a concept worded otherwise
+("refunds") as the entry its vector is closest to, when close enough (scorer.entry_of).
 
 Some entries have an opposite outcome ("flight on time" for "flight delay"): the
 embeddings place a reply of the opposite outcome close to the concept, and a sentence

@@ -6,8 +6,10 @@ two-word fragments only when there is nothing longer); its score (language-centr
 hubness-corrected figures of the concept and of its framed reading, combined) is
 calibrated per backend and per (concept language, reply language) pair, the reply's
 language detected cheaply (see calibration.py, languages.py). A concept the shipped
-glossary knows is also read in its other languages' renderings, and weighed against its
-opposite outcome when the glossary ships one (glossary.py).
+glossary knows (by name, or worded otherwise but close to an entry) is also read in its
+other languages' renderings, and weighed against its opposite outcome when the glossary
+ships one (glossary.py). A short concept whose words show no language is given the
+calibrated language whose concepts' mean direction is closest.
 Tone compares sentences with the templates of every tone ("query: " on both
 sides, the e5 recipe for symmetric similarity) and needs the requested tone to
 lead the runner-up by a margin measured in the backend's calibrated scale.
