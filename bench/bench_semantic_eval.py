@@ -35,7 +35,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +45,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 from redline.casemodel import DEFAULT_MENTION_THRESHOLD, DEFAULT_TONE_MARGIN  # noqa: E402
 from redline.config import parse_config  # noqa: E402
 from redline.semantic.checker import ModelChecker, load_checker  # noqa: E402
-from redline.semantic.concept import Concept  # noqa: E402
+from redline.semantic.concept import Concept, Rendering  # noqa: E402
 from redline.semantic.embeddings import BackendUnavailable  # noqa: E402
 from redline.semantic.glossary import shipped_glossary  # noqa: E402
 from redline.semantic.grounding import ENTAILMENT_THRESHOLD  # noqa: E402
-from redline.semantic.languages import detect  # noqa: E402
+from redline.semantic.languages import detect, detect_concept  # noqa: E402
 from redline.semantic.nli import load_nli  # noqa: E402
 from redline.semantic.scorer import SemanticScorer, semantic_scorer  # noqa: E402
 from redline.semantic.settings import SemanticSettings  # noqa: E402
@@ -66,6 +66,43 @@ def load_set() -> tuple[list[Item], list[Item], list[Item]]:
     """Mentions items of every (concept language, reply language) pair, grounding, tone."""
     data = json.loads((ROOT / "bench" / "data" / "semantic_eval.json").read_text("utf-8"))
     return expand(data["mentions"]), data["grounding"], data["tone"]
+
+
+def load_held_out() -> tuple[list[Item], list[Item]]:
+    """The held-out slice's mentions items (bench/data/semantic_heldout.json): concepts in
+    neither the glossary nor any other split, the figure that predicts concepts a suite
+    writes that nobody here saw; and the same sentences as whole replies (see `replies`)."""
+    data = json.loads((ROOT / "bench" / "data" / "semantic_heldout.json").read_text("utf-8"))
+    return expand(data["mentions"]), expand(replies(data["mentions"], data["courtesy"]))
+
+
+def replies(groups: Sequence[Item], courtesy: dict[str, list[list[str]]]) -> list[Item]:
+    """Replies as a product writes them: a greeting, two sentences on the concept's domain
+    and a closing. A mention's reply holds one related sentence and one same-domain
+    sentence; a non-mention's, two of the concept's unrelated sentences. The best
+    sentence decides, so more sentences give an unrelated reply more chances to pass."""
+    by_concept: dict[str, list[Item]] = {}
+    for group in groups:
+        by_concept.setdefault(group["concept"]["en"], []).append(group)
+    made = []
+    for n, concept_groups in enumerate(by_concept.values()):
+        related = [g for g in concept_groups if g["related"]]
+        unrelated = [g for g in concept_groups if not g["related"]]
+        for i, group in enumerate(related + unrelated):
+            if group["related"]:
+                other = [g for g in unrelated if g["kind"] == "same-domain"][i % 2]
+            else:
+                other = unrelated[(unrelated.index(group) + 1) % len(unrelated)]
+            first, second = (group, other) if i % 2 == 0 else (other, group)
+            text = {}
+            for lang in LANGS:
+                greeting, closing = courtesy[lang][(n + i) % len(courtesy[lang])]
+                joint = "" if lang == "zh" else " "
+                text[lang] = joint.join(
+                    (greeting, first["text"][lang], second["text"][lang], closing)
+                )
+            made.append(group | {"text": text, "batch": group["batch"] + ", as whole replies"})
+    return made
 
 
 def expand(groups: Sequence[Item]) -> list[Item]:
@@ -189,7 +226,9 @@ def report(name: str, items: Sequence[Item], truth: str, predict: Callable[[Item
     print("  right per kind and language:\n" + "\n".join(matrix))
 
 
-def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
+def embeddings_backend(
+    mentions: list[Item], tones: list[Item], held_out: tuple[list[Item], list[Item]]
+) -> None:
     settings = SemanticSettings()
     try:
         scorer = semantic_scorer(settings)
@@ -220,6 +259,10 @@ def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
     print(f"\n  every group ({len(mentions) // 16}, the fresh held-out batch included):")
     pair_report(mentions, predict)
     glossary_report(scorer, mentions, predict)
+    held_out_report(scorer, *held_out)
+    earlier = [it for it in mentions if not it["batch"].startswith("fresh")]
+    written_report(scorer, (("earlier split", earlier), ("held-out slice", held_out[0])))
+    reworded_report(scorer, earlier)
     report(
         f"mentions, embeddings {scorer.backend}, threshold 0.5, same-language pairs",
         same_language(mentions),
@@ -238,13 +281,146 @@ def embeddings_backend(mentions: list[Item], tones: list[Item]) -> None:
     tone_report(f"embeddings {scorer.backend}, margin {DEFAULT_TONE_MARGIN}", tones, said)
 
 
-def mention_scores(scorer: SemanticScorer, mentions: Sequence[Item]) -> dict[int, float | None]:
-    """Each item's calibrated score (None when no calibration decides it), by `id(item)`."""
+def mention_scores(
+    scorer: SemanticScorer, mentions: Sequence[Item], written: str = "declared"
+) -> dict[int, float | None]:
+    """Each item's calibrated score (None when no calibration decides it), by `id(item)`.
+
+    `written`: "declared" gives the concept under its language code (`{id: kursi anak}`);
+    "string" as one string, its language detected as a case's `value: kursi anak` is;
+    "word lists" the same with the language the word lists alone guess (before the
+    embeddings settled short concepts)."""
     scores: dict[int, float | None] = {}
     for item in mentions:
-        match = scorer.concept(item["text"], Concept.of({item["concept_lang"]: item["concept"]}))
+        text = item["concept"]
+        if written == "declared":
+            concept = Concept.of({item["concept_lang"]: text})
+        elif written == "string":
+            concept = Concept.of(text)
+        else:
+            concept = Concept((Rendering(text, detect_concept(text)),))
+        match = scorer.concept(item["text"], concept)
         scores[id(item)] = match.calibrated if match.decided else None
     return scores
+
+
+#: The earlier split's English concepts that are glossary entries, worded as a suite might
+#: write them instead (written for this bench before it was run with them).
+REWORDED = {
+    "account deletion": "delete my account",
+    "address change": "change of address",
+    "automatic renewal": "auto-renewal",
+    "battery problem": "battery issues",
+    "card blocked": "blocked card",
+    "cash on delivery": "pay on delivery",
+    "contract termination": "terminate the contract",
+    "damaged item": "item arrived damaged",
+    "exchange": "exchanges",
+    "flight cancellation": "cancelled flight",
+    "late check-out": "late checkout",
+    "late fee": "late payment fee",
+    "lost card": "card lost",
+    "loyalty points": "reward points",
+    "order cancellation": "cancel the order",
+    "out of stock": "item out of stock",
+    "overdraft fee": "overdraft charges",
+    "parcel not received": "package not received",
+    "payment failed": "failed payment",
+    "power outage": "power cut",
+    "return label": "return shipping label",
+    "roaming": "roaming charges",
+    "seat upgrade": "upgrade my seat",
+    "slow internet": "internet is slow",
+    "spare parts": "replacement parts",
+    "store pickup": "pick up in store",
+    "waiting list": "waitlist",
+    "wrong charge": "incorrect charge",
+    "wrong size": "wrong size delivered",
+}
+
+
+class _ExactGlossary(SemanticScorer):
+    """The scorer as it was before rewordings were read as entries: exact names only."""
+
+    def entry_of(self, text: str, lang: str | None) -> Mapping[str, str] | None:
+        return None if self.glossary is None else self.glossary.entry(text, lang)
+
+
+def reworded_report(scorer: SemanticScorer, mentions: Sequence[Item]) -> None:
+    """English concepts of the earlier split that are glossary entries, written in other
+    words, on zh/id/vi replies: with the entry found by its name only, and as shipped
+    (a close enough rewording is read as the entry)."""
+    items = [
+        it | {"concept": REWORDED[it["concept"]]}
+        for it in mentions
+        if it["concept_lang"] == "en" and it["lang"] != "en" and it["concept"] in REWORDED
+    ]
+    exact = _ExactGlossary(scorer.embeddings, scorer.calibration, scorer.tones, scorer.glossary)
+    glossary = shipped_glossary()
+    found = sum(
+        1
+        for reworded in REWORDED.values()
+        if scorer.entry_of(reworded, "en") is not None and glossary.entry(reworded, "en") is None
+    )
+    print(
+        f"\n  the earlier split's glossary concepts worded otherwise ({len(REWORDED)}; read as "
+        f"their entry: {found}), English concepts on zh/id/vi replies ({len(items)} items):"
+    )
+    print(f"  {'':<30} {'P / R / acc':>18}")
+    for label, chosen in (("entry by its name only", exact), ("as shipped", scorer)):
+        scores = mention_scores(chosen, items)
+        verdicts = [
+            (bool(it["related"]), (scores[id(it)] or 0.0) >= DEFAULT_MENTION_THRESHOLD)
+            for it in items
+        ]
+        print(f"  {label:<30} {' / '.join(_rates(verdicts)):>18}")
+
+
+def written_report(scorer: SemanticScorer, slices: Sequence[tuple[str, list[Item]]]) -> None:
+    """Concepts written as one string, as most cases write them: the language the scorer
+    takes for each concept, and what that does to the checks, against the language
+    declared."""
+    print("\n  concepts written as one string (their language detected) against declared:")
+    print(
+        f"  {'slice':<44} {'n':>4} {'declared P / R / acc':>22} {'word lists':>18} "
+        f"{'now':>18}  concept language right (word lists, now)"
+    )
+    for name, items in slices:
+        results = {
+            way: mention_scores(scorer, items, way) for way in ("declared", "word lists", "string")
+        }
+        concepts = {(it["concept_lang"], it["concept"]) for it in items}
+        by_words = sum(1 for lang, text in concepts if detect_concept(text) == lang)
+        now = sum(
+            1
+            for lang, text in concepts
+            if Concept.of(text).settled(scorer.language_of).renderings[0].lang == lang
+        )
+        for label, test in (
+            ("Indonesian concepts", lambda it: it["concept_lang"] == "id"),
+            ("all pairs", lambda it: True),
+        ):
+            idx = [it for it in items if test(it)]
+            cells = []
+            for way in ("declared", "word lists", "string"):
+                score = results[way]
+                cells.append(
+                    " / ".join(
+                        _rates(
+                            [
+                                (
+                                    bool(it["related"]),
+                                    (score[id(it)] or 0.0) >= DEFAULT_MENTION_THRESHOLD,
+                                )
+                                for it in idx
+                            ]
+                        )
+                    )
+                )
+            print(
+                f"  {name + ': ' + label:<44} {len(idx):>4} {cells[0]:>22} {cells[1]:>18} "
+                f"{cells[2]:>18}  {by_words}, {now} of {len(concepts)}"
+            )
 
 
 def glossary_report(
@@ -292,7 +468,32 @@ def glossary_report(
                 )
 
 
-def pair_report(mentions: Sequence[Item], predict: Callable[[Item], bool]) -> None:
+def held_out_report(
+    scorer: SemanticScorer, held_out: Sequence[Item], whole_replies: Sequence[Item]
+) -> None:
+    """The held-out slice per pair, as shipped and with no glossary (its concepts are not
+    entries, so the two differ only if an entry's rendering happens to match), then its
+    sentences inside whole replies."""
+    bare = SemanticScorer(scorer.embeddings, scorer.calibration, scorer.tones)
+    concepts = len({it["concept"] for it in held_out if it["concept_lang"] == "en"})
+    for items, what in ((held_out, "one sentence each"), (whole_replies, "as whole replies")):
+        for label, chosen in (("as shipped", scorer), ("no glossary", bare)):
+            scores = mention_scores(chosen, items)
+
+            def predict(item: Item, scores: dict[int, float | None] = scores) -> bool:
+                score = scores[id(item)]
+                return score is not None and score >= DEFAULT_MENTION_THRESHOLD
+
+            print(
+                f"\n  the held-out slice ({len(items) // 16} groups, {concepts} concepts outside "
+                f"the glossary and every other split; never fitted on), {what}, {label}:"
+            )
+            pair_report(items, predict, batches=False)
+
+
+def pair_report(
+    mentions: Sequence[Item], predict: Callable[[Item], bool], *, batches: bool = True
+) -> None:
     """Precision / recall / accuracy per (concept language, reply language) pair, per kind,
     and for the groups the targets are about, per batch of the set."""
     verdicts = [(bool(it["related"]), predict(it)) for it in mentions]
@@ -321,6 +522,8 @@ def pair_report(mentions: Sequence[Item], predict: Callable[[Item], bool]) -> No
     row("same language", lambda it: it["concept_lang"] == it["lang"])
     row("other cross-lingual", lambda it: it["concept_lang"] not in ("en", it["lang"]))
     row("all pairs", lambda it: True)
+    if not batches:
+        return
     for batch in dict.fromkeys(it["batch"] for it in mentions):
         print(f"  batch: {batch}")
         row(
@@ -451,10 +654,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     mentions, grounding, tones = load_set()
+    held_out = load_held_out()
     checks = set(args.checks.split(","))
     print(
         f"evaluation set: {len(mentions)} mentions items ({len(mentions) // 16} groups x 16 "
-        f"language pairs), {len(grounding)} grounding items, {len(tones)} tone items"
+        f"language pairs), {len(held_out[0])} held-out mentions items ({len(held_out[0]) // 16} "
+        f"groups; as many again as whole replies), {len(grounding)} grounding items, "
+        f"{len(tones)} tone items"
     )
     print(
         f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
@@ -462,9 +668,9 @@ def main() -> None:
     )
 
     if args.embeddings_only:
-        embeddings_backend(mentions, tones)
+        embeddings_backend(mentions, tones, held_out)
     elif not args.local_only:
-        other_backends(mentions, grounding, tones)
+        other_backends(mentions, grounding, tones, held_out)
     if args.local or args.local_only:
         limit = args.local_limit or None
         with tempfile.TemporaryDirectory() as tmp:
@@ -485,8 +691,13 @@ def local_tones(tones: list[Item], limit: int | None) -> list[Item]:
     return [t for t in tones if t["tone"] in ("empathetic", "neutral")] if limit else tones
 
 
-def other_backends(mentions: list[Item], grounding: list[Item], tones: list[Item]) -> None:
-    embeddings_backend(mentions, tones)
+def other_backends(
+    mentions: list[Item],
+    grounding: list[Item],
+    tones: list[Item],
+    held_out: tuple[list[Item], list[Item]],
+) -> None:
+    embeddings_backend(mentions, tones, held_out)
     nli_backend(grounding)
     with LoopbackLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
         server.responder = ScriptedChecker()

@@ -132,6 +132,36 @@ def test_a_concept_outside_the_glossary_is_scored_as_written(scorer: SemanticSco
     assert match.pair is not None and match.pair.key == "en>zh"
 
 
+def test_an_entry_written_in_other_words_is_read_as_the_entry(tmp_path: Path) -> None:
+    """`refunds`, `cancel my subscription` and `change of address` are not the entries'
+    names (refund, cancel subscription, address change), yet mean them."""
+    passed, reason = _check(tmp_path, "refunds", "很抱歉，这笔订单无法退款。")
+    assert passed and "a literal mention" in reason, reason
+    assert "'退款' (the glossary's rendering of 'refund', which 'refunds' reads as)" in reason
+    passed, reason = _check(
+        tmp_path, "cancel my subscription", "Bạn có thể hủy đăng ký bất cứ lúc nào trong Cài đặt."
+    )
+    assert passed and "'hủy đăng ký' (the glossary's rendering of 'cancel subscription'" in reason
+
+
+def test_a_concept_near_an_entry_but_not_it_stays_outside_the_glossary(
+    scorer: SemanticScorer,
+) -> None:
+    """A neighbour is not a rewording: a late delivery is not the entry delivery delay's
+    wording (they are 0.62 apart), a chargeback is no wrong charge."""
+    for concept in ("late delivery", "chargeback", "reward points", "child seat"):
+        assert scorer.entry_of(concept, "en") is None, concept
+    for reworded, entry in (
+        ("reset my password", "password reset"),
+        ("change of address", "address change"),
+        ("damaged items", "damaged item"),
+    ):
+        found = scorer.entry_of(reworded, "en")
+        assert found is not None and found["en"] == entry, reworded
+    match = scorer.concept("您的包裹明天上午送达。", "late delivery")
+    assert match.readings == () and match.glossary_of is None
+
+
 def test_the_case_s_own_renderings_come_before_the_glossary_s() -> None:
     concept = Concept.of({"en": "refund", "zh": "退钱"}).completed(shipped_glossary())
     by_lang = {r.lang: r for r in concept.renderings}

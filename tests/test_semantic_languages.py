@@ -59,6 +59,30 @@ def test_short_concepts_get_a_language_from_their_words() -> None:
     assert detect_concept("退款") == "zh"
 
 
+def test_a_short_concept_whose_words_show_no_language_is_settled_by_the_embeddings(
+    scorer: SemanticScorer,
+) -> None:
+    """The word lists take "kursi anak" (child seat) for English; checked on the English
+    pair, its own Indonesian paraphrase was scored as an English concept would be."""
+    assert detect_concept("kursi anak") == "en"
+    reply = "Kami akan memasang kursi untuk balita Anda di mobil sewaan sebelum Anda datang."
+    match = scorer.concept(reply, "kursi anak")
+    assert match.concept_lang == "id" and match.pair is not None
+    assert match.pair.key == "id>id"
+    assert "Indonesian (id) concept, Indonesian (id) reply" in match.describe()
+    for english in ("refund", "child seat", "chargeback", "water leak"):
+        assert scorer.language_of(english) == "en", english
+    # Declared languages and languages the words show are kept as written.
+    assert scorer.concept(reply, {"en": "kursi anak"}).concept_lang == "en"
+    assert scorer.concept(reply, "stok habis").concept_lang == "id"
+
+
+def test_a_settled_language_finds_the_glossary_entry(scorer: SemanticScorer) -> None:
+    """`kupon` (coupon) is a glossary entry only under Indonesian."""
+    match = scorer.concept("您的优惠券已过期，无法再使用。", "kupon")
+    assert match.literal and match.glossary_of == "kupon", match.describe()
+
+
 def test_an_english_concept_on_a_chinese_paraphrase_is_decided_on_its_own_pair(
     scorer: SemanticScorer,
 ) -> None:
@@ -248,6 +272,7 @@ def test_a_cached_calibration_decides_as_the_fresh_one(scorer: SemanticScorer) -
         scorer.embeddings,
         Calibration.from_json(json.loads(json.dumps(fresh.to_json()))),
         scorer.tones,
+        scorer.glossary,
     )
     for concept, text, _ in CROSS_LINGUAL:
         assert again.concept(text, concept).score == pytest.approx(

@@ -6,7 +6,9 @@ entry, its renderings are further readings: named in the reply they are a litera
 mention ("我们无法退款"), otherwise the reply is read in every rendering, each on its own
 pair of languages, beside the concept as written (see scorer.py; measured in
 docs/semantic-languages.md). Entries are glossary.json and the concepts of the
-calibration split (its groups and distractors), each written once.
+calibration split (its groups and distractors), each written once. An entry is found by
+any rendering (case and spacing aside); the scorer also reads a concept worded otherwise
+("refunds") as the entry its vector is closest to, when close enough (scorer.entry_of).
 
 Some entries have an opposite outcome ("flight on time" for "flight delay"): the
 embeddings place a reply of the opposite outcome close to the concept, and a sentence
@@ -55,10 +57,22 @@ class Glossary:
             return None
         return self._by_rendering.get((lang, _key(text)))
 
+    def texts(self, lang: str) -> list[str]:
+        """Every entry's rendering in `lang` (as written in the entry)."""
+        return [
+            entry[lang]
+            for (language, _), entry in self._by_rendering.items()
+            if language == lang and lang in entry
+        ]
+
     def opposite(self, text: str, lang: str | None) -> Mapping[str, str] | None:
         """The opposite outcome of the entry that renders `text` in `lang`, if it has one."""
         entry = self.entry(text, lang)
-        if entry is None or "en" not in entry:
+        return None if entry is None else self.opposite_of(entry)
+
+    def opposite_of(self, entry: Mapping[str, str]) -> Mapping[str, str] | None:
+        """The opposite outcome of an entry, if it has one."""
+        if "en" not in entry:
             return None
         return self._opposites.get(_key(entry["en"]))
 

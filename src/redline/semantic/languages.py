@@ -4,8 +4,10 @@ letters, and by the function words of the Latin-script languages.
 A mentions threshold depends on the (concept language, reply language) pair, so the
 scorer needs the reply's language for every output: this costs a regular-expression
 pass, no model. Short concepts ("pengembalian dana") carry no function words, so for
-them a small support-domain vocabulary and Indonesian affixes decide between English
-and Indonesian. Anything without evidence is `None` (undetermined).
+them a small support-domain vocabulary and Indonesian affixes guess between English
+and Indonesian; the scorer settles such a guess on the embeddings (the language whose
+concepts' mean direction is closest), which the vocabulary cannot cover ("kursi anak").
+Anything without evidence is `None` (undetermined).
 """
 
 from __future__ import annotations
@@ -126,6 +128,17 @@ def detect(text: str) -> str | None:
     if ranked[0][1] == 0 or (len(ranked) > 1 and ranked[0][1] == ranked[1][1]):
         return _by_content(words)
     return ranked[0][0]
+
+
+#: Latin-script languages told apart only by their words (no letters of their own): a short
+#: concept in one of them may carry no word that shows which.
+WORDS_ONLY = frozenset({"en", "id", "es", "fr", "de", "pt", "it", "nl"})
+
+
+def shown(concept: str) -> bool:
+    """Whether the concept's script, letters or function words show its language (else
+    `detect_concept` guessed it from a small vocabulary, or took English)."""
+    return detect(concept) is not None
 
 
 @lru_cache(maxsize=1024)
