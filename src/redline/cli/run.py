@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from redline.cli.progress import LiveProgress, PlainProgress
 from redline.config import DEFAULT_CONCURRENCY, Config, load_config
 from redline.errors import BatchNotDone, StoreMissing, UsageError, relpath
 from redline.provider_options import IN_FLIGHT_PER_SLOT, default_slots
-from redline.running.exchange import check_out_dir, export_run, spooled_export
+from redline.running.exchange import check_out_dir, export_run
 from redline.running.options import RunOptions, resume_options
 from redline.running.planning import run_model
 from redline.running.runner import estimate_run, run_suites
@@ -213,7 +212,7 @@ def _run(args: argparse.Namespace) -> int:
         warning = seed_warning(suites, config, run_model(suites, config, options))
         if warning:
             console.print(Text(f"warning: {warning}", style="yellow"))
-    with RunStore.open(config.store_path) as store, ExitStack() as spooling:
+    with RunStore.open(config.store_path) as store:
         reference = None
         if args.against:
             from redline.deciding.against import against_options  # loads the comparison
@@ -222,9 +221,6 @@ def _run(args: argparse.Namespace) -> int:
             options = against_options(store, reference, suites, options)
         if options.replay is None:
             options = check_cost(console, config, store, suites, options, assume_yes=args.yes)
-        run_id = options.resume or options.run_id
-        if args.out is not None and run_id is not None:
-            spooling.enter_context(spooled_export(store, run_id))
         live = sys.stdout.isatty() and not args.quiet
         replay = options.replay
         reporter = LiveProgress(console, replay) if live else PlainProgress(replay)

@@ -7,11 +7,9 @@ results), so importing it back gives the same records, raw outputs byte for byte
 from __future__ import annotations
 
 import json
-import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -44,19 +42,8 @@ def check_out_dir(out: Path) -> None:
 def export_run(store: RunStore, run_id: str, out: Path) -> Path:
     """Write the run to `out/results.json` and `out/samples.jsonl`; returns `out`."""
     run = store.run(run_id)
-    return write_export(out, run, store.cases(run.id), store.sample_lines(run.id, _json_line))
-
-
-@contextmanager
-def spooled_export(store: RunStore, run_id: str) -> Iterator[None]:
-    """While inside, each sample of `run_id` gets its export line as it is committed, so
-    an `export_run` at the end of the run has little left to do (`RunStore.spool_lines`)."""
-    with tempfile.TemporaryFile() as file:
-        store.spool_lines(run_id, _json_line, file)
-        try:
-            yield
-        finally:
-            store.stop_spooling(run_id)
+    lines = (_json_line(data) for data in store.iter_sample_json(run.id))
+    return write_export(out, run, store.cases(run.id), lines)
 
 
 def write_export(

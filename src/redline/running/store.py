@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 from redline.errors import (
     AmbiguousRunId,
@@ -366,8 +366,6 @@ class RunStore:
         #: are committed: run id → samples committed since its last indexing, None before
         #: its first batch.
         self._indexing: dict[str, int | None] = {}
-        #: Runs whose export lines are written as their samples are committed (`spool_lines`).
-        self._spools: dict[str, _Spool] = {}
         self.path = path
 
     @classmethod
@@ -550,9 +548,6 @@ class RunStore:
                     with self._transaction() as db:
                         waiting |= self._insert_searched(db, (_too_large_to_store(sample),))
         self._indexing.update(waiting)  # committed: what is indexed now
-        if self._spools:
-            for run_id in {s.run_id for s in batch} & self._spools.keys():
-                self._spool(run_id)
 
     def _insert_searched(
         self, db: sqlite3.Connection, samples: Sequence[SampleRecord]
@@ -633,9 +628,6 @@ class RunStore:
             db.executemany("DELETE FROM assertion_results WHERE sample_id = ?", ids)
             db.executemany("DELETE FROM samples WHERE id = ?", ids)
         self._finished.pop(run_id, None)
-        for spool in self._spools.values():  # an id set free may be given again
-            for (sample_id,) in ids:
-                spool.at.pop(sample_id, None)
         return len(ids)
 
     def superseded(self, run_id: str) -> list[SupersededSample]:
@@ -1097,84 +1089,6 @@ class RunStore:
             for r in rows:
                 yield _SAMPLES.read_json(r[1:], assertions=assertions.get(r[0], []))
 
-    def spool_lines(
-        self, run_id: str, line: Callable[[dict[str, Any]], str], file: IO[bytes]
-    ) -> None:
-        """From now on, write each sample of `run_id` as it is committed, as `line` makes
-        it of the sample's `record_json`, to `file` (the caller's, open until the export
-        is written): `sample_lines` then reads those back instead of building every line
-        after the last sample. Read from the committed rows, so each is the line an export
-        made later would hold."""
-        with self._lock:
-            last = self._db.execute("SELECT coalesce(max(id), 0) FROM samples").fetchone()[0]
-        self._spools[run_id] = _Spool(line, file, int(last))
-
-    def stop_spooling(self, run_id: str) -> None:
-        self._spools.pop(run_id, None)
-
-    def _spool(self, run_id: str) -> None:
-        """Write the lines of the samples of `run_id` committed since the last call; a
-        spool that cannot be written (or read from) is given up: the export builds them."""
-        spool = self._spools[run_id]
-        try:
-            with self._lock:
-                # Rows after the last id read, by the table's own order (not the run's index).
-                rows = self._db.execute(
-                    f"SELECT id, {_SAMPLES.select()} FROM samples "
-                    "WHERE id > ? AND +run_id = ? ORDER BY id",
-                    (spool.last_id, run_id),
-                ).fetchall()
-                assertions = self._assertion_rows(
-                    [r[0] for r in rows], run_id, False, _ASSERTIONS.read_json
-                )
-            if rows:
-                spool.add(
-                    (r[0], _SAMPLES.read_json(r[1:], assertions=assertions.get(r[0], [])))
-                    for r in rows
-                )
-        except (OSError, ValueError, TypeError, KeyError):
-            self._spools.pop(run_id, None)
-
-    def sample_lines(self, run_id: str, line: Callable[[dict[str, Any]], str]) -> Iterator[str]:
-        """`line` of each of `iter_sample_json`, in its order: the lines spooled while the
-        run committed its samples (`spool_lines` with the same `line`) read back, the rest
-        (samples an earlier process stored, say) built from their rows now."""
-        spool = self._spools.pop(run_id, None)
-        if spool is None or spool.line is not line:
-            yield from (line(data) for data in self.iter_sample_json(run_id))
-            return
-        with self._lock:
-            cursor = self._db.execute(
-                "SELECT id FROM samples WHERE run_id = ? ORDER BY suite, case_id, idx",
-                (run_id,),
-            )
-        while True:
-            with self._lock:
-                ids = [int(r[0]) for r in cursor.fetchmany(_BATCH)]
-            if not ids:
-                return
-            built = self._built_lines([i for i in ids if i not in spool.at], run_id, line)
-            for sample_id in ids:
-                found = built.get(sample_id)
-                yield spool.read(sample_id) if found is None else found
-
-    def _built_lines(
-        self, sample_ids: Sequence[int], run_id: str, line: Callable[[dict[str, Any]], str]
-    ) -> dict[int, str]:
-        """Sample id → `line` of its `record_json`, read from its rows."""
-        built: dict[int, str] = {}
-        for chunk in _chunks(sample_ids, 500):
-            marks = ",".join("?" * len(chunk))
-            with self._lock:
-                rows = self._db.execute(
-                    f"SELECT id, {_SAMPLES.select()} FROM samples WHERE id IN ({marks})",
-                    list(chunk),
-                ).fetchall()
-                assertions = self._assertion_rows(chunk, run_id, False, _ASSERTIONS.read_json)
-            for r in rows:
-                built[r[0]] = line(_SAMPLES.read_json(r[1:], assertions=assertions.get(r[0], [])))
-        return built
-
     def _sample_batches(
         self, run_id: str, read: Callable[[Sequence[Any]], _A]
     ) -> Iterator[tuple[list[Any], dict[int, list[_A]]]]:
@@ -1381,38 +1295,6 @@ class RunStore:
         for row in rows:
             found.setdefault(row[0], []).append(read(row[1:]))
         return found
-
-
-class _Spool:
-    """A run's export lines in the order its samples were committed, in a temporary file
-    (gone with the process, however it ends), and where each sample's line is."""
-
-    def __init__(self, line: Callable[[dict[str, Any]], str], file: IO[bytes], last_id: int):
-        self.line = line
-        self.file = file
-        #: The highest sample id read: the rows committed after it are the next to spool.
-        self.last_id = last_id
-        #: Sample id → (offset, length) of its line in `file`.
-        self.at: dict[int, tuple[int, int]] = {}
-        self._size = 0
-
-    def add(self, samples: Iterable[tuple[int, dict[str, Any]]]) -> None:
-        start = end = self._size
-        chunks = []
-        for sample_id, data in samples:
-            chunk = self.line(data).encode("utf-8")
-            self.at[sample_id] = (end, len(chunk))
-            end += len(chunk)
-            chunks.append(chunk)
-            self.last_id = max(self.last_id, sample_id)
-        self.file.seek(start)
-        self.file.write(b"".join(chunks))
-        self._size = end
-
-    def read(self, sample_id: int) -> str:
-        offset, length = self.at[sample_id]
-        self.file.seek(offset)
-        return self.file.read(length).decode("utf-8")
 
 
 def _write_batch(db: sqlite3.Connection, samples: list[Any], assertions: list[Any]) -> None:
