@@ -486,3 +486,48 @@ def test_a_run_stored_with_an_older_redlines_arguments_resumes_with_them(
     with RunStore.open(db_path) as store:
         assert [(c.case_id, c.samples) for c in store.cases(run_id)] == [("a", 3)]
         assert store.run(run_id).args == older
+
+
+def _same_export(out: Path, run_id: str) -> None:
+    """`out` (a `run --out` export) holds what `redline export` of the stored run writes."""
+    again = out.parent / f"{out.name}-again"
+    assert main(["export", run_id, "--out", str(again)]) == 0
+    for name in ("samples.jsonl", "results.json"):
+        assert (out / name).read_bytes() == (again / name).read_bytes(), name
+
+
+def test_the_out_export_of_a_retried_run_is_its_stored_run_line_for_line(
+    project: Path, llm_server: LoopbackLLMServer
+) -> None:
+    """A retry's export holds the samples an earlier process stored with the new ones, and
+    none of those it set aside: what the store holds, as `redline export` writes it."""
+    cases = {f"ok{i}": f"MODE:json n{i}" for i in range(6)}
+    cases |= {"down1": "MODE:500 FAILS:3 d1", "down2": "MODE:500 FAILS:3 d2"}
+    write_suite(project, "s", cases, samples=2, tier="quality")
+    assert main(["run", "s", "--quiet", "--out", str(project / "first")]) == 3
+    run_id = latest_run_id(project)
+    _same_export(project / "first", run_id)
+    retried = project / "retried"
+    assert main(["run", "--retry-transport", run_id, "--quiet", "--out", str(retried)]) == 0
+    lines = (retried / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 16 and all('"verdict": "ok"' in line for line in lines)
+    _same_export(retried, run_id)
+
+
+def test_the_out_export_of_a_run_resumed_after_kill_9_holds_every_sample(
+    project: Path, llm_server: LoopbackLLMServer
+) -> None:
+    write_config(project, llm_server, concurrency=2)
+    write_suite(project, "s", {f"c{i}": f"MODE:json n{i}" for i in range(4)}, samples=5)
+    llm_server.latency_ms = 150
+    proc = start_run(project, "s", "--quiet", "--out", "killed")
+    wait_for_samples(project / ".redline" / "redline.db", 4)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert not (project / "killed").exists()  # no export of a run that did not end
+    llm_server.latency_ms = 0
+    run_id = latest_run_id(project)
+    assert main(["run", "--resume", run_id, "--quiet", "--out", str(project / "resumed")]) == 0
+    lines = (project / "resumed" / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 20
+    _same_export(project / "resumed", run_id)

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 from casefiles import CASE_HEAD, write_suite
-from redline.running.manifest import case_hash, suite_manifest
+from redline.running.manifest import case_hash, sample_configuration, suite_manifest
 from redline.suite.cases import Suite, load_suite
 from redline.text.words import COUNTING_RULE
 from redline.version import __version__
@@ -77,3 +78,27 @@ def test_prompt_and_model_change_the_manifest_but_not_the_case_hash(tmp_path: Pa
         "demo/system.txt",
     }
     assert [case_hash(c) for c in changed.cases] == hashes
+
+
+#: YAML that reads one way in a loaded case and could read another on a second parse: a
+#: byte-order mark, an anchor and a `<<` merge, a date, an explicit string tag.
+CASE_YAML_FEATURES = (
+    "\ufeff"
+    + CASE_HEAD.replace("hello", "!!str 2026-01-02")
+    + "samples: 4\nassert:\n  - &c {type: contains, value: '2026'}\n"
+    + "  - <<: *c\n    value: '01'\n"
+)
+
+
+def test_a_sample_configuration_is_the_same_read_from_the_loaded_case_or_its_file(
+    tmp_path: Path,
+) -> None:
+    """A run hashes the case content it loaded instead of parsing each file again; the
+    configurations stay those of earlier runs, whose samples count together with its own."""
+    build(tmp_path)  # cases with a fixture and a schema
+    suite = load_suite(write_suite(tmp_path, {"f.yaml": CASE_YAML_FEATURES}))
+    assert len(suite.cases) == 3
+    for case in suite.cases:
+        assert case.content is not None
+        from_file = sample_configuration(suite, replace(case, content=None), "m")
+        assert sample_configuration(suite, case, "m") == from_file

@@ -245,6 +245,20 @@ def test_an_export_line_is_stored_as_the_rows_its_record_is() -> None:
         assert StoredSample.from_json(_json_line(sample), RUN) == StoredSample.of(sample)
 
 
+def test_an_export_writes_each_sample_as_the_json_of_its_stored_record(tmp_path: Path) -> None:
+    """The export reads its lines from the rows without building the records: the same
+    JSON, key for key and in order, for a sample with every field set (lone surrogate,
+    tool calls, loop steps, sparse fields), a bare one and one without an answer."""
+    run, case, full = _records()
+    bare = SampleRecord(RUN, "a", "c2", 0, "ok", Verdict.OK, FinishReason.STOP)
+    unanswered = SampleRecord(RUN, "a", "c2", 1, "", Verdict.TRANSPORT, None, error="refused")
+    with RunStore.open(tmp_path / "s.db") as store:
+        store.add_run(run, [case], [full, bare, unanswered])
+        streamed = [json.dumps(data) for data in store.iter_sample_json(RUN)]
+        expected = [json.dumps(sample_json(s)) for s in store.samples(RUN)]
+    assert streamed == expected and len(streamed) == 3
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -374,3 +374,21 @@ def test_each_run_draws_its_own_seeds_and_a_resume_keeps_them() -> None:
     assert len(first) == 5
     assert first == {sample_seed("run-a", "s", "c", i) for i in range(5)}
     assert first.isdisjoint(sample_seed("run-b", "s", "c", i) for i in range(5))
+
+
+def test_a_run_leaves_the_cycle_collector_as_it_found_it(
+    tmp_path: Path, llm_server: LoopbackLLMServer, key: str
+) -> None:
+    """A run collects cycles less often while it draws (its objects are freed by reference
+    count); a program that runs suites, or fails one, finds its own settings afterwards."""
+    import gc
+
+    config = write_config(tmp_path, llm_server)
+    suite = write_suite(tmp_path, "s", {"a": "MODE:json"}, samples=2)
+    before = gc.get_threshold(), gc.get_freeze_count()
+    store, _ = run(config, [suite])
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+    with pytest.raises(UsageError):
+        run_suites(load_suites([suite], config), config, store, RunOptions(resume="nope00"))
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+    store.close()

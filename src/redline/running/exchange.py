@@ -42,7 +42,7 @@ def check_out_dir(out: Path) -> None:
 def export_run(store: RunStore, run_id: str, out: Path) -> Path:
     """Write the run to `out/results.json` and `out/samples.jsonl`; returns `out`."""
     run = store.run(run_id)
-    lines = (_json_line(sample_json(s)) for s in store.iter_samples(run.id))
+    lines = (_json_line(data) for data in store.iter_sample_json(run.id))
     return write_export(out, run, store.cases(run.id), lines)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from redline.casemodel import SUITE_FILE
 from redline.documents.yamlsource import plain_data
-from redline.suite.cases import Case, Suite
+from redline.suite.cases import Case, Suite, case_content
 from redline.text.words import COUNTING_RULE
 from redline.version import __version__
 
@@ -168,11 +168,6 @@ def _bytes_digest(value: object) -> str:
     raise TypeError(f"{type(value).__name__} is not part of a conversation")
 
 
-#: Case-file keys that set the case's bar or describe it: not what a sample is asked or how
-#: it is judged, so a sample drawn under a 3-of-4 bar is the same draw under 9-of-10.
-_NOT_SAMPLE_KEYS = frozenset({"samples", "required", "tier", "provenance", "quarantine", "golden"})
-
-
 def sample_configuration(
     suite: Suite, case: Case, model_id: str, shared: dict[int, SuiteParts] | None = None
 ) -> str:
@@ -188,7 +183,8 @@ def sample_configuration(
     """
     parts = _suite_parts(suite, model_id, shared)
     digest = parts.head.copy()
-    _add(digest, _case_content(case.path.read_bytes()).encode("utf-8"))
+    content = case.content if case.content is not None else _file_content(case.path.read_bytes())
+    _add(digest, content.encode("utf-8"))
     for data in parts.tail:
         _add(digest, data)
     base = case.path.parent
@@ -241,15 +237,13 @@ def _add(digest: hashlib._Hash, data: bytes) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _case_content(data: bytes) -> str:
-    """A case file's content without its bar and provenance, as canonical JSON."""
+def _file_content(data: bytes) -> str:
+    """`case_content` of a case file's bytes (their hex when they are not YAML)."""
     try:
         spec = plain_data(data)
     except ValueError:
         return data.hex()
-    if isinstance(spec, dict):
-        spec = {k: v for k, v in spec.items() if k not in _NOT_SAMPLE_KEYS}
-    return json.dumps(spec, sort_keys=True, default=str, ensure_ascii=False)
+    return case_content(spec)
 
 
 def _text_hash(text: str) -> str:

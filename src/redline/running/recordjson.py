@@ -16,11 +16,24 @@ R = TypeVar("R")
 
 def record_json(record: Any) -> dict[str, Any]:
     """A record as JSON: each field under its export key (fields without one are left out)."""
+    cls = type(record)
     data = {
         key: getattr(record, name) if encode is None else encode(getattr(record, name))
-        for key, name, encode in _writers(type(record))
+        for key, name, encode in _writers(cls)
     }
-    for key, default in _sparse(type(record)):
+    return drop_sparse(cls, data)
+
+
+def json_writers(cls: type) -> tuple[tuple[str, str, Callable[[Any], Any] | None], ...]:
+    """(export key, field name, how the value becomes JSON or None when it is JSON as it is)
+    of each exported field of `cls`, in the order `record_json` writes them."""
+    return _writers(cls)
+
+
+def drop_sparse(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (a `cls` record as JSON) without the fields exported only when they differ
+    from their default and do not."""
+    for key, default in _sparse(cls):
         if data[key] == default:
             del data[key]
     return data
@@ -110,11 +123,17 @@ def json_decoder(f: RecordField) -> Callable[[Any], Any] | None:
 def _typed(f: RecordField) -> Callable[[Any], Any]:
     """A present, non-null value as the field's type."""
     if f.kind is FieldKind.ENUM:
-        enum = cast(type[Enum], f.type)
-        return functools.partial(_member, enum, {member.value: member for member in enum})
+        return enum_reader(f.type)
     if f.kind is FieldKind.PLAIN:
         return f.type
     return functools.partial(_FROM_JSON[f.kind], f.type)
+
+
+def enum_reader(enum: type) -> Callable[[Any], Any]:
+    """The member of `enum` a value names, as `enum(value)` reads it, by a dict lookup
+    (an import or an export reads several per sample)."""
+    members = {member.value: member for member in cast(type[Enum], enum)}
+    return functools.partial(_member, enum, members)
 
 
 def _member(enum: type, members: dict[Any, Any], value: Any) -> Any:

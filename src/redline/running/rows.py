@@ -15,7 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from redline.running.recordjson import json_decoder, record_from_json, record_json
+from redline.running.recordjson import (
+    drop_sparse,
+    enum_reader,
+    json_decoder,
+    json_writers,
+    record_from_json,
+    record_json,
+)
 from redline.vocabulary.records import FieldKind, RecordField, record_fields
 from redline.vocabulary.verdicts import VERDICT_ORDER
 
@@ -83,6 +90,14 @@ class Table(Generic[R]):
         )
         self._from_json = tuple(_from_json(c) for c in self._columns)
         self._spread = any(len(c.names) > 1 for c in self._columns)
+        # Reading a row as its record's JSON (an export writes one per sample and one per
+        # assertion result): (key, column position or None for a field given outside the
+        # row, field name, column decoder, JSON encoder), in `record_json`'s key order.
+        columns = {name: (where, decode) for name, where, decode in readers}
+        self._to_json = tuple(
+            (key, *columns.get(name, (None, None)), name, encode)
+            for key, name, encode in json_writers(record)
+        )
 
     def select(self, alias: str = "") -> str:
         """The column list for a SELECT, each prefixed with `alias.` when given."""
@@ -133,6 +148,19 @@ class Table(Generic[R]):
             for name, where, decode in self._readers
         }
         return self.record(**values, **others)
+
+    def read_json(self, row: Sequence[Any], **others: Any) -> dict[str, Any]:
+        """`record_json(self.read(row, ...))` without building the record (an export writes
+        one per sample): each column read as `read` reads it, then written as `record_json`
+        writes it. `others` are the exported non-column fields, already as JSON."""
+        data = {}
+        for key, where, decode, name, encode in self._to_json:
+            if where is None:
+                data[key] = others[name]
+                continue
+            value = row[where] if decode is None else decode(row[where])
+            data[key] = value if encode is None else encode(value)
+        return drop_sparse(self.record, data)
 
     def add_missing_columns(self, db: sqlite3.Connection) -> None:
         """Add the columns of fields newer than the store: nullable, read back as defaults."""
@@ -249,7 +277,7 @@ _Codec = tuple[Callable[[Any], Any], Callable[[Any], Any]]
 _CODECS: dict[FieldKind, Callable[[RecordField], _Codec]] = {
     FieldKind.PLAIN: _plain,
     FieldKind.BOOL: lambda f: (int, bool),
-    FieldKind.ENUM: lambda f: (str, f.type),
+    FieldKind.ENUM: lambda f: (str, enum_reader(f.type)),
     FieldKind.STRINGS: lambda f: (lambda v: json.dumps(list(v)), lambda v: tuple(json.loads(v))),
     FieldKind.MAPPING: lambda f: (
         lambda v: json.dumps(dict(v), sort_keys=True, default=str),

@@ -13,6 +13,7 @@ import dataclasses
 import datetime
 import functools
 import gc
+import json
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -124,6 +125,9 @@ class Case:
     tool_results: tuple[ToolFixture, ...] = ()
     #: The case's own structured-output schema, replacing the suite's.
     response_format: ResponseFormat | None = None
+    #: `case_content` of the file as loaded (None: read from the file when asked), so a
+    #: run's sample configurations do not parse every case file a second time.
+    content: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def plays_loop(self) -> bool:
@@ -137,6 +141,19 @@ class Case:
     def required_for(self, n: int) -> int:
         """The same pass-rate bar at `n` samples (a rerun with more samples)."""
         return scale_required(self.required, self.samples, n)
+
+
+#: Case-file keys that set the case's bar or describe it: not what a sample is asked or how
+#: it is judged, so a sample drawn under a 3-of-4 bar is the same draw under 9-of-10.
+_NOT_SAMPLE_KEYS = frozenset({"samples", "required", "tier", "provenance", "quarantine", "golden"})
+
+
+def case_content(spec: Any) -> str:
+    """A case file's plain data without its bar and provenance, as canonical JSON: the part
+    of the case a sample's configuration (`manifest.sample_configuration`) is made of."""
+    if isinstance(spec, dict):
+        spec = {k: v for k, v in spec.items() if k not in _NOT_SAMPLE_KEYS}
+    return json.dumps(spec, sort_keys=True, default=str, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -864,6 +881,8 @@ class _CaseLoader:
             return None
         before = len(suite.problems)
         data = root.plain()
+        # An edit not written yet is not what the file on disk holds.
+        content = None if self.path in suite.overrides else case_content(data)
         case = effective_case(
             data, self.path.as_posix(), self.bar, file_bytes, lambda p: suite.show(Path(p))
         )
@@ -901,6 +920,7 @@ class _CaseLoader:
             messages=case.conversation.messages,
             tool_results=case.conversation.tool_results,
             response_format=case.conversation.response_format,
+            content=content,
         )
 
     def check_message_templates(
