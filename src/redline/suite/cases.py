@@ -734,7 +734,10 @@ class _SuiteLoader(NodeReader):
 
             wanted = functools.partial(owns, self.shard, suite)
         found = False
-        on_disk: set[Path] = set()
+        #: The folder's own files by name (the folder is resolved: they need no resolving),
+        #: and the files that symlinks in it name, wherever they are.
+        names: list[str] = []
+        linked: set[Path] = set()
         with os.scandir(self.folder) as entries:
             for entry in entries:
                 if (
@@ -744,13 +747,15 @@ class _SuiteLoader(NodeReader):
                 ):
                     continue
                 found = True
-                # The folder is resolved: only a symlinked file needs resolving itself.
                 if entry.is_symlink():
                     path = Path(entry.path).resolve()
                     if wanted is None or wanted(path.name):
-                        on_disk.add(path)
+                        linked.add(path)
                 elif wanted is None or wanted(entry.name):
-                    on_disk.add(self.folder / entry.name)
+                    names.append(entry.name)
+        if not linked and not self.overrides:  # in one folder, name order is path order
+            return [self.folder / name for name in sorted(names)], found
+        on_disk = {self.folder / name for name in names} | linked
         planned = {
             p
             for p in self.overrides
