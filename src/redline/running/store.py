@@ -698,11 +698,15 @@ class RunStore:
     def _unindexed(self, run_id: str, most: int) -> int:
         """How many of a run's samples the index lacks, counted up to `most` + 1."""
         with self._lock:
-            last = self._indexed_up_to(self._db, run_id)
-            (count,) = self._db.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM samples WHERE run_id = ? AND id > ? LIMIT ?)",
-                (run_id, last, most + 1),
-            ).fetchone()
+            return self._count_unindexed(self._db, run_id, most)
+
+    @classmethod
+    def _count_unindexed(cls, db: sqlite3.Connection, run_id: str, most: int) -> int:
+        last = cls._indexed_up_to(db, run_id)
+        (count,) = db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM samples WHERE run_id = ? AND id > ? LIMIT ?)",
+            (run_id, last, most + 1),
+        ).fetchone()
         return int(count)
 
     def index_for_search(self, run_id: str, most: int | None = None) -> bool:
@@ -711,11 +715,7 @@ class RunStore:
         a large run a part at a time); True once the index covers the whole run."""
         with self._transaction() as db:
             self._index_for_search(db, run_id, most)
-            last = self._indexed_up_to(db, run_id)
-            left = db.execute(
-                "SELECT 1 FROM samples WHERE run_id = ? AND id > ? LIMIT 1", (run_id, last)
-            ).fetchone()
-        return left is None
+            return self._count_unindexed(db, run_id, 0) == 0
 
     @staticmethod
     def _indexed_up_to(db: sqlite3.Connection, run_id: str) -> int:
@@ -741,29 +741,28 @@ class RunStore:
             _INDEX_SEARCH + "WHERE s.run_id = ? AND s.id > ? AND s.id <= ?",
             (run_id, last, int(newest)),
         )
+        cls._indexed(db, run_id, int(newest))
+
+    @staticmethod
+    def _indexed(db: sqlite3.Connection, run_id: str, newest: int) -> None:
+        """Record that the index covers the run's samples up to id `newest`."""
         db.execute(
             "INSERT OR REPLACE INTO sample_search_runs (run_id, last_sample) VALUES (?, ?)",
-            (run_id, int(newest)),
+            (run_id, newest),
         )
 
     @classmethod
     def _index_since_last(cls, db: sqlite3.Connection, run_id: str, newest: int) -> None:
         """Index a run's samples after its last indexed one, up to sample id `newest`, by
         id (only the newest rows of the table are read, never the run's earlier ones)."""
-        row = db.execute(
-            "SELECT last_sample FROM sample_search_runs WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        if row is None:
+        last = cls._indexed_up_to(db, run_id)
+        if last == 0:  # never indexed (sample ids start at 1)
             cls._index_for_search(db, run_id)
             return
-        last = int(row[0])
         if last >= newest:
             return  # a search (from another process) indexed them already
         db.execute(_INDEX_SEARCH + "WHERE s.id > ? AND +s.run_id = ?", (last, run_id))
-        db.execute(
-            "INSERT OR REPLACE INTO sample_search_runs (run_id, last_sample) VALUES (?, ?)",
-            (run_id, newest),
-        )
+        cls._indexed(db, run_id, newest)
 
     def add_batch(self, batch: BatchRecord) -> None:
         """Record a batch the run submitted, before anything waits on it."""
