@@ -145,8 +145,10 @@ def run_suites(
 #: A run's cycle collector: every this many new objects (Python's default is 700).
 RUN_COLLECTION_THRESHOLD = 10_000
 _collections_lock = threading.Lock()
-#: Runs under way in this process, and the settings to restore after the last ends.
-_collections: list[tuple[tuple[int, int, int], bool]] = []
+#: How many runs are under way in this process, and the settings to restore after the last
+#: ends: the threshold, and whether the run froze what lived before it.
+_runs = 0
+_before: tuple[tuple[int, int, int], bool] = ((0, 0, 0), False)
 
 
 @contextlib.contextmanager
@@ -158,22 +160,23 @@ def _fewer_collections() -> Iterator[None]:
     every loaded case and module: a tenth of the run's CPU. The objects alive at the start
     are frozen (`gc.freeze`) and the threshold raised for the run; both are restored after
     the last run in this process ends (objects someone else froze are left frozen)."""
+    global _runs, _before
     with _collections_lock:
-        if not _collections:
+        if _runs == 0:
             threshold = gc.get_threshold()
             freeze = gc.get_freeze_count() == 0
             if freeze:
                 gc.freeze()
             gc.set_threshold(max(threshold[0], RUN_COLLECTION_THRESHOLD), *threshold[1:])
-            _collections.append((threshold, freeze))
-        else:
-            _collections.append(_collections[0])
+            _before = (threshold, freeze)
+        _runs += 1
     try:
         yield
     finally:
         with _collections_lock:
-            threshold, freeze = _collections.pop()
-            if not _collections:
+            _runs -= 1
+            if _runs == 0:
+                threshold, freeze = _before
                 gc.set_threshold(*threshold)
                 if freeze:
                     gc.unfreeze()

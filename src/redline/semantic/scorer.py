@@ -252,6 +252,8 @@ class SemanticScorer:
         self._evidence = Evidence(embeddings, shipped_set(), calibration.centroids)
         self._sides: dict[tuple[tuple[str, ...], str, str], ConceptSide] = {}
         self._glossary_by_lang: dict[str, tuple[list[str], Vectors]] = {}
+        #: `entry_of` of each (concept text, language) asked: every sample asks again.
+        self._entries: dict[tuple[str, str | None], Mapping[str, str] | None] = {}
         #: Recent sentence vectors by (role, sentence), oldest first.
         self._sentences: OrderedDict[tuple[Role, str], Vectors] = OrderedDict()
         self._lock = threading.Lock()
@@ -368,9 +370,20 @@ class SemanticScorer:
         at most 0.83 apart."""
         if self.glossary is None:
             return None
-        exact = self.glossary.entry(text, lang)
-        if exact is not None or lang is None or lang not in self.calibration.centroids.concept:
-            return exact
+        key = (text, lang)
+        with self._lock:
+            if key in self._entries:
+                return self._entries[key]
+        found = self.glossary.entry(text, lang)
+        if found is None and lang is not None and lang in self.calibration.centroids.concept:
+            found = self._reworded_entry(text, lang)
+        with self._lock:
+            self._entries[key] = found
+        return found
+
+    def _reworded_entry(self, text: str, lang: str) -> Mapping[str, str] | None:
+        """The entry whose rendering in `lang` is closest to `text`, when close enough."""
+        assert self.glossary is not None
         texts, vectors = self._glossary_vectors(lang)
         if not texts:
             return None
