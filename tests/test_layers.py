@@ -18,7 +18,7 @@ ENGINE = Path(__file__).resolve().parents[1] / "src" / "redline"
 #: Lowest floor first. A name is a top-level module or subpackage of `redline`; entry points
 #: (`__main__` modules) stand above every floor.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("vocabulary", "errors", "textsafe", "openmp", "text", "version"),
+    ("vocabulary", "errors", "textsafe", "openmp", "machine", "text", "version"),
     ("presentation", "gitio", "transcript"),
     ("casemodel",),
     ("documents",),

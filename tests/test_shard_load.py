@@ -4,7 +4,9 @@ inputs, and validate's parse cache reads again what changed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -230,6 +232,38 @@ def test_the_parse_cache_reads_again_what_changed(
     assert (other.hits, other.misses) == (0, 40)
 
 
+def test_a_cache_file_that_is_not_a_cache_of_this_schema_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _suite(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / ".redline" / CACHE_FILE
+    path.parent.mkdir()
+    uncached = _check(ParseCache(None))
+    # A file damaged on disk, then one written by the previous layout of the cache.
+    path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)
+    damaged = ParseCache(path)
+    assert _check(damaged) == uncached and damaged.misses == 40
+    assert _check(warm := ParseCache(path)) == uncached and warm.hits == 40
+    path.unlink()
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE meta (version TEXT NOT NULL)")
+        db.execute("CREATE TABLE entries (key TEXT PRIMARY KEY, entry TEXT)")
+        db.execute("INSERT INTO meta VALUES (?)", (f"1:{parsecache.__version__}",))
+        db.commit()
+    older = ParseCache(path)
+    assert _check(older) == uncached and older.misses == 40
+    assert _check(warm := ParseCache(path)) == uncached and warm.hits == 40
+    # Entries that are not what this redline writes are read as none: their files again.
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        keys = [k for (k,) in db.execute("SELECT key FROM entries ORDER BY key LIMIT 3")]
+        for key, garbage in zip(keys, ['{"id": "case-', "{}", '{"inputs": 5}'], strict=True):
+            db.execute("UPDATE entries SET entry = ? WHERE key = ?", (garbage, key))
+        db.commit()
+    damaged_entries = ParseCache(path)
+    assert _check(damaged_entries) == uncached and damaged_entries.misses == 3
+
+
 def test_validate_prints_the_same_with_a_cold_cache_a_warm_one_and_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -254,7 +288,7 @@ def test_a_check_in_two_processes_finds_what_one_process_finds(
     path = tmp_path / ".redline" / CACHE_FILE
     alone = check_suites([Path("cases")], None, ParseCache(None))
     assert check_suites([Path("cases")], None, ParseCache(path), jobs=2) == alone
-    warm = ParseCache(path)  # the workers' entries were written by the parent
+    warm = ParseCache(path)  # each process wrote its own entries
     assert check_suites([Path("cases")], None, warm, jobs=2) == alone and warm.misses == 0
 
     # A case id used in both processes' shares, a broken file, and the suite's own problem.

@@ -18,7 +18,6 @@ it declares nothing.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from redline.casemodel.values import is_number, is_whole, kind_name, show
+from redline.machine import usable_cores
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -261,7 +261,7 @@ _RATE_LIMIT = (
 def default_slots() -> int:
     """Samples the local model decodes at once when the config does not say: four per core
     (four slots batch a fifth more tokens per second than two on one copy; eight, no more)."""
-    return 4 * (os.cpu_count() or 1)
+    return 4 * usable_cores()
 
 
 PROVIDER_KINDS: Mapping[str, ProviderKind] = {
@@ -289,7 +289,7 @@ PROVIDER_KINDS: Mapping[str, ProviderKind] = {
             Option(
                 "threads",
                 OptionKind.WHOLE,
-                os.cpu_count() or 1,
+                usable_cores(),
                 "llama.cpp threads",
                 minimum=1,
                 default_words="one per core",

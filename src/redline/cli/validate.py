@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from redline.cli import ExitCode, positive
 from redline.config import load_config
 from redline.errors import Problem, ProblemsError
+from redline.machine import usable_cores
 from redline.provider_options import (
     HTTP_TARGET_OPTIONS,
     PROVIDER_KINDS,
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     shard = parse_shard(args.shard) if args.shard else None
     cache = ParseCache(config.store_path.parent / CACHE_FILE if not args.no_cache else None)
     try:
-        jobs = args.jobs or min(os.cpu_count() or 1, MAX_JOBS)
+        jobs = args.jobs or min(usable_cores(), MAX_JOBS)
         checked = check_suites(paths, config, cache, shard=shard, jobs=jobs)
     except ProblemsError as exc:
         raise ProblemsError([*exc.problems, *environment]) from None

@@ -333,8 +333,14 @@ def check_suites(
     process checks one share, and the suites' own problems, found by each, are one each.
     """
     parallel = jobs > 1 and shard is None and "fork" in multiprocessing.get_all_start_methods()
-    if parallel and _case_file_count(paths) < PARALLEL_FILES:
-        parallel = False
+    if parallel:
+        # The suite folders found once, here: each share starts from them, not from a
+        # second walk of a tree that holds every case file.
+        found: list[Problem] = []
+        folders = find_suite_dirs(paths, found)
+        parallel = not found and _holds_case_files(folders, PARALLEL_FILES)
+        if parallel:
+            paths = folders
     if not parallel:
         try:
             suites, checked, problems = _check_share(paths, config, cache, shard)
@@ -371,12 +377,15 @@ def _check_share(
 
 def _share_in_a_worker(
     paths: Sequence[Path], config: Config | None, cache_path: Path | None, shard: tuple[int, int]
-) -> tuple[dict[Path, tuple[CheckedCase, ...]], list[Problem], dict[str, str]]:
-    """One share checked in a worker process: its cases, its problems, its new cache entries
-    (the parent writes them)."""
+) -> tuple[dict[Path, tuple[CheckedCase, ...]], list[Problem]]:
+    """One share checked in a worker process: its cases and its problems; it writes its own
+    cache entries, while the other processes still read theirs."""
     cache = ParseCache(cache_path)
-    _, checked, problems = _check_share(paths, config, cache, shard)
-    return checked, problems, cache.take_new()
+    try:
+        _, checked, problems = _check_share(paths, config, cache, shard)
+    finally:
+        cache.close()
+    return checked, problems
 
 
 def _check_in_parallel(
@@ -392,15 +401,14 @@ def _check_in_parallel(
         ]
         try:
             suites, checked, problems = _check_share(paths, config, cache, (1, jobs))
-            merged = {folder: list(cases) for folder, cases in checked.items()}
-            for future in others:
-                share, more, entries = future.result()
-                for folder, found in share.items():
-                    merged.setdefault(folder, []).extend(found)
-                problems.extend(more)
-                cache.adopt(entries)
         finally:
             cache.close()
+        merged = {folder: list(cases) for folder, cases in checked.items()}
+        for future in others:
+            share, more = future.result()
+            for folder, found in share.items():
+                merged.setdefault(folder, []).extend(found)
+            problems.extend(more)
     counted: dict[Path, tuple[CheckedCase, ...]] = {}
     for folder, every in merged.items():
         ids: dict[str, str] = {}
@@ -420,13 +428,18 @@ def _check_in_parallel(
     return [CheckedSuite(s, counted[s.path]) for s in suites]
 
 
-def _case_file_count(paths: Sequence[Path]) -> int:
-    """How many case files the suites under `paths` hold (a folder listing, no reading)."""
+def _holds_case_files(folders: Sequence[Path], at_least: int) -> bool:
+    """Whether `folders` hold `at_least` case files: a folder listing, no reading, that
+    stops once it has counted them."""
     count = 0
-    for folder in find_suite_dirs(paths, []):
+    for folder in folders:
         with os.scandir(folder) as entries:
-            count += sum(1 for e in entries if os.path.splitext(e.name)[1] in CASE_SUFFIXES)
-    return count
+            for entry in entries:
+                if os.path.splitext(entry.name)[1] in CASE_SUFFIXES:
+                    count += 1
+                    if count >= at_least:
+                        return True
+    return count >= at_least
 
 
 def _same_id(show: Callable[[Path], str], path: Path, case_id: str, first: Path) -> Problem:

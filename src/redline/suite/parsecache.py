@@ -22,14 +22,17 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from redline.version import __version__
 from redline.vocabulary.sequential import SequentialPlan
 from redline.vocabulary.tiers import Tier
 
-#: Bump when an entry's fields or the key's parts change.
-SCHEMA = 1
+#: Bump when an entry's fields, the key's parts or the file's tables change.
+SCHEMA = 2
 CACHE_FILE = "parsed.db"
+#: How long a process waits for another one writing its entries.
+_WRITE_WAIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,10 @@ class CheckedCase:
     required: int
     assertions: int
     sampling: SequentialPlan | None = None
+
+
+def _version() -> str:
+    return f"{SCHEMA}:{__version__}"
 
 
 def _digest(parts: Iterable[bytes]) -> str:
@@ -90,13 +97,22 @@ class ParseCache:
         return self._hashes[path]
 
     def get(self, key: str, path: str) -> CheckedCase | None:
-        """The case kept under `key`, when every file it read is unchanged."""
+        """The case kept under `key`, when every file it read is unchanged (an entry that
+        cannot be read is as good as none)."""
         text = self._load().get(key)
-        entry = None if text is None else json.loads(text)
-        if entry is None or any(self.file_hash(Path(p)) != h for p, h in entry["inputs"]):
+        try:
+            case = None if text is None else self._entry(json.loads(text), path)
+        except (ValueError, KeyError, TypeError):
+            case = None
+        if case is None:
             self.misses += 1
             return None
         self.hits += 1
+        return case
+
+    def _entry(self, entry: dict[str, Any], path: str) -> CheckedCase | None:
+        if any(self.file_hash(Path(p)) != h for p, h in entry["inputs"]):
+            return None
         sampling = entry["sampling"]
         return CheckedCase(
             id=entry["id"],
@@ -132,49 +148,57 @@ class ParseCache:
             self._entries = {}
             if self.path is not None and self.path.is_file():
                 try:
-                    with contextlib.closing(self._connect()) as db:
-                        self._entries = dict(db.execute("SELECT key, entry FROM entries"))
+                    with contextlib.closing(sqlite3.connect(self.path)) as db:
+                        stored = db.execute("SELECT version FROM meta").fetchone()
+                        if stored is not None and stored[0] == _version():
+                            self._entries = dict(db.execute("SELECT key, entry FROM entries"))
                 except sqlite3.Error:
                     pass  # no usable cache: every file is read
         return self._entries
 
-    def _connect(self) -> sqlite3.Connection:
-        assert self.path is not None
-        db = sqlite3.connect(self.path)
-        db.execute("CREATE TABLE IF NOT EXISTS meta (version TEXT NOT NULL)")
-        db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, entry TEXT)")
-        version = f"{SCHEMA}:{__version__}"
-        stored = db.execute("SELECT version FROM meta").fetchone()
-        if stored is None or stored[0] != version:
-            db.execute("DELETE FROM entries")
-            db.execute("DELETE FROM meta")
-            db.execute("INSERT INTO meta VALUES (?)", (version,))
-            db.commit()
-        return db
-
-    def take_new(self) -> dict[str, str]:
-        """The entries made since the last close, handed over (a worker's to its parent)."""
-        new, self._new = self._new, {}
-        return new
-
-    def adopt(self, entries: Mapping[str, str]) -> None:
-        """Entries another process made, written with this cache's own."""
-        self._new.update(entries)
-
     def close(self) -> None:
-        """Write the new entries; a cache that cannot be written is skipped, never an error."""
+        """Write the new entries; a cache that cannot be written is skipped, never an error,
+        and a file that is not a readable cache is replaced (each process of a parallel check
+        writes its own entries, one after the other)."""
         if not self._new or self.path is None:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.closing(self._connect()) as db:
-                # In key order: each insert lands beside the last, not at a random page.
-                rows = sorted(self._new.items())
-                db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?)", rows)
-                db.commit()
+            try:
+                self._write()
+            except sqlite3.OperationalError:
+                pass  # locked past the timeout, or the disk is full: the next check reads more
+            except sqlite3.DatabaseError:
+                self.path.unlink()
+                self._write()
         except (OSError, sqlite3.Error):
             pass
         self._new.clear()
+
+    def _write(self) -> None:
+        assert self.path is not None
+        with contextlib.closing(
+            sqlite3.connect(self.path, timeout=_WRITE_WAIT_S, isolation_level=None)
+        ) as db:
+            # A cache: a crash of the machine mid-write may lose it, and a lost cache is
+            # only a slower check, so the write does not wait for the disk.
+            db.execute("PRAGMA synchronous = OFF")
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("CREATE TABLE IF NOT EXISTS meta (version TEXT NOT NULL)")
+            stored = db.execute("SELECT version FROM meta").fetchone()
+            if stored is None or stored[0] != _version():
+                db.execute("DROP TABLE IF EXISTS entries")
+                db.execute("DELETE FROM meta")
+                db.execute("INSERT INTO meta VALUES (?)", (_version(),))
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, entry TEXT) "
+                "WITHOUT ROWID"
+            )
+            # In key order: each insert lands beside the last, not at a random page.
+            db.executemany(
+                "INSERT OR REPLACE INTO entries VALUES (?, ?)", sorted(self._new.items())
+            )
+            db.execute("COMMIT")
 
 
 __all__ = ["CACHE_FILE", "SCHEMA", "CheckedCase", "ParseCache"]
