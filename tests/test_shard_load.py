@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import sqlite3
 from pathlib import Path
 
@@ -262,6 +263,32 @@ def test_a_cache_file_that_is_not_a_cache_of_this_schema_is_replaced(
         db.commit()
     damaged_entries = ParseCache(path)
     assert _check(damaged_entries) == uncached and damaged_entries.misses == 3
+
+
+def _check_into(path: Path) -> None:
+    check_suites([Path("cases")], None, ParseCache(path), jobs=2)
+
+
+def test_checks_running_at_once_leave_one_complete_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three parallel checks started together: six processes write into one new cache
+    file, none loses another's entries."""
+    _suite(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cases_module, "PARALLEL_FILES", 0)
+    path = tmp_path / ".redline" / CACHE_FILE
+    alone = check_suites([Path("cases")], None, ParseCache(None))
+    context = multiprocessing.get_context("fork")
+    checks = [context.Process(target=_check_into, args=(path,)) for _ in range(3)]
+    for check in checks:
+        check.start()
+    for check in checks:
+        check.join(timeout=120)
+    assert [check.exitcode for check in checks] == [0, 0, 0]
+    warm = ParseCache(path)  # one process, so its counts are every file's
+    assert check_suites([Path("cases")], None, warm) == alone
+    assert (warm.hits, warm.misses) == (40, 0)
 
 
 def test_validate_prints_the_same_with_a_cold_cache_a_warm_one_and_none(
