@@ -199,10 +199,14 @@ class RawServer:
 
 
 def read_request(connection: socket.socket) -> bytes:
-    """One request (head and Content-Length body), or b"" when the client closed."""
+    """One request (head and Content-Length body), or b"" when the client closed (or reset:
+    a client that stops a run may drop its connections without reading them out)."""
     data = b""
     while b"\r\n\r\n" not in data:
-        chunk = connection.recv(65536)
+        try:
+            chunk = connection.recv(65536)
+        except ConnectionResetError:
+            return b""
         if not chunk:
             return b""
         data += chunk
