@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,23 @@ def test_a_large_run_lists_the_cases_that_did_not_pass_and_counts_the_rest(
     assert "case-0008" not in out
     assert "597 of 600 cases passed and are not listed" in out
     assert f"redline show {big_run} --all" in out
+
+
+def test_a_large_run_that_all_passed_shows_no_empty_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing to list: the count and the commands that list it, not a table of headers."""
+    write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "160")
+    with open_store(tmp_path) as store:
+        write_run(
+            store, RunSpec("allgreen0001", [CaseSpec(f"c{i:03d}", [OK] * 3) for i in range(250)])
+        )
+    assert main(["show", "allgreen0001"]) == 0
+    out = capsys.readouterr().out
+    assert "250 of 250 cases passed and are not listed" in out
+    assert "verdicts" not in out and "┃" not in out
 
 
 def test_all_lists_every_case_of_a_large_run(
@@ -79,6 +97,13 @@ def test_a_large_run_prints_what_did_not_pass_and_counts_the_rest(
     assert "c006" not in out and "c249" not in out
     assert "258 of 260 cases passed and are not listed" in out
     assert "260 case(s): 258 pass, 2 fail" in out
+
+    write_suite(tmp_path, "green", {f"g{i:03d}": "MODE:json" for i in range(60)}, samples=1)
+    assert main(["run", "green", "--quiet", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "60 of 60 cases passed and are not listed" in out
+    assert "┃" not in out  # no table of headers with nothing under them
+    assert re.search(r"^run \w+ \(run\)$", out, re.MULTILINE)
 
 
 def test_a_run_of_a_few_cases_ends_with_every_case_listed(

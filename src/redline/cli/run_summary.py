@@ -14,7 +14,7 @@ from rich.text import Text
 
 from redline.cli import ExitCode
 from redline.cli.output import verdict_breakdown
-from redline.cli.show import LIST_EVERY_CASE_UP_TO, case_table, not_listed
+from redline.cli.show import case_table, print_cases_not_passed
 from redline.config import Config
 from redline.presentation import result_headline_style
 from redline.providers.ratelimit import rate_limit_note
@@ -110,9 +110,7 @@ def _print_summary(
     if len(cases) <= SUMMARY_LISTS_EVERY_CASE_UP_TO:
         console.print(case_table(cases, title=title))
     else:  # as `redline show` lists a large run: what did not pass, and the count of the rest
-        listed = store.cases_not_passed(record.id, LIST_EVERY_CASE_UP_TO)
-        console.print(case_table(listed, title=title))
-        console.print(not_listed(store.outcome_counts(record.id), len(listed), record.id))
+        print_cases_not_passed(console, store, record.id, store.outcome_counts(record.id), title)
     totals = add_counts(c.verdicts for c in cases)
     console.print(_result_line(record, cases, totals))
     share = non_content_share(totals)

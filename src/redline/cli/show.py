@@ -93,9 +93,7 @@ def _show(args: argparse.Namespace) -> int:
                 and sum(counts.values()) > LIST_EVERY_CASE_UP_TO
             ):
                 console.print(run_header(run, origin))
-                listed = store.cases_not_passed(run.id, LIST_EVERY_CASE_UP_TO)
-                console.print(case_table(listed))
-                console.print(not_listed(counts, len(listed), run.id))
+                print_cases_not_passed(console, store, run.id, counts)
                 return 0
             cases = store.cases(run.id)
             if args.format == "json":
@@ -142,6 +140,23 @@ def _show(args: argparse.Namespace) -> int:
         for sample in samples:
             print_sample(console, sample, baselines, case_golden)
     return 0
+
+
+def print_cases_not_passed(
+    console: Console,
+    store: RunStore,
+    run_id: str,
+    counts: Mapping[CaseOutcome, int],
+    title: str | None = None,
+) -> None:
+    """A large run as a table of its cases that did not pass (none: no table, only its
+    title) and the count of the rest."""
+    listed = store.cases_not_passed(run_id, LIST_EVERY_CASE_UP_TO)
+    if listed:
+        console.print(case_table(listed, title=title))
+    elif title is not None:
+        console.print(Text(title, style="italic"))
+    console.print(not_listed(counts, len(listed), run_id))
 
 
 def not_listed(counts: Mapping[CaseOutcome, int], listed: int, run_id: str) -> Text:
