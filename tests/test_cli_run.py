@@ -92,7 +92,8 @@ def test_missing_key_or_alias_is_exit_2_before_any_request(
 
 
 def start_run(project: Path, *args: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    # A run that hangs can be made to print every thread's stack (SIGABRT: `stopped`).
+    env = {**os.environ, "PYTHONPATH": str(SRC), "PYTHONFAULTHANDLER": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "redline", "run", *args],
         cwd=project,
@@ -100,6 +101,17 @@ def start_run(project: Path, *args: str) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+
+
+def stopped(proc: subprocess.Popen[bytes], timeout_s: float) -> bytes:
+    """The stderr of a run that ends within `timeout_s`; a run still going then fails the
+    test with every thread's stack (the faulthandler's, on SIGABRT) to say where it hung."""
+    try:
+        return proc.communicate(timeout=timeout_s)[1]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        err = proc.communicate(timeout=30)[1].decode(errors="replace")
+        pytest.fail(f"the run was still going {timeout_s:g} s later; where:\n{err}")
 
 
 def wait_for_samples(db_path: Path, at_least: int) -> int:
@@ -128,7 +140,7 @@ def test_ctrl_c_marks_the_run_interrupted_with_what_finished(
     try:
         assert wait_for_samples(db_path, 3) == 3
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        err = stopped(proc, 30)
     finally:
         llm_server.release()
         if proc.poll() is None:

@@ -89,8 +89,9 @@ _LIMITS = {"requests": 1e6, "tokens": 3000.0, "window_s": 1.0, "latency_ms": 20.
 
 def test_a_judged_run_keeps_the_limit_its_judge_shares(tmp_path: Path) -> None:
     with RateLimitedServer(**_LIMITS) as apart:  # type: ignore[arg-type]
-        # The judge on its own entry with adaptation off: its calls are not counted.
-        off = "adaptive_concurrency = false\n"
+        # The judge on its own entry with adaptation off: its calls are not counted. It
+        # retries its 429s for as long as it takes, so that every call is answered in the end.
+        off = "adaptive_concurrency = false\nmax_retries = 30\nbackoff_max_s = 2\n"
         _judged_run(_project(tmp_path / "apart", apart, judge_table=off, cases=10))
     with RateLimitedServer(**_LIMITS) as shared:  # type: ignore[arg-type]
         info = _judged_run(_project(tmp_path / "shared", shared, cases=10))
