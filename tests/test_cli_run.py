@@ -91,11 +91,20 @@ def test_missing_key_or_alias_is_exit_2_before_any_request(
     assert llm_server.count() == 0
 
 
+#: `python -m redline` with Ctrl-C raising KeyboardInterrupt, as in a terminal, even when
+#: the tests were started with SIGINT ignored (a shell's background job passes that on, and
+#: Python then leaves it ignored, so a run would never see the test's Ctrl-C).
+_REDLINE_WITH_CTRL_C = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'redline'; runpy.run_module('redline', run_name='__main__', alter_sys=True)"
+)
+
+
 def start_run(project: Path, *args: str) -> subprocess.Popen[bytes]:
     # A run that hangs can be made to print every thread's stack (SIGABRT: `stopped`).
     env = {**os.environ, "PYTHONPATH": str(SRC), "PYTHONFAULTHANDLER": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "redline", "run", *args],
+        [sys.executable, "-c", _REDLINE_WITH_CTRL_C, "run", *args],
         cwd=project,
         env=env,
         stdout=subprocess.DEVNULL,
