@@ -155,7 +155,7 @@ def print_cases_not_passed(
     if listed:
         console.print(case_table(listed, title=title))
     elif title is not None:
-        console.print(Text(title, style="italic"))
+        console.print(Text(title, style="table.title"))  # as the table would show it
     console.print(not_listed(counts, len(listed), run_id))
 
 
