@@ -17,7 +17,9 @@ them so (the machine may be shared; compare within one run).
   whole run                       `redline run --out` of 200 x 5 at concurrency 16 and of
                                   400 x 5 at 64 vs a bare-client process: wall <= 1.1 x
                                   (400 x 5 at 256: what it costs); teardown (last line
-                                  printed -> process gone); alone: `--only whole`
+                                  printed -> process gone); alone: `--only whole`;
+                                  `--before OTHER/.venv/bin/python` runs another
+                                  checkout's redline in the same rounds (the code before)
   memory                          peak RSS of a 20,000-sample `redline run` < 150 MB
   semantic                        one `mentions` check while two busy processes keep
                                   both cores busy: <= 50 ms; its own CPU and the tokens
@@ -293,13 +295,14 @@ def _run_process(command: list[str], cwd: Path) -> Process:
 WHOLE_RUNS = ((200, 5, 16), (400, 5, 64), (400, 5, 256))
 
 
-def _whole_run(url: str, repeat: int, cases: int, samples: int, concurrency: int) -> None:
+def _whole_run(
+    url: str, repeat: int, cases: int, samples: int, concurrency: int, before: Path | None
+) -> None:
     """`cases` x `samples` at `concurrency` as a user runs it, export included, vs a bare
-    process posting the same requests; the two alternate each round, median of ratios."""
-    import json
-
+    process posting the same requests; they alternate each round, median of ratios.
+    `before`: another checkout's `redline`, run in the same rounds (the code before)."""
     total = cases * samples
-    walls, floors, teardowns = [], [], []
+    walls, floors, teardowns, befores = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_project(root, url, cases, samples, concurrency)
@@ -310,17 +313,12 @@ def _whole_run(url: str, repeat: int, cases: int, samples: int, concurrency: int
             floor = _run_process([sys.executable, "-c", bare], root)
             if floor.code != 0 or floor.out.split() != [str(total)]:
                 raise SystemExit(f"bare client process failed: {floor.out}")
-            out = root / f"out-{n}"
-            run = _run_process([REDLINE, "run", "bench", "--quiet", "--out", str(out)], root)
-            results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-            passes = sum(case["passes"] for case in results["cases"])
-            if run.code != 0 or passes != total:
-                raise SystemExit(
-                    f"redline run: exit {run.code}, {passes}/{total} passed\n{run.out}"
-                )
+            run = _whole_redline(REDLINE, root, root / f"out-{n}", total)
             walls.append(run.wall_s)
             floors.append(floor.wall_s)
             teardowns.append(run.wall_s - run.last_line_s)
+            if before is not None:
+                befores.append(_whole_redline(before, root, root / f"before-{n}", total).wall_s)
     ratio = statistics.median(w / f for w, f in zip(walls, floors, strict=True))
     barred = concurrency in BARRED_CONCURRENCY
     report(
@@ -338,12 +336,37 @@ def _whole_run(url: str, repeat: int, cases: int, samples: int, concurrency: int
         "",
         teardown <= 0.1,
     )
+    if befores:
+        then = statistics.median(b / f for b, f in zip(befores, floors, strict=True))
+        now = statistics.median(w / b for w, b in zip(walls, befores, strict=True))
+        report(
+            f"{cases}x{samples} c={concurrency} code before / bare",
+            f"{then:.2f}x",
+            "the same rounds",
+            f"before {statistics.median(befores):.2f} s; now / before {now:.2f}x",
+            None,
+        )
 
 
-def bench_whole_run(url: str, repeat: int) -> None:
-    """Each of WHOLE_RUNS as a whole `redline run --out` process vs a bare-client process."""
+def _whole_redline(binary: str | Path, root: Path, out: Path, total: int) -> Process:
+    """One `redline run --out` of the bench project; exits when it did not pass every sample."""
+    import json
+
+    run = _run_process([str(binary), "run", "bench", "--quiet", "--out", str(out)], root)
+    passes = 0
+    if run.code == 0:
+        results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        passes = sum(case["passes"] for case in results["cases"])
+    if run.code != 0 or passes != total:
+        raise SystemExit(f"{binary} run: exit {run.code}, {passes}/{total} passed\n{run.out}")
+    return run
+
+
+def bench_whole_run(url: str, repeat: int, before: Path | None) -> None:
+    """Each of WHOLE_RUNS as a whole `redline run --out` process vs a bare-client process
+    (and `before`, another checkout's `redline`, when given)."""
     for cases, samples, concurrency in WHOLE_RUNS:
-        _whole_run(url, repeat, cases, samples, concurrency)
+        _whole_run(url, repeat, cases, samples, concurrency, before)
 
 
 def bench_memory(url: str, samples: int) -> None:
@@ -555,11 +578,12 @@ def bench_quickstart() -> None:
     )
 
 
-def _compile_bytecode() -> None:
+def _compile_bytecode(before: Path | None) -> None:
     """Bytecode as the README's install has it: `uv sync --compile-bytecode` compiles
     site-packages; redline's own modules (an editable install) Python compiles on first
     import, unless PYTHONDONTWRITEBYTECODE is set, and then on every start. Without
-    bytecode a start spends about 0.5 s compiling, which is not what a user waits for."""
+    bytecode a start spends about 0.5 s compiling, which is not what a user waits for.
+    `before`: the checkout of `--before`, whose own modules are compiled the same way."""
     import compileall
     import sysconfig
 
@@ -569,6 +593,8 @@ def _compile_bytecode() -> None:
         compileall.compile_dir(site, quiet=1, workers=0)
     for folder in ("src", "tui"):
         compileall.compile_dir(ROOT / folder, quiet=1)
+        if before is not None and (before / folder).is_dir():
+            compileall.compile_dir(before / folder, quiet=1)
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         print("  (PYTHONDONTWRITEBYTECODE is set here: src/ and tui/ compiled by the bench)")
 
@@ -579,6 +605,11 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2000, help="samples per concurrency")
     parser.add_argument("--memory-samples", type=int, default=20_000)
     parser.add_argument("--skip-model", action="store_true", help="no embedded-model figures")
+    parser.add_argument(
+        "--before",
+        metavar="PYTHON",
+        help="another checkout's interpreter (.venv/bin/python): the whole runs run its redline",
+    )
     parser.add_argument(
         "--only",
         choices=["http", "startup", "whole", "memory", "semantic", "slots", "quickstart"],
@@ -597,7 +628,8 @@ def main() -> None:
     if args.skip_model:
         sections -= {"slots", "quickstart"}
     print(f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    _compile_bytecode()
+    before = None if args.before is None else Path(args.before).absolute().parent / "redline"
+    _compile_bytecode(None if before is None else before.parents[2])
     print(f"  {'figure':<34} {'measured':>14}  {'target':<18} {'floor (same run)':<30}")
     server, url = start_server()
     steps: list[tuple[str, Callable[[], None]]] = [
@@ -605,7 +637,7 @@ def main() -> None:
         ("startup", lambda: bench_first_request(args.repeat)),
         ("startup", lambda: bench_yaml(url)),
         ("http", lambda: bench_http(url, args.repeat, args.samples)),
-        ("whole", lambda: bench_whole_run(url, args.repeat)),
+        ("whole", lambda: bench_whole_run(url, args.repeat, before)),
         ("memory", lambda: bench_memory(url, args.memory_samples)),
         ("semantic", bench_semantic),
         ("slots", lambda: bench_slots(args.repeat)),
