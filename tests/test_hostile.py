@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import os
 import shutil
 import socket
@@ -233,6 +234,81 @@ def test_404_on_every_request_stops_the_run_at_its_first_requests(
     err = capsys.readouterr().err
     assert "HTTP 404" in err and "provider 'hostile'" in err and "redline run --resume" in err
     assert len(seen) <= 4  # the requests already in flight, not 250 samples' worth
+
+
+PAGE = b"<html><body><h1>Welcome to nginx!</h1></body></html>"
+
+
+@pytest.mark.parametrize("kind", ["text/html; charset=utf-8", "text/plain"])
+def test_a_base_url_that_answers_a_web_page_stops_the_run_at_its_first_requests(
+    raw_server: ServerFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+) -> None:
+    """A base_url pointing at a web server (200 and a page on every path) is no model: the
+    run stops as it does on a 404, instead of retrying every sample into the breaker."""
+    seen: list[bytes] = []
+
+    def serve(connection: socket.socket, _: int) -> None:
+        while request := read_request(connection):
+            seen.append(request)
+            connection.sendall(ok(PAGE, f"Content-Type: {kind}"))
+
+    server = raw_server(serve)
+    hostile_config(tmp_path, server.url.removesuffix("/x"))
+    write_suite(tmp_path, "s", {f"c{i}": "MODE:json" for i in range(50)}, samples=5)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    assert main(["run", "s", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "provider 'hostile'" in err and server.url.removesuffix("/x") in err
+    assert f"not JSON ({kind})" in err and "Welcome to nginx!" in err
+    assert "0 finished sample(s) are kept" in err and "redline run --resume" in err
+    assert len(seen) <= 4
+
+
+@pytest.mark.parametrize(
+    ("broken", "first"),
+    [
+        (ok(PAGE, "Content-Type: text/html"), False),  # a proxy's error page, mid-run
+        (ok(b'{"choices": [{"mess', "Content-Type: application/json"), True),  # cut short
+        (ok(b"oops"), True),  # no content type: the doubt
+    ],
+    ids=["page after answers", "json cut short first", "no content type first"],
+)
+def test_a_broken_answer_the_endpoint_may_send_is_a_failed_sample_not_a_stop(
+    raw_server: ServerFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    broken: bytes,
+    first: bool,
+) -> None:
+    """A body that is not JSON stops the run only when nothing has answered as the API and
+    its content type says it is something else: once the endpoint has answered, or when the
+    body claims JSON or says nothing, it is a malformed answer like any other: that sample
+    fails, the run goes on."""
+    numbers = itertools.count(1)  # each request's number, taken atomically
+
+    def serve(connection: socket.socket, _: int) -> None:
+        while read_request(connection):
+            bad = next(numbers) in ((1, 2) if first else (5, 6))
+            connection.sendall(broken if bad else ok(ANSWER, "Content-Type: application/json"))
+
+    server = raw_server(serve)
+    hostile_config(tmp_path, server.url.removesuffix("/x"))
+    write_suite(tmp_path, "s", {f"c{i}": "MODE:json" for i in range(4)}, samples=5)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    # Red ("hi" is not the JSON the cases ask for), not stopped as a wrong endpoint (2).
+    assert main(["run", "s", "--quiet", "--out", "out"]) == 1
+    assert "not JSON" not in capsys.readouterr().err
+    lines = (tmp_path / "out" / "samples.jsonl").read_text("utf-8").splitlines()
+    assert len(lines) == 20  # every sample drawn
+    failed = [line for line in lines if '"verdict": "transport"' in line]
+    assert len(failed) == 2 and all("not JSON" in line for line in failed)
 
 
 def test_a_server_dying_mid_run_trips_the_circuit_breaker(

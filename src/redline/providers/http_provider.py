@@ -6,10 +6,11 @@ transport errors (connect/read/write errors, resets, protocol errors,
 timeouts), 5xx and malformed 2xx bodies with exponential backoff and full
 jitter; 429 after the server's Retry-After. Other 4xx are not retried.
 Errors never contain the API key nor the userinfo of any URL. An endpoint that is
-not there (refused, DNS, TLS, HTTP 404/405) while this provider has never answered is
-not retried and is marked `endpoint_unreachable`: the run stops instead of draining its
-queue. `latency_ms` is the answering attempt's own time; when retries happened,
-`extra["elapsed_ms"]` includes them and the waits.
+not there (refused, DNS, TLS, HTTP 404/405, or a 2xx whose body is not JSON and says so:
+a web page) while this provider has never answered is not retried and is marked
+`endpoint_unreachable`: the run stops instead of draining its queue. `latency_ms` is the
+answering attempt's own time; when retries happened, `extra["elapsed_ms"]` includes them
+and the waits.
 """
 
 from __future__ import annotations
@@ -50,6 +51,15 @@ _NOT_THE_ENDPOINT = (404, 405)
 
 class MalformedResponse(ValueError):
     """A 2xx answer whose body is not what the API promises: a server bug, retried."""
+
+
+class NotJson(MalformedResponse):
+    """A 2xx body that is not JSON at all: before any answer, and with a content type that
+    says so too (a web page), not the API's address."""
+
+    def __init__(self, reason: str, snippet: str) -> None:
+        super().__init__(f"not JSON ({reason}): {snippet}")
+        self.snippet = snippet
 
 
 @dataclass(frozen=True)
@@ -238,6 +248,14 @@ class HttpProvider(ABC):
                     try:
                         answer = self.parse(_json(raw, self._api_key))
                     except MalformedResponse as exc:
+                        kind = response.headers.get("content-type", "")
+                        if isinstance(exc, NotJson) and _not_json(kind) and not self._answered:
+                            return self._unreachable(
+                                f"{redact_url(url)} answered HTTP {status} with a body that "
+                                f"is not JSON ({kind}), so it is not the API: {exc.snippet}",
+                                attempt,
+                                started,
+                            )
                         error = f"malformed response body (HTTP {status}): {exc}"
                     else:
                         self._answered = True
@@ -358,7 +376,14 @@ def _json(raw: bytes, secret: str | None = None) -> Any:
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise MalformedResponse(f"not JSON ({exc}): {_snippet(raw, secret)}") from None
+        raise NotJson(str(exc), _snippet(raw, secret)) from None
+
+
+def _not_json(content_type: str) -> bool:
+    """A content type that says the body is something else than JSON (a web page, text):
+    an API's body cut short still says JSON, and a body without one gets the doubt."""
+    media = content_type.partition(";")[0].strip().lower()
+    return bool(media) and media != "application/json" and not media.endswith("+json")
 
 
 def _snippet(raw: bytes, secret: str | None = None) -> str:
