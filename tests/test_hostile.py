@@ -218,22 +218,37 @@ def test_404_on_every_request_stops_the_run_at_its_first_requests(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    answer = b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found"
+    code, err, _, seen = run_answered(raw_server, tmp_path, monkeypatch, capsys, answer)
+    assert code == 2
+    assert "HTTP 404" in err and "provider 'hostile'" in err and "redline run --resume" in err
+    assert seen <= 4  # the requests already in flight, not 250 samples' worth
+
+
+def run_answered(
+    raw_server: ServerFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    answer: bytes,
+) -> tuple[int, str, str, int]:
+    """`redline run` of 50 cases x 5 against a server that gives `answer` to every request:
+    its exit code, what it wrote on stderr, the base_url, and the requests the server saw."""
     seen: list[bytes] = []
 
     def serve(connection: socket.socket, _: int) -> None:
         while request := read_request(connection):
             seen.append(request)
-            connection.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found")
+            connection.sendall(answer)
 
     server = raw_server(serve)
-    hostile_config(tmp_path, server.url.removesuffix("/x"))
+    base_url = server.url.removesuffix("/x")
+    hostile_config(tmp_path, base_url)
     write_suite(tmp_path, "s", {f"c{i}": "MODE:json" for i in range(50)}, samples=5)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(KEY_ENV, SECRET)
-    assert main(["run", "s", "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert "HTTP 404" in err and "provider 'hostile'" in err and "redline run --resume" in err
-    assert len(seen) <= 4  # the requests already in flight, not 250 samples' worth
+    code = main(["run", "s", "--quiet"])
+    return code, capsys.readouterr().err, base_url, len(seen)
 
 
 PAGE = b"<html><body><h1>Welcome to nginx!</h1></body></html>"
@@ -249,24 +264,13 @@ def test_a_base_url_that_answers_a_web_page_stops_the_run_at_its_first_requests(
 ) -> None:
     """A base_url pointing at a web server (200 and a page on every path) is no model: the
     run stops as it does on a 404, instead of retrying every sample into the breaker."""
-    seen: list[bytes] = []
-
-    def serve(connection: socket.socket, _: int) -> None:
-        while request := read_request(connection):
-            seen.append(request)
-            connection.sendall(ok(PAGE, f"Content-Type: {kind}"))
-
-    server = raw_server(serve)
-    hostile_config(tmp_path, server.url.removesuffix("/x"))
-    write_suite(tmp_path, "s", {f"c{i}": "MODE:json" for i in range(50)}, samples=5)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv(KEY_ENV, SECRET)
-    assert main(["run", "s", "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert "provider 'hostile'" in err and server.url.removesuffix("/x") in err
+    answer = ok(PAGE, f"Content-Type: {kind}")
+    code, err, base_url, seen = run_answered(raw_server, tmp_path, monkeypatch, capsys, answer)
+    assert code == 2
+    assert "provider 'hostile'" in err and base_url in err
     assert f"not JSON ({kind})" in err and "Welcome to nginx!" in err
     assert "0 finished sample(s) are kept" in err and "redline run --resume" in err
-    assert len(seen) <= 4
+    assert seen <= 4
 
 
 @pytest.mark.parametrize(
