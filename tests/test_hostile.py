@@ -273,14 +273,37 @@ def test_a_base_url_that_answers_a_web_page_stops_the_run_at_its_first_requests(
     assert seen <= 4
 
 
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_base_url_that_redirects_stops_the_run_saying_where_it_points(
+    raw_server: ServerFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    status: int,
+) -> None:
+    """`http://` where the API moved to `https://`: the redirect is not followed (the key
+    would go with it), and the run stops at once, naming where it points and the base_url
+    that reaches it."""
+    answer = (
+        f"HTTP/1.1 {status} Moved\r\nLocation: https://api.example.test/v1/chat/completions"
+        "\r\nContent-Length: 0\r\n\r\n"
+    ).encode()
+    code, err, base_url, seen = run_answered(raw_server, tmp_path, monkeypatch, capsys, answer)
+    assert code == 2 and seen <= 4
+    assert f"HTTP {status}: {base_url}/chat/completions redirects to https://api.example" in err
+    assert "set base_url to https://api.example.test/v1 " in err
+    assert "redline run --resume" in err
+
+
 @pytest.mark.parametrize(
     ("broken", "first"),
     [
         (ok(PAGE, "Content-Type: text/html"), False),  # a proxy's error page, mid-run
         (ok(b'{"choices": [{"mess', "Content-Type: application/json"), True),  # cut short
         (ok(b"oops"), True),  # no content type: the doubt
+        (b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n", False),
     ],
-    ids=["page after answers", "json cut short first", "no content type first"],
+    ids=["page after answers", "json cut short first", "no content type first", "redirect"],
 )
 def test_a_broken_answer_the_endpoint_may_send_is_a_failed_sample_not_a_stop(
     raw_server: ServerFactory,
@@ -308,11 +331,12 @@ def test_a_broken_answer_the_endpoint_may_send_is_a_failed_sample_not_a_stop(
     monkeypatch.setenv(KEY_ENV, SECRET)
     # Red ("hi" is not the JSON the cases ask for), not stopped as a wrong endpoint (2).
     assert main(["run", "s", "--quiet", "--out", "out"]) == 1
-    assert "not JSON" not in capsys.readouterr().err
+    assert "stopped at its first request" not in capsys.readouterr().err
     lines = (tmp_path / "out" / "samples.jsonl").read_text("utf-8").splitlines()
     assert len(lines) == 20  # every sample drawn
     failed = [line for line in lines if '"verdict": "transport"' in line]
-    assert len(failed) == 2 and all("not JSON" in line for line in failed)
+    said = "redirects to" if b" 302 " in broken else "not JSON"
+    assert len(failed) == 2 and all(said in line for line in failed)
 
 
 def test_a_server_dying_mid_run_trips_the_circuit_breaker(

@@ -6,8 +6,8 @@ transport errors (connect/read/write errors, resets, protocol errors,
 timeouts), 5xx and malformed 2xx bodies with exponential backoff and full
 jitter; 429 after the server's Retry-After. Other 4xx are not retried.
 Errors never contain the API key nor the userinfo of any URL. An endpoint that is
-not there (refused, DNS, TLS, HTTP 404/405, or a 2xx whose body is not JSON and says so:
-a web page) while this provider has never answered is not retried and is marked
+not there (refused, DNS, TLS, HTTP 404/405, a redirect, or a 2xx whose body is not JSON
+and says so: a web page) while this provider has never answered is not retried and is marked
 `endpoint_unreachable`: the run stops instead of draining its queue. `latency_ms` is the
 answering attempt's own time; when retries happened, `extra["elapsed_ms"]` includes them
 and the waits.
@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 from redline.config import ModelRef, Price, ProviderConfig
 from redline.httpio import HttpClient, HttpFailure, HttpPolicy
@@ -280,6 +281,11 @@ class HttpProvider(ABC):
                         wait = self.policy.retry_after_s(response.headers.get("retry-after"))
                 elif status >= 500:
                     error = f"HTTP {status}: {_snippet(raw, self._api_key)}"
+                elif 300 <= status < 400:
+                    moved = self._redirected(status, url, response.headers.get("location"))
+                    if not self._answered:
+                        return self._unreachable(moved, attempt, started)
+                    return self._failure(moved, attempt, started)
                 else:
                     failure = self._failure(self._client_error(status, raw), attempt, started)
                     if status in (401, 403):
@@ -302,6 +308,26 @@ class HttpProvider(ABC):
             started,
         )
         return dataclasses.replace(failure, endpoint_unreachable=True)
+
+    def _redirected(self, status: int, url: str, location: str | None) -> str:
+        """A redirect, never followed (the API key would go with it): where it points, and
+        the base_url that reaches it when it points at the same endpoint elsewhere."""
+        if not location:
+            return f"HTTP {status} from {redact_url(url)}: a redirect that says nowhere"
+        target = urljoin(url, location)
+        message = (
+            f"HTTP {status}: {redact_url(url)} redirects to "
+            f"{redact_url(_snippet(target.encode(), self._api_key))}; redirects are not "
+            "followed (the API key would go with them)"
+        )
+        endpoint = url.removeprefix(self.base_url)
+        if endpoint != url and target != url and target.endswith(endpoint):
+            base = target.removesuffix(endpoint)
+            message += (
+                f"; if that is the API, set base_url to "
+                f"{redact_url(_snippet(base.encode(), self._api_key))}"
+            )
+        return message
 
     def _client_error(self, status: int, raw: bytes) -> str:
         if status in (401, 403):
