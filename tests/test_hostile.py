@@ -51,9 +51,9 @@ def hostile_config(root: Path, base_url: str, *, limit: int = 1024 * 1024, extra
     return root / "redline.toml"
 
 
-def complete(path: Path) -> tuple[str | None, float]:
+def complete(path: Path, key: str = SECRET) -> tuple[str | None, float]:
     config = parse_config(path)
-    provider = make_provider(config.model("fake"), config, {KEY_ENV: SECRET})
+    provider = make_provider(config.model("fake"), config, {KEY_ENV: key})
     started = time.monotonic()
 
     async def go() -> str | None:
@@ -628,6 +628,40 @@ def test_credentials_in_a_base_url_are_sent_once_and_never_shown(
     assert error is not None and "b4se-S3CRET" not in error and "HTTP 500" in error
     assert b"b4se-S3CRET" not in seen[0]  # the API key authenticates; the URL's pair is dropped
     assert f"Bearer {SECRET}".encode() in seen[0]
+
+
+def answering(raw_server: ServerFactory, status: str, body: bytes) -> str:
+    """The base_url of a server that answers every request with `status` and `body`."""
+    head = f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+
+    def serve(connection: socket.socket, _: int) -> None:
+        while read_request(connection):
+            connection.sendall(head + body)
+
+    return raw_server(serve).url.removesuffix("/x")
+
+
+def test_a_key_too_short_to_be_a_secret_leaves_error_text_whole(
+    raw_server: ServerFactory, tmp_path: Path
+) -> None:
+    """A local server's placeholder key ("x", "EMPTY") is no secret: hiding every "x" of an
+    error would garble it (the rule the stored samples follow too)."""
+    body = b'{"error": "max_tokens exceeds the context"}'
+    url = answering(raw_server, "400 Bad Request", body)
+    error, _ = complete(hostile_config(tmp_path, url), key="x")
+    assert error is not None and "max_tokens exceeds the context" in error
+
+
+def test_userinfo_at_the_cut_of_an_error_body_is_still_hidden(
+    raw_server: ServerFactory, tmp_path: Path
+) -> None:
+    """An error body quoting a proxy URL with its password where the quoted part ends: the
+    password is hidden before the cut, so no first half of it shows."""
+    body = b"A" * 280 + b" via http://puser:pr0xy-S3CRET@proxy.internal:3128/"  # cut at "pr"
+    url = answering(raw_server, "500 Oops", body)
+    error, _ = complete(hostile_config(tmp_path, url))
+    assert error is not None and "HTTP 500" in error and "AAAA" in error
+    assert "pr0xy" not in error and "puser" not in error
 
 
 def test_a_store_damaged_inside_names_the_file_and_the_way_back(

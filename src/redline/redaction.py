@@ -30,8 +30,9 @@ def redact_url(text: str) -> str:
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every given secret (longest first) and every URL's userinfo hidden."""
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+    """`text` with every given secret (longest first; none shorter than MIN_KEY_LENGTH) and
+    every URL's userinfo hidden."""
+    for secret in sorted({s for s in secrets if len(s) >= MIN_KEY_LENGTH}, key=len, reverse=True):
         text = text.replace(secret, "[redacted]")
     return redact_url(text)
 

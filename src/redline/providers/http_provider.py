@@ -33,7 +33,7 @@ from redline.httpio import HttpClient, HttpFailure, HttpPolicy
 from redline.provider_options import DEFAULT_MAX_CONCURRENCY
 from redline.providers.ratelimit import Cost, RateLimiter, endpoint_limiter
 from redline.providers.retries import RetryPolicy
-from redline.redaction import redact_url
+from redline.redaction import redact, redact_url
 from redline.version import __version__
 from redline.vocabulary.completion import (
     BYTES_PER_TOKEN,
@@ -46,6 +46,8 @@ from redline.vocabulary.messages import ToolCall
 
 USER_AGENT = f"redline/{__version__}"
 _BODY_SNIPPET = 300
+#: Bytes past a snippet's end still read for redaction: a URL's userinfo cut by the end.
+_USERINFO_ROOM = 1024
 #: HTTP statuses that say the URL is wrong (no such path, or not one that takes a POST).
 _NOT_THE_ENDPOINT = (404, 405)
 
@@ -413,11 +415,11 @@ def _not_json(content_type: str) -> bool:
 
 
 def _snippet(raw: bytes, secret: str | None = None) -> str:
-    """The start of a response body for an error message, `secret` redacted BEFORE the cut
-    (a cut through an echoed key would leave its first part unredacted)."""
-    text = raw.decode("utf-8", errors="replace").strip()
-    if secret:
-        text = text.replace(secret, "[redacted]")
+    """The start of a response body for an error message, `secret` and URLs' userinfo
+    redacted BEFORE the cut (a cut through an echoed key would leave its first part
+    unredacted), on a head of the body long enough for both, never the whole of it."""
+    head = raw[: 4 * _BODY_SNIPPET + 4 * len(secret or "") + _USERINFO_ROOM]
+    text = redact(head.decode("utf-8", errors="replace").strip(), [secret] if secret else [])
     if len(text) > _BODY_SNIPPET:
         text = text[:_BODY_SNIPPET] + "…"
     return text or "(empty body)"
