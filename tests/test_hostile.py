@@ -295,6 +295,39 @@ def test_a_base_url_that_redirects_stops_the_run_saying_where_it_points(
     assert "redline run --resume" in err
 
 
+def test_a_proxy_that_refuses_its_credentials_stops_the_run_at_once(
+    raw_server: ServerFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """HTTP 407 from the proxy of a plain-http base_url (the proxy answers in the model's
+    place): every request would get it, so the run stops, without the proxy's password."""
+    seen: list[bytes] = []
+
+    def serve(connection: socket.socket, _: int) -> None:
+        while request := read_request(connection):
+            seen.append(request)
+            connection.sendall(
+                b"HTTP/1.1 407 Proxy Authentication Required\r\n"
+                b'Proxy-Authenticate: Basic realm="corp"\r\nContent-Length: 0\r\n\r\n'
+            )
+
+    proxy = raw_server(serve).url.removesuffix("/x")
+    monkeypatch.setenv("HTTP_PROXY", proxy.replace("http://", "http://puser:pr0xy-S3CRET@"))
+    for name in ("NO_PROXY", "no_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    hostile_config(tmp_path, "http://api.example.test/v1")
+    write_suite(tmp_path, "s", {f"c{i}": "MODE:json" for i in range(50)}, samples=5)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    assert main(["run", "s", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "HTTP 407" in err and "check the user and password in the proxy variable" in err
+    assert "pr0xy-S3CRET" not in err and "redline run --resume" in err
+    assert seen and all(b"api.example.test" in request for request in seen) and len(seen) <= 4
+
+
 @pytest.mark.parametrize(
     ("broken", "first"),
     [

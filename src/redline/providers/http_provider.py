@@ -1,16 +1,15 @@
 """What every HTTP provider shares: one client, timeouts, retries, latency and cost.
 
-A vendor module only says how to build the request body and how to read the
-answer; the retry loop here decides what is worth trying again:
-transport errors (connect/read/write errors, resets, protocol errors,
-timeouts), 5xx and malformed 2xx bodies with exponential backoff and full
-jitter; 429 after the server's Retry-After. Other 4xx are not retried.
-Errors never contain the API key nor the userinfo of any URL. An endpoint that is
-not there (refused, DNS, TLS, HTTP 404/405, a redirect, or a 2xx whose body is not JSON
-and says so: a web page) while this provider has never answered is not retried and is marked
-`endpoint_unreachable`: the run stops instead of draining its queue. `latency_ms` is the
-answering attempt's own time; when retries happened, `extra["elapsed_ms"]` includes them
-and the waits.
+A vendor module only says how to build the request body and how to read the answer; the
+retry loop here decides what is worth trying again: transport errors (connect/read/write
+errors, resets, protocol errors, timeouts), 5xx and malformed 2xx bodies with
+exponential backoff and full jitter; 429 after the server's Retry-After. Other 4xx are
+not retried. Errors never contain the API key nor the userinfo of any URL. An endpoint
+that is not there (refused, DNS, TLS, HTTP 404/405, a redirect, a proxy asking for
+credentials, or a 2xx whose body is not JSON and says so: a web page) while this
+provider has never answered is not retried and is marked `endpoint_unreachable`: the run
+stops instead of draining its queue. `latency_ms` is the answering attempt's own time;
+when retries happened, `extra["elapsed_ms"]` includes them and the waits.
 """
 
 from __future__ import annotations
@@ -50,6 +49,10 @@ _BODY_SNIPPET = 300
 _USERINFO_ROOM = 1024
 #: HTTP statuses that say the URL is wrong (no such path, or not one that takes a POST).
 _NOT_THE_ENDPOINT = (404, 405)
+_PROXY_REFUSED = (
+    "HTTP 407: the proxy refused to carry the request with the credentials it was given; "
+    "check the user and password in the proxy variable (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY)"
+)
 
 
 class MalformedResponse(ValueError):
@@ -283,11 +286,15 @@ class HttpProvider(ABC):
                         wait = self.policy.retry_after_s(response.headers.get("retry-after"))
                 elif status >= 500:
                     error = f"HTTP {status}: {_snippet(raw, self._api_key)}"
-                elif 300 <= status < 400:
-                    moved = self._redirected(status, url, response.headers.get("location"))
+                elif 300 <= status < 400 or status == 407:
+                    why = (
+                        _PROXY_REFUSED
+                        if status == 407
+                        else self._redirected(status, url, response.headers.get("location"))
+                    )
                     if not self._answered:
-                        return self._unreachable(moved, attempt, started)
-                    return self._failure(moved, attempt, started)
+                        return self._unreachable(why, attempt, started)
+                    return self._failure(why, attempt, started)
                 else:
                     failure = self._failure(self._client_error(status, raw), attempt, started)
                     if status in (401, 403):
