@@ -86,9 +86,9 @@ class CredentialsRejected(RunStopped):
 
 
 class EndpointUnreachable(RunStopped):
-    """Nothing answered at the model endpoint (refused, DNS, TLS, HTTP 404/405, a redirect,
-    a 2xx body that is not JSON) before any sample did: the base_url is wrong or the server
-    is down."""
+    """Nothing answered at the model endpoint (refused, DNS, TLS, a proxy refusing its
+    credentials, HTTP 404/405, a redirect, a 2xx body that is not JSON) before any sample
+    did: the base_url is wrong or the server is down."""
 
     fix = (
         "Check the provider's base_url (host, port, and the path the API is served under, "

@@ -326,15 +326,14 @@ class HttpProvider(ABC):
         target = urljoin(url, location)
         message = (
             f"HTTP {status}: {redact_url(url)} redirects to "
-            f"{redact_url(_snippet(target.encode(), self._api_key))}; redirects are not "
+            f"{_snippet(target.encode(), self._api_key)}; redirects are not "
             "followed (the API key would go with them)"
         )
         endpoint = url.removeprefix(self.base_url)
         if endpoint != url and target != url and target.endswith(endpoint):
             base = target.removesuffix(endpoint)
             message += (
-                f"; if that is the API, set base_url to "
-                f"{redact_url(_snippet(base.encode(), self._api_key))}"
+                f"; if that is the API, set base_url to {_snippet(base.encode(), self._api_key)}"
             )
         return message
 

@@ -84,8 +84,8 @@ class Completion:
     #: The provider refused the credentials (HTTP 401/403): no other request will fare better.
     credentials_rejected: bool = False
     #: Nothing answered at the model endpoint as the API would (connection refused, DNS,
-    #: TLS, HTTP 404/405, a redirect, a 2xx body that is not JSON) and it never answered
-    #: before: the base_url is wrong or down.
+    #: TLS, a proxy refusing its credentials, HTTP 404/405, a redirect, a 2xx body that is
+    #: not JSON) and it never answered before: the base_url is wrong or down.
     endpoint_unreachable: bool = False
     #: Why redline stopped generating before the model finished (the failure that settled
     #: the verdict); None when the model finished or ran out of tokens by itself. The text
