@@ -295,6 +295,73 @@ def test_a_base_url_that_redirects_stops_the_run_saying_where_it_points(
     assert "redline run --resume" in err
 
 
+QUOTA = (
+    b'{"error": {"message": "You exceeded your current quota, please check your plan and '
+    b'billing details.", "type": "insufficient_quota", "param": null, '
+    b'"code": "insufficient_quota"}}'
+)
+CREDIT = (
+    b'{"type": "error", "error": {"type": "invalid_request_error", "message": "Your credit '
+    b"balance is too low to access the Anthropic API. Please go to Plans & Billing to "
+    b'upgrade or purchase credits."}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "body", "words"),
+    [
+        ("openai", "429 Too Many Requests", QUOTA, "You exceeded your current quota"),
+        ("anthropic", "400 Bad Request", CREDIT, "Your credit balance is too low"),
+    ],
+)
+def test_an_account_out_of_quota_or_credit_stops_the_run_at_once(
+    raw_server: ServerFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+    status: str,
+    body: bytes,
+    words: str,
+) -> None:
+    """OpenAI's `insufficient_quota` is a 429 that waiting never cures, and Anthropic's
+    spent credit a 400 every request gets: neither is retried, and the run stops at its
+    first requests with the provider's words and what to do (it took 70 s of retries and
+    backoff into the breaker on 300 samples, and said only "HTTP 429")."""
+    seen: list[bytes] = []
+    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+
+    def serve(connection: socket.socket, _: int) -> None:
+        while request := read_request(connection):
+            seen.append(request)
+            connection.sendall(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+    base_url = raw_server(serve).url.removesuffix("/x")
+    hostile_config(tmp_path, base_url)
+    config = tmp_path / "redline.toml"
+    settings = config.read_text("utf-8").replace("max_retries = 0", "max_retries = 3")
+    config.write_text(settings.replace('type = "openai"', f'type = "{kind}"'), "utf-8")
+    write_suite(tmp_path, "s", {f"c{i}": "MODE:json" for i in range(50)}, samples=5)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    assert main(["run", "s", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"provider 'hostile' refuses the account: {words}" in err and "(1 attempt)" in err
+    assert "Add credit or raise the account's limits" in err and "redline run --resume" in err
+    assert len(seen) <= 4  # the first requests, none retried
+
+
+def test_a_rate_limit_keeps_the_servers_words(raw_server: ServerFactory, tmp_path: Path) -> None:
+    """An ordinary 429 is retried as before, and the sample's error keeps why the server
+    throttled (which limit, of what)."""
+    said = b'{"error": {"message": "Rate limit reached for requests per min", "code": null}}'
+    url = answering(raw_server, "429 Too Many Requests", said)
+    error, _ = complete(hostile_config(tmp_path, url))
+    assert error is not None
+    assert "HTTP 429 Too Many Requests: " in error and "Rate limit reached for requests" in error
+    assert "refuses the account" not in error
+
+
 def test_a_proxy_that_refuses_its_credentials_stops_the_run_at_once(
     raw_server: ServerFactory,
     tmp_path: Path,

@@ -85,6 +85,16 @@ class CredentialsRejected(RunStopped):
     fix = "Fix the key (see `api_key_env` in the configuration)"
 
 
+class AccountRefused(RunStopped):
+    """The provider says the account's quota or credit is spent, on the first requests:
+    every other request would be refused the same way."""
+
+    fix = (
+        "Add credit or raise the account's limits at the provider (its billing page), or "
+        "use the key of an account that has them (see `api_key_env` in the configuration)"
+    )
+
+
 class EndpointUnreachable(RunStopped):
     """Nothing answered at the model endpoint (refused, DNS, TLS, a proxy refusing its
     credentials, HTTP 404/405, a redirect, a 2xx body that is not JSON) before any sample

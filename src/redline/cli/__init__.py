@@ -14,6 +14,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from redline.errors import (
+    AccountRefused,
     AmbiguousRunId,
     ArtifactExpired,
     ArtifactFailed,
@@ -84,9 +85,10 @@ ERROR_EXIT_CODES: dict[type[BaseException], int] = {
     ConfigError: ExitCode.USAGE,
     ProxyUnsupported: ExitCode.USAGE,
     ProblemsError: ExitCode.USAGE,
-    # The key was refused on the first requests: fix the credentials, then run again.
+    # The key or the account was refused on the first requests: fix it, then run again.
     RunStopped: ExitCode.USAGE,
     CredentialsRejected: ExitCode.USAGE,
+    AccountRefused: ExitCode.USAGE,
     EndpointUnreachable: ExitCode.USAGE,
     # A batch still pending (--no-wait) or ended with samples unanswered. `redline run`
     # ends with 3 itself (no verdict yet: inconclusive, never green); any other command

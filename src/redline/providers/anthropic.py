@@ -87,6 +87,15 @@ class AnthropicProvider(HttpProvider):
             return completion
         return structured_answer(completion, request.response_format.name)
 
+    def account_refusal(self, status: int, body: Any) -> str | None:
+        """A credit balance too low (HTTP 400, an `invalid_request_error` saying so): no
+        request of the account is served until credit is bought."""
+        error = body.get("error") if isinstance(body, Mapping) else None
+        message = error.get("message") if isinstance(error, Mapping) else None
+        if not isinstance(message, str) or "credit balance is too low" not in message.lower():
+            return None
+        return message
+
     def parse(self, body: Any) -> Answer:
         if not isinstance(body, Mapping):
             raise MalformedResponse("the body is not a JSON object")

@@ -4,12 +4,14 @@ A vendor module only says how to build the request body and how to read the answ
 retry loop here decides what is worth trying again: transport errors (connect/read/write
 errors, resets, protocol errors, timeouts), 5xx and malformed 2xx bodies with
 exponential backoff and full jitter; 429 after the server's Retry-After. Other 4xx are
-not retried. Errors never contain the API key nor the userinfo of any URL. An endpoint
-that is not there (refused, DNS, TLS, HTTP 404/405, a redirect, a proxy asking for
-credentials, or a 2xx whose body is not JSON and says so: a web page) while this
-provider has never answered is not retried and is marked `endpoint_unreachable`: the run
-stops instead of draining its queue. `latency_ms` is the answering attempt's own time;
-when retries happened, `extra["elapsed_ms"]` includes them and the waits.
+not retried, nor an answer the vendor reads as the account's quota or credit spent
+(`account_refused`, before any answer the run stops). Errors never contain the API key
+nor the userinfo of any URL. An endpoint that is not there (refused, DNS, TLS, HTTP
+404/405, a redirect, a proxy asking for credentials, or a 2xx whose body is not JSON and
+says so: a web page) while this provider has never answered is not retried and is marked
+`endpoint_unreachable`: the run stops instead of draining its queue. `latency_ms` is the
+answering attempt's own time; when retries happened, `extra["elapsed_ms"]` includes them
+and the waits.
 """
 
 from __future__ import annotations
@@ -175,6 +177,11 @@ class HttpProvider(ABC):
     def parse(self, body: Any) -> Answer:
         """Read a 2xx JSON body; raise MalformedResponse when it is not usable."""
 
+    def account_refusal(self, status: int, body: Any) -> str | None:
+        """The provider's words when an error answer (its JSON body) says the account's
+        quota or credit is spent rather than that this request failed; None otherwise."""
+        return None
+
     @property
     def client(self) -> HttpClient:
         """The provider's HTTP client (its batch API shares it: the same key, limits, trust)."""
@@ -272,8 +279,15 @@ class HttpProvider(ABC):
                             request,
                             self._completion(answer, latency_ms, attempt, started, server),
                         )
+                elif (said := self._account_refusal(status, raw)) is not None:
+                    failure = self._failure(
+                        f"HTTP {status}: provider {self.config.name!r} refuses the account: {said}",
+                        attempt,
+                        started,
+                    )
+                    return dataclasses.replace(failure, account_refused=True)
                 elif status == 429:
-                    error = "HTTP 429 Too Many Requests"
+                    error = f"HTTP 429 Too Many Requests: {_snippet(raw, self._api_key)}"
                     if limiter is not None and cost is not None:
                         wait = limiter.throttled(
                             response.headers,
@@ -317,6 +331,16 @@ class HttpProvider(ABC):
             started,
         )
         return dataclasses.replace(failure, endpoint_unreachable=True)
+
+    def _account_refusal(self, status: int, raw: bytes) -> str | None:
+        """`account_refusal` of an error answer whose body is JSON (redacted, cut short)."""
+        if status < 400:
+            return None
+        try:
+            said = self.account_refusal(status, json.loads(raw))
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return None if said is None else _snippet(said.encode(), self._api_key)
 
     def _redirected(self, status: int, url: str, location: str | None) -> str:
         """A redirect, never followed (the API key would go with it): where it points, and

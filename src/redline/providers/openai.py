@@ -54,6 +54,16 @@ class OpenAIProvider(HttpProvider):
     def parse(self, body: Any) -> Answer:
         return parse_chat_completion(body)
 
+    def account_refusal(self, status: int, body: Any) -> str | None:
+        """`insufficient_quota` (HTTP 429 with that code: the plan's quota or the credit
+        is spent), which waiting never cures, unlike a rate limit's 429."""
+        error = body.get("error") if isinstance(body, Mapping) else None
+        if not isinstance(error, Mapping):
+            return None
+        if "insufficient_quota" not in (error.get("code"), error.get("type")):
+            return None
+        return str(error.get("message") or "insufficient_quota")
+
 
 def chat_body(request: ChatRequest) -> dict[str, Any]:
     """The messages, tools and tool choice of a Chat Completions body (also what the local

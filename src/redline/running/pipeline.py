@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from redline.assertions import LAYER_1, SampleEvaluation, evaluate_sample, settled_failure
-from redline.errors import ConfigError, CredentialsRejected, EndpointUnreachable
+from redline.errors import AccountRefused, ConfigError, CredentialsRejected, EndpointUnreachable
 from redline.redaction import KeyRedactor
 from redline.running.store import now_iso
 from redline.text.templates import is_jinja
@@ -63,11 +63,11 @@ class SamplePipeline:
     """Draws samples for one run (or one pytest session) from one provider.
 
     `judges` fills in the `judge` assertions (`--judge`); without it they stay skipped.
-    When the provider refuses the key, or nothing answers at its endpoint, before it ever
-    answered, every later request would fail too: drawing stops there
-    (`CredentialsRejected`, `EndpointUnreachable`). When it dies mid-run (every sample of
-    the last `BREAKER_FAILURES` failed in transport), one probe follows a pause; if it
-    fails too, `down` says why and every worker stops (`ProviderDown`).
+    When the provider refuses the key or the account, or nothing answers at its endpoint,
+    before it ever answered, every later request would fail too: drawing stops there
+    (`CredentialsRejected`, `AccountRefused`, `EndpointUnreachable`). When it dies mid-run
+    (every sample of the last `BREAKER_FAILURES` failed in transport), one probe follows a
+    pause; if it fails too, `down` says why and every worker stops (`ProviderDown`).
     `breaker` False turns the circuit breaker off (a batch answers all at once).
     `stop_when_settled` lets a provider that streams stop a sample once a failure no
     further text could undo has settled its verdict (the configuration's key of that name).
@@ -151,6 +151,8 @@ class SamplePipeline:
         if not self.answered:
             if completion.credentials_rejected:
                 raise CredentialsRejected(completion.error or "credentials refused")
+            if completion.account_refused:
+                raise AccountRefused(completion.error or "the account was refused")
             if completion.endpoint_unreachable:
                 raise EndpointUnreachable(completion.error or "the endpoint did not answer")
         if completion.ok:

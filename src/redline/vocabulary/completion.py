@@ -83,6 +83,9 @@ class Completion:
     extra: dict[str, object] = field(default_factory=dict)
     #: The provider refused the credentials (HTTP 401/403): no other request will fare better.
     credentials_rejected: bool = False
+    #: The provider refused the account, not the request: its quota or credit is spent
+    #: (OpenAI's `insufficient_quota`, Anthropic's credit balance). Not retried either.
+    account_refused: bool = False
     #: Nothing answered at the model endpoint as the API would (connection refused, DNS,
     #: TLS, a proxy refusing its credentials, HTTP 404/405, a redirect, a 2xx body that is
     #: not JSON) and it never answered before: the base_url is wrong or down.
