@@ -222,6 +222,7 @@ def test_404_on_every_request_stops_the_run_at_its_first_requests(
     code, err, _, seen = run_answered(raw_server, tmp_path, monkeypatch, capsys, answer)
     assert code == 2
     assert "HTTP 404" in err and "provider 'hostile'" in err and "redline run --resume" in err
+    assert "/chat/completions: not found" in err  # the server's words
     assert seen <= 4  # the requests already in flight, not 250 samples' worth
 
 
@@ -231,9 +232,13 @@ def run_answered(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     answer: bytes,
+    *,
+    kind: str = "openai",
+    retries: int = 0,
 ) -> tuple[int, str, str, int]:
-    """`redline run` of 50 cases x 5 against a server that gives `answer` to every request:
-    its exit code, what it wrote on stderr, the base_url, and the requests the server saw."""
+    """`redline run` of 50 cases x 5 against a server that gives `answer` to every request,
+    through a provider of type `kind` retrying `retries` times: its exit code, what it
+    wrote on stderr, the base_url, and the requests the server saw."""
     seen: list[bytes] = []
 
     def serve(connection: socket.socket, _: int) -> None:
@@ -243,7 +248,9 @@ def run_answered(
 
     server = raw_server(serve)
     base_url = server.url.removesuffix("/x")
-    hostile_config(tmp_path, base_url)
+    config = hostile_config(tmp_path, base_url)
+    settings = config.read_text("utf-8").replace("max_retries = 0", f"max_retries = {retries}")
+    config.write_text(settings.replace('type = "openai"', f'type = "{kind}"'), "utf-8")
     write_suite(tmp_path, "s", {f"c{i}": "MODE:json" for i in range(50)}, samples=5)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(KEY_ENV, SECRET)
@@ -305,16 +312,52 @@ CREDIT = (
     b"balance is too low to access the Anthropic API. Please go to Plans & Billing to "
     b'upgrade or purchase credits."}}'
 )
+NO_MODEL = (
+    b'{"error": {"message": "The model `model-2025-01-01` does not exist or you do not have '
+    b'access to it.", "type": "invalid_request_error", "param": null, "code": "model_not_found"}}'
+)
+NO_MODEL_ANTHROPIC = (
+    b'{"type": "error", "error": {"type": "not_found_error", "message": "model: model-2025-01-01"}}'
+)
+ACCOUNT_FIX = "Add credit or raise the account's limits"
+MODEL_FIX = "Check the model's id in the configuration's [models] table"
 
 
 @pytest.mark.parametrize(
-    ("kind", "status", "body", "words"),
+    ("kind", "status", "body", "words", "fix"),
     [
-        ("openai", "429 Too Many Requests", QUOTA, "You exceeded your current quota"),
-        ("anthropic", "400 Bad Request", CREDIT, "Your credit balance is too low"),
+        (
+            "openai",
+            "429 Too Many Requests",
+            QUOTA,
+            "refuses the account: You exceeded your current quota",
+            ACCOUNT_FIX,
+        ),
+        (
+            "anthropic",
+            "400 Bad Request",
+            CREDIT,
+            "refuses the account: Your credit balance is too low",
+            ACCOUNT_FIX,
+        ),
+        (
+            "openai",
+            "404 Not Found",
+            NO_MODEL,
+            "serves no model 'model-2025-01-01': The model `model-2025-01-01` does not exist",
+            MODEL_FIX,
+        ),
+        (
+            "anthropic",
+            "404 Not Found",
+            NO_MODEL_ANTHROPIC,
+            "serves no model 'model-2025-01-01': model: model-2025-01-01",
+            MODEL_FIX,
+        ),
     ],
+    ids=["openai quota", "anthropic credit", "openai model", "anthropic model"],
 )
-def test_an_account_out_of_quota_or_credit_stops_the_run_at_once(
+def test_an_account_or_a_model_the_provider_refuses_stops_the_run_at_once(
     raw_server: ServerFactory,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -323,32 +366,22 @@ def test_an_account_out_of_quota_or_credit_stops_the_run_at_once(
     status: str,
     body: bytes,
     words: str,
+    fix: str,
 ) -> None:
     """OpenAI's `insufficient_quota` is a 429 that waiting never cures, and Anthropic's
     spent credit a 400 every request gets: neither is retried, and the run stops at its
     first requests with the provider's words and what to do (it took 70 s of retries and
-    backoff into the breaker on 300 samples, and said only "HTTP 429")."""
-    seen: list[bytes] = []
+    backoff into the breaker on 300 samples, and said only "HTTP 429"). A model id the
+    provider does not serve says so, not "check the base_url" as a 404 did."""
     head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
-
-    def serve(connection: socket.socket, _: int) -> None:
-        while request := read_request(connection):
-            seen.append(request)
-            connection.sendall(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
-
-    base_url = raw_server(serve).url.removesuffix("/x")
-    hostile_config(tmp_path, base_url)
-    config = tmp_path / "redline.toml"
-    settings = config.read_text("utf-8").replace("max_retries = 0", "max_retries = 3")
-    config.write_text(settings.replace('type = "openai"', f'type = "{kind}"'), "utf-8")
-    write_suite(tmp_path, "s", {f"c{i}": "MODE:json" for i in range(50)}, samples=5)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv(KEY_ENV, SECRET)
-    assert main(["run", "s", "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert f"provider 'hostile' refuses the account: {words}" in err and "(1 attempt)" in err
-    assert "Add credit or raise the account's limits" in err and "redline run --resume" in err
-    assert len(seen) <= 4  # the first requests, none retried
+    answer = f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body
+    code, err, _, seen = run_answered(
+        raw_server, tmp_path, monkeypatch, capsys, answer, kind=kind, retries=3
+    )
+    assert code == 2
+    assert f"provider 'hostile' {words}" in err and "(1 attempt)" in err
+    assert fix in err and "redline run --resume" in err and "base_url" not in err
+    assert seen <= 4  # the first requests, none retried
 
 
 def test_a_rate_limit_keeps_the_servers_words(raw_server: ServerFactory, tmp_path: Path) -> None:

@@ -95,6 +95,15 @@ class AccountRefused(RunStopped):
     )
 
 
+class ModelUnknown(RunStopped):
+    """The provider serves no model of the pinned id, on the first requests."""
+
+    fix = (
+        "Check the model's id in the configuration's [models] table (the provider's own "
+        "name for the model) and that the key's account may use it"
+    )
+
+
 class EndpointUnreachable(RunStopped):
     """Nothing answered at the model endpoint (refused, DNS, TLS, a proxy refusing its
     credentials, HTTP 404/405, a redirect, a 2xx body that is not JSON) before any sample

@@ -33,6 +33,7 @@ from redline.errors import (
     GitCommandError,
     GitError,
     GitUnavailable,
+    ModelUnknown,
     NoExport,
     ProblemsError,
     ProxyUnsupported,
@@ -89,6 +90,7 @@ ERROR_EXIT_CODES: dict[type[BaseException], int] = {
     RunStopped: ExitCode.USAGE,
     CredentialsRejected: ExitCode.USAGE,
     AccountRefused: ExitCode.USAGE,
+    ModelUnknown: ExitCode.USAGE,
     EndpointUnreachable: ExitCode.USAGE,
     # A batch still pending (--no-wait) or ended with samples unanswered. `redline run`
     # ends with 3 itself (no verdict yet: inconclusive, never green); any other command

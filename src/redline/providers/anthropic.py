@@ -13,6 +13,7 @@ from redline.vocabulary.completion import (
     ChatRequest,
     Completion,
     FinishReason,
+    Refusal,
 )
 from redline.vocabulary.messages import (
     Message,
@@ -87,14 +88,19 @@ class AnthropicProvider(HttpProvider):
             return completion
         return structured_answer(completion, request.response_format.name)
 
-    def account_refusal(self, status: int, body: Any) -> str | None:
-        """A credit balance too low (HTTP 400, an `invalid_request_error` saying so): no
-        request of the account is served until credit is bought."""
+    def refusal(self, status: int, body: Any) -> tuple[Refusal, str] | None:
+        """A credit balance too low (HTTP 400, an `invalid_request_error` saying so: no
+        request of the account is served until credit is bought); a `not_found_error` on
+        the model ("model: claude-x")."""
         error = body.get("error") if isinstance(body, Mapping) else None
         message = error.get("message") if isinstance(error, Mapping) else None
-        if not isinstance(message, str) or "credit balance is too low" not in message.lower():
+        if not isinstance(error, Mapping) or not isinstance(message, str):
             return None
-        return message
+        if "credit balance is too low" in message.lower():
+            return Refusal.ACCOUNT, message
+        if error.get("type") == "not_found_error" and message.startswith("model:"):
+            return Refusal.MODEL, message
+        return None
 
     def parse(self, body: Any) -> Answer:
         if not isinstance(body, Mapping):

@@ -4,14 +4,14 @@ A vendor module only says how to build the request body and how to read the answ
 retry loop here decides what is worth trying again: transport errors (connect/read/write
 errors, resets, protocol errors, timeouts), 5xx and malformed 2xx bodies with
 exponential backoff and full jitter; 429 after the server's Retry-After. Other 4xx are
-not retried, nor an answer the vendor reads as the account's quota or credit spent
-(`account_refused`, before any answer the run stops). Errors never contain the API key
-nor the userinfo of any URL. An endpoint that is not there (refused, DNS, TLS, HTTP
-404/405, a redirect, a proxy asking for credentials, or a 2xx whose body is not JSON and
-says so: a web page) while this provider has never answered is not retried and is marked
-`endpoint_unreachable`: the run stops instead of draining its queue. `latency_ms` is the
-answering attempt's own time; when retries happened, `extra["elapsed_ms"]` includes them
-and the waits.
+not retried, nor an answer the vendor reads as a `refusal` of every request (the
+account's quota or credit spent, no such model: before any answer the run stops). Errors
+never contain the API key nor the userinfo of any URL. An endpoint that is not there
+(refused, DNS, TLS, HTTP 404/405, a redirect, a proxy asking for credentials, or a 2xx
+whose body is not JSON and says so: a web page) while this provider has never answered
+is not retried and is marked `Refusal.ENDPOINT`: the run stops instead of draining its
+queue. `latency_ms` is the answering attempt's own time; when retries happened,
+`extra["elapsed_ms"]` includes them and the waits.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from redline.vocabulary.completion import (
     ChatRequest,
     Completion,
     FinishReason,
+    Refusal,
 )
 from redline.vocabulary.messages import ToolCall
 
@@ -177,9 +178,10 @@ class HttpProvider(ABC):
     def parse(self, body: Any) -> Answer:
         """Read a 2xx JSON body; raise MalformedResponse when it is not usable."""
 
-    def account_refusal(self, status: int, body: Any) -> str | None:
-        """The provider's words when an error answer (its JSON body) says the account's
-        quota or credit is spent rather than that this request failed; None otherwise."""
+    def refusal(self, status: int, body: Any) -> tuple[Refusal, str] | None:
+        """What an error answer (its JSON body) says about every request rather than this
+        one, with the provider's words: the account's quota or credit spent, or no such
+        model. None: this request's own failure."""
         return None
 
     @property
@@ -279,13 +281,8 @@ class HttpProvider(ABC):
                             request,
                             self._completion(answer, latency_ms, attempt, started, server),
                         )
-                elif (said := self._account_refusal(status, raw)) is not None:
-                    failure = self._failure(
-                        f"HTTP {status}: provider {self.config.name!r} refuses the account: {said}",
-                        attempt,
-                        started,
-                    )
-                    return dataclasses.replace(failure, account_refused=True)
+                elif (refused := self._refusal(status, raw)) is not None:
+                    return self._refused(status, *refused, attempt, started)
                 elif status == 429:
                     error = f"HTTP 429 Too Many Requests: {_snippet(raw, self._api_key)}"
                     if limiter is not None and cost is not None:
@@ -312,10 +309,12 @@ class HttpProvider(ABC):
                 else:
                     failure = self._failure(self._client_error(status, raw), attempt, started)
                     if status in (401, 403):
-                        return dataclasses.replace(failure, credentials_rejected=True)
+                        return dataclasses.replace(failure, refusal=Refusal.CREDENTIALS)
                     if status in _NOT_THE_ENDPOINT and not self._answered:
                         return self._unreachable(
-                            f"HTTP {status} from {redact_url(url)}", attempt, started
+                            f"HTTP {status} from {redact_url(url)}: {_snippet(raw, self._api_key)}",
+                            attempt,
+                            started,
                         )
                     return failure
             if attempt > self.policy.max_retries:
@@ -330,17 +329,29 @@ class HttpProvider(ABC):
             attempts,
             started,
         )
-        return dataclasses.replace(failure, endpoint_unreachable=True)
+        return dataclasses.replace(failure, refusal=Refusal.ENDPOINT)
 
-    def _account_refusal(self, status: int, raw: bytes) -> str | None:
-        """`account_refusal` of an error answer whose body is JSON (redacted, cut short)."""
+    def _refusal(self, status: int, raw: bytes) -> tuple[Refusal, str] | None:
+        """`refusal` of an error answer whose body is JSON, its words redacted, cut short."""
         if status < 400:
             return None
         try:
-            said = self.account_refusal(status, json.loads(raw))
+            found = self.refusal(status, json.loads(raw))
         except (ValueError, UnicodeDecodeError):
             return None
-        return None if said is None else _snippet(said.encode(), self._api_key)
+        return None if found is None else (found[0], _snippet(found[1].encode(), self._api_key))
+
+    def _refused(
+        self, status: int, refusal: Refusal, said: str, attempts: int, started: float
+    ) -> Completion:
+        name = self.config.name
+        what = (
+            f"provider {name!r} refuses the account"
+            if refusal is Refusal.ACCOUNT
+            else f"provider {name!r} serves no model {self.model.name!r}"
+        )
+        failure = self._failure(f"HTTP {status}: {what}: {said}", attempts, started)
+        return dataclasses.replace(failure, refusal=refusal)
 
     def _redirected(self, status: int, url: str, location: str | None) -> str:
         """A redirect, never followed (the API key would go with it): where it points, and

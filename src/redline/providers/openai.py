@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from redline.providers.http_provider import Answer, HttpProvider, MalformedResponse, optional_int
-from redline.vocabulary.completion import ChatRequest, FinishReason
+from redline.vocabulary.completion import ChatRequest, FinishReason, Refusal
 from redline.vocabulary.messages import (
     Message,
     Part,
@@ -54,15 +54,23 @@ class OpenAIProvider(HttpProvider):
     def parse(self, body: Any) -> Answer:
         return parse_chat_completion(body)
 
-    def account_refusal(self, status: int, body: Any) -> str | None:
-        """`insufficient_quota` (HTTP 429 with that code: the plan's quota or the credit
-        is spent), which waiting never cures, unlike a rate limit's 429."""
+    def refusal(self, status: int, body: Any) -> tuple[Refusal, str] | None:
+        """`insufficient_quota` (HTTP 429 with that code: the plan's quota or the credit is
+        spent), which waiting never cures, unlike a rate limit's 429; `model_not_found`."""
         error = body.get("error") if isinstance(body, Mapping) else None
         if not isinstance(error, Mapping):
             return None
-        if "insufficient_quota" not in (error.get("code"), error.get("type")):
+        codes = (error.get("code"), error.get("type"))
+        refusal = (
+            Refusal.ACCOUNT
+            if "insufficient_quota" in codes
+            else Refusal.MODEL
+            if "model_not_found" in codes
+            else None
+        )
+        if refusal is None:
             return None
-        return str(error.get("message") or "insufficient_quota")
+        return refusal, str(error.get("message") or error.get("code"))
 
 
 def chat_body(request: ChatRequest) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from redline.vocabulary.messages import (
     FinishReason,
@@ -63,6 +64,23 @@ class ChatRequest:
         return head + turns
 
 
+class Refusal(StrEnum):
+    """What a failed answer says about every later request of the provider: each would
+    fail the same way, so a run that meets one on its first requests stops there."""
+
+    #: The provider refused the credentials (HTTP 401/403).
+    CREDENTIALS = "credentials"
+    #: The provider refused the account, not the request: its quota or credit is spent
+    #: (OpenAI's `insufficient_quota`, Anthropic's credit balance).
+    ACCOUNT = "account"
+    #: The provider serves no model of the pinned id (OpenAI's `model_not_found`).
+    MODEL = "model"
+    #: Nothing answered at the model endpoint as the API would (connection refused, DNS,
+    #: TLS, a proxy refusing its credentials, HTTP 404/405, a redirect, a 2xx body that is
+    #: not JSON) and it never answered before: the base_url is wrong or down.
+    ENDPOINT = "endpoint"
+
+
 @dataclass(frozen=True)
 class Completion:
     """One sample's answer, or the transport error that prevented it.
@@ -81,15 +99,9 @@ class Completion:
     error: str | None = None
     attempts: int = 1
     extra: dict[str, object] = field(default_factory=dict)
-    #: The provider refused the credentials (HTTP 401/403): no other request will fare better.
-    credentials_rejected: bool = False
-    #: The provider refused the account, not the request: its quota or credit is spent
-    #: (OpenAI's `insufficient_quota`, Anthropic's credit balance). Not retried either.
-    account_refused: bool = False
-    #: Nothing answered at the model endpoint as the API would (connection refused, DNS,
-    #: TLS, a proxy refusing its credentials, HTTP 404/405, a redirect, a 2xx body that is
-    #: not JSON) and it never answered before: the base_url is wrong or down.
-    endpoint_unreachable: bool = False
+    #: Why no later request of the provider will fare better (never retried); None: this
+    #: request's own failure, or no failure.
+    refusal: Refusal | None = None
     #: Why redline stopped generating before the model finished (the failure that settled
     #: the verdict); None when the model finished or ran out of tokens by itself. The text
     #: is what was generated up to the stop and `finish_reason` is `length`.
