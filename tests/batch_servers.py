@@ -87,6 +87,8 @@ class BatchServer:
         self.cancel_requests: Counter[str] = Counter()
         self.files: dict[str, bytes] = {}
         self.released = threading.Event()
+        #: (status, JSON body) every POST is answered with when set: an account refused.
+        self.refuse: tuple[int, Any] | None = None
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -362,6 +364,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         raw = self._read()
         owner = self.owner
+        if owner.refuse is not None:
+            self._send(*owner.refuse)
+            return
         parts = path.strip("/").split("/")
         if parts[-1:] == ["cancel"] and parts[:-2] in (
             ["v1", "batches"],

@@ -22,6 +22,8 @@ from test_runner import KEY_ENV, SECRET, write_suite
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 MODELS = ("fake", "fake-anthropic")
+CREDIT = "Your credit balance is too low to access the Anthropic API."
+QUOTA = "You exceeded your current quota."
 
 
 @pytest.fixture
@@ -211,6 +213,42 @@ def test_a_failed_batch_says_why(project: Path, server: BatchServer) -> None:
     done = redline(project, "run", "s", "--batch", "--quiet")
     assert done.returncode == 3
     assert "the batch failed: invalid_json_line: bad line (line 1)" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("model", "status", "body", "words"),
+    [
+        (
+            "fake",
+            429,
+            {"error": {"message": QUOTA, "code": "insufficient_quota"}},
+            f"refuses the account: {QUOTA}",
+        ),
+        (
+            "fake-anthropic",
+            400,
+            {"type": "error", "error": {"type": "invalid_request_error", "message": CREDIT}},
+            f"refuses the account: {CREDIT}",
+        ),
+        (
+            "fake",
+            404,
+            {"error": {"message": "The model does not exist.", "code": "model_not_found"}},
+            "serves no model 'fake-model-2025-01-01': The model does not exist.",
+        ),
+    ],
+    ids=["openai quota", "anthropic credit", "openai model"],
+)
+def test_a_batch_the_provider_refuses_the_account_or_model_of_stops_as_a_plain_run_does(
+    project: Path, server: BatchServer, model: str, status: int, body: object, words: str
+) -> None:
+    server.refuse = (status, body)
+    write_suite(project, "s", {"a": "MODE:json"}, samples=2, model=model)
+    done = redline(project, "run", "s", "--batch", "--quiet")
+    assert done.returncode == 2, done.stderr
+    assert words in done.stderr and "redline run --resume" in done.stderr
+    fix = "Add credit" if "refuses the account" in words else "Check the model's id"
+    assert fix in done.stderr
 
 
 def test_sequential_sampling_plays_as_rounds_with_the_decisions_of_a_plain_run(

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from redline.errors import (
+    REFUSAL_STOPS,
     BatchApiMissing,
     BatchPending,
     BatchUnfinished,
@@ -519,7 +520,8 @@ class BatchCallFailed(Exception):
 
 class BatchCalls:
     """The HTTP calls of a batch API: the provider's client and key, its retry policy;
-    401/403 stop the run as a refused key does, 404/405 as a missing endpoint does."""
+    401/403 stop the run as a refused key does, an account or model the provider refuses
+    as it does without batches, 404/405 as a missing endpoint does."""
 
     def __init__(self, provider: HttpProvider, api_name: str) -> None:
         self.provider = provider
@@ -570,6 +572,9 @@ class BatchCalls:
                 if 200 <= answer.status < 300:
                     return answer
                 failure = f"HTTP {answer.status}: {_message(answer)}"
+                refused = provider.refusal_in(answer.status, answer.body)
+                if refused is not None:
+                    raise REFUSAL_STOPS[refused[0]](f"{self.api_name}: {refused[1]}")
                 if answer.status in (401, 403):
                     variable = provider.config.api_key_env or "the API key variable"
                     raise CredentialsRejected(

@@ -281,8 +281,9 @@ class HttpProvider(ABC):
                             request,
                             self._completion(answer, latency_ms, attempt, started, server),
                         )
-                elif (refused := self._refusal(status, raw)) is not None:
-                    return self._refused(status, *refused, attempt, started)
+                elif (refused := self.refusal_in(status, raw)) is not None:
+                    failure = self._failure(refused[1], attempt, started)
+                    return dataclasses.replace(failure, refusal=refused[0])
                 elif status == 429:
                     error = f"HTTP 429 Too Many Requests: {_snippet(raw, self._api_key)}"
                     if limiter is not None and cost is not None:
@@ -331,27 +332,25 @@ class HttpProvider(ABC):
         )
         return dataclasses.replace(failure, refusal=Refusal.ENDPOINT)
 
-    def _refusal(self, status: int, raw: bytes) -> tuple[Refusal, str] | None:
-        """`refusal` of an error answer whose body is JSON, its words redacted, cut short."""
+    def refusal_in(self, status: int, raw: bytes) -> tuple[Refusal, str] | None:
+        """The `refusal` an error answer's JSON body says, and the error that says so: the
+        status, what is refused, the provider's words (redacted, cut short)."""
         if status < 400:
             return None
         try:
             found = self.refusal(status, json.loads(raw))
         except (ValueError, UnicodeDecodeError):
             return None
-        return None if found is None else (found[0], _snippet(found[1].encode(), self._api_key))
-
-    def _refused(
-        self, status: int, refusal: Refusal, said: str, attempts: int, started: float
-    ) -> Completion:
+        if found is None:
+            return None
+        refusal, said = found
         name = self.config.name
         what = (
             f"provider {name!r} refuses the account"
             if refusal is Refusal.ACCOUNT
             else f"provider {name!r} serves no model {self.model.name!r}"
         )
-        failure = self._failure(f"HTTP {status}: {what}: {said}", attempts, started)
-        return dataclasses.replace(failure, refusal=refusal)
+        return refusal, f"HTTP {status}: {what}: {_snippet(said.encode(), self._api_key)}"
 
     def _redirected(self, status: int, url: str, location: str | None) -> str:
         """A redirect, never followed (the API key would go with it): where it points, and

@@ -16,18 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from redline.assertions import LAYER_1, SampleEvaluation, evaluate_sample, settled_failure
-from redline.errors import (
-    AccountRefused,
-    ConfigError,
-    CredentialsRejected,
-    EndpointUnreachable,
-    ModelUnknown,
-    RunStopped,
-)
+from redline.errors import REFUSAL_STOPS, ConfigError
 from redline.redaction import KeyRedactor
 from redline.running.store import now_iso
 from redline.text.templates import is_jinja
-from redline.vocabulary.completion import ChatRequest, Completion, Refusal
+from redline.vocabulary.completion import ChatRequest, Completion
 from redline.vocabulary.messages import Message, Role, Step, TextPart, ToolResult
 from redline.vocabulary.records import SampleRecord
 
@@ -60,13 +53,6 @@ class SampleJob:
 #: for one probe request; when the probe fails too, drawing stops (`ProviderDown`).
 BREAKER_FAILURES = 12
 PROBE_PAUSE_S = 2.0
-#: What stops a run whose first requests meet each refusal.
-_STOPS: dict[Refusal, type[RunStopped]] = {
-    Refusal.CREDENTIALS: CredentialsRejected,
-    Refusal.ACCOUNT: AccountRefused,
-    Refusal.MODEL: ModelUnknown,
-    Refusal.ENDPOINT: EndpointUnreachable,
-}
 
 
 class ProviderDown(Exception):
@@ -79,7 +65,7 @@ class SamplePipeline:
     `judges` fills in the `judge` assertions (`--judge`); without it they stay skipped.
     When the provider refuses the key, the account or the model, or nothing answers at its
     endpoint, before it ever answered, every later request would fail too: drawing stops
-    there (`_STOPS`). When it dies mid-run (every sample of the last `BREAKER_FAILURES`
+    there (`REFUSAL_STOPS`). When it dies mid-run (every sample of the last `BREAKER_FAILURES`
     failed in transport), one probe follows a pause; if it fails too, `down` says why and
     every worker stops (`ProviderDown`).
     `breaker` False turns the circuit breaker off (a batch answers all at once).
@@ -163,7 +149,7 @@ class SamplePipeline:
         """One request's answer, through the credentials check and the circuit breaker."""
         completion = await self.provider.complete(request)
         if not self.answered and completion.refusal is not None:
-            raise _STOPS[completion.refusal](completion.error or str(completion.refusal))
+            raise REFUSAL_STOPS[completion.refusal](completion.error or str(completion.refusal))
         if completion.ok:
             self.answered = True
             self.failing = 0
