@@ -6,8 +6,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from redline.vocabulary.completion import Refusal
-
 
 @dataclass(frozen=True, order=True)
 class Problem:
@@ -116,15 +114,6 @@ class EndpointUnreachable(RunStopped):
         "e.g. /v1 for OpenAI-compatible servers), that the server is running and reachable "
         "from here (proxies: HTTPS_PROXY, NO_PROXY; a company CA: ca_bundle or SSL_CERT_FILE)"
     )
-
-
-#: What stops a run whose first requests meet each refusal of the provider.
-REFUSAL_STOPS: dict[Refusal, type[RunStopped]] = {
-    Refusal.CREDENTIALS: CredentialsRejected,
-    Refusal.ACCOUNT: AccountRefused,
-    Refusal.MODEL: ModelUnknown,
-    Refusal.ENDPOINT: EndpointUnreachable,
-}
 
 
 class StoreMissing(UsageError):

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
-from redline.vocabulary.completion import ChatRequest, Completion
+from redline.errors import (
+    AccountRefused,
+    CredentialsRejected,
+    EndpointUnreachable,
+    ModelUnknown,
+    RunStopped,
+)
+from redline.vocabulary.completion import ChatRequest, Completion, Refusal
 
 if TYPE_CHECKING:
     from redline.providers.ratelimit import RateLimiter
@@ -29,6 +36,15 @@ class Provider(Protocol):
     def identity(self) -> str:
         """The pinned model identity recorded with the run."""
         ...
+
+
+#: What stops a run whose first requests meet each refusal of its provider.
+REFUSAL_STOPS: dict[Refusal, type[RunStopped]] = {
+    Refusal.CREDENTIALS: CredentialsRejected,
+    Refusal.ACCOUNT: AccountRefused,
+    Refusal.MODEL: ModelUnknown,
+    Refusal.ENDPOINT: EndpointUnreachable,
+}
 
 
 def in_flight(provider: Provider, wanted: int) -> int:

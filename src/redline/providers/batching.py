@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from redline.errors import (
-    REFUSAL_STOPS,
     BatchApiMissing,
     BatchPending,
     BatchUnfinished,
@@ -38,6 +37,7 @@ from redline.errors import (
     EndpointUnreachable,
 )
 from redline.httpio import HttpAnswer, HttpFailure
+from redline.providers.base import REFUSAL_STOPS
 from redline.vocabulary.completion import BATCH_KEY
 from redline.vocabulary.records import BatchRecord
 

@@ -298,25 +298,14 @@ class HttpProvider(ABC):
                         wait = self.policy.retry_after_s(response.headers.get("retry-after"))
                 elif status >= 500:
                     error = f"HTTP {status}: {_snippet(raw, self._api_key)}"
-                elif 300 <= status < 400 or status == 407:
-                    why = (
-                        _PROXY_REFUSED
-                        if status == 407
-                        else self._redirected(status, url, response.headers.get("location"))
-                    )
+                elif (wrong := self._not_the_api(status, url, response.headers, raw)) is not None:
                     if not self._answered:
-                        return self._unreachable(why, attempt, started)
-                    return self._failure(why, attempt, started)
+                        return self._unreachable(wrong, attempt, started)
+                    return self._failure(wrong, attempt, started)
                 else:
                     failure = self._failure(self._client_error(status, raw), attempt, started)
                     if status in (401, 403):
                         return dataclasses.replace(failure, refusal=Refusal.CREDENTIALS)
-                    if status in _NOT_THE_ENDPOINT and not self._answered:
-                        return self._unreachable(
-                            f"HTTP {status} from {redact_url(url)}: {_snippet(raw, self._api_key)}",
-                            attempt,
-                            started,
-                        )
                     return failure
             if attempt > self.policy.max_retries:
                 return self._failure(error, attempt, started)
@@ -333,9 +322,9 @@ class HttpProvider(ABC):
         return dataclasses.replace(failure, refusal=Refusal.ENDPOINT)
 
     def refusal_in(self, status: int, raw: bytes) -> tuple[Refusal, str] | None:
-        """The `refusal` an error answer's JSON body says, and the error that says so: the
+        """The `refusal` a 4xx answer's JSON body says, and the error that says so: the
         status, what is refused, the provider's words (redacted, cut short)."""
-        if status < 400:
+        if not 400 <= status < 500:
             return None
         try:
             found = self.refusal(status, json.loads(raw))
@@ -351,6 +340,19 @@ class HttpProvider(ABC):
             else f"provider {name!r} serves no model {self.model.name!r}"
         )
         return refusal, f"HTTP {status}: {what}: {_snippet(said.encode(), self._api_key)}"
+
+    def _not_the_api(
+        self, status: int, url: str, headers: Mapping[str, str], raw: bytes
+    ) -> str | None:
+        """Why an answer of this status says `url` is not the API (a redirect, the proxy's
+        407, no such path or method); None for any other status."""
+        if 300 <= status < 400:
+            return self._redirected(status, url, headers.get("location"))
+        if status == 407:
+            return _PROXY_REFUSED
+        if status in _NOT_THE_ENDPOINT:
+            return f"HTTP {status} from {redact_url(url)}: {_snippet(raw, self._api_key)}"
+        return None
 
     def _redirected(self, status: int, url: str, location: str | None) -> str:
         """A redirect, never followed (the API key would go with it): where it points, and

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from redline.assertions import LAYER_1, SampleEvaluation, evaluate_sample, settled_failure
-from redline.errors import REFUSAL_STOPS, ConfigError
+from redline.errors import ConfigError
+from redline.providers.base import REFUSAL_STOPS
 from redline.redaction import KeyRedactor
 from redline.running.store import now_iso
 from redline.text.templates import is_jinja
