@@ -20,8 +20,10 @@ Tone: right when the backend passes exactly the item's tone (embeddings: the win
 the default margin; a checker: the tone it names), and how many assertions of another
 tone would pass. Local checkers get the empathetic and neutral items only.
 
-Also prints the `not-mentions` threshold sweep: per threshold and language, the mentions a
-guard lets through and the other-topic replies it fails.
+Also scores the held-out slices (bench/data/semantic_heldout*.json: replies nobody here
+saw, per pair, one sentence each and inside whole replies, as shipped and with no
+glossary), and prints the `not-mentions` threshold sweep: per threshold and language, the
+mentions a guard lets through and the other-topic replies it fails.
 
 "positive" is "mentions" for mentions and "grounded" for grounded-in.
 """
@@ -68,12 +70,26 @@ def load_set() -> tuple[list[Item], list[Item], list[Item]]:
     return expand(data["mentions"]), data["grounding"], data["tone"]
 
 
-def load_held_out() -> tuple[list[Item], list[Item]]:
-    """The held-out slice's mentions items (bench/data/semantic_heldout.json): concepts in
-    neither the glossary nor any other split, the figure that predicts concepts a suite
-    writes that nobody here saw; and the same sentences as whole replies (see `replies`)."""
-    data = json.loads((ROOT / "bench" / "data" / "semantic_heldout.json").read_text("utf-8"))
-    return expand(data["mentions"]), expand(replies(data["mentions"], data["courtesy"]))
+#: The held-out slices, never fitted on, each written before anything was measured on it:
+#: the first on 14 concepts outside the glossary and every other split; the second, written
+#: blind later, on 7 glossary entries no split had replies for and 7 more concepts outside.
+HELD_OUT = (
+    ("held-out slice", "semantic_heldout.json"),
+    ("second held-out slice", "semantic_heldout2.json"),
+)
+HeldOut = tuple[str, list[Item], list[Item]]
+
+
+def load_held_out() -> list[HeldOut]:
+    """Each held-out slice's name, its mentions items (bench/data/semantic_heldout*.json),
+    the figures that predict replies a suite meets that nobody here saw, and the same
+    sentences as whole replies (see `replies`)."""
+    slices = []
+    for name, file in HELD_OUT:
+        data = json.loads((ROOT / "bench" / "data" / file).read_text("utf-8"))
+        whole = expand(replies(data["mentions"], data["courtesy"]))
+        slices.append((name, expand(data["mentions"]), whole))
+    return slices
 
 
 def replies(groups: Sequence[Item], courtesy: dict[str, list[list[str]]]) -> list[Item]:
@@ -226,9 +242,7 @@ def report(name: str, items: Sequence[Item], truth: str, predict: Callable[[Item
     print("  right per kind and language:\n" + "\n".join(matrix))
 
 
-def embeddings_backend(
-    mentions: list[Item], tones: list[Item], held_out: tuple[list[Item], list[Item]]
-) -> None:
+def embeddings_backend(mentions: list[Item], tones: list[Item], held_out: list[HeldOut]) -> None:
     settings = SemanticSettings()
     try:
         scorer = semantic_scorer(settings)
@@ -258,10 +272,17 @@ def embeddings_backend(
     pair_report(earlier, predict)
     print(f"\n  every group ({len(mentions) // 16}, the fresh held-out batch included):")
     pair_report(mentions, predict)
-    glossary_report(scorer, mentions, predict)
-    held_out_report(scorer, *held_out)
-    earlier = [it for it in mentions if not it["batch"].startswith("fresh")]
-    written_report(scorer, (("earlier split", earlier), ("held-out slice", held_out[0])))
+    fresh = [it for it in mentions if it["batch"].startswith("fresh")]
+    glossary_report(
+        scorer,
+        [("earlier split", earlier), ("fresh held-out", fresh)]
+        + [(name, sentences) for name, sentences, _ in held_out[1:]],
+    )
+    for name, sentences, whole in held_out:
+        held_out_report(scorer, name, sentences, whole)
+    written_report(
+        scorer, [("earlier split", earlier)] + [(name, items) for name, items, _ in held_out]
+    )
     reworded_report(scorer, earlier)
     report(
         f"mentions, embeddings {scorer.backend}, threshold 0.5, same-language pairs",
@@ -423,33 +444,40 @@ def written_report(scorer: SemanticScorer, slices: Sequence[tuple[str, list[Item
             )
 
 
-def glossary_report(
-    scorer: SemanticScorer, mentions: Sequence[Item], predict: Callable[[Item], bool]
-) -> None:
+def glossary_report(scorer: SemanticScorer, slices: Sequence[tuple[str, list[Item]]]) -> None:
     """The shipped glossary's part: each slice scored as shipped and with no glossary (as
     any concept outside it is scored), for concepts whose written rendering is an entry
-    and those that are not; the earlier split (every batch before the glossary) apart."""
+    and those that are not."""
     glossary = shipped_glossary()
     bare = SemanticScorer(scorer.embeddings, scorer.calibration, scorer.tones)
-    bare_scores = mention_scores(bare, mentions)
-
-    def bare_predict(item: Item) -> bool:
-        score = bare_scores[id(item)]
-        return score is not None and score >= DEFAULT_MENTION_THRESHOLD
 
     def covered(item: Item) -> bool:
         return glossary.entry(item["concept"], item["concept_lang"]) is not None
 
-    english = [it for it in mentions if it["concept_lang"] == "en" and it["lang"] != "en"]
-    entries = len({it["concept"] for it in english if covered(it)})
+    english = {
+        it["concept"]
+        for _, items in slices
+        for it in items
+        if it["concept_lang"] == "en" and it["lang"] != "en"
+    }
+    entries = sum(1 for concept in english if glossary.entry(concept, "en") is not None)
     print(
         f"\n  the glossary ({len(glossary)} entries) renders {entries} of the "
-        f"{len({it['concept'] for it in english})} English concepts here"
+        f"{len(english)} English concepts here"
     )
     print(f"  {'slice':<44} {'n':>4} {'as shipped P / R / acc':>24} {'no glossary':>20}")
-    earlier = [it for it in mentions if not it["batch"].startswith("fresh")]
-    fresh = [it for it in mentions if it["batch"].startswith("fresh")]
-    for split, chosen in (("earlier split", earlier), ("fresh held-out", fresh)):
+    for split, chosen in slices:
+        shipped_scores = mention_scores(scorer, chosen)
+        bare_scores = mention_scores(bare, chosen)
+
+        def predict(item: Item, scores: dict[int, float | None] = shipped_scores) -> bool:
+            score = scores[id(item)]
+            return score is not None and score >= DEFAULT_MENTION_THRESHOLD
+
+        def bare_predict(item: Item, scores: dict[int, float | None] = bare_scores) -> bool:
+            score = scores[id(item)]
+            return score is not None and score >= DEFAULT_MENTION_THRESHOLD
+
         for label, test in (
             ("en > zh/id/vi", lambda it: it["concept_lang"] == "en" and it["lang"] != "en"),
             ("same language", lambda it: it["concept_lang"] == it["lang"]),
@@ -469,13 +497,18 @@ def glossary_report(
 
 
 def held_out_report(
-    scorer: SemanticScorer, held_out: Sequence[Item], whole_replies: Sequence[Item]
+    scorer: SemanticScorer,
+    name: str,
+    held_out: Sequence[Item],
+    whole_replies: Sequence[Item],
 ) -> None:
-    """The held-out slice per pair, as shipped and with no glossary (its concepts are not
-    entries, so the two differ only if an entry's rendering happens to match), then its
-    sentences inside whole replies."""
+    """A held-out slice per pair, as shipped and with no glossary (for concepts outside it
+    the two differ only if an entry's rendering happens to match), then its sentences
+    inside whole replies."""
     bare = SemanticScorer(scorer.embeddings, scorer.calibration, scorer.tones)
-    concepts = len({it["concept"] for it in held_out if it["concept_lang"] == "en"})
+    english = {it["concept"] for it in held_out if it["concept_lang"] == "en"}
+    glossary = shipped_glossary()
+    entries = sum(1 for concept in english if glossary.entry(concept, "en") is not None)
     for items, what in ((held_out, "one sentence each"), (whole_replies, "as whole replies")):
         for label, chosen in (("as shipped", scorer), ("no glossary", bare)):
             scores = mention_scores(chosen, items)
@@ -485,8 +518,8 @@ def held_out_report(
                 return score is not None and score >= DEFAULT_MENTION_THRESHOLD
 
             print(
-                f"\n  the held-out slice ({len(items) // 16} groups, {concepts} concepts outside "
-                f"the glossary and every other split; never fitted on), {what}, {label}:"
+                f"\n  the {name} ({len(items) // 16} groups, {len(english)} concepts, "
+                f"{entries} of them glossary entries; never fitted on), {what}, {label}:"
             )
             pair_report(items, predict, batches=False)
 
@@ -658,8 +691,11 @@ def main() -> None:
     checks = set(args.checks.split(","))
     print(
         f"evaluation set: {len(mentions)} mentions items ({len(mentions) // 16} groups x 16 "
-        f"language pairs), {len(held_out[0])} held-out mentions items ({len(held_out[0]) // 16} "
-        f"groups; as many again as whole replies), {len(grounding)} grounding items, "
+        f"language pairs), "
+        + ", ".join(
+            f"{len(items)} {name} items ({len(items) // 16} groups)" for name, items, _ in held_out
+        )
+        + f" (as many again as whole replies), {len(grounding)} grounding items, "
         f"{len(tones)} tone items"
     )
     print(
@@ -695,7 +731,7 @@ def other_backends(
     mentions: list[Item],
     grounding: list[Item],
     tones: list[Item],
-    held_out: tuple[list[Item], list[Item]],
+    held_out: list[HeldOut],
 ) -> None:
     embeddings_backend(mentions, tones, held_out)
     nli_backend(grounding)
