@@ -325,6 +325,16 @@ def mention_scores(
     return scores
 
 
+def passing(scores: dict[int, float | None]) -> Callable[[Item], bool]:
+    """Whether an item's check passes at the default threshold (never without calibration)."""
+
+    def passes(item: Item) -> bool:
+        score = scores[id(item)]
+        return score is not None and score >= DEFAULT_MENTION_THRESHOLD
+
+    return passes
+
+
 #: The earlier split's English concepts that are glossary entries, worded as a suite might
 #: write them instead (written for this bench before it was run with them).
 REWORDED = {
@@ -467,17 +477,8 @@ def glossary_report(scorer: SemanticScorer, slices: Sequence[tuple[str, list[Ite
     )
     print(f"  {'slice':<44} {'n':>4} {'as shipped P / R / acc':>24} {'no glossary':>20}")
     for split, chosen in slices:
-        shipped_scores = mention_scores(scorer, chosen)
-        bare_scores = mention_scores(bare, chosen)
-
-        def predict(item: Item, scores: dict[int, float | None] = shipped_scores) -> bool:
-            score = scores[id(item)]
-            return score is not None and score >= DEFAULT_MENTION_THRESHOLD
-
-        def bare_predict(item: Item, scores: dict[int, float | None] = bare_scores) -> bool:
-            score = scores[id(item)]
-            return score is not None and score >= DEFAULT_MENTION_THRESHOLD
-
+        predict = passing(mention_scores(scorer, chosen))
+        bare_predict = passing(mention_scores(bare, chosen))
         for label, test in (
             ("en > zh/id/vi", lambda it: it["concept_lang"] == "en" and it["lang"] != "en"),
             ("same language", lambda it: it["concept_lang"] == it["lang"]),
@@ -511,12 +512,7 @@ def held_out_report(
     entries = sum(1 for concept in english if glossary.entry(concept, "en") is not None)
     for items, what in ((held_out, "one sentence each"), (whole_replies, "as whole replies")):
         for label, chosen in (("as shipped", scorer), ("no glossary", bare)):
-            scores = mention_scores(chosen, items)
-
-            def predict(item: Item, scores: dict[int, float | None] = scores) -> bool:
-                score = scores[id(item)]
-                return score is not None and score >= DEFAULT_MENTION_THRESHOLD
-
+            predict = passing(mention_scores(chosen, items))
             print(
                 f"\n  the {name} ({len(items) // 16} groups, {len(english)} concepts, "
                 f"{entries} of them glossary entries; never fitted on), {what}, {label}:"
